@@ -1,0 +1,98 @@
+"""referee: evaluate LLM applications and agents.
+
+Public names resolve lazily, so ``import referee`` stays fast for the CLI and the pytest plugin.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # data model
+    "ToolCall": "referee.case",
+    "Invocation": "referee.case",
+    "EvalCase": "referee.case",
+    "EvalSet": "referee.evalset",
+    "ExecutionResult": "referee.execution",
+    "TurnResult": "referee.execution",
+    "CriterionResult": "referee.result",
+    "EvalResult": "referee.result",
+    "TokenUsage": "referee.usage",
+    # errors
+    "RefereeError": "referee.errors",
+    "JudgeUnavailable": "referee.errors",
+    "EvalGateFailure": "referee.errors",
+    "InputError": "referee.errors",
+    # document-000 configuration
+    "CriterionConfig": "referee.config",
+    "CriteriaConfig": "referee.config",
+    "EvalConfig": "referee.config",
+    "MatchType": "referee.config",
+    "Rubric": "referee.config",
+    "UserSimulatorConfig": "referee.config",
+    "DEFAULT_JUDGE_MODEL": "referee.config",
+    # document-000 criteria
+    "BaseCriterion": "referee.criteria",
+    "SyncCriterion": "referee.criteria",
+    "CompositeCriterion": "referee.criteria",
+    "WeightedCriterion": "referee.criteria",
+    "ExactMatchCriterion": "referee.criteria",
+    "ContainsKeywordsCriterion": "referee.criteria",
+    "ResponseMatchCriterion": "referee.criteria",
+    "RougeMatchCriterion": "referee.criteria",
+    "LLMJudgeCriterion": "referee.criteria",
+    "RubricBasedCriterion": "referee.criteria",
+    "FactualAccuracyCriterion": "referee.criteria",
+    "HallucinationCriterion": "referee.criteria",
+    "SafetyCriterion": "referee.criteria",
+    "SimulationGoalsCriterion": "referee.criteria",
+    "TrajectoryMatchCriterion": "referee.criteria",
+    "NodeOrderMatchCriterion": "referee.criteria",
+    "ToolNameMatchCriterion": "referee.criteria",
+    "LLMCallerMixin": "referee.criteria",
+    # judge layer
+    "JudgeConfig": "referee.judge",
+    "configure": "referee.judge",
+    # document-001 evaluators
+    "Faithfulness": "referee.evaluators",
+    "Hallucination": "referee.evaluators",
+    "Relevance": "referee.evaluators",
+    "Coherence": "referee.evaluators",
+    "Toxicity": "referee.evaluators",
+    "Bias": "referee.evaluators",
+    "Summarization": "referee.evaluators",
+    "AnswerAccuracy": "referee.evaluators",
+    "ContextPrecision": "referee.evaluators",
+    "ContextRecall": "referee.evaluators",
+    "CustomRubric": "referee.evaluators",
+    "GEval": "referee.evaluators",
+    "CheckEvaluator": "referee.evaluators",
+    "threshold_table": "referee.evaluators",
+    # running and reporting
+    "EvalSuite": "referee.run",
+    "AgentEvaluator": "referee.run",
+    "UserSimulator": "referee.run",
+    "ConversationScenario": "referee.run",
+    "EvalReport": "referee.report",
+    "EvalSummary": "referee.report",
+    "CaseResult": "referee.report",
+    "CaseStatus": "referee.report",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'referee' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

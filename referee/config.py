@@ -1,0 +1,229 @@
+"""Configuration of document-000 criteria: CriterionConfig, CriteriaConfig and EvalConfig."""
+
+from __future__ import annotations
+
+import copy
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from referee.errors import InputError
+
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+
+
+class MatchType(str, Enum):
+    EXACT = "exact"
+    IN_ORDER = "in_order"
+    ANY_ORDER = "any_order"
+
+    @classmethod
+    def _missing_(cls, value: object) -> "MatchType | None":
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "_")
+            for member in cls:
+                if member.value == key or member.name.lower() == key:
+                    return member
+        return None
+
+
+class Rubric(BaseModel):
+    rubric_id: str
+    content: str
+    weight: float = 1.0
+
+    @classmethod
+    def create(cls, rubric_id: str, content: str, weight: float = 1.0) -> "Rubric":
+        return cls(rubric_id=rubric_id, content=content, weight=weight)
+
+
+class CriterionConfig(BaseModel):
+    threshold: float = 0.8
+    match_type: MatchType = MatchType.EXACT
+    judge_model: str = DEFAULT_JUDGE_MODEL
+    num_samples: int = 3
+    rubrics: list[Rubric] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    check_args: bool = False
+    enabled: bool = True
+    api_style: str = "responses"
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold_in_unit_interval(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"threshold must be between 0.0 and 1.0, got {value}")
+        return value
+
+    @field_validator("num_samples")
+    @classmethod
+    def _positive_samples(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"num_samples must be at least 1, got {value}")
+        return value
+
+    @field_validator("api_style")
+    @classmethod
+    def _known_api_style(cls, value: str) -> str:
+        if value not in ("responses", "chat"):
+            raise ValueError(f"api_style must be 'responses' or 'chat', got {value!r}")
+        return value
+
+    @classmethod
+    def tool_name_match(cls, threshold: float = 1.0) -> "CriterionConfig":
+        return cls(threshold=threshold)
+
+    @classmethod
+    def trajectory(cls, threshold: float = 1.0, match_type: MatchType = MatchType.EXACT,
+                   check_args: bool = False) -> "CriterionConfig":
+        return cls(threshold=threshold, match_type=match_type, check_args=check_args)
+
+    @classmethod
+    def node_order(cls, threshold: float = 1.0,
+                   match_type: MatchType = MatchType.EXACT) -> "CriterionConfig":
+        return cls(threshold=threshold, match_type=match_type)
+
+    @classmethod
+    def response_match(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
+                       num_samples: int = 3) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
+
+    @classmethod
+    def rouge_match(cls, threshold: float = 0.5) -> "CriterionConfig":
+        return cls(threshold=threshold)
+
+    @classmethod
+    def contains_keywords(cls, keywords: list[str], threshold: float = 1.0) -> "CriterionConfig":
+        return cls(threshold=threshold, keywords=keywords)
+
+    @classmethod
+    def llm_judge(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
+                  num_samples: int = 3) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
+
+    @classmethod
+    def rubric_based(cls, rubrics: list[Rubric], threshold: float = 0.8,
+                     judge_model: str = DEFAULT_JUDGE_MODEL) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, rubrics=rubrics)
+
+    @classmethod
+    def factual_accuracy(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
+                         num_samples: int = 3) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
+
+    @classmethod
+    def hallucination(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
+                      num_samples: int = 3) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
+
+    @classmethod
+    def safety(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
+               num_samples: int = 3) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
+
+    @classmethod
+    def simulation_goals(cls, threshold: float = 0.8,
+                         judge_model: str = DEFAULT_JUDGE_MODEL) -> "CriterionConfig":
+        return cls(threshold=threshold, judge_model=judge_model)
+
+
+class CriteriaConfig(BaseModel):
+    """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name_match: CriterionConfig | None = None
+    trajectory: CriterionConfig | None = None
+    node_order: CriterionConfig | None = None
+    response_match: CriterionConfig | None = None
+    rouge_match: CriterionConfig | None = None
+    contains_keywords: CriterionConfig | None = None
+    llm_judge: CriterionConfig | None = None
+    rubric_based: CriterionConfig | None = None
+    factual_accuracy: CriterionConfig | None = None
+    hallucination: CriterionConfig | None = None
+    safety: CriterionConfig | None = None
+    simulation_goals: CriterionConfig | None = None
+
+    def enabled_items(self) -> list[tuple[str, CriterionConfig]]:
+        return [
+            (name, cfg) for name in type(self).model_fields
+            if (cfg := getattr(self, name)) is not None and cfg.enabled
+        ]
+
+
+class UserSimulatorConfig(BaseModel):
+    model: str = DEFAULT_JUDGE_MODEL
+    max_turns: int = 10
+    temperature: float = 0.7
+
+
+class EvalConfig(BaseModel):
+    criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
+    user_simulator_config: UserSimulatorConfig | None = None
+    parallel: bool = False
+    max_concurrency: int = 4
+    timeout: float = 300.0
+    verbose: bool = False
+
+    @classmethod
+    def default(cls) -> "EvalConfig":
+        return cls(criteria=CriteriaConfig(
+            trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.EXACT),
+            response_match=CriterionConfig.response_match(threshold=0.8),
+        ))
+
+    @classmethod
+    def strict(cls) -> "EvalConfig":
+        return cls(criteria=CriteriaConfig(
+            trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.EXACT,
+                                                  check_args=True),
+            response_match=CriterionConfig.response_match(threshold=0.9),
+            llm_judge=CriterionConfig.llm_judge(threshold=0.9, num_samples=5),
+        ))
+
+    @classmethod
+    def relaxed(cls) -> "EvalConfig":
+        return cls(criteria=CriteriaConfig(
+            trajectory=CriterionConfig.trajectory(threshold=0.8, match_type=MatchType.IN_ORDER),
+            response_match=CriterionConfig.response_match(threshold=0.6),
+        ))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "EvalConfig":
+        path = Path(path)
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(exc.msg, source=str(path), line=exc.lineno,
+                             expected="a JSON object") from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(err["msg"], source=str(path),
+                             field=".".join(str(p) for p in err["loc"])) from None
+
+    def to_file(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
+
+    def get_criterion_config(self, name: str) -> CriterionConfig | None:
+        return getattr(self.criteria, name, None)
+
+    def enable_criterion(self, name: str, config: CriterionConfig | None = None) -> None:
+        if name not in CriteriaConfig.model_fields:
+            raise ValueError(f"Unknown criterion field: {name!r}")
+        setattr(self.criteria, name, config or CriterionConfig())
+
+    def disable_criterion(self, name: str) -> None:
+        criterion = getattr(self.criteria, name, None)
+        if criterion is not None:
+            criterion.enabled = False
+
+    def with_rubrics(self, rubrics: list[Rubric]) -> "EvalConfig":
+        new_config = copy.deepcopy(self)
+        new_config.criteria.rubric_based = CriterionConfig.rubric_based(rubrics=rubrics)
+        return new_config

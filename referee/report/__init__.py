@@ -1,0 +1,12 @@
+"""Report model and renderers. Every format renders one stored run."""
+
+from referee.report.model import (
+    CaseResult,
+    CaseStatus,
+    CriterionStats,
+    ERROR_STATUSES,
+    EvalReport,
+    EvalSummary,
+)
+
+__all__ = ["CaseResult", "CaseStatus", "CriterionStats", "ERROR_STATUSES", "EvalReport", "EvalSummary"]

@@ -1,0 +1,285 @@
+"""One report model for both front doors.
+
+Document-000 readers use ``report.summary`` (an EvalSummary with ``criterion_stats``);
+document-001 readers use ``pass_rate`` (passed / evaluated), ``error_rate`` (errors / total),
+``errors`` and the per-case statuses. Both are computed from the same list of cases.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from referee.case import EvalCase
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult
+from referee.usage import TokenUsage
+
+
+class CaseStatus(str, Enum):
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    MODEL_ERROR = "MODEL_ERROR"
+    JUDGE_ERROR = "JUDGE_ERROR"
+    EVALUATOR_ERROR = "EVALUATOR_ERROR"
+    TIMEOUT = "TIMEOUT"
+    SKIPPED = "SKIPPED"
+
+    @property
+    def is_error(self) -> bool:
+        return self in ERROR_STATUSES
+
+    @property
+    def is_evaluated(self) -> bool:
+        return self in (CaseStatus.PASSED, CaseStatus.FAILED)
+
+
+ERROR_STATUSES = frozenset(
+    {CaseStatus.MODEL_ERROR, CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR, CaseStatus.TIMEOUT}
+)
+
+
+class CaseResult(BaseModel):
+    index: int = 0
+    eval_id: str
+    name: str = ""
+    status: CaseStatus
+    case: EvalCase | None = None
+    execution: ExecutionResult | None = None
+    criterion_results: list[CriterionResult] = Field(default_factory=list)
+    error: str | None = None
+    duration_seconds: float = 0.0
+    token_usage: TokenUsage | None = None  # judge tokens spent on this case
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CaseStatus.PASSED
+
+    @property
+    def is_error(self) -> bool:
+        return self.status.is_error
+
+    @property
+    def results(self) -> list[CriterionResult]:
+        return self.criterion_results
+
+    @property
+    def actual_response(self) -> str:
+        return self.execution.actual_response if self.execution else ""
+
+    @property
+    def output(self) -> str:
+        return self.actual_response
+
+    @property
+    def failed_criteria(self) -> list[CriterionResult]:
+        return [r for r in self.criterion_results if not r.passed and not r.skipped]
+
+    def get_criterion_result(self, name: str) -> CriterionResult | None:
+        return next((r for r in self.criterion_results if r.criterion == name), None)
+
+
+class CriterionStats(BaseModel):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    avg_score: float = 0.0
+    pass_rate: float = 0.0
+
+    def __getitem__(self, key: str) -> Any:  # document 000 reads criterion_stats[name]["pass_rate"]
+        return getattr(self, key)
+
+
+class EvalSummary(BaseModel):
+    total_cases: int = 0
+    passed_cases: int = 0
+    failed_cases: int = 0
+    error_cases: int = 0
+    skipped_cases: int = 0
+    pass_rate: float = 0.0
+    error_rate: float = 0.0
+    avg_duration_seconds: float = 0.0
+    total_duration_seconds: float = 0.0
+    criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
+    total_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @property
+    def total(self) -> int:
+        return self.total_cases
+
+    @property
+    def passed(self) -> int:
+        return self.passed_cases
+
+    @property
+    def failed(self) -> int:
+        return self.failed_cases
+
+    @classmethod
+    def from_cases(cls, cases: list[CaseResult]) -> "EvalSummary":
+        total = len(cases)
+        counts = Counter(c.status for c in cases)
+        passed = counts[CaseStatus.PASSED]
+        failed = counts[CaseStatus.FAILED]
+        errors = sum(counts[s] for s in ERROR_STATUSES)
+        evaluated = passed + failed
+        stats: dict[str, CriterionStats] = {}
+        scores: dict[str, list[float]] = {}
+        for case in cases:
+            for r in case.criterion_results:
+                s = stats.setdefault(r.criterion, CriterionStats())
+                s.total += 1
+                if r.skipped:
+                    s.skipped += 1
+                    continue
+                if r.error is not None or r.error_kind is not None:
+                    s.errors += 1
+                elif r.passed:
+                    s.passed += 1
+                else:
+                    s.failed += 1
+                scores.setdefault(r.criterion, []).append(r.score)
+        for name, s in stats.items():
+            vals = scores.get(name, [])
+            s.avg_score = sum(vals) / len(vals) if vals else 0.0
+            judged = s.passed + s.failed
+            s.pass_rate = s.passed / judged if judged else 0.0
+        durations = [c.duration_seconds for c in cases]
+        usage = TokenUsage.total([c.token_usage for c in cases]) or TokenUsage()
+        return cls(
+            total_cases=total,
+            passed_cases=passed,
+            failed_cases=failed,
+            error_cases=errors,
+            skipped_cases=counts[CaseStatus.SKIPPED],
+            pass_rate=passed / evaluated if evaluated else 0.0,
+            error_rate=errors / total if total else 0.0,
+            avg_duration_seconds=sum(durations) / total if total else 0.0,
+            total_duration_seconds=sum(durations),
+            criterion_stats=stats,
+            total_token_usage=usage,
+        )
+
+
+class EvalReport(BaseModel):
+    run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+    name: str = ""
+    eval_set_id: str = ""
+    model_id: str = ""
+    started_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+    cases: list[CaseResult] = Field(default_factory=list)
+    judge: dict[str, Any] = Field(default_factory=dict)  # judge config, secrets removed
+    config_used: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    # Counts (document 001) -------------------------------------------------------------
+    @property
+    def results(self) -> list[CaseResult]:
+        return self.cases
+
+    @property
+    def total(self) -> int:
+        return len(self.cases)
+
+    def _count(self, status: CaseStatus) -> int:
+        return sum(1 for c in self.cases if c.status == status)
+
+    @property
+    def passed(self) -> int:
+        return self._count(CaseStatus.PASSED)
+
+    @property
+    def failed(self) -> int:
+        return self._count(CaseStatus.FAILED)
+
+    @property
+    def skipped(self) -> int:
+        return self._count(CaseStatus.SKIPPED)
+
+    @property
+    def evaluated(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for c in self.cases if c.status.is_error)
+
+    @property
+    def errors_by_kind(self) -> dict[str, int]:
+        counts = Counter(c.status.value.lower() for c in self.cases if c.status.is_error)
+        return dict(sorted(counts.items()))
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.evaluated if self.evaluated else 0.0
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.total if self.total else 0.0
+
+    @property
+    def duration_seconds(self) -> float:
+        end = self.finished_at if self.finished_at is not None else time.time()
+        return max(0.0, end - self.started_at)
+
+    @property
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage.total([c.token_usage for c in self.cases]) or TokenUsage()
+
+    # Document 000 ----------------------------------------------------------------------
+    @property
+    def summary(self) -> EvalSummary:
+        return EvalSummary.from_cases(self.cases)
+
+    @property
+    def eval_set_name(self) -> str:
+        return self.name
+
+    @property
+    def failed_cases(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.passed and c.status != CaseStatus.SKIPPED]
+
+    @property
+    def passed_cases(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.passed]
+
+    def get_case_result(self, eval_id: str) -> CaseResult | None:
+        return next((c for c in self.cases if c.eval_id == eval_id), None)
+
+    # Persistence -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data["totals"] = {
+            "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
+            "failed": self.failed, "skipped": self.skipped, "errors": self.errors,
+            "errors_by_kind": self.errors_by_kind, "pass_rate": self.pass_rate,
+            "error_rate": self.error_rate,
+        }
+        data["summary"] = self.summary.model_dump(mode="json")
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def to_file(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
+        data = {k: v for k, v in data.items() if k not in ("totals", "summary")}
+        return cls.model_validate(data)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "EvalReport":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

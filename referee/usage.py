@@ -1,0 +1,44 @@
+"""Token accounting shared by judge calls, criteria, cases and runs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    cached_requests: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: "TokenUsage | None") -> "TokenUsage":
+        if other is None:
+            return self.model_copy()
+        if self.cost_usd is None and other.cost_usd is None:
+            cost = None
+        else:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+            cached_requests=self.cached_requests + other.cached_requests,
+            cost_usd=cost,
+        )
+
+    __radd__ = __add__
+
+    @classmethod
+    def total(cls, usages: "list[TokenUsage | None]") -> "TokenUsage | None":
+        present = [u for u in usages if u is not None]
+        if not present:
+            return None
+        out = cls()
+        for u in present:
+            out = out + u
+        return out
