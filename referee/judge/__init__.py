@@ -1,0 +1,54 @@
+"""The judge layer: every call to a judge model goes through here.
+
+Configuration and resolution (document 001), document 000's provider detection, the official
+SDK providers, per-endpoint concurrency, retries, the reply cache, token/cost accounting and
+verdict parsing.
+"""
+
+from referee.errors import JudgeUnavailable
+from referee.judge.cache import JudgeCache, default_cache_path, get_cache
+from referee.judge.client import Judge, JudgeReply, get_judge
+from referee.judge.config import (
+    DEFAULT_MODELS,
+    JudgeConfig,
+    configure,
+    get_configured,
+    judge_config_for_model,
+    provider_available,
+    provider_for_model,
+    resolve_judge_config,
+)
+from referee.judge.pricing import estimate_cost, price_of, set_price
+from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
+from referee.judge.retry import RetryPolicy, parse_retry_after
+from referee.judge.verdict import Verdict, parse_json_object, parse_verdict
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "Judge",
+    "JudgeCache",
+    "JudgeConfig",
+    "JudgeReply",
+    "JudgeRequest",
+    "JudgeUnavailable",
+    "ProviderAdapter",
+    "RawReply",
+    "RetryPolicy",
+    "Verdict",
+    "configure",
+    "default_cache_path",
+    "estimate_cost",
+    "get_cache",
+    "get_configured",
+    "get_judge",
+    "judge_config_for_model",
+    "parse_json_object",
+    "parse_retry_after",
+    "parse_verdict",
+    "price_of",
+    "provider_available",
+    "provider_for_model",
+    "register_provider",
+    "resolve_judge_config",
+    "set_price",
+]

@@ -1,0 +1,171 @@
+"""Persistent SQLite cache of judge replies.
+
+One file, shared by every process and thread. The key covers everything that shapes a reply,
+including the sample index, so repeated samples of the same prompt stay distinct. Failures are
+never stored. A cache that cannot be used (corrupt, locked, unwritable) degrades to live calls
+with a single warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+logger = logging.getLogger("referee.judge")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_replies (
+    key TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    directory = os.environ.get("REFEREE_CACHE_DIR", "").strip()
+    base = Path(directory).expanduser() if directory else Path(
+        platformdirs.user_cache_dir("referee", appauthor=False))
+    return base / "judge_cache.sqlite3"
+
+
+def cache_enabled_by_env() -> bool | None:
+    raw = os.environ.get("REFEREE_CACHE", "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"environment variable REFEREE_CACHE={raw!r} is not a boolean "
+                     "(expected 0/1, true/false, on/off)")
+
+
+def cache_key(**request: Any) -> str:
+    """A stable hash of the request; credentials are never part of it."""
+    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+class JudgeCache:
+    """Thread-safe access to one cache file; the file itself is safe across processes (WAL)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._broken = False
+        self._warned = False
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning("judge cache %s %s (%s: %s); continuing with live calls",
+                           self.path, what, type(exc).__name__, exc)
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._broken:
+            return None
+        if self._conn is not None:
+            return self._conn
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=2.0, check_same_thread=False,
+                                   isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                self._warn("is locked", exc)
+                return None
+            self._broken = True
+            self._warn("is unusable", exc)
+            return None
+        self._conn = conn
+        return conn
+
+    def get(self, key: str) -> CachedReply | None:
+        with self._lock:
+            conn = self._connect()
+            if conn is None:
+                return None
+            try:
+                row = conn.execute(
+                    "SELECT text, input_tokens, output_tokens FROM judge_replies WHERE key = ?",
+                    (key,)).fetchone()
+            except sqlite3.Error as exc:
+                self._failed(exc)
+                return None
+        if row is None:
+            return None
+        return CachedReply(text=row[0], input_tokens=int(row[1]), output_tokens=int(row[2]))
+
+    def put(self, key: str, *, provider: str, model: str, text: str, input_tokens: int,
+            output_tokens: int) -> None:
+        with self._lock:
+            conn = self._connect()
+            if conn is None:
+                return
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, provider, model, text, input_tokens, output_tokens, time.time()))
+            except sqlite3.Error as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: sqlite3.Error) -> None:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+            self._warn("is locked", exc)
+            return
+        self._broken = True
+        self._warn("is unusable", exc)
+        self.close_unlocked()
+
+    def close_unlocked(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_unlocked()
+
+
+_caches: dict[Path, JudgeCache] = {}
+_caches_lock = threading.Lock()
+
+
+def get_cache(path: str | Path | None = None) -> JudgeCache:
+    """The shared cache object for a file (default: the user cache dir or REFEREE_CACHE_DIR)."""
+    resolved = Path(path).expanduser() if path else default_cache_path()
+    resolved = resolved.absolute()
+    with _caches_lock:
+        cache = _caches.get(resolved)
+        if cache is None:
+            cache = _caches[resolved] = JudgeCache(resolved)
+        return cache

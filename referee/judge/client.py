@@ -1,0 +1,214 @@
+"""The Judge: one call path for every criterion, with shared clients, limits, retries and cache."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from referee.errors import JudgeUnavailable
+from referee.judge import retry as _retry
+from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
+from referee.judge.config import JudgeConfig
+from referee.judge.limiter import EndpointLimiter
+from referee.judge.pricing import usage_for
+from referee.judge.providers import JudgeRequest, ProviderSetupError, RawReply, adapter_for
+from referee.usage import TokenUsage
+
+logger = logging.getLogger("referee.judge")
+
+# Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
+# prompt, parameters and sample index, so it only ever replays an identical request.
+DEFAULT_CACHE_ENABLED = True
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    text: str
+    usage: TokenUsage
+    cached: bool
+    provider: str
+    model: str
+    latency_s: float
+    attempts: int = 1
+
+
+class _Endpoint:
+    """Everything shared by the judges of one (provider, base_url, credentials)."""
+
+    def __init__(self, provider: str, base_url: str, api_key: str | None, limit: int) -> None:
+        self.provider = provider
+        self.base_url = base_url
+        self._api_key = api_key
+        self.limiter = EndpointLimiter(limit)
+        self._lock = threading.Lock()
+        # An async SDK client's connection pool belongs to the loop that opened it, so each loop
+        # gets its own client; a finished loop's client is dropped with it.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+        self.clients_created = 0
+
+    def client(self, cfg: JudgeConfig) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = adapter_for(self.provider).make_client(self.base_url, self._api_key, cfg)
+                self._clients[loop] = client
+                self.clients_created += 1
+            return client
+
+
+_endpoints: dict[tuple[str, str, str], _Endpoint] = {}
+_endpoints_lock = threading.Lock()
+
+
+def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
+    adapter = adapter_for(cfg.provider)
+    base_url, api_key = adapter.credentials(cfg)
+    fingerprint = hashlib.sha256((api_key or "").encode("utf-8")).hexdigest()
+    key = (cfg.provider, base_url, fingerprint)
+    with _endpoints_lock:
+        endpoint = _endpoints.get(key)
+        if endpoint is None:
+            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key,
+                                                   cfg.effective_max_concurrency)
+        elif cfg.max_concurrency is not None and cfg.max_concurrency != endpoint.limiter.limit:
+            endpoint.limiter.set_limit(cfg.max_concurrency)
+    return endpoint
+
+
+def _redact(text: str, secret: str | None) -> str:
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text
+
+
+class Judge:
+    """A configured judge. Cheap to create; clients and limits live in the shared endpoint."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self._setup_error: ProviderSetupError | None = None
+        self._endpoint: _Endpoint | None = None
+        try:
+            self._endpoint = _endpoint_for(config)
+        except ProviderSetupError as exc:
+            # Reported on the first call, as JudgeUnavailable, like any other outage.
+            self._setup_error = exc
+
+    @property
+    def provider(self) -> str:
+        return self.config.provider
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @property
+    def max_concurrency(self) -> int:
+        return self._endpoint.limiter.limit if self._endpoint else self.config.effective_max_concurrency
+
+    def _cache_enabled(self) -> bool:
+        if self.config.cache is not None:
+            return self.config.cache
+        env = cache_enabled_by_env()
+        return DEFAULT_CACHE_ENABLED if env is None else env
+
+    def _policy(self) -> _retry.RetryPolicy:
+        return _retry.RetryPolicy(max_retries=self.config.effective_max_retries,
+                                  max_total_s=self.config.effective_retry_max_total_s)
+
+    def _unavailable(self, message: str, cause: BaseException | None) -> JudgeUnavailable:
+        text = _redact(f"judge {self.provider}/{self.model} unavailable: {message}",
+                       self.config.api_key_value())
+        return JudgeUnavailable(text, provider=self.provider, model=self.model, cause=cause)
+
+    async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
+                       sample_index: int = 0, temperature: float | None = None,
+                       max_tokens: int | None = None) -> JudgeReply:
+        """One judge reply; raises JudgeUnavailable when the provider cannot give one."""
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        if self._setup_error is not None or self._endpoint is None:
+            raise self._unavailable(str(self._setup_error), self._setup_error)
+        cfg = self.config
+        request = JudgeRequest(
+            model=cfg.model, prompt=prompt, system=system, json_mode=json_mode,
+            temperature=cfg.effective_temperature if temperature is None else temperature,
+            max_tokens=cfg.effective_max_tokens if max_tokens is None else max_tokens,
+            timeout=cfg.effective_timeout, api_style=cfg.api_style)
+        cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
+        key = ""
+        if cache is not None:
+            key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
+                            api_style=cfg.api_style, prompt=prompt, system=system,
+                            json_mode=json_mode, temperature=request.temperature,
+                            max_tokens=request.max_tokens, sample_index=sample_index)
+            hit = cache.get(key)
+            if hit is not None:
+                return JudgeReply(text=hit.text, usage=usage_for(cfg.model, 0, 0, cached=True),
+                                  cached=True, provider=cfg.provider, model=cfg.model,
+                                  latency_s=0.0, attempts=0)
+        started = time.monotonic()
+        raw, attempts = await self._call_with_retries(request)
+        latency = time.monotonic() - started
+        if cache is not None:
+            cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
+                      input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
+        return JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
+                                                         raw.output_tokens),
+                          cached=False, provider=cfg.provider, model=cfg.model,
+                          latency_s=latency, attempts=attempts)
+
+    async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
+        assert self._endpoint is not None
+        endpoint = self._endpoint
+        adapter = adapter_for(self.provider)
+        policy = self._policy()
+        deadline = time.monotonic() + policy.max_total_s
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with endpoint.limiter:
+                    client = endpoint.client(self.config)
+                    # The SDK enforces the timeout too; this bound also covers a stalled body.
+                    raw = await asyncio.wait_for(adapter.call(client, request),
+                                                 timeout=request.timeout + 5.0)
+                return raw, attempt
+            except asyncio.CancelledError:
+                raise
+            except ProviderSetupError as exc:
+                raise self._unavailable(str(exc), exc) from exc
+            except Exception as exc:  # every provider failure is classified, none escapes raw
+                info = _retry.classify(exc)
+                if not info.retryable:
+                    raise self._unavailable(f"{info.summary}, not retryable", exc) from exc
+                delay = policy.delay(attempt - 1, info.retry_after)
+                out_of_attempts = attempt > policy.max_retries
+                out_of_time = time.monotonic() + delay > deadline
+                if out_of_attempts or out_of_time:
+                    bound = "attempts" if out_of_attempts else "retry time budget"
+                    raise self._unavailable(
+                        f"{info.summary} after {attempt} attempt(s), {bound} exhausted",
+                        exc) from exc
+                logger.warning("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
+                               self.model, info.summary, attempt, policy.max_retries, delay)
+            await _retry.sleep(delay)
+
+
+def get_judge(config: JudgeConfig | None = None) -> Judge:
+    """A judge for ``config`` (resolved through document 001's order when None).
+
+    Judges of the same (provider, base_url, credentials) share one client per event loop and
+    one concurrency limit.
+    """
+    from referee.judge.config import resolve_judge_config
+
+    return Judge(resolve_judge_config(None) if config is None else config)

@@ -1,0 +1,282 @@
+"""Judge configuration: JudgeConfig, the global ``configure()`` and document 001's resolution order."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import threading
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
+
+# Document 001: "None = inherit"; these are the effective values when no layer sets them.
+EFFECTIVE_TEMPERATURE = 0.0
+EFFECTIVE_MAX_TOKENS = 1024
+EFFECTIVE_TIMEOUT = 30.0
+DEFAULT_MAX_CONCURRENCY = 16
+DEFAULT_MAX_RETRIES = 4
+DEFAULT_RETRY_MAX_TOTAL_S = 120.0
+
+# A provider switched in one layer must not inherit another provider's model name.
+DEFAULT_MODELS = {
+    "anthropic": "claude-haiku-4-5",
+    "openai": "gpt-4o-mini",
+    "google": "gemini-2.5-flash",
+}
+
+# Providers registered at runtime (the in-process fake of referee.testing, users' own).
+_extra_providers: set[str] = set()
+
+
+def _register_provider_name(name: str) -> None:
+    _extra_providers.add(name)
+
+
+class JudgeConfig(BaseModel):
+    """Which model judges, and how it is called.
+
+    ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
+    ("inherit"): an explicit value, including ``0.0``, always wins over a lower layer.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    provider: str = "anthropic"
+    model: str = "claude-haiku-4-5"
+    base_url: str = ""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout: float | None = None
+    reliability_sample: float | None = None
+    # referee extensions
+    api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
+    api_style: Literal["chat", "responses"] = "chat"
+    max_concurrency: int | None = None
+    max_retries: int | None = None
+    retry_max_total_s: float | None = None
+    cache: bool | None = None
+    cache_path: str | None = None
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in BUILTIN_PROVIDERS and value not in _extra_providers:
+            known = ", ".join(sorted(set(BUILTIN_PROVIDERS) | _extra_providers))
+            raise ValueError(f"unknown judge provider {value!r} (expected one of: {known})")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _non_empty_model(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("judge model name must not be empty")
+        return value.strip()
+
+    @field_validator("temperature")
+    @classmethod
+    def _temperature_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 <= value <= 2.0:
+            raise ValueError(f"temperature must be between 0.0 and 2.0, got {value}")
+        return value
+
+    @field_validator("max_tokens", "max_concurrency")
+    @classmethod
+    def _positive_int(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"must be at least 1, got {value}")
+        return value
+
+    @field_validator("max_retries")
+    @classmethod
+    def _non_negative(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"max_retries must be at least 0, got {value}")
+        return value
+
+    @field_validator("timeout", "retry_max_total_s")
+    @classmethod
+    def _positive_seconds(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError(f"must be a positive number of seconds, got {value}")
+        return value
+
+    @field_validator("reliability_sample")
+    @classmethod
+    def _fraction(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ValueError(f"reliability_sample must be between 0.0 and 1.0, got {value}")
+        return value
+
+    # Effective values: what a call actually uses when the field was left to inherit.
+    @property
+    def effective_temperature(self) -> float:
+        return EFFECTIVE_TEMPERATURE if self.temperature is None else self.temperature
+
+    @property
+    def effective_max_tokens(self) -> int:
+        return EFFECTIVE_MAX_TOKENS if self.max_tokens is None else self.max_tokens
+
+    @property
+    def effective_timeout(self) -> float:
+        return EFFECTIVE_TIMEOUT if self.timeout is None else self.timeout
+
+    @property
+    def effective_max_concurrency(self) -> int:
+        if self.max_concurrency is not None:
+            return self.max_concurrency
+        env = _env_int("REFEREE_JUDGE_CONCURRENCY")
+        return env if env is not None else DEFAULT_MAX_CONCURRENCY
+
+    @property
+    def effective_max_retries(self) -> int:
+        return DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries
+
+    @property
+    def effective_retry_max_total_s(self) -> float:
+        return DEFAULT_RETRY_MAX_TOTAL_S if self.retry_max_total_s is None else self.retry_max_total_s
+
+    def api_key_value(self) -> str | None:
+        return self.api_key.get_secret_value() if self.api_key is not None else None
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 1:
+        raise ValueError(f"environment variable {name} must be at least 1, got {value}")
+    return value
+
+
+_global_lock = threading.Lock()
+_global_config: JudgeConfig | None = None
+
+
+def configure(config: JudgeConfig | None) -> None:
+    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets."""
+    global _global_config
+    if config is not None and not isinstance(config, JudgeConfig):
+        raise TypeError(f"configure() expects a JudgeConfig or None, got {type(config).__name__}")
+    with _global_lock:
+        _global_config = config.model_copy() if config is not None else None
+
+
+def get_configured() -> JudgeConfig | None:
+    """The config passed to ``configure()``, or None."""
+    with _global_lock:
+        return _global_config
+
+
+_ENDPOINT_FIELDS = ("model", "base_url", "api_key")
+
+
+def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
+    explicit = layer.model_fields_set
+    switched = "provider" in explicit and layer.provider != merged["provider"]
+    if switched:
+        # Another provider's model name, endpoint or key would be wrong for this one.
+        merged["model"] = DEFAULT_MODELS.get(layer.provider, merged["model"])
+        merged["base_url"] = ""
+        merged["api_key"] = None
+    for name in explicit:
+        merged[name] = getattr(layer, name)
+
+
+def _env_layer() -> JudgeConfig | None:
+    provider = os.environ.get("JUDGE_PROVIDER", "").strip()
+    model = os.environ.get("JUDGE_MODEL", "").strip()
+    kwargs: dict[str, Any] = {}
+    if provider:
+        kwargs["provider"] = provider
+    if model:
+        kwargs["model"] = model
+    if not kwargs:
+        return None
+    try:
+        return JudgeConfig(**kwargs)
+    except ValueError as exc:
+        raise ValueError(f"JUDGE_PROVIDER/JUDGE_MODEL environment: {exc}") from None
+
+
+def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
+    """Document 001's order: ``judge=`` > ``configure()`` > JUDGE_PROVIDER/JUDGE_MODEL > default.
+
+    Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
+    are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
+    """
+    merged: dict[str, Any] = {name: getattr(JudgeConfig(), name) for name in JudgeConfig.model_fields}
+    for layer in (_env_layer(), get_configured(), judge):
+        if layer is not None:
+            _apply_layer(merged, layer)
+    if merged["provider"] == "openai" and not merged["base_url"]:
+        merged["base_url"] = os.environ.get("OPENAI_BASE_URL", "").strip()
+    if merged["temperature"] is None:
+        merged["temperature"] = EFFECTIVE_TEMPERATURE
+    if merged["max_tokens"] is None:
+        merged["max_tokens"] = EFFECTIVE_MAX_TOKENS
+    if merged["timeout"] is None:
+        merged["timeout"] = EFFECTIVE_TIMEOUT
+    return JudgeConfig(**merged)
+
+
+# Document 000: the provider follows from CriterionConfig.judge_model.
+_OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
+
+
+def provider_for_model(model_name: str) -> str | None:
+    """``gemini*`` -> google, ``gpt*``/``o1``/``o3``/``o4`` -> openai, ``claude*`` -> anthropic."""
+    name = model_name.strip().lower()
+    if "/" in name:  # "models/gemini-2.5-flash", "publishers/google/models/..."
+        name = name.rsplit("/", 1)[-1]
+    if name.startswith("gemini"):
+        return "google"
+    if _OPENAI_MODEL.match(name):
+        return "openai"
+    if name.startswith("claude"):
+        return "anthropic"
+    return None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def provider_available(provider: str) -> bool:
+    """Whether the provider's SDK is importable and some credentials (or endpoint) are set."""
+    env = os.environ
+    if provider == "google":
+        if importlib.util.find_spec("google.genai") is None:
+            return False
+        return (_truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
+                or bool(env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")))
+    if provider == "openai":
+        return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
+    if provider == "anthropic":
+        return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
+    return provider in _extra_providers
+
+
+def judge_config_for_model(model_name: str, api_style: str = "responses",
+                           temperature: float = 0.3) -> JudgeConfig | None:
+    """Document 000's judge for ``judge_model``; None when no provider can serve it.
+
+    None is the caller's cue for document 000's documented fallback (score 0.5,
+    "No LLM provider available").
+    """
+    provider = provider_for_model(model_name)
+    if provider is None or not provider_available(provider):
+        return None
+    if api_style not in ("chat", "responses"):
+        raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
+    base_url = os.environ.get("OPENAI_BASE_URL", "").strip() if provider == "openai" else ""
+    return JudgeConfig(provider=provider, model=model_name.strip(), base_url=base_url,
+                       api_style=api_style, temperature=temperature,  # type: ignore[arg-type]
+                       max_tokens=EFFECTIVE_MAX_TOKENS, timeout=EFFECTIVE_TIMEOUT)

@@ -1,0 +1,137 @@
+"""Which judge failures are worth retrying, and how long to wait before the next attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+
+RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+RETRY_AFTER_CAP_S = 60.0
+
+# Transport failures of httpx (and its successor httpx2, used by newer SDKs), matched by
+# class name so neither package has to be imported here.
+_TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
+                              "RemoteProtocolError", "ProtocolError"})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 4
+    max_total_s: float = 120.0
+    initial_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    retry_after_cap_s: float = RETRY_AFTER_CAP_S
+
+    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Full-jitter exponential backoff for retry number ``attempt`` (0-based)."""
+        ceiling = min(self.max_delay_s, self.initial_delay_s * (2 ** attempt))
+        return (rng or random).uniform(ceiling / 2, ceiling)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # The server knows its own recovery time better than our backoff does.
+            return min(max(retry_after, 0.0), self.retry_after_cap_s)
+        return self.backoff(attempt)
+
+
+class MalformedReply(Exception):
+    """The provider answered 2xx but the body could not be read as a reply."""
+
+
+@dataclass(frozen=True)
+class FailureInfo:
+    retryable: bool
+    status: int | None
+    retry_after: float | None
+    summary: str
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(seconds, 0.0)
+
+
+def _headers_of(exc: BaseException) -> dict[str, str]:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return {}
+    try:
+        return {str(k).lower(): str(v) for k, v in headers.items()}
+    except Exception:  # a foreign response type; no header is better than a crash
+        return {}
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for attr in ("status_code", "code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value <= 599:
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
+        return True
+    for cls in type(exc).__mro__:
+        module = cls.__module__ or ""
+        if module.split(".")[0] in ("httpx", "httpx2", "httpcore", "aiohttp") and (
+                cls.__name__ in _TRANSPORT_NAMES or "Timeout" in cls.__name__
+                or "Connect" in cls.__name__):
+            return True
+        # openai/anthropic wrap transport failures in APIConnectionError/APITimeoutError.
+        if cls.__name__ in ("APIConnectionError", "APITimeoutError") and module.split(".")[0] in (
+                "openai", "anthropic"):
+            return True
+    return False
+
+
+def classify(exc: BaseException) -> FailureInfo:
+    """Retry only what may succeed later: 408/409/429/5xx, transport errors, malformed bodies."""
+    if isinstance(exc, MalformedReply):
+        return FailureInfo(True, None, None, f"malformed reply: {exc}")
+    status = _status_of(exc)
+    if status is not None and not _is_transport_error(exc):
+        retry_after = None
+        headers = _headers_of(exc)
+        if "retry-after-ms" in headers:
+            try:
+                retry_after = max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
+            except ValueError:
+                retry_after = None
+        if retry_after is None:
+            retry_after = parse_retry_after(headers.get("retry-after"))
+        return FailureInfo(status in RETRYABLE_STATUS, status, retry_after,
+                           f"HTTP {status} ({type(exc).__name__})")
+    if _is_transport_error(exc):
+        kind = "timeout" if "timeout" in type(exc).__name__.lower() or isinstance(
+            exc, (TimeoutError, asyncio.TimeoutError)) else "connection error"
+        return FailureInfo(True, None, None, f"{kind} ({type(exc).__name__})")
+    return FailureInfo(False, None, None, type(exc).__name__)
+
+
+async def sleep(seconds: float) -> None:
+    """The retry loop's sleep; tests replace it to observe delays without waiting."""
+    await asyncio.sleep(seconds)

@@ -1,0 +1,126 @@
+"""Reading judge replies: yes/no verdicts (document 001, "UNKNOWN verdicts") and JSON objects."""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import Enum
+from typing import Any
+
+
+class Verdict(str, Enum):
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
+# Letters only on the ASCII side: CJK text glued to "Yes" must not hide the word.
+_WORD = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])", re.IGNORECASE)
+_MARKUP = re.compile(r"[*_`#>~]+")
+_LABEL = re.compile(
+    r"^\s*(?:final\s+answer|answer|verdict|result|response|decision|judgement|judgment|a)"
+    r"\s*[:：=\-]\s*",
+    re.IGNORECASE,
+)
+_LEADING_NOISE = re.compile(r"^[\s\"'“”‘’«»\[\](){}.,:;!?¿¡\-–—•·|]+")
+# Both verdict words joined: "yes and no", "yes or no", "yes/no", "no-or-yes".
+_BOTH = re.compile(r"^(yes|no)\s*(?:and|or|/|\\|,|&)\s*(yes|no)(?![A-Za-z])", re.IGNORECASE)
+# A lone verdict word under one of these is not a verdict ("I can't say yes", "not sure").
+_HEDGE = re.compile(
+    r"\b(?:cannot|can't|can’t|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
+    r"not\s+(?:sure|certain|possible|clear)|uncertain|unclear|undetermined|"
+    r"insufficient|it\s+depends|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|"
+    r"neither|maybe|perhaps|partially|partly)\b",
+    re.IGNORECASE,
+)
+_JSON_KEYS = ("answer", "verdict", "result", "response", "decision", "label", "judgment",
+              "judgement")
+
+
+def _from_json(text: str) -> Verdict | None:
+    try:
+        obj = parse_json_object(text)
+    except ValueError:
+        return None
+    lowered = {str(k).lower(): v for k, v in obj.items()}
+    for key in _JSON_KEYS:
+        if key not in lowered:
+            continue
+        value = lowered[key]
+        if isinstance(value, bool):
+            return Verdict.YES if value else Verdict.NO
+        if isinstance(value, str):
+            return _from_text(value)
+        return Verdict.UNKNOWN
+    return None
+
+
+def _clean(text: str) -> str:
+    text = _MARKUP.sub("", text)
+    previous = None
+    while previous != text:
+        previous = text
+        text = _LEADING_NOISE.sub("", text)
+        text = _LABEL.sub("", text)
+    return text.strip()
+
+
+def _from_text(text: str) -> Verdict:
+    cleaned = _clean(text)
+    if not cleaned:
+        return Verdict.UNKNOWN
+    if _BOTH.match(cleaned):
+        return Verdict.UNKNOWN
+    first = _WORD.match(cleaned)
+    if first:
+        return Verdict(first.group(1).lower())
+    words = [m.group(1).lower() for m in _WORD.finditer(cleaned)]
+    if len(words) == 1 and not _HEDGE.search(cleaned):
+        return Verdict(words[0])
+    return Verdict.UNKNOWN
+
+
+def parse_verdict(text: str | None) -> Verdict:
+    """YES or NO when the reply starts with one or holds exactly one unambiguous verdict word.
+
+    Everything else (hedges, both words, no word at all, "Yesterday ...") is UNKNOWN.
+    """
+    if not text or not text.strip():
+        return Verdict.UNKNOWN
+    stripped = text.strip()
+    if "{" in stripped:
+        from_json = _from_json(stripped)
+        if from_json is not None:
+            return from_json
+    fence = _FENCE.search(stripped)
+    if fence and not _clean(_FENCE.sub("", stripped)):
+        stripped = fence.group(1)
+    return _from_text(stripped)
+
+
+def parse_json_object(text: str | None) -> dict[str, Any]:
+    """The first JSON object in a reply, tolerating code fences and prose around it."""
+    if text is None or not text.strip():
+        raise ValueError("judge reply is empty; expected a JSON object")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        candidate = candidate.strip()
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        for match in re.finditer(r"\{", candidate):
+            try:
+                value, _ = decoder.raw_decode(candidate, match.start())
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    preview = text.strip().replace("\n", " ")
+    if len(preview) > 80:
+        preview = preview[:77] + "..."
+    raise ValueError(f"judge reply holds no JSON object: {preview!r}")
