@@ -28,6 +28,14 @@ class EvalGateFailure(RefereeError):
         super().__init__(message)
         self.report = report
 
+    @property
+    def pass_rate(self) -> float | None:
+        return getattr(self.report, "pass_rate", None)
+
+    @property
+    def error_rate(self) -> float | None:
+        return getattr(self.report, "error_rate", None)
+
 
 class InputError(RefereeError, ValueError):
     """Bad user input: names the source (file, line or field) and what was expected."""

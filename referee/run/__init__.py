@@ -1,0 +1,31 @@
+"""Running evaluations: one async engine, three front doors."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Engine": "referee.run.engine",
+    "ModelCaller": "referee.run.engine",
+    "case_status": "referee.run.engine",
+    "EvalSuite": "referee.run.suite",
+    "AgentEvaluator": "referee.run.agent",
+    "UserSimulator": "referee.run.simulator",
+    "ConversationScenario": "referee.run.simulator",
+    "SimulationResult": "referee.run.simulator",
+    "apply_gates": "referee.run.gates",
+    "run_sync": "referee.run.sync",
+    "assert_passes": "referee.run.assertions",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'referee.run' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

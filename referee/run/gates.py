@@ -1,0 +1,78 @@
+"""CI gates on a finished report (document 001, "Error budget: max_error_rate").
+
+``pass_rate`` leaves errored cases out on purpose, so a run that mostly errored can still show
+a perfect pass rate. ``max_error_rate`` is the budget that catches it; without one, a
+``fail_threshold`` gate still warns on stderr once errors reach WARN_ERROR_RATE.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO
+
+from referee.errors import EvalGateFailure
+from referee.report.model import EvalReport
+
+# The same line the run viewer flags a run at.
+WARN_ERROR_RATE = 0.10
+
+
+def _check_fraction(name: str, value: float | None) -> None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be between 0.0 and 1.0, got {value}")
+
+
+def _kinds(report: EvalReport) -> str:
+    return ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
+
+
+def indeterminate_message(report: EvalReport, max_error_rate: float) -> str:
+    return (
+        f"Eval gate INDETERMINATE: error rate {report.error_rate:.1%} exceeds error budget "
+        f"{max_error_rate:.1%} — {report.errors} of {report.total} case(s) errored before quality "
+        f"could be scored ({_kinds(report)}). pass_rate {report.pass_rate:.1%} covers only the "
+        f"{report.evaluated} evaluated case(s); fix the errors before trusting this gate."
+    )
+
+
+def threshold_message(report: EvalReport, fail_threshold: float) -> str:
+    if report.evaluated == 0:
+        return (
+            f"Eval gate FAILED: pass rate {report.pass_rate:.1%} < threshold {fail_threshold:.1%} — "
+            f"none of the {report.total} case(s) could be evaluated "
+            f"({report.errors} errored, {report.skipped} skipped)."
+        )
+    return (
+        f"Eval gate FAILED: pass rate {report.pass_rate:.1%} < threshold {fail_threshold:.1%} "
+        f"({report.passed} of {report.evaluated} evaluated case(s) passed)."
+    )
+
+
+def error_rate_warning(report: EvalReport) -> str:
+    return (
+        f"WARNING: {report.errors}/{report.total} case(s) errored (error rate "
+        f"{report.error_rate:.1%}: {_kinds(report)}). pass_rate {report.pass_rate:.1%} covers only "
+        f"the {report.evaluated} evaluated case(s), and no error budget is set — pass "
+        f"max_error_rate=0.10 to fail the gate on errors."
+    )
+
+
+def validate_gates(fail_threshold: float | None, max_error_rate: float | None) -> None:
+    """Reject bad gate values before the run spends anything."""
+    _check_fraction("fail_threshold", fail_threshold)
+    _check_fraction("max_error_rate", max_error_rate)
+
+
+def apply_gates(report: EvalReport, fail_threshold: float | None = None,
+                max_error_rate: float | None = None, *, stderr: IO[str] | None = None) -> None:
+    """Raise EvalGateFailure when a gate rejects the run; warn when errors hide behind pass_rate."""
+    validate_gates(fail_threshold, max_error_rate)
+    if max_error_rate is not None and report.error_rate > max_error_rate:
+        raise EvalGateFailure(indeterminate_message(report, max_error_rate), report=report)
+    if (fail_threshold is not None and max_error_rate is None
+            and report.total and report.error_rate >= WARN_ERROR_RATE):
+        stream = stderr if stderr is not None else sys.stderr
+        bar = "!" * 72
+        print(f"{bar}\n{error_rate_warning(report)}\n{bar}", file=stream, flush=True)
+    if fail_threshold is not None and report.pass_rate < fail_threshold:
+        raise EvalGateFailure(threshold_message(report, fail_threshold), report=report)

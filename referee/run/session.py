@@ -1,0 +1,128 @@
+"""One stored run from start to finish: shared by every front door.
+
+Opens (or reopens, for ``resume``) the run directory, drives the engine, writes report.json and
+any requested formats, and prints the summary. Gates are applied by the caller afterwards, so a
+rejected run is still fully stored and reported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee.case import EvalCase
+from referee.errors import InputError
+from referee.report.model import CaseResult, EvalReport
+from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
+from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
+from referee.run.progress import make_progress
+
+RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+
+
+@dataclass
+class RunOptions:
+    """How to run, shared by every front door's ``run``/``evaluate`` keyword arguments."""
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float | None = None
+    verbose: bool = True
+    save: bool = True
+    runs_dir: str | Path | None = None
+    resume: str | Path | None = None
+    formats: Sequence[str] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
+    """Which judge each criterion uses, for meta.json and the report (secrets removed later)."""
+    out: dict[str, Any] = {}
+    for criterion in criteria:
+        name = str(getattr(criterion, "name", type(criterion).__name__))
+        judge = getattr(criterion, "judge", None)
+        if judge is not None and hasattr(judge, "model_dump"):
+            out[name] = judge.model_dump(mode="json")
+            continue
+        config = getattr(criterion, "config", None)
+        model = getattr(config, "judge_model", None)
+        if model and _is_llm_criterion(criterion):
+            out[name] = {"judge_model": model}
+    return out
+
+
+def _is_llm_criterion(criterion: Any) -> bool:
+    return any(cls.__name__ in ("LLMCallerMixin", "TemplatedLLMCriterion")
+               for cls in type(criterion).__mro__)
+
+
+async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
+                     criteria: Sequence[Any], execute: Execute, options: RunOptions,
+                     config_used: dict[str, Any] | None = None) -> EvalReport:
+    keys = case_keys(cases)
+    finished: dict[str, CaseResult] = {}
+    store: RunStore | None = None
+    report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
+                        judge=describe_judges(criteria), config_used=config_used or {},
+                        metadata=dict(options.metadata))
+    if options.resume is not None:
+        store = RunStore.reopen(options.resume)
+        meta = store.read_meta()
+        if meta.get("case_fingerprint") != case_fingerprint(keys):
+            raise InputError(
+                f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
+                f"({len(meta.get('case_ids') or [])} case(s))", source=str(store.run_dir),
+                expected="the same cases, in the same order")
+        finished = {c.eval_id: c for c in store.read_cases()}
+        report.run_id = str(meta.get("run_id") or store.run_dir.name)
+        report.started_at = float(meta.get("started_at") or report.started_at)
+        report.metadata["resumed"] = True
+    elif options.save:
+        store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys)
+    if store is not None:
+        report.metadata["run_dir"] = str(store.run_dir)
+
+    engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
+                    progress=make_progress(options.verbose, name), store=store)
+    report.cases = await engine.run(cases, execute, finished=finished)
+    report.finished_at = time.time()
+
+    if store is not None:
+        store.write_report(report)
+        if options.formats:
+            from referee.report.writers import write_reports
+
+            write_reports(report, store.run_dir, list(options.formats))
+    if options.verbose:
+        print_summary(report)
+    return report
+
+
+def print_summary(report: EvalReport) -> None:
+    try:
+        from referee.report.console import render_console
+    except ImportError:
+        render_console = None
+    if render_console is not None:
+        render_console(report)
+        return
+    print(summary_line(report), file=sys.stdout)
+    run_dir = report.metadata.get("run_dir")
+    if run_dir:
+        print(f"run stored in {run_dir}", file=sys.stdout)
+
+
+def summary_line(report: EvalReport) -> str:
+    kinds = ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items())
+    errors = f" ({kinds})" if kinds else ""
+    return (f"{report.name or 'run'}: {report.passed} passed, {report.failed} failed, "
+            f"{report.errors} errors{errors}, {report.skipped} skipped of {report.total}; "
+            f"pass_rate {report.pass_rate:.1%}, error_rate {report.error_rate:.1%}")

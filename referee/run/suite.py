@@ -1,0 +1,182 @@
+"""EvalSuite: document 001's front door. A thin layer over the engine and the run store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from referee.case import EvalCase
+from referee.errors import InputError
+from referee.execution import ExecutionResult
+from referee.report.model import EvalReport
+from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
+from referee.run.gates import apply_gates, validate_gates
+from referee.run.session import RunOptions, run_stored
+from referee.run.sync import run_sync
+
+
+def _as_case(value: Any, where: str) -> EvalCase:
+    if isinstance(value, EvalCase):
+        return value
+    if isinstance(value, dict):
+        return EvalCase.model_validate(value)
+    raise InputError(f"got {type(value).__name__}", field=where, expected="an EvalCase")
+
+
+def _check_evaluator(evaluator: Any) -> Any:
+    if not callable(getattr(evaluator, "evaluate", None)):
+        raise TypeError(
+            f"{type(evaluator).__name__} has no evaluate() method; expected a criterion or "
+            f"evaluator with async evaluate(actual, expected)"
+        )
+    return evaluator
+
+
+class EvalSuite:
+    """Cases plus evaluators; ``run(model_fn)`` scores the model on every case.
+
+    ``model_fn`` takes the case input (a str) and returns a str, a dict or an ExecutionResult;
+    it may be sync (run on a worker thread) or async.
+    """
+
+    def __init__(self, name: str, model_id: str = "") -> None:
+        self.name = name
+        self.model_id = model_id
+        self._cases: list[EvalCase] = []
+        self._evaluators: list[Any] = []
+
+    # Building -----------------------------------------------------------------------------
+    @property
+    def cases(self) -> list[EvalCase]:
+        return list(self._cases)
+
+    @property
+    def evaluators(self) -> list[Any]:
+        return list(self._evaluators)
+
+    def add_case(self, case: EvalCase) -> "EvalSuite":
+        self._cases.append(_as_case(case, f"cases[{len(self._cases)}]"))
+        return self
+
+    def add_cases(self, cases: Iterable[EvalCase]) -> "EvalSuite":
+        for case in cases:
+            self.add_case(case)
+        return self
+
+    def add_evaluator(self, evaluator: Any) -> "EvalSuite":
+        self._evaluators.append(_check_evaluator(evaluator))
+        return self
+
+    def add_evaluators(self, *evaluators: Any) -> "EvalSuite":
+        # Accept add_evaluators(a, b) and add_evaluators([a, b]) alike.
+        if len(evaluators) == 1 and isinstance(evaluators[0], (list, tuple)):
+            evaluators = tuple(evaluators[0])
+        for evaluator in evaluators:
+            self.add_evaluator(evaluator)
+        return self
+
+    def add_check(self, criterion: str, threshold: float = 0.7, num_questions: int = 3,
+                  questions: list[str] | None = None, name: str | None = None,
+                  judge: Any = None) -> "EvalSuite":
+        """A plain-English check, scored by QAG; its questions are made once, before the cases."""
+        from referee.evaluators import CheckEvaluator
+
+        return self.add_evaluator(CheckEvaluator(
+            criterion, threshold=threshold, num_questions=num_questions, questions=questions,
+            name=name, judge=judge,
+        ))
+
+    # Running ------------------------------------------------------------------------------
+    def run(self, model_fn: Callable[[str], Any], verbose: bool = True,
+            fail_threshold: float | None = None, max_error_rate: float | None = None, *,
+            workers: int | None = None, concurrency: int | None = None,
+            timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
+            resume: str | Path | None = None, formats: Sequence[str] = ()) -> EvalReport:
+        """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
+
+        ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
+        for a model that is not thread-safe). ``timeout`` is per case, in seconds. The run is
+        stored under ``runs_dir`` (default ``.referee/runs``) unless ``save=False``;
+        ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases.
+        """
+        return run_sync(self.run_async(
+            model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
+            concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
+            resume=resume, formats=formats))
+
+    async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
+                        fail_threshold: float | None = None, max_error_rate: float | None = None,
+                        *, workers: int | None = None, concurrency: int | None = None,
+                        timeout: float | None = None, save: bool = True,
+                        runs_dir: str | Path | None = None, resume: str | Path | None = None,
+                        formats: Sequence[str] = ()) -> EvalReport:
+        if not callable(model_fn):
+            raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
+        validate_gates(fail_threshold, max_error_rate)
+
+        async def execute(case: EvalCase, caller: ModelCaller) -> Any:
+            return await caller.call(model_fn, case.input or "")
+
+        options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
+                                formats)
+        report = await run_stored(
+            name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
+            cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
+        apply_gates(report, fail_threshold, max_error_rate)
+        return report
+
+    def run_on_cases(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
+                     fail_threshold: float | None = None, max_error_rate: float | None = None,
+                     **kwargs: Any) -> EvalReport:
+        """Score outputs produced elsewhere (traces, logs): ``[(case, output), ...]``."""
+        return run_sync(self.run_on_cases_async(pairs, verbose, fail_threshold, max_error_rate,
+                                                **kwargs))
+
+    async def run_on_cases_async(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
+                                 fail_threshold: float | None = None,
+                                 max_error_rate: float | None = None, *,
+                                 workers: int | None = None, concurrency: int | None = None,
+                                 timeout: float | None = None, save: bool = True,
+                                 runs_dir: str | Path | None = None,
+                                 resume: str | Path | None = None,
+                                 formats: Sequence[str] = ()) -> EvalReport:
+        validate_gates(fail_threshold, max_error_rate)
+        cases: list[EvalCase] = []
+        outputs: list[ExecutionResult] = []
+        for i, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InputError(f"got {type(pair).__name__}", field=f"pairs[{i}]",
+                                 expected="a (case, output) pair")
+            # A copy per pair, so the same case object given twice still maps to its own output.
+            cases.append(_as_case(pair[0], f"pairs[{i}][0]").model_copy())
+            try:
+                outputs.append(ExecutionResult.coerce(pair[1]))
+            except (TypeError, ValueError) as exc:
+                raise InputError(str(exc), field=f"pairs[{i}][1]",
+                                 expected="a str, dict or ExecutionResult") from None
+        by_case = {id(case): out for case, out in zip(cases, outputs)}
+
+        async def execute(case: EvalCase, caller: ModelCaller) -> Any:
+            return by_case[id(case)]
+
+        options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
+                                formats)
+        report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
+                                  criteria=self._evaluators, execute=execute, options=options)
+        apply_gates(report, fail_threshold, max_error_rate)
+        return report
+
+    @staticmethod
+    def _options(verbose: bool, workers: int | None, concurrency: int | None,
+                 timeout: float | None, save: bool, runs_dir: str | Path | None,
+                 resume: str | Path | None, formats: Sequence[str]) -> RunOptions:
+        if workers is not None and concurrency is not None and workers != concurrency:
+            raise ValueError("pass either workers= or concurrency=, not both")
+        return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
+                          timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
+                          resume=resume, formats=tuple(formats))
+
+    def __repr__(self) -> str:
+        return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "
+                f"evaluators={len(self._evaluators)})")

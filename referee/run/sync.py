@@ -1,0 +1,37 @@
+"""Run a coroutine to completion from synchronous code, even inside a running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` when no loop is running; otherwise a private loop on a worker thread.
+
+    Jupyter and pytest-asyncio already run a loop on this thread, where ``asyncio.run`` refuses
+    to start. Blocking that loop while the worker finishes is what a sync call means there.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+
+    outcome: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            outcome["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised on the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker, name="referee-sync-runner", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
