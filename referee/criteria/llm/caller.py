@@ -1,7 +1,131 @@
-"""LLMCallerMixin: document 000's judge-calling helpers, routed through referee.judge."""
+"""LLMCallerMixin: document 000's judge-calling helpers, on top of referee.judge.
+
+The mixin only picks the judge and reads its JSON; the judge layer owns clients, retries,
+concurrency, caching and token accounting.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from referee.config import CriterionConfig
+from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT
+from referee.criteria.llm.replies import reply_score, reply_text
+from referee.errors import JudgeUnavailable
+from referee.judge import JudgeConfig, get_judge, judge_config_for_model, parse_json_object
+from referee.usage import TokenUsage
+
+logger = logging.getLogger("referee.evaluation")
+
+JUDGE_TEMPERATURE = 0.3
+NO_PROVIDER_REASONING = "No LLM provider available"
+
+# The sampling loop runs each sample in its own task and records the sample's index here, so
+# the judge cache keeps repeated samples apart even when a subclass overrides
+# _call_llm_json(prompt) with document 000's one-argument signature.
+_sample_index: ContextVar[int] = ContextVar("referee_judge_sample_index", default=0)
+
+
+@contextmanager
+def sample_index_scope(index: int | None) -> Iterator[None]:
+    """Run the calls inside with ``index`` as the current sample (None keeps the current one)."""
+    if index is None:
+        yield
+        return
+    token = _sample_index.set(index)
+    try:
+        yield
+    finally:
+        _sample_index.reset(token)
+
+
+class NoProviderReply(dict):  # type: ignore[type-arg]
+    """Document 000's fallback reply. Equal to the documented dict; its type tells the
+    sampling loop that no judge gave it, so the result can be flagged ``judge_unavailable``."""
+
+
+def no_provider_reply() -> NoProviderReply:
+    return NoProviderReply(score=0.5, reasoning=NO_PROVIDER_REASONING)
+
+
+def is_no_provider_reply(reply: Any) -> bool:
+    return isinstance(reply, NoProviderReply)
+
 
 class LLMCallerMixin:
-    """Shared judge-calling logic for LLM-based criteria (implementation follows)."""
+    """Shared judge calls for criteria that have a ``config: CriterionConfig``.
+
+    The provider follows from ``config.judge_model`` (``gemini*`` Google, ``gpt*``/``o1``/``o3``/
+    ``o4`` OpenAI, ``claude*`` Anthropic); calls use temperature 0.3 and JSON mode.
+    """
+
+    config: CriterionConfig
+    judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
+
+    def _judge_config(self) -> JudgeConfig | None:
+        return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
+                                      temperature=JUDGE_TEMPERATURE)
+
+    async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None
+                                  ) -> tuple[dict[str, Any], TokenUsage] | None:
+        cfg = self._judge_config()
+        if cfg is None or cfg.provider != provider:
+            return None
+        index = _sample_index.get() if sample_index is None else sample_index
+        reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
+                                              json_mode=True, sample_index=index)
+        try:
+            parsed = parse_json_object(reply.text)
+        except ValueError as exc:
+            # An unreadable reply is a judge malfunction, not a low score.
+            raise JudgeUnavailable(str(exc), provider=cfg.provider, model=cfg.model) from exc
+        return parsed, reply.usage if reply.usage is not None else TokenUsage()
+
+    async def _call_google_json(self, prompt: str, sample_index: int | None = None
+                                ) -> tuple[dict[str, Any], TokenUsage] | None:
+        """Ask a Google model; None when the model is not a Google one or Google is unavailable."""
+        return await self._call_provider_json("google", prompt, sample_index)
+
+    async def _call_openai_json(self, prompt: str, sample_index: int | None = None
+                                ) -> tuple[dict[str, Any], TokenUsage] | None:
+        """Ask an OpenAI model (``config.api_style`` picks Responses or Chat Completions)."""
+        return await self._call_provider_json("openai", prompt, sample_index)
+
+    async def _call_anthropic_json(self, prompt: str, sample_index: int | None = None
+                                   ) -> tuple[dict[str, Any], TokenUsage] | None:
+        """referee extension: ``claude*`` judge models."""
+        return await self._call_provider_json("anthropic", prompt, sample_index)
+
+    async def _call_llm_json(self, prompt: str, sample_index: int | None = None
+                             ) -> tuple[dict[str, Any], TokenUsage]:
+        """The parsed JSON reply and its usage, or the documented 0.5 fallback with no provider.
+
+        Raises ``JudgeUnavailable`` when a provider was resolved but could not answer.
+        """
+        cfg = self._judge_config()
+        callers = {
+            "google": self._call_google_json,
+            "openai": self._call_openai_json,
+            "anthropic": self._call_anthropic_json,
+        }
+        caller = callers.get(cfg.provider) if cfg is not None else None
+        outcome = None
+        if caller is not None:
+            with sample_index_scope(sample_index):
+                outcome = await caller(prompt)
+        if outcome is None:
+            logger.warning("No LLM provider available for judge model %r; scoring 0.5 "
+                           "(recorded as a judge error, not a verdict)", self.config.judge_model)
+            return no_provider_reply(), TokenUsage()
+        return outcome
+
+    async def _call_llm_score(self, prompt: str, sample_index: int | None = None
+                              ) -> tuple[float, str, TokenUsage]:
+        """``(score, reasoning, token_usage)``; a missing score is 0.0, scores clamp to [0, 1]."""
+        with sample_index_scope(sample_index):
+            reply, usage = await self._call_llm_json(prompt)
+        return reply_score(reply), reply_text(reply), usage

@@ -1,12 +1,191 @@
-"""TemplatedLLMCriterion: the sampling loop shared by every LLM-judged criterion."""
+"""TemplatedLLMCriterion: build a prompt, sample the judge, average, explain."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from referee.case import EvalCase
 from referee.criteria.base import BaseCriterion
-from referee.criteria.llm.caller import LLMCallerMixin
+from referee.criteria.llm.caller import (
+    LLMCallerMixin,
+    is_no_provider_reply,
+    logger,
+    sample_index_scope,
+)
+from referee.criteria.llm.replies import reply_score, reply_text
+from referee.errors import JudgeUnavailable
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult, ErrorKind
+from referee.usage import TokenUsage
+
+ALL_SAMPLES_FAILED = "All LLM samples failed"
+
+
+class SampleBatch(tuple):  # type: ignore[type-arg]
+    """``(scores, reasonings, per_sample_extras, token_usage)`` as document 000 returns it,
+    plus what ``evaluate`` needs to classify outcomes: the dropped samples' exceptions and
+    whether any score came from the no-provider fallback."""
+
+    failures: list[Exception]
+    provider_fallback: bool
+
+    def __new__(cls, scores: list[float], reasonings: list[str],
+                extras: list[dict[str, Any]], token_usage: TokenUsage, *,
+                failures: list[Exception] | None = None,
+                provider_fallback: bool = False) -> "SampleBatch":
+        batch = super().__new__(cls, (scores, reasonings, extras, token_usage))
+        batch.failures = list(failures or [])
+        batch.provider_fallback = provider_fallback
+        return batch
 
 
 class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
-    """Build a prompt, sample the judge, average (implementation follows)."""
+    """Base of every LLM-as-judge criterion; subclasses implement ``_build_prompt``.
+
+    ``evaluate`` asks the judge ``config.num_samples`` times concurrently, clamps each score to
+    [0, 1], averages them and returns the combined token usage. A sample that raises is logged
+    and dropped; if none succeeds the result is the failure ``"All LLM samples failed"``.
+    """
 
     name = "templated_llm_criterion"
+    description = "LLM-as-judge criterion"
+
+    # Hooks -----------------------------------------------------------------------------------
+
+    def _get_skip_result(self, actual: ExecutionResult,
+                         expected: EvalCase) -> CriterionResult | None:
+        """A ready result when there is nothing to judge, else None. Default: empty response."""
+        if not (actual.actual_response or "").strip():
+            return self._nothing_to_judge("No response to evaluate")
+        return None
+
+    def _build_prompt(self, actual: ExecutionResult, expected: EvalCase) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must implement _build_prompt()")
+
+    def _collect_extras(self, result_dict: dict[str, Any]) -> dict[str, Any]:
+        """Criterion-specific fields of one parsed reply."""
+        return {}
+
+    def _aggregate_extras(self, per_sample: list[dict[str, Any]]) -> dict[str, Any]:
+        """Merge the per-sample extras into entries of the details dict."""
+        return {}
+
+    def _build_details(self, scores: list[float], reasonings: list[str],
+                       aggregated_extras: dict[str, Any], final_score: float) -> dict[str, Any]:
+        return {"samples": len(scores), "reasonings": reasonings, **aggregated_extras}
+
+    def _sample_count(self) -> int:
+        return self.config.num_samples
+
+    def _score_from_reply(self, reply: dict[str, Any]) -> float:
+        return reply_score(reply)
+
+    def _summarize(self, scores: list[float], reasonings: list[str], final_score: float) -> str:
+        """``details["reason"]``: the mean, and the reasoning of the most typical sample."""
+        typical = min(range(len(scores)), key=lambda i: abs(scores[i] - final_score))
+        head = (f"Judge score {final_score:.2f}" if len(scores) == 1
+                else f"Mean judge score {final_score:.2f} over {len(scores)} samples")
+        text = reasonings[typical].strip() if typical < len(reasonings) else ""
+        return f"{head}: {text}" if text else head
+
+    # Sampling --------------------------------------------------------------------------------
+
+    async def _run_samples(self, prompt: str) -> SampleBatch:
+        """Ask the judge ``num_samples`` times at once: ``(scores, reasonings, extras, usage)``."""
+        count = self._sample_count()
+        outcomes = await asyncio.gather(
+            *(self._one_sample(prompt, index) for index in range(count)), return_exceptions=True
+        )
+        scores: list[float] = []
+        reasonings: list[str] = []
+        extras: list[dict[str, Any]] = []
+        usages: list[TokenUsage | None] = []
+        failures: list[Exception] = []
+        fallback = False
+        for index, outcome in enumerate(outcomes):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome  # cancellation and interrupts are not sample failures
+                logger.warning("%s: judge sample %d of %d failed: %s: %s", self.name, index + 1,
+                               count, type(outcome).__name__, outcome)
+                failures.append(outcome)
+                continue
+            score, reasoning, extra, usage, from_fallback = outcome
+            scores.append(score)
+            reasonings.append(reasoning)
+            extras.append(extra)
+            usages.append(usage)
+            fallback = fallback or from_fallback
+        return SampleBatch(scores, reasonings, extras, TokenUsage.total(usages) or TokenUsage(),
+                           failures=failures, provider_fallback=fallback)
+
+    async def _one_sample(self, prompt: str, index: int
+                          ) -> tuple[float, str, dict[str, Any], TokenUsage, bool]:
+        with sample_index_scope(index):
+            reply, usage = await self._call_llm_json(prompt)
+        if not isinstance(reply, dict):
+            raise JudgeUnavailable(f"judge reply is not a JSON object: {reply!r}")
+        return (self._score_from_reply(reply), reply_text(reply), self._collect_extras(reply),
+                usage, is_no_provider_reply(reply))
+
+    # Template --------------------------------------------------------------------------------
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        try:
+            skip = self._get_skip_result(actual, expected)
+            if skip is not None:
+                return skip
+            prompt = self._build_prompt(actual, expected)
+            batch = await self._run_samples(prompt)
+            scores, reasonings, extras, token_usage = batch
+            failures: list[Exception] = getattr(batch, "failures", [])
+            if not scores:
+                return self._all_samples_failed(failures, token_usage)
+            scores = [min(1.0, max(0.0, float(s))) for s in scores]
+            final_score = sum(scores) / len(scores)
+            details = self._build_details(scores, reasonings,
+                                          self._aggregate_extras(extras), final_score)
+            details.setdefault("reason", self._summarize(scores, reasonings, final_score))
+            details.setdefault("judge_model", self.config.judge_model)
+            if failures:
+                details["failed_samples"] = len(failures)
+            if getattr(batch, "provider_fallback", False):
+                # Document 000's 0.5 stays, but runners must count it as JUDGE_ERROR.
+                details["judge_unavailable"] = True
+            return self._result(final_score, details, token_usage)
+        except Exception as exc:
+            logger.exception("%s evaluation failed", self.name)
+            kind: ErrorKind = "judge" if isinstance(exc, JudgeUnavailable) else "evaluator"
+            return self._error(f"{type(exc).__name__}: {exc}", kind)
+
+    # Results ---------------------------------------------------------------------------------
+
+    def _nothing_to_judge(self, note: str, **extra: Any) -> CriterionResult:
+        """Document 000 scores a case with nothing to judge 1.0; it is flagged ``skipped`` so
+        reports show it as not evaluated rather than as a judged pass."""
+        return CriterionResult(
+            criterion=self.name, score=1.0, passed=1.0 >= self.threshold,
+            threshold=self.threshold, details={"note": note, "reason": note, **extra},
+            skipped=True,
+        )
+
+    def _error(self, message: str, kind: ErrorKind, details: dict[str, Any] | None = None,
+               token_usage: TokenUsage | None = None) -> CriterionResult:
+        return CriterionResult(
+            criterion=self.name, score=0.0, passed=False, threshold=self.threshold,
+            error=message, error_kind=kind, details=details or {}, token_usage=token_usage,
+        )
+
+    def _all_samples_failed(self, failures: list[Exception],
+                            token_usage: TokenUsage | None) -> CriterionResult:
+        judge_down = bool(failures) and all(isinstance(f, JudgeUnavailable) for f in failures)
+        messages = [f"{type(f).__name__}: {f}" for f in failures]
+        reason = ALL_SAMPLES_FAILED + (f" ({messages[0]})" if messages else "")
+        usage = token_usage if token_usage is not None and token_usage.requests else None
+        return self._error(
+            ALL_SAMPLES_FAILED, "judge" if judge_down else "evaluator",
+            details={"reason": reason, "sample_errors": messages,
+                     "judge_model": self.config.judge_model},
+            token_usage=usage,
+        )
