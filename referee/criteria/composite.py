@@ -1,0 +1,158 @@
+"""CompositeCriterion (AND / OR gate) and WeightedCriterion (weighted average).
+
+Sub-criteria run concurrently. A sub-criterion that raises, or whose judge was unavailable,
+taints the combined result the same way it would taint the case on its own: the runner must
+still see a judge outage as JUDGE_ERROR, never as a quality score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from referee.case import EvalCase
+from referee.config import CriterionConfig
+from referee.criteria.base import BaseCriterion
+from referee.errors import JudgeUnavailable
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult
+
+
+async def _run_all(criteria: Sequence[BaseCriterion], actual: ExecutionResult,
+                   expected: EvalCase) -> list[CriterionResult]:
+    """Run every sub-criterion at once; an exception becomes that sub-criterion's failure."""
+    outcomes = await asyncio.gather(*(c.evaluate(actual, expected) for c in criteria),
+                                    return_exceptions=True)
+    results: list[CriterionResult] = []
+    for criterion, outcome in zip(criteria, outcomes):
+        if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+            raise outcome  # cancellation and interrupts are not evaluation errors
+        if isinstance(outcome, Exception):
+            failure = criterion._failure(f"{type(outcome).__name__}: {outcome}")
+            failure.error_kind = "judge" if isinstance(outcome, JudgeUnavailable) else "evaluator"
+            results.append(failure)
+        else:
+            results.append(outcome)
+    return results
+
+
+def _taint(results: list[CriterionResult]) -> dict[str, Any]:
+    """Result fields that carry a sub-criterion's judge outage or error up to the combination."""
+    if any(r.error_kind == "judge" or r.details.get("judge_unavailable") for r in results):
+        return {"error_kind": "judge"}
+    if any(r.error_kind == "evaluator" for r in results):
+        return {"error_kind": "evaluator"}
+    return {}
+
+
+def _combine(owner: BaseCriterion, score: float, details: dict[str, Any],
+             results: list[CriterionResult]) -> CriterionResult:
+    result = owner._result(score, details)
+    taint = _taint(results)
+    if taint:
+        errors = [f"{r.criterion}: {r.error}" for r in results if r.error]
+        result.error_kind = taint["error_kind"]
+        if taint["error_kind"] == "judge":
+            result.details["judge_unavailable"] = True
+        result.error = "; ".join(errors) or None
+    return result
+
+
+def _all_skipped(owner: BaseCriterion, results: list[CriterionResult],
+                 details: dict[str, Any]) -> CriterionResult:
+    skipped = owner._skipped("Every sub-criterion was skipped: "
+                             + "; ".join(f"{r.criterion}: {r.reason}" for r in results))
+    skipped.details.update(details)
+    return skipped
+
+
+class CompositeCriterion(BaseCriterion):
+    """Runs every sub-criterion and gates on them together.
+
+    ``require_all=True`` (AND) takes the minimum sub-score, ``False`` (OR) the maximum; the
+    threshold in ``config`` applies to that combined score. ``details``: ``sub_results`` (each
+    sub-result serialised) and ``require_all``. Skipped sub-criteria are listed but do not take
+    part in the min/max; if all are skipped the composite is skipped. No sub-criteria scores 0.0.
+    """
+
+    name = "composite_criterion"
+    description = "Combines criteria as an AND (minimum) or OR (maximum) gate"
+
+    def __init__(self, criteria: list[BaseCriterion], require_all: bool = True,
+                 config: CriterionConfig | None = None) -> None:
+        super().__init__(config)
+        self.criteria = list(criteria)
+        self.require_all = require_all
+
+    def validate_config(self) -> list[str]:
+        errors = super().validate_config()
+        for criterion in self.criteria:
+            errors.extend(f"{criterion.name}: {e}" for e in criterion.validate_config())
+        return errors
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        results = await _run_all(self.criteria, actual, expected)
+        details: dict[str, Any] = {
+            "sub_results": [r.model_dump(mode="json") for r in results],
+            "require_all": self.require_all,
+        }
+        gate = "AND (minimum)" if self.require_all else "OR (maximum)"
+        if not results:
+            return self._result(0.0, {**details, "reason": "No sub-criteria to combine."})
+        counted = [r for r in results if not r.skipped]
+        if not counted:
+            return _all_skipped(self, results, details)
+        pick = min if self.require_all else max
+        deciding = pick(counted, key=lambda r: r.score)
+        details["reason"] = (f"{gate} of {len(counted)} sub-criteria: {deciding.score:.3f} "
+                             f"from {deciding.criterion}.")
+        return _combine(self, deciding.score, details, results)
+
+
+class WeightedCriterion(BaseCriterion):
+    """Weighted average of sub-scores: ``sum(score * weight) / sum(weight)``.
+
+    Weights need not sum to 1 but must not be negative. An empty ``criteria_weights`` or a total
+    weight of 0 scores 0.0. Skipped sub-criteria are left out of both sums (and listed); if all
+    are skipped the weighted criterion is skipped.
+    """
+
+    name = "weighted_criterion"
+    description = "Weighted average of several criteria"
+
+    def __init__(self, criteria_weights: list[tuple[BaseCriterion, float]],
+                 config: CriterionConfig | None = None) -> None:
+        super().__init__(config)
+        pairs = [(criterion, float(weight)) for criterion, weight in criteria_weights]
+        for criterion, weight in pairs:
+            if weight < 0:
+                raise ValueError(f"weight of {criterion.name!r} must not be negative, got {weight}")
+        self.criteria_weights = pairs
+
+    def validate_config(self) -> list[str]:
+        errors = super().validate_config()
+        for criterion, _ in self.criteria_weights:
+            errors.extend(f"{criterion.name}: {e}" for e in criterion.validate_config())
+        return errors
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        criteria = [criterion for criterion, _ in self.criteria_weights]
+        weights = [weight for _, weight in self.criteria_weights]
+        results = await _run_all(criteria, actual, expected)
+        sub_results = [{**r.model_dump(mode="json"), "weight": w} for r, w in zip(results, weights)]
+        details: dict[str, Any] = {"sub_results": sub_results}
+        if results and all(r.skipped for r in results):
+            return _all_skipped(self, results, details)
+        counted = [(r, w) for r, w in zip(results, weights) if not r.skipped]
+        total = sum(w for _, w in counted)
+        details["total_weight"] = total
+        if total <= 0:
+            reason = ("No criteria to weigh." if not counted
+                      else "Total weight is 0; nothing to average.")
+            return _combine(self, 0.0, {**details, "reason": reason}, results)
+        score = sum(r.score * w for r, w in counted) / total
+        details["reason"] = (f"Weighted average {score:.3f} of {len(counted)} criteria: "
+                             + ", ".join(f"{r.criterion}={r.score:.2f}x{w:g}" for r, w in counted)
+                             + ".")
+        return _combine(self, score, details, results)

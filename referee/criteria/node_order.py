@@ -1,0 +1,53 @@
+"""NodeOrderMatchCriterion: did the graph route through the expected nodes."""
+
+from __future__ import annotations
+
+from operator import eq
+
+from referee.case import EvalCase
+from referee.config import MatchType
+from referee.criteria.base import SyncCriterion
+from referee.criteria.matching import match_sequences
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult
+
+
+class NodeOrderMatchCriterion(SyncCriterion):
+    """Compares ``actual.node_visits`` with the expected node order of every turn, concatenated.
+
+    Same three modes as the trajectory criterion (``EXACT`` also counts extra visits against the
+    score). Reads ``match_type`` and ``threshold``; ``check_args`` has no meaning here.
+
+    A case that expects no node order scores 1.0 in every mode: a graph always visits nodes, so
+    an empty expectation means "not checked", never "visit nothing".
+    """
+
+    name = "node_order_score"
+    description = "Compares the graph nodes visited with the expected node order"
+
+    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        expected_nodes = expected.expected_node_order
+        actual_nodes = list(actual.node_visits)
+        match_type = self.config.match_type
+        details = {
+            "match_type": match_type.value,
+            "expected_node_order": expected_nodes,
+            "actual_node_order": actual_nodes,
+        }
+        if not expected_nodes:
+            return self._result(1.0, {**details, "reason": "No expected node order defined.",
+                                      "note": "No expected node order defined"})
+        outcome = match_sequences(match_type, actual_nodes, expected_nodes, eq)
+        missing = [expected_nodes[i] for i in outcome.missing]
+        reason = (f"Matched {outcome.matched} of {len(expected_nodes)} expected nodes "
+                  f"({match_type.value}).")
+        if missing:
+            reason += f" Missing or out of place: {', '.join(missing)}."
+        if match_type is MatchType.EXACT and len(actual_nodes) > len(expected_nodes):
+            reason += f" {len(actual_nodes) - len(expected_nodes)} extra visit(s) rejected by EXACT."
+        return self._result(outcome.score, {
+            **details,
+            "reason": reason,
+            "matched": outcome.matched,
+            "missing": missing,
+        })

@@ -1,0 +1,73 @@
+"""TrajectoryMatchCriterion: were the right tools called, in the right way."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from referee.case import EvalCase, ToolCall
+from referee.config import MatchType
+from referee.criteria.base import SyncCriterion
+from referee.criteria.matching import match_sequences, tool_call_matches
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult
+
+
+def _label(call: ToolCall, with_args: bool) -> str:
+    return f"{call.name}({call.args})" if with_args and call.args else call.name
+
+
+class TrajectoryMatchCriterion(SyncCriterion):
+    """Compares ``actual.tool_calls`` with the expected trajectory of every turn, concatenated.
+
+    Reads ``config.match_type`` and ``config.check_args``. The score is matched expected calls
+    over expected calls, with one addition for ``EXACT``:
+
+    - ``EXACT`` compares position by position and divides by the longer of the two lists, so
+      every extra call costs as much as a wrong one. That is how EXACT rejects extra calls: a
+      run with extras never scores 1.0 (and fails the default trajectory threshold of 1.0),
+      while a run that got 4 of 5 positions right still shows 0.8 rather than 0.0. With nothing
+      expected it scores 1.0 only if nothing was called.
+    - ``IN_ORDER`` credits the longest in-order pairing; extra calls anywhere are free.
+    - ``ANY_ORDER`` credits the largest one-to-one pairing regardless of order.
+
+    Both of the latter score 1.0 when nothing is expected. With ``check_args`` an expected call's
+    args must equal the actual ones (nested values compared structurally); an expected call
+    with empty ``args`` accepts any arguments.
+    """
+
+    name = "tool_trajectory_avg_score"
+    description = "Compares the tools the agent called with the expected tool trajectory"
+
+    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        expected_calls = expected.expected_tool_trajectory
+        actual_calls = actual.tool_calls
+        match_type = self.config.match_type
+        check_args = self.config.check_args
+        outcome = match_sequences(match_type, actual_calls, expected_calls,
+                                  partial(tool_call_matches, check_args=check_args))
+
+        missing = [_label(expected_calls[i], check_args) for i in outcome.missing]
+        unmatched = [_label(actual_calls[i], check_args) for i in outcome.unmatched_actual]
+        if not expected_calls:
+            reason = ("No tool calls expected and none made." if not actual_calls else
+                      f"No tool calls expected; {len(actual_calls)} made: {', '.join(unmatched)}.")
+        else:
+            reason = (f"Matched {outcome.matched} of {len(expected_calls)} expected tool calls "
+                      f"({match_type.value}, check_args={check_args}).")
+            if missing:
+                reason += f" Missing or wrong: {', '.join(missing)}."
+        if match_type is MatchType.EXACT and len(actual_calls) > len(expected_calls):
+            reason += (f" EXACT rejects the {len(actual_calls) - len(expected_calls)} "
+                       "extra call(s).")
+        return self._result(outcome.score, {
+            "reason": reason,
+            "match_type": match_type.value,
+            "check_args": check_args,
+            "matched": outcome.matched,
+            "expected_count": len(expected_calls),
+            "actual_count": len(actual_calls),
+            "missing": missing,
+            "unmatched_actual": unmatched,
+            "expected_trajectory": [c.model_dump(mode="json") for c in expected_calls],
+            "actual_trajectory": [c.model_dump(mode="json") for c in actual_calls],
+        })

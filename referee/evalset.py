@@ -1,0 +1,473 @@
+"""EvalSet: a named list of cases, and the case files it is loaded from and saved to.
+
+Formats, chosen by file name:
+
+- ``.json`` / ``.evalset.json``: an EvalSet object (``eval_set_id``, ``name``, ``description``,
+  ``eval_cases``) or a plain list of cases;
+- ``.jsonl``: one case object per line (blank lines are skipped);
+- ``.yaml`` / ``.yml``: the same shapes as JSON;
+- ``.csv``: one case per row. Columns ``input``, ``expected_output``, ``context`` (text, or a JSON
+  list of chunks), ``tags`` (comma-separated or a JSON list), ``name``, ``eval_id``,
+  ``expected_tool_trajectory`` / ``expected_node_order`` (JSON lists, or comma-separated names),
+  ``conversation`` (JSON list of turns), ``metadata`` (JSON object). Any other column becomes a
+  metadata entry.
+
+A malformed file raises :class:`referee.errors.InputError` naming the file, the line (or the path
+inside the document) and the field, e.g. ``cases.jsonl:7: field 'expected_output': Input should
+be a valid string``. Unknown keys in a case are errors too: a typo must not silently drop an
+expectation.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from referee.case import EvalCase, Invocation, ToolCall
+from referee.errors import InputError
+
+_SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
+_CASE_KEYS = frozenset(EvalCase.model_fields)
+_TURN_KEYS = frozenset(Invocation.model_fields)
+_CALL_KEYS = frozenset(ToolCall.model_fields) | {"arguments"}
+_SET_KEYS = frozenset({"eval_set_id", "name", "description", "eval_cases", "cases"})
+_CSV_COLUMNS = ("eval_id", "name", "input", "expected_output", "context", "tags",
+                "expected_tool_trajectory", "expected_node_order", "conversation", "metadata")
+
+Loc = tuple[Any, ...]
+
+
+class EvalSet(BaseModel):
+    """A named, ordered list of :class:`EvalCase`; case ids must be unique within it."""
+
+    eval_set_id: str = ""
+    name: str = ""
+    description: str = ""
+    eval_cases: list[EvalCase] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ids(self) -> "EvalSet":
+        if not self.eval_set_id:
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-").lower()
+            self.eval_set_id = slug or "evalset"
+        first_seen: dict[str, int] = {}
+        for index, case in enumerate(self.eval_cases):
+            if case.eval_id in first_seen:
+                # Results and resumed runs are keyed by eval_id, so a repeat would overwrite.
+                raise ValueError(
+                    f"eval_cases[{index}] repeats eval_id {case.eval_id!r} of "
+                    f"eval_cases[{first_seen[case.eval_id]}]; give each case a distinct eval_id"
+                )
+            first_seen[case.eval_id] = index
+        return self
+
+    def __len__(self) -> int:
+        return len(self.eval_cases)
+
+    @property
+    def cases(self) -> list[EvalCase]:
+        return self.eval_cases
+
+    @classmethod
+    def from_cases(cls, cases: Iterable[EvalCase | dict[str, Any]], **fields: Any) -> "EvalSet":
+        return cls(eval_cases=[c if isinstance(c, EvalCase) else EvalCase.model_validate(c)
+                               for c in cases], **fields)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "EvalSet":
+        """Read a case file; its format follows from the file name (see the module docstring)."""
+        path = Path(path)
+        source = str(path)
+        kind = _kind(path)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            raise InputError("file not found", source=source) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                             source=source) from None
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror}", source=source) from None
+        default_id = path.name.split(".")[0]
+        if kind == "jsonl":
+            return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
+        if kind == "csv":
+            return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
+        data = _parse_json(text, source) if kind == "json" else _parse_yaml(text, source)
+        header, cases, prefix = _split_document(data, source)
+        located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
+        return cls._assemble(located, header, default_id, source, text)
+
+    @classmethod
+    def _assemble(cls, located: list[tuple[Any, int | None, Loc]], header: dict[str, Any],
+                  default_id: str, source: str, text: str | None) -> "EvalSet":
+        cases = [_validate_case(raw, source, line, loc, text) for raw, line, loc in located]
+        first_seen: dict[str, str] = {}
+        for case, (_, line, loc) in zip(cases, located):
+            here = f"line {line}" if line else _path(loc)
+            if case.eval_id in first_seen:
+                raise InputError(f"repeats eval_id {case.eval_id!r} first used at "
+                                 f"{first_seen[case.eval_id]}", source=source,
+                                 line=line or _line_of(text, loc), field=_path((*loc, "eval_id")),
+                                 expected="a distinct eval_id per case")
+            first_seen[case.eval_id] = here
+        fields = {k: v for k, v in header.items() if k in ("eval_set_id", "name", "description")}
+        for key, value in fields.items():
+            if not isinstance(value, str):
+                raise InputError("should be a string", source=source, field=key,
+                                 line=_line_of(text, (key,)))
+        fields.setdefault("eval_set_id", default_id)
+        fields.setdefault("name", fields["eval_set_id"])
+        try:
+            return cls(eval_cases=cases, **fields)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(_plain(err["msg"]), source=source) from None
+
+    def save(self, path: str | Path) -> None:
+        """Write the set in the format its file name names; ``load`` reads it back unchanged."""
+        path = Path(path)
+        kind = _kind(path)
+        if kind == "jsonl":
+            text = "".join(json.dumps(_case_dict(c), ensure_ascii=False) + "\n"
+                           for c in self.eval_cases)
+        elif kind == "csv":
+            text = _write_csv(self.eval_cases)
+        else:
+            document = {"eval_set_id": self.eval_set_id, "name": self.name,
+                        "description": self.description,
+                        "eval_cases": [_case_dict(c) for c in self.eval_cases]}
+            if kind == "json":
+                text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+            else:
+                text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        path.write_text(text, encoding="utf-8", newline="" if kind == "csv" else None)
+
+
+# Formats -----------------------------------------------------------------------------------
+
+
+def _kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    kinds = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
+    if suffix not in kinds:
+        raise InputError(f"unsupported case file type {suffix or '(none)'!r}",
+                         source=str(path), expected=_SUFFIXES)
+    return kinds[suffix]
+
+
+def _parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
+                         line=exc.lineno) from None
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise InputError(f"invalid YAML: {problem}", source=source,
+                         line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", source=source) from None
+
+
+def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], Loc]:
+    """(EvalSet header fields, raw cases, path prefix of the cases) of a JSON/YAML document."""
+    if data is None:
+        raise InputError("empty document", source=source,
+                         expected="an EvalSet object with 'eval_cases' or a list of cases")
+    if isinstance(data, list):
+        return {}, data, ()
+    if isinstance(data, dict):
+        unknown = sorted(set(map(str, data)) - _SET_KEYS)
+        if unknown:
+            raise InputError(f"unknown key {unknown[0]!r}", source=source, field=unknown[0],
+                             expected="eval_set_id, name, description and eval_cases")
+        key = "eval_cases" if "eval_cases" in data else "cases"
+        cases = data.get(key)
+        if not isinstance(cases, list):
+            raise InputError("missing or not a list", source=source, field=key,
+                             expected="a list of case objects")
+        return data, cases, (key,)
+    raise InputError(f"top level is {type(data).__name__}", source=source,
+                     expected="an EvalSet object with 'eval_cases' or a list of cases")
+
+
+def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
+    located: list[tuple[Any, int | None, Loc]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
+                             line=number) from None
+        located.append((raw, number, ()))
+    return located
+
+
+def _read_csv(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError("empty file", source=source, expected="a header row naming columns")
+        header = [h.strip() for h in header]
+        for column in header:
+            if not column:
+                raise InputError("empty column name in the header", source=source, line=1)
+            if header.count(column) > 1:
+                raise InputError(f"column {column!r} appears twice", source=source, line=1)
+        if "input" not in header and "conversation" not in header:
+            raise InputError("no 'input' column", source=source, line=1,
+                             expected="a header with an 'input' (or 'conversation') column")
+        located: list[tuple[Any, int | None, Loc]] = []
+        start = reader.line_num + 1
+        for row in reader:
+            line = start
+            start = reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) > len(header):
+                raise InputError(f"{len(row)} cells but the header names {len(header)} columns",
+                                 source=source, line=line)
+            cells = {h: v for h, v in zip(header, row) if v.strip()}
+            located.append((_csv_case(cells, source, line), line, ()))
+        return located
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from None
+
+
+def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
+    def as_json(column: str, expected: str) -> Any:
+        try:
+            return json.loads(cells[column])
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", source=source, line=line,
+                             field=column, expected=expected) from None
+
+    def as_list(column: str) -> list[Any]:
+        value = cells[column].strip()
+        if value.startswith("["):
+            return as_json(column, "a JSON list")
+        return [part.strip() for part in value.split(",") if part.strip()]
+
+    case: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for column, value in cells.items():
+        if column in ("input", "expected_output", "name", "eval_id"):
+            case[column] = value
+        elif column == "context":
+            case["context"] = value
+            if value.lstrip().startswith("["):
+                try:
+                    case["context"] = json.loads(value)
+                except json.JSONDecodeError:
+                    pass  # a context that merely starts with "[" is plain text
+        elif column == "tags":
+            case["tags"] = as_list(column)
+        elif column == "expected_tool_trajectory":
+            calls = as_list(column)
+            case[column] = [{"name": c} if isinstance(c, str) else c for c in calls]
+        elif column == "expected_node_order":
+            case[column] = as_list(column)
+        elif column == "conversation":
+            case["conversation"] = as_json(column, "a JSON list of turns")
+        elif column == "metadata":
+            metadata.update(_require_dict(as_json(column, "a JSON object"), source, line))
+        else:
+            metadata[column] = value
+    if metadata:
+        case["metadata"] = metadata
+    # The single-turn expectations live on the turn; EvalCase builds it from input otherwise.
+    trajectory = case.pop("expected_tool_trajectory", None)
+    nodes = case.pop("expected_node_order", None)
+    if (trajectory or nodes) and "conversation" not in case:
+        case["conversation"] = [{
+            "user_content": case.get("input", ""),
+            "expected_final_response": case.get("expected_output"),
+            "expected_tool_trajectory": trajectory or [],
+            "expected_node_order": nodes or [],
+        }]
+    return case
+
+
+def _require_dict(value: Any, source: str, line: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"is a {type(value).__name__}", source=source, line=line,
+                         field="metadata", expected="a JSON object")
+    return value
+
+
+def _write_csv(cases: Sequence[EvalCase]) -> str:
+    rows = []
+    for case in cases:
+        row: dict[str, str] = {"eval_id": case.eval_id, "input": case.input or "",
+                               "expected_output": case.expected_output or ""}
+        if case.name:
+            row["name"] = case.name
+        if isinstance(case.context, list):
+            row["context"] = json.dumps(case.context, ensure_ascii=False)
+        elif case.context:
+            row["context"] = case.context
+        if case.tags:
+            plain = all("," not in t and not t.startswith("[") for t in case.tags)
+            row["tags"] = ", ".join(case.tags) if plain else json.dumps(case.tags, ensure_ascii=False)
+        if case.metadata:
+            row["metadata"] = json.dumps(case.metadata, ensure_ascii=False)
+        if not _is_shorthand(case, allow_expectations=False):
+            if _is_shorthand(case, allow_expectations=True):
+                turn = case.conversation[0]
+                if turn.expected_tool_trajectory:
+                    row["expected_tool_trajectory"] = json.dumps(
+                        [c.model_dump(mode="json", exclude_defaults=True)
+                         for c in turn.expected_tool_trajectory], ensure_ascii=False)
+                if turn.expected_node_order:
+                    row["expected_node_order"] = json.dumps(turn.expected_node_order,
+                                                            ensure_ascii=False)
+            else:
+                row["conversation"] = json.dumps(
+                    [t.model_dump(mode="json", exclude_defaults=True) for t in case.conversation],
+                    ensure_ascii=False)
+        rows.append(row)
+    used = [c for c in _CSV_COLUMNS if c in ("input", "expected_output") or any(c in r for r in rows)]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=used, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+# Cases -------------------------------------------------------------------------------------
+
+
+def _is_shorthand(case: EvalCase, allow_expectations: bool) -> bool:
+    """Whether the conversation is just the one turn that ``input``/``expected_output`` imply."""
+    if len(case.conversation) != 1:
+        return False
+    turn = case.conversation[0]
+    if turn.user_content != (case.input or "") or turn.expected_final_response != case.expected_output:
+        return False
+    if turn.invocation_id is not None:
+        return False
+    return allow_expectations or not (turn.expected_tool_trajectory or turn.expected_node_order)
+
+
+def _case_dict(case: EvalCase) -> dict[str, Any]:
+    data = case.model_dump(mode="json", exclude_defaults=True)
+    data["eval_id"] = case.eval_id
+    if _is_shorthand(case, allow_expectations=False):
+        data.pop("conversation", None)
+    return data
+
+
+def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str] | None:
+    """The first key that no model field would read, with its location inside the case."""
+    for key in raw:
+        if key not in _CASE_KEYS:
+            return (key,), "case"
+    conversation = raw.get("conversation")
+    for t, turn in enumerate(conversation if isinstance(conversation, list) else []):
+        if not isinstance(turn, dict):
+            continue
+        for key in turn:
+            if key not in _TURN_KEYS:
+                return ("conversation", t, key), "turn"
+        calls = turn.get("expected_tool_trajectory")
+        for c, call in enumerate(calls if isinstance(calls, list) else []):
+            if isinstance(call, dict):
+                for key in call:
+                    if key not in _CALL_KEYS:
+                        return ("conversation", t, "expected_tool_trajectory", c, key), "tool call"
+    return None
+
+
+_KNOWN = {"case": _CASE_KEYS, "turn": _TURN_KEYS, "tool call": _CALL_KEYS}
+
+
+def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
+                   text: str | None) -> EvalCase:
+    if isinstance(raw, dict):
+        unknown = _unknown_key(raw)
+        if unknown:
+            loc, what = unknown
+            hint = " (put extra data under 'metadata')" if what == "case" else ""
+            raise InputError(f"unknown {what} field{hint}", source=source,
+                             line=line or _line_of(text, (*prefix, *loc)),
+                             field=_path((*prefix, *loc)),
+                             expected="one of " + ", ".join(sorted(_KNOWN[what])))
+    try:
+        return EvalCase.model_validate(raw)
+    except ValidationError as exc:
+        loc, message = _first_problem(exc)
+        full = (*prefix, *loc)
+        raise InputError(message, source=source, line=line or _line_of(text, full),
+                         field=_path(full) or None) from None
+
+
+def _first_problem(exc: ValidationError) -> tuple[Loc, str]:
+    """The first error, with pydantic's union-member tags dropped and alternatives merged."""
+    errors = exc.errors()
+    loc = _clean_loc(errors[0]["loc"])
+    messages = [_plain(e["msg"]) for e in errors if _clean_loc(e["loc"]) == loc]
+    unique = list(dict.fromkeys(messages))
+    prefix = "Input should be "
+    if len(unique) > 1 and all(m.startswith(prefix) for m in unique):
+        return loc, prefix + " or ".join(m[len(prefix):] for m in unique)
+    return loc, unique[0]
+
+
+def _clean_loc(loc: Loc) -> Loc:
+    # Union branches appear in loc as type tags such as 'str' or 'list[str]'.
+    tags = {"str", "int", "float", "bool", "none", "dict", "list"}
+    return tuple(p for p in loc if isinstance(p, int)
+                 or (p not in tags and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)))
+
+
+def _plain(message: str) -> str:
+    return message.removeprefix("Value error, ")
+
+
+def _path(loc: Loc) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _line_of(text: str | None, loc: Loc) -> int | None:
+    """Line of the deepest node on ``loc`` in a JSON or YAML document (JSON parses as YAML)."""
+    if text is None:
+        return None
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line

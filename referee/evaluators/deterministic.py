@@ -1,0 +1,322 @@
+"""Deterministic evaluators of the document-001 family: string, format and latency checks.
+
+Each is a criterion (``async evaluate(actual, expected) -> CriterionResult``) with the friendlier
+constructor document-001 users know, e.g. ``Contains(["ok"])``. ``details["reason"]`` always
+explains the verdict. A case that lacks what an evaluator needs (no ``expected_output``, no
+measured latency) is reported as skipped, naming the missing field; it never passes silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import jsonschema
+
+from referee.case import EvalCase
+from referee.config import CriterionConfig
+from referee.criteria.base import SyncCriterion
+from referee.execution import ExecutionResult
+from referee.result import CriterionResult
+
+__all__ = [
+    "Contains",
+    "DeterministicEvaluator",
+    "ExactMatch",
+    "JSONSchema",
+    "JSONSchemaEval",
+    "Latency",
+    "Levenshtein",
+    "MaxLatency",
+    "NotEmpty",
+    "RegexMatch",
+    "StartsWith",
+    "WordCount",
+    "levenshtein_distance",
+]
+
+
+class DeterministicEvaluator(SyncCriterion):
+    """Base: a threshold instead of a ``CriterionConfig``, and a check over the output text."""
+
+    def __init__(self, threshold: float = 1.0) -> None:
+        super().__init__(CriterionConfig(threshold=threshold))
+
+    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        return self.check(actual.actual_response or "", expected, actual)
+
+    @abstractmethod
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        """Score one output; ``actual`` is there for checks that need more than the text."""
+
+    def _verdict(self, score: float, reason: str, **details: Any) -> CriterionResult:
+        return self._result(score, {"reason": reason, **details})
+
+    def _needs_expected_output(self, case: EvalCase) -> CriterionResult | None:
+        if case.expected_output is None:
+            return self._skipped(f"{type(self).__name__} needs the case's expected_output, "
+                                 "and this case has none.")
+        return None
+
+
+def _fold(text: str, case_sensitive: bool) -> str:
+    return text if case_sensitive else text.casefold()
+
+
+class Contains(DeterministicEvaluator):
+    """The output contains the given substrings; score = fraction found.
+
+    ``match_any=True`` scores 1.0 when at least one is found (0.0 otherwise).
+    """
+
+    name = "contains"
+    description = "The output contains the given substrings"
+
+    def __init__(self, substrings: Sequence[str] | str, case_sensitive: bool = False,
+                 threshold: float = 1.0, match_any: bool = False) -> None:
+        super().__init__(threshold)
+        if isinstance(substrings, str):
+            substrings = [substrings]  # a bare string would be searched letter by letter
+        self.substrings = list(substrings)
+        if not self.substrings:
+            raise ValueError("Contains needs at least one substring to look for")
+        self.case_sensitive = case_sensitive
+        self.match_any = match_any
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        text = _fold(output, self.case_sensitive)
+        found = [s for s in self.substrings if _fold(s, self.case_sensitive) in text]
+        missing = [s for s in self.substrings if s not in found]
+        if self.match_any:
+            score = 1.0 if found else 0.0
+            reason = (f"Found {found[0]!r}." if found
+                      else f"None of {self.substrings!r} found.")
+        else:
+            score = len(found) / len(self.substrings)
+            reason = ("All substrings found." if not missing
+                      else f"Found {len(found)} of {len(self.substrings)}; missing {missing!r}.")
+        return self._verdict(score, reason, found=found, missing=missing)
+
+
+class ExactMatch(DeterministicEvaluator):
+    """The output equals ``expected_output`` after stripping whitespace (case-insensitive by default)."""
+
+    name = "exact_match"
+    description = "The output equals the expected output"
+
+    def __init__(self, case_sensitive: bool = False, threshold: float = 1.0) -> None:
+        super().__init__(threshold)
+        self.case_sensitive = case_sensitive
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        skipped = self._needs_expected_output(case)
+        if skipped:
+            return skipped
+        got, want = output.strip(), (case.expected_output or "").strip()
+        match = _fold(got, self.case_sensitive) == _fold(want, self.case_sensitive)
+        reason = "Exact match." if match else f"Expected {want[:200]!r}, got {got[:200]!r}."
+        return self._verdict(1.0 if match else 0.0, reason, match=match)
+
+
+class StartsWith(DeterministicEvaluator):
+    """The output, leading whitespace ignored, starts with ``prefix``."""
+
+    name = "starts_with"
+    description = "The output starts with a prefix"
+
+    def __init__(self, prefix: str, case_sensitive: bool = False, threshold: float = 1.0) -> None:
+        super().__init__(threshold)
+        self.prefix = prefix
+        self.case_sensitive = case_sensitive
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        ok = _fold(output.lstrip(), self.case_sensitive).startswith(
+            _fold(self.prefix, self.case_sensitive))
+        reason = (f"Starts with {self.prefix!r}." if ok
+                  else f"Does not start with {self.prefix!r}; starts with {output.lstrip()[:40]!r}.")
+        return self._verdict(1.0 if ok else 0.0, reason)
+
+
+class RegexMatch(DeterministicEvaluator):
+    """``re.search(pattern, output)`` finds a match; flags default to ``re.IGNORECASE``."""
+
+    name = "regex_match"
+    description = "The output matches a regular expression"
+
+    def __init__(self, pattern: str, flags: int = re.IGNORECASE, threshold: float = 1.0) -> None:
+        super().__init__(threshold)
+        try:
+            self.pattern = re.compile(pattern, flags)
+        except re.error as exc:
+            raise ValueError(f"RegexMatch pattern {pattern!r} is not a valid regular "
+                             f"expression: {exc}") from None
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        found = self.pattern.search(output)
+        if found:
+            return self._verdict(1.0, f"Pattern matched {found.group(0)[:100]!r}.",
+                                 match=found.group(0))
+        return self._verdict(0.0, f"Pattern {self.pattern.pattern!r} not found.", match=None)
+
+
+class NotEmpty(DeterministicEvaluator):
+    """The output has something besides whitespace."""
+
+    name = "not_empty"
+    description = "The output is not empty"
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        ok = bool(output.strip())
+        return self._verdict(1.0 if ok else 0.0, "Output is not empty." if ok else "Output is empty.")
+
+
+class WordCount(DeterministicEvaluator):
+    """The number of whitespace-separated words lies in ``[min_words, max_words]``.
+
+    ``min=`` and ``max=`` are accepted as short spellings; either bound may be left open.
+    """
+
+    name = "word_count"
+    description = "The output's word count lies within bounds"
+
+    def __init__(self, min_words: int | None = None, max_words: int | None = None,
+                 threshold: float = 1.0, *, min: int | None = None,  # noqa: A002
+                 max: int | None = None) -> None:  # noqa: A002
+        super().__init__(threshold)
+        self.min_words = min_words if min_words is not None else min
+        self.max_words = max_words if max_words is not None else max
+        for label, bound in (("min_words", self.min_words), ("max_words", self.max_words)):
+            if bound is not None and bound < 0:
+                raise ValueError(f"WordCount {label} must not be negative, got {bound}")
+        if (self.min_words is not None and self.max_words is not None
+                and self.min_words > self.max_words):
+            raise ValueError(f"WordCount min_words ({self.min_words}) exceeds "
+                             f"max_words ({self.max_words})")
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        count = len(output.split())
+        low = self.min_words if self.min_words is not None else 0
+        high = "∞" if self.max_words is None else self.max_words
+        ok = count >= low and (self.max_words is None or count <= self.max_words)
+        reason = f"{count} words, {'within' if ok else 'outside'} [{low}, {high}]."
+        return self._verdict(1.0 if ok else 0.0, reason, word_count=count)
+
+
+class JSONSchema(DeterministicEvaluator):
+    """The output is JSON that validates against ``schema`` (checked with ``jsonschema``).
+
+    The output must be JSON itself; text around it, code fences included, fails with the reason.
+    """
+
+    name = "json_schema"
+    description = "The output is JSON matching a schema"
+
+    def __init__(self, schema: dict[str, Any], threshold: float = 1.0) -> None:
+        super().__init__(threshold)
+        validator_class = jsonschema.validators.validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"JSONSchema schema is invalid: {exc.message}") from None
+        self.schema = schema
+        self._validator = validator_class(schema)
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        try:
+            data = json.loads(output)
+        except json.JSONDecodeError as exc:
+            return self._verdict(0.0, f"Output is not valid JSON: {exc.msg} at line {exc.lineno} "
+                                      f"column {exc.colno}.", valid_json=False, errors=[])
+        errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return self._verdict(1.0, "Valid JSON matching the schema.", valid_json=True, errors=[])
+        described = [f"{e.json_path}: {e.message}" for e in errors]
+        return self._verdict(0.0, f"Schema violation at {described[0]}"
+                                  + (f" (and {len(errors) - 1} more)." if len(errors) > 1 else "."),
+                             valid_json=True, errors=described)
+
+
+JSONSchemaEval = JSONSchema
+
+
+def levenshtein_distance(a: str, b: str) -> int:
+    """Character edit distance (insertions, deletions, substitutions), two rows of memory."""
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
+
+
+class Levenshtein(DeterministicEvaluator):
+    """Normalised edit similarity to ``expected_output``: ``1 - distance / longer length``."""
+
+    name = "levenshtein"
+    description = "Character-level similarity to the expected output"
+
+    def __init__(self, threshold: float = 0.8, case_sensitive: bool = False) -> None:
+        super().__init__(threshold)
+        self.case_sensitive = case_sensitive
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        skipped = self._needs_expected_output(case)
+        if skipped:
+            return skipped
+        got = _fold(output.strip(), self.case_sensitive)
+        want = _fold((case.expected_output or "").strip(), self.case_sensitive)
+        longest = max(len(got), len(want))
+        distance = levenshtein_distance(got, want)
+        score = 1.0 if longest == 0 else 1.0 - distance / longest
+        return self._verdict(score, f"Edit distance {distance} over {longest} characters: "
+                                    f"similarity {score:.3f}.", distance=distance)
+
+
+class MaxLatency(DeterministicEvaluator):
+    """The run took at most ``max_ms`` milliseconds (or ``max_s`` seconds).
+
+    Within the limit scores 1.0; beyond it the score falls linearly, reaching 0.0 at twice the
+    limit, so a near miss and a timeout are told apart. The default threshold 1.0 fails both.
+    """
+
+    name = "max_latency"
+    description = "The run finished within a time limit"
+
+    def __init__(self, max_ms: float | None = None, threshold: float = 1.0, *,
+                 max_s: float | None = None) -> None:
+        super().__init__(threshold)
+        if (max_ms is None) == (max_s is None):
+            raise ValueError(f"{type(self).__name__} needs exactly one of max_ms or max_s")
+        limit_s = max_s if max_s is not None else max_ms / 1000.0  # type: ignore[operator]
+        if limit_s <= 0:
+            raise ValueError(f"{type(self).__name__} limit must be positive, got {limit_s}s")
+        self.limit_s = limit_s
+
+    @property
+    def max_ms(self) -> float:
+        return self.limit_s * 1000.0
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        if actual.latency_s is None:
+            return self._skipped(f"{type(self).__name__} needs the run's latency_s, "
+                                 "and none was measured.")
+        ms = actual.latency_s * 1000.0
+        if ms <= self.max_ms:
+            return self._verdict(1.0, f"{ms:.0f} ms within the {self.max_ms:.0f} ms limit.",
+                                 latency_ms=ms)
+        score = max(0.0, 1.0 - (ms - self.max_ms) / self.max_ms)
+        return self._verdict(score, f"{ms:.0f} ms exceeds the {self.max_ms:.0f} ms limit.",
+                             latency_ms=ms)
+
+
+class Latency(MaxLatency):
+    """Same check as :class:`MaxLatency`, reported under the name ``latency``."""
+
+    name = "latency"
