@@ -186,7 +186,9 @@ class Judge:
                 raise
             except ProviderSetupError as exc:
                 raise self._unavailable(str(exc), exc) from exc
-            except Exception as exc:  # every provider failure is classified, none escapes raw
+            except Exception as exc:
+                if not _retry.is_provider_failure(exc):
+                    raise  # a bug, not an outage: it must surface as an evaluator error
                 info = _retry.classify(exc)
                 if not info.retryable:
                     raise self._unavailable(f"{info.summary}, not retryable", exc) from exc

@@ -6,6 +6,8 @@ stacked on retries multiply load exactly when a provider is already struggling.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import re
 from dataclasses import dataclass
@@ -137,6 +139,16 @@ class OpenAIAdapter:
                         model=getattr(response, "model", None) or request.model)
 
 
+@functools.lru_cache(maxsize=None)
+def _messages_create_params(create_type: type) -> frozenset[str]:
+    return frozenset(inspect.signature(create_type.create).parameters)
+
+
+def _accepts_temperature(client: Any) -> bool:
+    """Newer anthropic SDKs dropped `temperature` from Messages; older ones still take it."""
+    return "temperature" in _messages_create_params(type(client.messages))
+
+
 class AnthropicAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip()
@@ -155,10 +167,11 @@ class AnthropicAdapter:
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
             "messages": [{"role": "user", "content": request.prompt}],
             "timeout": request.timeout,
         }
+        if _accepts_temperature(client):
+            params["temperature"] = request.temperature
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
         system = request.system
         if request.json_mode:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -108,10 +109,29 @@ def _is_transport_error(exc: BaseException) -> bool:
     return False
 
 
+_PROVIDER_PACKAGES = frozenset({"openai", "anthropic", "google", "httpx", "httpx2", "httpcore",
+                                "aiohttp"})
+
+
+def is_provider_failure(exc: BaseException) -> bool:
+    """Raised by a provider SDK or the network, as opposed to a bug in the calling code."""
+    if getattr(exc, "judge_provider_error", False):
+        return True  # custom adapters mark their transport errors this way
+    if isinstance(exc, (MalformedReply, OSError, TimeoutError, asyncio.TimeoutError,
+                        json.JSONDecodeError)):
+        # JSONDecodeError: the SDKs let a 200 whose body is not JSON escape raw.
+        return True
+    return any((cls.__module__ or "").split(".")[0] in _PROVIDER_PACKAGES
+               for cls in type(exc).__mro__)
+
+
 def classify(exc: BaseException) -> FailureInfo:
     """Retry only what may succeed later: 408/409/429/5xx, transport errors, malformed bodies."""
     if isinstance(exc, MalformedReply):
         return FailureInfo(True, None, None, f"malformed reply: {exc}")
+    if isinstance(exc, json.JSONDecodeError):
+        # A gateway's HTML error page or a cut-off body; the next attempt usually succeeds.
+        return FailureInfo(True, None, None, "malformed reply: body is not JSON")
     status = _status_of(exc)
     if status is not None and not _is_transport_error(exc):
         retry_after = None

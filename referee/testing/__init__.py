@@ -1,0 +1,20 @@
+"""Offline judges for tests: a scripted loopback HTTP server and an in-process fake.
+
+``ScriptedJudgeServer`` speaks OpenAI Chat Completions and Responses, Anthropic Messages and
+Gemini generateContent well enough for the official SDKs; ``FakeJudge`` skips the network.
+"""
+
+from referee.testing.fake import FAKE_PROVIDER, FakeHTTPError, FakeJudge
+from referee.testing.script import Fault, RecordedRequest, Reply
+from referee.testing.server import DUMMY_API_KEY, ScriptedJudgeServer
+
+__all__ = [
+    "DUMMY_API_KEY",
+    "FAKE_PROVIDER",
+    "FakeHTTPError",
+    "FakeJudge",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedJudgeServer",
+]

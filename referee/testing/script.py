@@ -1,0 +1,178 @@
+"""What a scripted judge answers: replies, faults, rules and the record of each request.
+
+Shared by the loopback HTTP server and the in-process fake so both are scripted the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful judge reply. Token counts default to word counts of the prompt and text."""
+
+    text: str = "Yes"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    thinking: str | None = None  # a reasoning block sent before the answer, where the API has one
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure to inject instead of a reply.
+
+    kinds: ``status`` (any HTTP error, optionally with Retry-After), ``reset`` (TCP reset),
+    ``hang`` (no answer for ``seconds``, or until the server stops), ``truncated`` (the body
+    stops half-way), ``non_json`` (a 200 whose body is not JSON), ``empty`` (a 200 with empty
+    text), ``latency`` (answer normally after ``seconds``).
+    """
+
+    kind: str
+    status: int = 0
+    retry_after: str | None = None
+    seconds: float | None = None
+    body: str | None = None
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | str | None = None) -> "Fault":
+        return cls("status", status=429,
+                   retry_after=None if retry_after is None else _header_value(retry_after))
+
+    @classmethod
+    def http(cls, status: int, retry_after: float | str | None = None,
+             body: str | None = None) -> "Fault":
+        if not 400 <= status <= 599:
+            raise ValueError(f"an HTTP fault needs a 4xx/5xx status, got {status}")
+        return cls("status", status=status,
+                   retry_after=None if retry_after is None else _header_value(retry_after),
+                   body=body)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> "Fault":
+        return cls.http(status)
+
+    @classmethod
+    def reset(cls) -> "Fault":
+        return cls("reset")
+
+    @classmethod
+    def hang(cls, seconds: float | None = None) -> "Fault":
+        return cls("hang", seconds=seconds)
+
+    @classmethod
+    def truncated(cls) -> "Fault":
+        return cls("truncated")
+
+    @classmethod
+    def non_json(cls, body: str = "<html><body>502 Bad Gateway</body></html>") -> "Fault":
+        return cls("non_json", body=body)
+
+    @classmethod
+    def empty(cls) -> "Fault":
+        return cls("empty")
+
+    @classmethod
+    def latency(cls, seconds: float) -> "Fault":
+        return cls("latency", seconds=seconds)
+
+
+def _header_value(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass
+class RecordedRequest:
+    index: int
+    method: str
+    path: str
+    provider: str
+    api_style: str
+    model: str
+    prompt: str
+    system: str | None
+    temperature: float | None
+    max_tokens: int | None
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    connection_id: int = 0
+
+
+Outcome = Union[str, Reply, Fault]
+Responder = Callable[[RecordedRequest], Outcome]
+Matcher = Union[str, "re.Pattern[str]", Callable[[RecordedRequest], bool]]
+
+
+def _as_predicate(match: Matcher) -> Callable[[RecordedRequest], bool]:
+    if isinstance(match, str):
+        return lambda request: match in request.prompt
+    if isinstance(match, re.Pattern):
+        return lambda request: match.search(request.prompt) is not None
+    if callable(match):
+        return match
+    raise TypeError(f"a rule matches a substring, a compiled regex or a predicate, got {match!r}")
+
+
+class Script:
+    """Decides each request's outcome: queued faults first, then rules in order, then default."""
+
+    def __init__(self, default: Outcome | Responder = "Yes") -> None:
+        self._lock = threading.Lock()
+        self._faults: deque[Fault] = deque()
+        self._rules: list[tuple[Callable[[RecordedRequest], bool], Outcome | Responder]] = []
+        self._default: Outcome | Responder = default
+
+    def set_default(self, outcome: Outcome | Responder) -> None:
+        with self._lock:
+            self._default = outcome
+
+    def add_rule(self, match: Matcher, outcome: Outcome | Responder) -> None:
+        predicate = _as_predicate(match)
+        with self._lock:
+            self._rules.append((predicate, outcome))
+
+    def enqueue_faults(self, *faults: Fault) -> None:
+        for fault in faults:
+            if not isinstance(fault, Fault):
+                raise TypeError(f"enqueue_faults takes Fault objects, got {fault!r}")
+        with self._lock:
+            self._faults.extend(faults)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._rules.clear()
+
+    def decide(self, request: RecordedRequest) -> Reply | Fault:
+        with self._lock:
+            if self._faults:
+                return self._faults.popleft()
+            rules = list(self._rules)
+            default = self._default
+        chosen: Outcome | Responder = default
+        for predicate, outcome in rules:
+            if predicate(request):
+                chosen = outcome
+                break
+        if callable(chosen) and not isinstance(chosen, (Reply, Fault)):
+            chosen = chosen(request)
+        if isinstance(chosen, str):
+            return Reply(text=chosen)
+        if isinstance(chosen, (Reply, Fault)):
+            return chosen
+        raise TypeError(f"a scripted judge outcome must be str, Reply or Fault, got {chosen!r}")
+
+
+def token_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
+    prompt_words = len(request.prompt.split()) + len((request.system or "").split())
+    input_tokens = reply.input_tokens if reply.input_tokens is not None else max(prompt_words, 1)
+    output_tokens = (reply.output_tokens if reply.output_tokens is not None
+                     else max(len(reply.text.split()), 1))
+    return input_tokens, output_tokens

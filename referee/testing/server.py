@@ -1,0 +1,430 @@
+"""ScriptedJudgeServer: a loopback HTTP server that answers like OpenAI, Anthropic and Gemini.
+
+It lets suites run offline against the official SDKs: scripted replies, injected faults, and a
+record of every request with concurrency counters.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from pydantic import SecretStr
+
+from referee.judge.config import DEFAULT_MODELS, JudgeConfig
+from referee.testing.script import (
+    Fault,
+    Matcher,
+    Outcome,
+    RecordedRequest,
+    Reply,
+    Responder,
+    Script,
+    token_counts,
+)
+
+DUMMY_API_KEY = "referee-scripted-judge-key"
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message content in any of the three APIs' shapes."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(t for t in (_text_of(item) for item in content) if t)
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return content["text"]
+        for key in ("content", "parts"):
+            if key in content:
+                return _text_of(content[key])
+    return ""
+
+
+def _parse_request(path: str, body: dict[str, Any]) -> tuple[str, str, str, str, str | None,
+                                                             float | None, int | None]:
+    """(provider, api_style, model, prompt, system, temperature, max_tokens) of a request."""
+    route = urlsplit(path).path
+    if route.endswith("/chat/completions"):
+        messages = body.get("messages") or []
+        system = "\n".join(_text_of(m.get("content")) for m in messages
+                           if m.get("role") in ("system", "developer")) or None
+        prompt = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+        return ("openai", "chat", str(body.get("model", "")), prompt, system,
+                body.get("temperature"), max_tokens)
+    if route.endswith("/responses"):
+        raw_input = body.get("input")
+        if isinstance(raw_input, list):
+            prompt = "\n".join(_text_of(item) for item in raw_input
+                               if not isinstance(item, dict) or item.get("role", "user") == "user")
+        else:
+            prompt = _text_of(raw_input)
+        return ("openai", "responses", str(body.get("model", "")), prompt,
+                body.get("instructions"), body.get("temperature"), body.get("max_output_tokens"))
+    if route.endswith("/messages"):
+        messages = body.get("messages") or []
+        prompt = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
+        system = _text_of(body.get("system")) or None
+        return ("anthropic", "messages", str(body.get("model", "")), prompt, system,
+                body.get("temperature"), body.get("max_tokens"))
+    if ":generateContent" in route:
+        model = unquote(route.rsplit("/models/", 1)[-1].split(":", 1)[0])
+        contents = body.get("contents") or []
+        if isinstance(contents, list):
+            prompt = "\n".join(_text_of(c) for c in contents
+                               if not isinstance(c, dict) or c.get("role", "user") == "user")
+        else:
+            prompt = _text_of(contents)
+        instruction = body.get("systemInstruction", body.get("system_instruction"))
+        generation = body.get("generationConfig", body.get("generation_config")) or {}
+        return ("google", "generate_content", model, prompt, _text_of(instruction) or None,
+                generation.get("temperature"),
+                generation.get("maxOutputTokens", generation.get("max_output_tokens")))
+    raise LookupError(route)
+
+
+def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str, Any]:
+    input_tokens, output_tokens = token_counts(reply, request)
+    now = int(time.time())
+    ident = uuid.uuid4().hex[:24]
+    if request.api_style == "chat":
+        return {
+            "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
+            "model": request.model,
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": text, "refusal": None}}],
+            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens},
+        }
+    if request.api_style == "responses":
+        output: list[dict[str, Any]] = []
+        if reply.thinking:
+            output.append({"type": "reasoning", "id": f"rs_{ident}", "summary": [
+                {"type": "summary_text", "text": reply.thinking}]})
+        output.append({"type": "message", "id": f"msg_{ident}", "status": "completed",
+                       "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        return {
+            "id": f"resp_{ident}", "object": "response", "created_at": now, "status": "completed",
+            "model": request.model, "output": output, "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+        }
+    if request.provider == "anthropic":
+        content: list[dict[str, Any]] = []
+        if reply.thinking:
+            content.append({"type": "thinking", "thinking": reply.thinking,
+                            "signature": "scripted"})
+        content.append({"type": "text", "text": text})
+        return {
+            "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
+            "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        }
+    parts: list[dict[str, Any]] = []
+    if reply.thinking:
+        parts.append({"text": reply.thinking, "thought": True})
+    parts.append({"text": text})
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
+                          "totalTokenCount": input_tokens + output_tokens},
+        "modelVersion": request.model,
+    }
+
+
+def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:
+    if provider == "anthropic":
+        kind = "rate_limit_error" if status == 429 else (
+            "overloaded_error" if status == 529 else "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if provider == "google":
+        names = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
+                 400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND"}
+        return {"error": {"code": status, "message": message,
+                          "status": names.get(status, "UNKNOWN")}}
+    return {"error": {"message": message, "type": "scripted_error", "param": None,
+                      "code": str(status)}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+    server: "_HTTPServer"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection_id = self.server.owner._connection_opened()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # the record of requests is the log; stderr noise helps nobody
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._send_json(404, {"error": {"message": "the scripted judge only answers POST"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not a JSON object")
+            parsed = _parse_request(self.path, body)
+        except LookupError:
+            self._send_json(404, {"error": {"message": f"no scripted route for {self.path}"}})
+            return
+        except ValueError as exc:
+            self._send_json(400, {"error": {"message": f"bad request body: {exc}"}})
+            return
+        provider, api_style, model, prompt, system, temperature, max_tokens = parsed
+        owner._enter()
+        try:
+            request = owner._record(self, provider, api_style, model, prompt, system, temperature,
+                                    max_tokens, body)
+            outcome = owner.script.decide(request)
+            self._answer(request, outcome)
+        finally:
+            owner._leave()
+
+    def _answer(self, request: RecordedRequest, outcome: Reply | Fault) -> None:
+        owner = self.server.owner
+        if isinstance(outcome, Reply):
+            if outcome.latency_s:
+                owner._stopping.wait(outcome.latency_s)
+            self._send_json(200, _success_body(request, outcome, outcome.text))
+            return
+        fault = outcome
+        if fault.kind == "latency":
+            owner._stopping.wait(fault.seconds or 0.0)
+            reply = Reply()
+            self._send_json(200, _success_body(request, reply, reply.text))
+        elif fault.kind == "status":
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            if fault.body is not None:
+                self._send_raw(fault.status, fault.body.encode("utf-8"), "application/json",
+                               headers)
+            else:
+                self._send_json(fault.status, _error_body(
+                    request.provider, fault.status, f"scripted HTTP {fault.status}"), headers)
+        elif fault.kind == "empty":
+            self._send_json(200, _success_body(request, Reply(text=""), ""))
+        elif fault.kind == "non_json":
+            self._send_raw(200, (fault.body or "not json").encode("utf-8"), "application/json")
+        elif fault.kind == "truncated":
+            payload = json.dumps(_success_body(request, Reply(), "Yes")).encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self._abort()
+        elif fault.kind == "reset":
+            self.close_connection = True
+            self._abort()
+        elif fault.kind == "hang":
+            owner._stopping.wait(fault.seconds)
+            self.close_connection = True
+            self._abort()
+        else:
+            raise ValueError(f"unknown fault kind {fault.kind!r}")
+
+    def _abort(self) -> None:
+        # SO_LINGER 0 makes close() send a TCP RST instead of an orderly FIN.
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
+    def _send_json(self, status: int, payload: dict[str, Any],
+                   headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
+
+    def _send_raw(self, status: int, payload: bytes, content_type: str,
+                  headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (its timeout); nothing to answer
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 1024  # hundreds of concurrent clients must not be refused at accept
+
+    def __init__(self, owner: "ScriptedJudgeServer", address: tuple[str, int]) -> None:
+        self.owner = owner
+        super().__init__(address, _Handler)
+
+
+class ScriptedJudgeServer:
+    """A scripted judge on 127.0.0.1 (ephemeral port), served from a background thread.
+
+    >>> with ScriptedJudgeServer(reply="Yes") as server:
+    ...     cfg = server.judge_config(provider="openai")
+    """
+
+    def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1") -> None:
+        self.script = Script(reply)
+        self._host = host
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._connections = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+    def start(self) -> "ScriptedJudgeServer":
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = _HTTPServer(self, (self._host, 0))
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={
+            "poll_interval": 0.05}, name="scripted-judge-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._stopping.set()  # releases hanging and slow handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> "ScriptedJudgeServer":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # addresses and configs
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the scripted judge server is not running; call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    def base_url(self, provider: str = "openai") -> str:
+        """The base URL each SDK expects: OpenAI's includes /v1, the others add their own."""
+        return f"{self.url}/v1" if provider == "openai" else self.url
+
+    def judge_config(self, provider: str = "openai", model: str | None = None,
+                     api_style: str = "chat", **overrides: Any) -> JudgeConfig:
+        """A JudgeConfig pointed at this server with a dummy key; the cache is off by default."""
+        fields: dict[str, Any] = {
+            "provider": provider, "model": model or DEFAULT_MODELS.get(provider, "scripted-judge"),
+            "base_url": self.base_url(provider), "api_key": SecretStr(DUMMY_API_KEY),
+            "api_style": api_style, "cache": False,
+        }
+        fields.update(overrides)
+        return JudgeConfig(**fields)
+
+    # scripting
+    def set_reply(self, reply: Outcome | Responder) -> None:
+        """The default outcome: a text, a Reply, a Fault or a callback(RecordedRequest)."""
+        self.script.set_default(reply)
+
+    def add_rule(self, match: Matcher, outcome: Outcome | Responder) -> None:
+        """When the prompt contains ``match`` (str/regex) or ``match(request)`` is true."""
+        self.script.add_rule(match, outcome)
+
+    def enqueue_faults(self, *faults: Fault) -> None:
+        """Faults answered, in order, by the next requests before any scripted reply."""
+        self.script.enqueue_faults(*faults)
+
+    # the record
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        with self._lock:
+            return self._max_in_flight
+
+    @property
+    def connection_count(self) -> int:
+        """TCP connections accepted so far; equal to 1 for N sequential calls means reuse."""
+        with self._lock:
+            return self._connections
+
+    def reset_record(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._max_in_flight = self._in_flight
+            self._connections = 0
+
+    # handler hooks
+    def _connection_opened(self) -> int:
+        with self._lock:
+            self._connections += 1
+            return self._connections
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _record(self, handler: _Handler, provider: str, api_style: str, model: str, prompt: str,
+                system: str | None, temperature: float | None, max_tokens: int | None,
+                body: dict[str, Any]) -> RecordedRequest:
+        with self._lock:
+            request = RecordedRequest(
+                index=len(self._requests), method=handler.command, path=handler.path,
+                provider=provider, api_style=api_style, model=model, prompt=prompt,
+                system=system, temperature=temperature, max_tokens=max_tokens, body=body,
+                headers={k.lower(): v for k, v in handler.headers.items()},
+                connection_id=handler.connection_id)
+            self._requests.append(request)
+        return request
