@@ -1,0 +1,36 @@
+"""Document 001's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator.
+
+Every evaluator here is a criterion (``async evaluate(actual, expected) -> CriterionResult``)
+with a friendlier constructor. Faithfulness, Hallucination and Relevance take their default
+threshold from the calibration table for the resolved judge model (see ``threshold_table()``).
+"""
+
+from referee.evaluators.calibration import threshold_table
+from referee.evaluators.check import CheckEvaluator
+from referee.evaluators.custom_rubric import CustomRubric
+from referee.evaluators.geval import GEval
+from referee.evaluators.grounding import Faithfulness, Hallucination, Summarization
+from referee.evaluators.qag import JudgeEvaluator, QAGEvaluator, Question
+from referee.evaluators.response import AnswerAccuracy, Coherence, Relevance
+from referee.evaluators.retrieval import ContextPrecision, ContextRecall
+from referee.evaluators.safety import Bias, Toxicity
+
+__all__ = [
+    "AnswerAccuracy",
+    "Bias",
+    "CheckEvaluator",
+    "Coherence",
+    "ContextPrecision",
+    "ContextRecall",
+    "CustomRubric",
+    "Faithfulness",
+    "GEval",
+    "Hallucination",
+    "JudgeEvaluator",
+    "QAGEvaluator",
+    "Question",
+    "Relevance",
+    "Summarization",
+    "Toxicity",
+    "threshold_table",
+]

@@ -1,0 +1,93 @@
+"""GEval: a holistic 0.0-1.0 score straight from the judge, averaged over runs.
+
+The one document-001 evaluator that is not QAG. A run whose reply carries no usable score (no
+JSON object, no number, or a number outside 0.0-1.0) is not a score of zero: it is left out of
+the average and disclosed, and when no run yields a score the judge is treated as unavailable.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from referee.case import EvalCase
+from referee.errors import JudgeUnavailable
+from referee.evaluators.prompts import GEVAL_SYSTEM, geval_prompt
+from referee.evaluators.qag import JudgeEvaluator, case_blocks, gather_all
+from referee.execution import ExecutionResult
+from referee.judge import JudgeConfig, get_judge, parse_json_object
+from referee.result import CriterionResult
+from referee.usage import TokenUsage
+
+
+def _run_score(text: str) -> tuple[float | None, str]:
+    try:
+        data = parse_json_object(text)
+    except ValueError:
+        return None, ""
+    reason = data.get("reason", data.get("reasoning", ""))
+    reason = reason if isinstance(reason, str) else str(reason)
+    value = data.get("score")
+    if isinstance(value, bool):
+        return None, reason
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None, reason
+    if not isinstance(value, (int, float)) or math.isnan(value) or not 0.0 <= value <= 1.0:
+        return None, reason
+    return float(value), reason
+
+
+class GEval(JudgeEvaluator):
+    """Judge-scored criterion on a 0.0-1.0 scale, averaged over ``runs`` judge calls."""
+
+    def __init__(self, criteria: str, name: str = "g_eval", runs: int = 2,
+                 judge: JudgeConfig | None = None, threshold: float = 0.7) -> None:
+        if not isinstance(criteria, str) or not criteria.strip():
+            raise ValueError(f"GEval: criteria must be a non-empty string, got {criteria!r}")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"GEval: name must be a non-empty string, got {name!r}")
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise ValueError(f"GEval: runs must be an integer of at least 1, got {runs!r}")
+        super().__init__(threshold=threshold, judge=judge)
+        self.criteria = criteria.strip()
+        self.name = name
+        self.runs = runs
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        cfg = self.judge_config()
+        judge = get_judge(cfg)
+        blocks = case_blocks(actual, expected)
+
+        async def one_run(index: int) -> dict[str, Any]:
+            reply = await judge.complete(geval_prompt(self.criteria, blocks, index),
+                                         system=GEVAL_SYSTEM, json_mode=True, sample_index=index)
+            score, reason = _run_score(reply.text)
+            return {"run": index, "score": score, "reason": reason, "raw_reply": reply.text,
+                    "cached": reply.cached, "usage": reply.usage}
+
+        runs = await gather_all([one_run(i) for i in range(self.runs)])
+        usage = TokenUsage.total([r.pop("usage") for r in runs])
+        scored = [r for r in runs if r["score"] is not None]
+        if not scored:
+            raise JudgeUnavailable(
+                f"{self.name}: none of {self.runs} judge run(s) returned a score between "
+                "0.0 and 1.0", provider=getattr(cfg, "provider", None),
+                model=getattr(cfg, "model", None))
+        score = sum(r["score"] for r in scored) / len(scored)
+        reasons = [r["reason"] for r in scored if r["reason"]]
+        reason = reasons[0] if reasons else f"mean judge score {score:.2f}"
+        if len(scored) < self.runs:
+            reason += (f" ({self.runs - len(scored)} of {self.runs} run(s) returned no usable "
+                       "score — excluded from the average)")
+        details = {
+            "reason": reason,
+            "criteria": self.criteria,
+            "scores": [r["score"] for r in runs],
+            "runs": runs,
+            "judge_provider": getattr(cfg, "provider", None),
+            "judge_model": getattr(cfg, "model", None),
+        }
+        return self._scored(cfg, score, details, usage)

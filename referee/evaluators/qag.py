@@ -1,0 +1,348 @@
+"""QAG scoring: ask a judge binary questions, score the fraction answered as expected.
+
+Shared by every document-001 judge evaluator. Default mode asks one question per judge call,
+all questions of a case concurrently (the semantics the calibrated thresholds were fit under);
+``batch=True`` asks all questions of one evaluator in one JSON call and yields the same
+per-question records. An UNKNOWN verdict never counts for or against the model: it leaves the
+denominator and is disclosed in the reason; when no verdict at all can be read, the judge has
+not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Sequence, TypeVar
+
+from referee.case import EvalCase
+from referee.config import CriterionConfig
+from referee.criteria.base import BaseCriterion
+from referee.errors import JudgeUnavailable
+from referee.evaluators.calibration import calibrated_threshold
+from referee.evaluators.prompts import (
+    BATCH_SYSTEM,
+    QUESTION_SYSTEM,
+    DataBlock,
+    batch_prompt,
+    question_prompt,
+)
+from referee.execution import ExecutionResult
+from referee.judge import (
+    JudgeConfig,
+    Verdict,
+    get_judge,
+    parse_json_object,
+    parse_verdict,
+    resolve_judge_config,
+)
+from referee.result import CriterionResult
+from referee.usage import TokenUsage
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One yes/no question, the answer that counts in the model's favour, and its material."""
+
+    text: str
+    expect_yes: bool = True
+    blocks: tuple[DataBlock, ...] = field(default=())
+
+
+def check_threshold(owner: str, threshold: float | None) -> float | None:
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"{owner}: threshold must be a number between 0.0 and 1.0, "
+                        f"got {threshold!r}")
+    value = float(threshold)
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{owner}: threshold must be between 0.0 and 1.0, got {threshold!r}")
+    return value
+
+
+async def gather_all(awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """Run concurrently; wait for every call, then re-raise the first failure.
+
+    Waiting for the siblings (instead of abandoning them as plain gather does) means no judge
+    call outlives the evaluation that asked for it.
+    """
+    outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return list(outcomes)  # type: ignore[arg-type]
+
+
+def _verdict_word(verdict: Verdict) -> str:
+    return verdict.name.lower()
+
+
+def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dict[str, Any]:
+    matched = None if verdict is Verdict.UNKNOWN else (verdict is Verdict.YES) == question.expect_yes
+    return {
+        "question": question.text,
+        "expected": "yes" if question.expect_yes else "no",
+        "verdict": _verdict_word(verdict),
+        "matched": matched,
+        "raw_reply": raw,
+        "cached": cached,
+    }
+
+
+async def ask_each(cfg: JudgeConfig, questions: Sequence[Question]
+                   ) -> tuple[list[dict[str, Any]], TokenUsage | None]:
+    judge = get_judge(cfg)
+
+    async def ask(index: int, question: Question) -> tuple[dict[str, Any], TokenUsage | None]:
+        # sample_index = position: two identical questions in one evaluator stay two calls.
+        reply = await judge.complete(question_prompt(question.text, question.blocks),
+                                     system=QUESTION_SYSTEM, json_mode=False, sample_index=index)
+        return _record(question, parse_verdict(reply.text), reply.text, reply.cached), reply.usage
+
+    answered = await gather_all([ask(i, q) for i, q in enumerate(questions)])
+    return [rec for rec, _ in answered], TokenUsage.total([usage for _, usage in answered])
+
+
+def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
+    seen: dict[tuple[str, str], DataBlock] = {}
+    for question in questions:
+        for block in question.blocks:
+            seen.setdefault((block.label, block.content), block)
+    return list(seen.values())
+
+
+def _batch_answers(text: str, count: int) -> dict[int, Any]:
+    """Answers by 1-based question id; empty when the reply holds no usable JSON."""
+    try:
+        data = parse_json_object(text)
+    except ValueError:
+        return {}
+    answers = data.get("answers", data) if isinstance(data, dict) else None
+    found: dict[int, Any] = {}
+    if isinstance(answers, list):
+        for position, entry in enumerate(answers, start=1):
+            if isinstance(entry, dict):
+                ident = entry.get("id", position)
+                value = entry.get("answer", entry.get("verdict"))
+            else:
+                ident, value = position, entry
+            try:
+                ident = int(ident)
+            except (TypeError, ValueError):
+                continue
+            if 1 <= ident <= count and ident not in found:
+                found[ident] = value
+    elif isinstance(answers, dict):
+        for key, value in answers.items():
+            try:
+                ident = int(key)
+            except (TypeError, ValueError):
+                continue
+            if 1 <= ident <= count:
+                found[ident] = value
+    return found
+
+
+def _answer_verdict(value: Any) -> Verdict:
+    if isinstance(value, bool):
+        return Verdict.YES if value else Verdict.NO
+    if isinstance(value, str):
+        return parse_verdict(value)
+    return Verdict.UNKNOWN
+
+
+async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question]
+                      ) -> tuple[list[dict[str, Any]], TokenUsage | None, str]:
+    judge = get_judge(cfg)
+    prompt = batch_prompt([q.text for q in questions], _union_blocks(questions))
+    reply = await judge.complete(prompt, system=BATCH_SYSTEM, json_mode=True, sample_index=0)
+    answers = _batch_answers(reply.text, len(questions))
+    records = []
+    for ident, question in enumerate(questions, start=1):
+        value = answers.get(ident)
+        raw = json.dumps(value, ensure_ascii=False) if ident in answers else ""
+        records.append(_record(question, _answer_verdict(value), raw, reply.cached))
+    return records, reply.usage, reply.text
+
+
+def unknown_note(unknown: int, total: int) -> str:
+    return f"{unknown} of {total} question(s) UNKNOWN — excluded from score denominator"
+
+
+@dataclass
+class QAGOutcome:
+    score: float
+    reason: str
+    details: dict[str, Any]
+    token_usage: TokenUsage | None
+
+
+async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *,
+                  batch: bool = False) -> QAGOutcome:
+    """Ask ``questions`` and score them; raises JudgeUnavailable when no verdict is readable."""
+    if not questions:
+        raise ValueError(f"{owner}: no questions to ask")
+    batch_reply = None
+    if batch:
+        records, usage, batch_reply = await ask_batched(cfg, questions)
+    else:
+        records, usage = await ask_each(cfg, questions)
+    total = len(records)
+    unknown = sum(1 for r in records if r["matched"] is None)
+    if unknown == total:
+        raise JudgeUnavailable(
+            f"{owner}: no judge verdict could be read ({unknown_note(unknown, total)})",
+            provider=getattr(cfg, "provider", None), model=getattr(cfg, "model", None),
+        )
+    matched = sum(1 for r in records if r["matched"])
+    answered = total - unknown
+    score = matched / answered
+    reason = f"{matched} of {answered} question(s) answered as expected"
+    if unknown:
+        reason += f"; {unknown_note(unknown, total)}"
+    details: dict[str, Any] = {
+        "reason": reason,
+        "questions": records,
+        "matched": matched,
+        "answered": answered,
+        "unknown": unknown,
+        "mode": "batched" if batch else "per_question",
+        "judge_provider": getattr(cfg, "provider", None),
+        "judge_model": getattr(cfg, "model", None),
+    }
+    if batch_reply is not None:
+        details["batch_reply"] = batch_reply
+    return QAGOutcome(score=score, reason=reason, details=details, token_usage=usage)
+
+
+class JudgeEvaluator(BaseCriterion):
+    """A document-001 evaluator: judge resolution, effective threshold, result building."""
+
+    name = "judge_evaluator"
+    default_threshold = 0.7
+    # Set on the evaluators document 001 calibrates per judge model.
+    calibration_key: str | None = None
+
+    def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None) -> None:
+        self._explicit_threshold = check_threshold(type(self).__name__, threshold)
+        self.judge = judge
+        super().__init__(CriterionConfig(threshold=self._explicit_threshold
+                                         if self._explicit_threshold is not None
+                                         else self.default_threshold))
+
+    def judge_config(self) -> JudgeConfig:
+        return resolve_judge_config(self.judge)
+
+    def threshold_for(self, cfg: JudgeConfig) -> float:
+        if self._explicit_threshold is not None:
+            return self._explicit_threshold
+        if self.calibration_key is not None:
+            return calibrated_threshold(self.calibration_key, getattr(cfg, "model", None))
+        return self.default_threshold
+
+    @property
+    def threshold(self) -> float:
+        """The effective threshold: explicit, else calibrated for the resolved judge, else default."""
+        if self._explicit_threshold is not None:
+            return self._explicit_threshold
+        if self.calibration_key is None:
+            return self.default_threshold
+        return self.threshold_for(self.judge_config())
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        checked = check_threshold(type(self).__name__, value)
+        if checked is None:
+            raise ValueError(f"{type(self).__name__}: threshold cannot be set to None")
+        self._explicit_threshold = checked
+        self.config = self.config.model_copy(update={"threshold": checked})
+
+    def _scored(self, cfg: JudgeConfig, score: float, details: dict[str, Any],
+                token_usage: TokenUsage | None) -> CriterionResult:
+        threshold = self.threshold_for(cfg)
+        if self.calibration_key is not None:
+            details.setdefault("threshold_source", self._threshold_source())
+        return CriterionResult(criterion=self.name, score=score, passed=score >= threshold,
+                               threshold=threshold, details=details, token_usage=token_usage)
+
+    def _threshold_source(self) -> str:
+        return "explicit" if self._explicit_threshold is not None else "calibrated"
+
+
+class QAGEvaluator(JudgeEvaluator):
+    """An evaluator whose score is the QAG fraction over the questions it asks."""
+
+    def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None, *,
+                 batch: bool = False) -> None:
+        super().__init__(threshold=threshold, judge=judge)
+        self.batch = bool(batch)
+
+    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
+        """Why this case cannot be scored (naming the missing field), or None."""
+        return None
+
+    @abstractmethod
+    def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
+        """The questions to ask about this case."""
+
+    def extra_details(self, actual: ExecutionResult, expected: EvalCase) -> dict[str, Any]:
+        return {}
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        missing = self.missing_input(actual, expected)
+        if missing is not None:
+            return self._skipped(missing)
+        cfg = self.judge_config()
+        outcome = await run_qag(self.name, cfg, self.questions(actual, expected), batch=self.batch)
+        details = outcome.details
+        extra = self.extra_details(actual, expected)
+        details.update(extra)
+        if extra.get("note"):
+            details["reason"] = f"{details['reason']}; {extra['note']}"
+        return self._scored(cfg, outcome.score, details, outcome.token_usage)
+
+
+# Data blocks every evaluator draws from: one label per kind of material, so questions can name it.
+
+def output_block(actual: ExecutionResult, label: str = "MODEL OUTPUT") -> DataBlock:
+    return DataBlock(label, actual.actual_response or "")
+
+
+def input_block(expected: EvalCase) -> DataBlock:
+    return DataBlock("USER INPUT", expected.input or "")
+
+
+def context_block(expected: EvalCase, label: str = "CONTEXT") -> DataBlock:
+    return DataBlock(label, expected.context_text)
+
+
+def reference_block(expected: EvalCase) -> DataBlock:
+    return DataBlock("REFERENCE ANSWER", expected.expected_output or "")
+
+
+def requires(evaluator: str, expected: EvalCase, *fields: str) -> str | None:
+    """Skip reason naming every required case field that is missing or empty."""
+    present = {
+        "context": bool(expected.context_chunks),
+        "expected_output": bool((expected.expected_output or "").strip()),
+        "input": bool((expected.input or "").strip()),
+    }
+    missing = [f for f in fields if not present[f]]
+    if not missing:
+        return None
+    names = " and ".join(f"`{f}`" for f in missing)
+    return f"{evaluator} requires {names} on the EvalCase; this case has none — skipped, not scored"
+
+
+def case_blocks(actual: ExecutionResult, expected: EvalCase) -> tuple[DataBlock, ...]:
+    """Input, context when the case has one, and output: the material of user-written checks."""
+    blocks = [input_block(expected)]
+    if expected.context_chunks:
+        blocks.append(context_block(expected))
+    blocks.append(output_block(actual))
+    return tuple(blocks)
