@@ -62,7 +62,8 @@ def _is_async_callable(fn: Any) -> bool:
 
 
 # What a front door supplies: run the model on one case and return what it produced
-# (str, dict or ExecutionResult). Anything it raises is the model's fault: MODEL_ERROR.
+# (str, dict or ExecutionResult). Anything it raises is the model's fault (MODEL_ERROR), except
+# JudgeUnavailable from a front door's own judge calls (JUDGE_ERROR).
 Execute = Callable[[EvalCase, ModelCaller], Awaitable[Any]]
 
 
@@ -253,6 +254,9 @@ class Engine:
         try:
             raw = await execute(case, caller)
             execution = ExecutionResult.coerce(raw)
+        except JudgeUnavailable as exc:
+            # Only a front door that itself talks to a judge (the user simulator) raises this.
+            return self._case(case, index, key, CaseStatus.JUDGE_ERROR, error=str(exc))
         except Exception as exc:
             return self._case(case, index, key, CaseStatus.MODEL_ERROR,
                               error=f"{type(exc).__name__}: {exc}")

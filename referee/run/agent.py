@@ -1,0 +1,180 @@
+"""AgentEvaluator: document 000's front door for agents, over the same engine as EvalSuite.
+
+The agent under test is any callable, sync or async::
+
+    def agent(user_message: str, history: list[TurnResult]) -> ExecutionResult | str | dict
+    def agent(user_message: str) -> ...          # a one-argument agent keeps its own state
+
+It is called once per turn of a case's conversation; ``history`` holds the earlier turns of
+that case (user message, response, tool calls, node visits). Tool calls and node visits of all
+turns are concatenated for the trajectory criteria; the last turn's response is the final one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from referee.case import EvalCase
+from referee.config import EvalConfig
+from referee.errors import InputError
+from referee.execution import ExecutionResult, TurnResult
+from referee.report.model import CaseResult, EvalReport
+from referee.run.engine import Engine, ModelCaller
+from referee.run.gates import apply_gates, validate_gates
+from referee.run.session import RunOptions, run_stored
+from referee.run.sync import run_sync
+from referee.usage import TokenUsage
+
+AgentFn = Callable[..., Any]
+
+
+def takes_history(agent: AgentFn) -> bool:
+    """Whether ``agent`` accepts a second positional argument (the history)."""
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # some builtins and C callables have no signature
+        return True
+    positional = 0
+    for param in signature.parameters.values():
+        if param.kind == param.VAR_POSITIONAL:
+            return True
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+class AgentError(RuntimeError):
+    """The agent reported a failure on one turn (ExecutionResult.error)."""
+
+
+async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+    """Drive ``agent`` through every turn of ``case`` and merge the turns into one result."""
+    with_history = takes_history(agent)
+    turns: list[TurnResult] = []
+    tool_calls = []
+    node_visits: list[str] = []
+    usages: list[TokenUsage | None] = []
+    metadata: dict[str, Any] = {}
+    for number, invocation in enumerate(case.conversation, start=1):
+        message = invocation.user_text
+        args = (message, list(turns)) if with_history else (message,)
+        result = ExecutionResult.coerce(await caller.call(agent, *args))
+        if result.error:
+            raise AgentError(f"turn {number}: {result.error}")
+        turns.append(TurnResult(user_content=message, response=result.actual_response,
+                                tool_calls=list(result.tool_calls),
+                                node_visits=list(result.node_visits)))
+        tool_calls.extend(result.tool_calls)
+        node_visits.extend(result.node_visits)
+        usages.append(result.token_usage)
+        metadata.update(result.metadata)
+    return ExecutionResult(
+        actual_response=turns[-1].response if turns else "",
+        tool_calls=tool_calls, node_visits=node_visits,
+        turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
+        token_usage=TokenUsage.total(usages),
+        metadata=metadata,
+    )
+
+
+def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
+    """(name, cases) from an EvalSet, a path to a case file, or a list of cases."""
+    if isinstance(source, (str, Path)):
+        from referee.evalset import EvalSet
+
+        source = EvalSet.load(source)
+    if isinstance(source, EvalCase):
+        return source.display_name, [source]
+    cases = getattr(source, "eval_cases", None)
+    if cases is not None:
+        name = getattr(source, "name", "") or getattr(source, "eval_set_id", "") or "eval set"
+        return str(name), list(cases)
+    if isinstance(source, Iterable):
+        out = []
+        for i, case in enumerate(source):
+            if isinstance(case, dict):
+                case = EvalCase.model_validate(case)
+            if not isinstance(case, EvalCase):
+                raise InputError(f"got {type(case).__name__}", field=f"cases[{i}]",
+                                 expected="an EvalCase")
+            out.append(case)
+        return "eval set", out
+    raise InputError(f"cannot evaluate a {type(source).__name__}",
+                     expected="an EvalSet, a path to a case file, or a list of EvalCase")
+
+
+class AgentEvaluator:
+    """Runs an agent over an eval set and scores it with the criteria of ``config``.
+
+    ``config`` defaults to ``EvalConfig.default()``; ``criteria=`` adds criterion instances of
+    your own (a registry-only criterion, a CompositeCriterion...) after the configured ones.
+    """
+
+    def __init__(self, agent: AgentFn, config: EvalConfig | None = None, *,
+                 criteria: Sequence[Any] | None = None, model_id: str = "",
+                 runs_dir: str | Path | None = None, save: bool = True) -> None:
+        if not callable(agent):
+            raise TypeError(f"agent must be callable, got {type(agent).__name__}")
+        from referee.criteria.registry import build_criteria
+
+        self.agent = agent
+        self.config = config if config is not None else EvalConfig.default()
+        self.criteria: list[Any] = build_criteria(self.config) + list(criteria or [])
+        self.model_id = model_id or getattr(agent, "__name__", type(agent).__name__)
+        self.runs_dir = runs_dir
+        self.save = save
+
+    async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+        return await run_conversation(self.agent, case, caller)
+
+    async def evaluate(self, eval_set: Any, parallel: bool | None = None,
+                       max_concurrency: int | None = None, verbose: bool | None = None,
+                       output_dir: str | Path | None = None, *, resume: str | Path | None = None,
+                       formats: Sequence[str] = (), fail_threshold: float | None = None,
+                       max_error_rate: float | None = None) -> EvalReport:
+        """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
+
+        Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
+        and ``timeout`` per case). ``output_dir`` is where the run directory goes.
+        """
+        validate_gates(fail_threshold, max_error_rate)
+        name, cases = load_cases(eval_set)
+        for i, case in enumerate(cases):
+            if not case.conversation:
+                raise InputError("the case has no user turn to send to the agent",
+                                 field=f"cases[{i}] ({case.display_name})",
+                                 expected="input or a non-empty conversation")
+        parallel = self.config.parallel if parallel is None else parallel
+        limit = max_concurrency if max_concurrency is not None else self.config.max_concurrency
+        options = RunOptions(
+            concurrency=max(1, limit) if parallel else 1,
+            timeout=self.config.timeout or None,
+            verbose=self.config.verbose if verbose is None else verbose,
+            save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
+            formats=tuple(formats),
+        )
+        report = await run_stored(name=name, model_id=self.model_id, cases=cases,
+                                  criteria=self.criteria, execute=self._execute, options=options,
+                                  config_used=self.config.model_dump(mode="json"))
+        apply_gates(report, fail_threshold, max_error_rate)
+        return report
+
+    def evaluate_sync(self, eval_set: Any, **kwargs: Any) -> EvalReport:
+        """``evaluate`` for synchronous code (also works inside a running event loop)."""
+        return run_sync(self.evaluate(eval_set, **kwargs))
+
+    async def evaluate_case(self, case: EvalCase) -> CaseResult:
+        """One case, not stored: handy for per-case assertions in tests."""
+        engine = Engine(self.criteria, concurrency=1, timeout=self.config.timeout or None)
+        await engine.prepare()
+        caller = ModelCaller(1)
+        try:
+            return await engine.run_case(case, self._execute, caller)
+        finally:
+            caller.close()
+
+    def evaluate_case_sync(self, case: EvalCase) -> CaseResult:
+        return run_sync(self.evaluate_case(case))

@@ -1,0 +1,262 @@
+"""UserSimulator: an LLM plays the user, the agent answers, SimulationGoalsCriterion scores it.
+
+The simulated user speaks through the judge layer (``judge_config_for_model`` or an explicit
+``JudgeConfig``), so it shares clients, retries, concurrency limits, the cache and token
+accounting with every other model call. The agent is called exactly as AgentEvaluator calls
+it: ``agent(user_message, history)`` or ``agent(user_message)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from referee.case import EvalCase, ToolCall
+from referee.config import DEFAULT_JUDGE_MODEL, CriterionConfig, UserSimulatorConfig
+from referee.errors import JudgeUnavailable
+from referee.execution import ExecutionResult, TurnResult
+from referee.report.model import CaseResult, EvalReport
+from referee.result import CriterionResult
+from referee.run.agent import AgentError, AgentFn, takes_history
+from referee.run.engine import Engine, ModelCaller
+from referee.run.gates import apply_gates, validate_gates
+from referee.run.session import RunOptions, run_stored
+from referee.run.sync import run_sync
+from referee.usage import TokenUsage
+
+DONE_MARKER = "[CONVERSATION COMPLETE]"
+
+SIMULATOR_SYSTEM = (
+    "You are role-playing a human user who is talking to an AI assistant. Stay in character: "
+    "write only what the user would type next, in the first person, with no labels, quotes or "
+    "commentary. Never act as the assistant."
+)
+
+NEXT_MESSAGE_PROMPT = """SCENARIO:
+{description}
+
+PLAN FOR THE CONVERSATION:
+{plan}
+
+WHAT YOU (THE USER) WANT TO ACHIEVE:
+{goals}
+
+CONVERSATION SO FAR:
+{transcript}
+
+Write the user's next message. If every goal has been achieved, or the assistant has made it
+clear that nothing more can be done, reply with exactly {done} instead."""
+
+
+class ConversationScenario(BaseModel):
+    """What the simulated user wants, how the talk should go, and when to stop."""
+
+    scenario_id: str = ""
+    description: str = ""
+    starting_prompt: str = ""
+    conversation_plan: str = ""
+    goals: list[str] = Field(default_factory=list)
+    max_turns: int = 10
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("max_turns")
+    @classmethod
+    def _positive_turns(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"max_turns must be at least 1, got {value}")
+        return value
+
+    def to_case(self) -> EvalCase:
+        """The case the engine runs: goals, one per line, are the expected final response
+        (where SimulationGoalsCriterion reads them)."""
+        return EvalCase(
+            input=self.starting_prompt or self.description,
+            expected_output="\n".join(g.strip() for g in self.goals if g.strip()) or None,
+            name=self.scenario_id or self.description[:60],
+            metadata={"scenario": self.model_dump(mode="json")},
+        )
+
+
+class SimulationResult(BaseModel):
+    scenario_id: str = ""
+    turns: int = 0
+    conversation: list[dict[str, str]] = Field(default_factory=list)
+    goals_achieved: list[str] = Field(default_factory=list)
+    completed: bool = False
+    error: str | None = None
+    criterion_scores: dict[str, float] = Field(default_factory=dict)
+    criterion_details: dict[str, Any] = Field(default_factory=dict)
+    simulator_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    criterion_results: list[CriterionResult] = Field(default_factory=list)
+    status: str = ""
+
+    @classmethod
+    def from_case(cls, scenario: ConversationScenario, result: CaseResult) -> "SimulationResult":
+        execution = result.execution
+        meta = execution.metadata if execution is not None else {}
+        conversation = list(meta.get("conversation") or [])
+        achieved: list[str] = []
+        for r in result.criterion_results:
+            achieved.extend(str(g) for g in r.details.get("achieved_goals") or [])
+        goals = [g for g in scenario.goals if g.strip()]
+        return cls(
+            scenario_id=scenario.scenario_id, turns=sum(1 for m in conversation if m["role"] == "user"),
+            conversation=conversation, goals_achieved=achieved,
+            completed=result.status.value == "PASSED" and len(set(achieved)) >= len(goals),
+            error=result.error,
+            criterion_scores={r.criterion: r.score for r in result.criterion_results},
+            criterion_details={r.criterion: r.details for r in result.criterion_results},
+            simulator_token_usage=TokenUsage.model_validate(meta.get("simulator_token_usage") or {}),
+            criterion_results=list(result.criterion_results), status=result.status.value,
+        )
+
+
+def transcript_text(conversation: Sequence[dict[str, str]]) -> str:
+    return "\n".join(f"{m['role'].upper()}: {m['content']}" for m in conversation)
+
+
+class UserSimulator:
+    """Drives an agent through scenarios with an LLM in the user's seat.
+
+    ``judge=`` (a JudgeConfig) overrides the model-name detection, e.g. to use a local
+    OpenAI-compatible server or referee.testing's scripted server.
+    """
+
+    def __init__(self, model: str = DEFAULT_JUDGE_MODEL, temperature: float = 0.7,
+                 max_turns: int = 10, config: UserSimulatorConfig | None = None,
+                 criteria: Sequence[Any] | None = None, api_style: str = "responses",
+                 judge: Any = None) -> None:
+        if config is not None:
+            model, temperature, max_turns = config.model, config.temperature, config.max_turns
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        self.model = model
+        self.temperature = temperature
+        self.max_turns = max_turns
+        self.api_style = api_style
+        self.judge_config = judge
+        if criteria is None:
+            from referee.criteria import SimulationGoalsCriterion
+
+            criteria = [SimulationGoalsCriterion(
+                config=CriterionConfig.simulation_goals(judge_model=model))]
+        self.criteria = list(criteria)
+
+    # The simulated user -------------------------------------------------------------------
+    def _judge(self) -> Any:
+        from referee.judge import get_judge, judge_config_for_model
+
+        cfg = self.judge_config or judge_config_for_model(self.model, api_style=self.api_style,
+                                                          temperature=self.temperature)
+        if cfg is None:
+            raise JudgeUnavailable(
+                f"No LLM provider available for the user simulator model {self.model!r}",
+                model=self.model)
+        return get_judge(cfg)
+
+    async def _next_user_message(self, judge: Any, scenario: ConversationScenario,
+                                 conversation: list[dict[str, str]], turn: int
+                                 ) -> tuple[str | None, TokenUsage]:
+        prompt = NEXT_MESSAGE_PROMPT.format(
+            description=scenario.description or "(none)",
+            plan=scenario.conversation_plan or "(no fixed plan)",
+            goals="\n".join(f"- {g}" for g in scenario.goals) or "(none stated)",
+            transcript=transcript_text(conversation) or "(the conversation has not started)",
+            done=DONE_MARKER,
+        )
+        reply = await judge.complete(prompt, system=SIMULATOR_SYSTEM, sample_index=turn,
+                                     temperature=self.temperature)
+        text = reply.text.strip()
+        if not text or DONE_MARKER in text:
+            return None, reply.usage
+        return text, reply.usage
+
+    async def simulate(self, agent: AgentFn, scenario: ConversationScenario,
+                       caller: ModelCaller) -> ExecutionResult:
+        """One simulated conversation; the transcript is the actual response to be judged."""
+        judge = self._judge()
+        with_history = takes_history(agent)
+        conversation: list[dict[str, str]] = []
+        turns: list[TurnResult] = []
+        tool_calls: list[ToolCall] = []
+        node_visits: list[str] = []
+        usage = TokenUsage()
+        max_turns = min(scenario.max_turns, self.max_turns)
+        message: str | None = scenario.starting_prompt.strip() or None
+        if message is None:
+            message, spent = await self._next_user_message(judge, scenario, conversation, 0)
+            usage = usage + spent
+        for turn in range(1, max_turns + 1):
+            if message is None:
+                break
+            conversation.append({"role": "user", "content": message})
+            args = (message, list(turns)) if with_history else (message,)
+            result = ExecutionResult.coerce(await caller.call(agent, *args))
+            if result.error:
+                raise AgentError(f"turn {turn}: {result.error}")
+            conversation.append({"role": "assistant", "content": result.actual_response})
+            turns.append(TurnResult(user_content=message, response=result.actual_response,
+                                    tool_calls=list(result.tool_calls),
+                                    node_visits=list(result.node_visits)))
+            tool_calls.extend(result.tool_calls)
+            node_visits.extend(result.node_visits)
+            if turn < max_turns:
+                message, spent = await self._next_user_message(judge, scenario, conversation, turn)
+                usage = usage + spent
+        return ExecutionResult(
+            actual_response=transcript_text(conversation), tool_calls=tool_calls,
+            node_visits=node_visits, turns=turns, token_usage=usage,
+            metadata={"conversation": conversation,
+                      "simulator_token_usage": usage.model_dump(mode="json")},
+        )
+
+    # Front doors --------------------------------------------------------------------------
+    async def run(self, agent: AgentFn, scenario: ConversationScenario) -> SimulationResult:
+        """Simulate one scenario and score it (not stored)."""
+        case = scenario.to_case()
+        engine = Engine(self.criteria, concurrency=1)
+        await engine.prepare()
+        caller = ModelCaller(1)
+
+        async def execute(c: EvalCase, call: ModelCaller) -> ExecutionResult:
+            return await self.simulate(agent, scenario, call)
+
+        try:
+            result = await engine.run_case(case, execute, caller)
+        finally:
+            caller.close()
+        return SimulationResult.from_case(scenario, result)
+
+    def run_sync(self, agent: AgentFn, scenario: ConversationScenario) -> SimulationResult:
+        return run_sync(self.run(agent, scenario))
+
+    async def evaluate(self, agent: AgentFn, scenarios: Sequence[ConversationScenario], *,
+                       name: str = "user simulation", concurrency: int = 4,
+                       timeout: float | None = None, verbose: bool = False, save: bool = True,
+                       runs_dir: str | Path | None = None, resume: str | Path | None = None,
+                       formats: Sequence[str] = (), fail_threshold: float | None = None,
+                       max_error_rate: float | None = None) -> EvalReport:
+        """Every scenario as one case of a stored run, with the usual report and gates."""
+        validate_gates(fail_threshold, max_error_rate)
+        scenarios = [s if isinstance(s, ConversationScenario)
+                     else ConversationScenario.model_validate(s) for s in scenarios]
+        cases = [s.to_case() for s in scenarios]
+        by_case = {id(c): s for c, s in zip(cases, scenarios)}
+
+        async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+            return await self.simulate(agent, by_case[id(case)], caller)
+
+        options = RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
+                             save=save, runs_dir=runs_dir, resume=resume, formats=tuple(formats))
+        report = await run_stored(name=name, model_id=getattr(agent, "__name__", ""),
+                                  cases=cases, criteria=self.criteria, execute=execute,
+                                  options=options,
+                                  config_used={"user_simulator": {
+                                      "model": self.model, "temperature": self.temperature,
+                                      "max_turns": self.max_turns}})
+        apply_gates(report, fail_threshold, max_error_rate)
+        return report
+
