@@ -1,0 +1,151 @@
+"""Stored runs: a run killed mid-way keeps its finished cases, and resume finishes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from referee import EvalCase, EvalSuite
+from referee.errors import InputError
+from referee.evaluators.deterministic import Contains
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.store import RunStore, list_runs, load_run
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from referee import EvalCase, EvalSuite
+    from referee.evaluators.deterministic import Contains
+
+    suite = EvalSuite("killed")
+    suite.add_cases([EvalCase(input=f"q{i}") for i in range(10)])
+    suite.add_evaluator(Contains(["answer"]))
+
+    def model(prompt):
+        if int(prompt[1:]) >= 3:
+            time.sleep(600)  # the parent kills us while this case is running
+        return "answer to " + prompt
+
+    suite.run(model, verbose=False, runs_dir=sys.argv[1], concurrency=1)
+""")
+
+
+def _wait_for_lines(path, n, proc, deadline_s=60.0):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if path.is_file() and len(path.read_text().splitlines()) >= n:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"child exited early: {proc.stderr.read()}")
+        time.sleep(0.05)
+    raise AssertionError("child never finished its first cases")
+
+
+def test_killed_run_keeps_finished_cases_and_resume_finishes_it(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, str(script), str(runs)], stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not runs.is_dir() or not any(runs.iterdir()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        run_dir = next(runs.iterdir())
+        _wait_for_lines(run_dir / "cases.jsonl", 3, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        proc.stderr.close()
+
+    # A kill in the middle of a write leaves a torn last line; it must not cost anything.
+    with open(run_dir / "cases.jsonl", "a") as fh:
+        fh.write('{"index": 3, "eval_id": "case-')
+
+    interrupted = load_run(run_dir)
+    assert [c.case.input for c in interrupted.cases] == ["q0", "q1", "q2"]
+    assert all(c.status == CaseStatus.PASSED for c in interrupted.cases)
+    assert interrupted.metadata["interrupted"] is True
+    assert not (run_dir / "report.json").exists()
+    [info] = list_runs(runs)
+    assert info.finished is False and info.total == 10 and info.passed == 3
+
+    called: list[str] = []
+    suite = EvalSuite("killed").add_cases([EvalCase(input=f"q{i}") for i in range(10)])
+    suite.add_evaluator(Contains(["answer"]))
+
+    def model(prompt):
+        called.append(prompt)
+        return "answer to " + prompt
+
+    report = suite.run(model, verbose=False, resume=run_dir)
+    assert sorted(called) == [f"q{i}" for i in range(3, 10)]
+    assert report.run_id == run_dir.name and report.passed == 10
+    assert [c.case.input for c in report.cases] == [f"q{i}" for i in range(10)]
+    lines = (run_dir / "cases.jsonl").read_text().splitlines()
+    assert len(lines) == 10 and all(json.loads(line) for line in lines)
+    assert load_run(run_dir).passed == 10
+    [info] = list_runs(runs)
+    assert info.finished is True
+
+
+def test_resume_refuses_different_cases(tmp_path):
+    suite = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="b")])
+    suite.add_evaluator(Contains(["a"]))
+    report = suite.run(lambda p: p, verbose=False, runs_dir=tmp_path)
+    other = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="c")])
+    other.add_evaluator(Contains(["a"]))
+    with pytest.raises(InputError, match="not the ones the interrupted run was started with"):
+        other.run(lambda p: p, verbose=False, resume=tmp_path / report.run_id)
+
+
+def test_corruption_before_the_last_line_is_an_error_naming_the_line(tmp_path):
+    report = EvalReport(name="x")
+    store = RunStore.create(tmp_path, report, case_ids=["a", "b"])
+    store.append_case(CaseResult(eval_id="a", status=CaseStatus.PASSED))
+    with open(store.cases_path, "a") as fh:
+        fh.write("not json\n")
+    store.append_case(CaseResult(eval_id="b", status=CaseStatus.PASSED))
+    with pytest.raises(InputError, match=r"cases\.jsonl:2"):
+        load_run(store.run_dir)
+
+
+def test_list_runs_is_newest_first_and_skips_junk(tmp_path):
+    for name, started in (("old", 100.0), ("new", 200.0)):
+        report = EvalReport(run_id=name, name=name, started_at=started)
+        store = RunStore.create(tmp_path, report, case_ids=[])
+        store.write_report(report)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "meta.json").write_text("{")
+    assert [r.run_id for r in list_runs(tmp_path)] == ["new", "old"]
+    assert list_runs(tmp_path / "missing") == []
+
+
+def test_load_run_errors_are_clear(tmp_path):
+    with pytest.raises(InputError, match="no such run directory or report file"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="meta.json is missing"):
+        load_run(tmp_path / "empty")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\n  oops")
+    with pytest.raises(InputError, match="bad.json:2"):
+        load_run(bad)
+
+
+def test_create_refuses_an_existing_run_directory(tmp_path):
+    report = EvalReport(run_id="same")
+    RunStore.create(tmp_path, report, case_ids=[])
+    with pytest.raises(InputError, match="already exists"):
+        RunStore.create(tmp_path, report, case_ids=[])
