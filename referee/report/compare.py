@@ -1,0 +1,209 @@
+"""Compare two runs case by case (matched by ``eval_id``) and name what got worse.
+
+A case regressed when it passed in A and does not pass in B (failed, errored, timed out or
+was skipped), or when any criterion that passed in A scores below its threshold in B. It
+improved when the reverse holds and nothing regressed. A case whose outcome moved between
+"failed" and an error status is neither: its quality is unknown on one side, and the
+transition is reported as a note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.result import CriterionResult
+
+ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]
+
+
+@dataclass(frozen=True)
+class CriterionChange:
+    criterion: str
+    score_a: float | None
+    score_b: float | None
+    threshold: float
+    passed_a: bool | None
+    passed_b: bool | None
+
+    def describe(self) -> str:
+        def fmt(score: float | None, passed: bool | None) -> str:
+            if score is None:
+                return "not scored"
+            return f"{score:.3f} ({'pass' if passed else 'fail'})"
+
+        return (f"{self.criterion}: {fmt(self.score_a, self.passed_a)} -> "
+                f"{fmt(self.score_b, self.passed_b)}, threshold {self.threshold:.3f}")
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    eval_id: str
+    name: str
+    kind: ChangeKind
+    status_a: CaseStatus | None
+    status_b: CaseStatus | None
+    reasons: tuple[str, ...] = ()
+    criteria: tuple[CriterionChange, ...] = ()
+
+    @property
+    def transition(self) -> str:
+        a = self.status_a.value if self.status_a else "absent"
+        b = self.status_b.value if self.status_b else "absent"
+        return f"{a} -> {b}"
+
+
+@dataclass
+class Comparison:
+    a: EvalReport
+    b: EvalReport
+    changes: list[CaseChange] = field(default_factory=list)
+
+    def _of(self, kind: ChangeKind) -> list[CaseChange]:
+        return [c for c in self.changes if c.kind == kind]
+
+    @property
+    def regressions(self) -> list[CaseChange]:
+        return self._of("regression")
+
+    @property
+    def improvements(self) -> list[CaseChange]:
+        return self._of("improvement")
+
+    @property
+    def unchanged(self) -> list[CaseChange]:
+        return self._of("unchanged")
+
+    @property
+    def added(self) -> list[CaseChange]:
+        return self._of("added")
+
+    @property
+    def removed(self) -> list[CaseChange]:
+        return self._of("removed")
+
+    @property
+    def has_regressions(self) -> bool:
+        return any(c.kind == "regression" for c in self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        def run(r: EvalReport) -> dict[str, Any]:
+            return {"run_id": r.run_id, "name": r.name, "total": r.total, "passed": r.passed,
+                    "failed": r.failed, "errors": r.errors, "pass_rate": r.pass_rate,
+                    "error_rate": r.error_rate}
+
+        return {
+            "a": run(self.a), "b": run(self.b), "has_regressions": self.has_regressions,
+            "changes": [
+                {"eval_id": c.eval_id, "name": c.name, "kind": c.kind,
+                 "status_a": c.status_a.value if c.status_a else None,
+                 "status_b": c.status_b.value if c.status_b else None,
+                 "reasons": list(c.reasons)}
+                for c in self.changes
+            ],
+        }
+
+    def render_text(self) -> str:
+        a, b = self.a, self.b
+        lines = [
+            f"A: {a.run_id} {a.name}".rstrip() + f"  pass rate {a.pass_rate:.1%}, error rate "
+            f"{a.error_rate:.1%}, {a.total} case(s)",
+            f"B: {b.run_id} {b.name}".rstrip() + f"  pass rate {b.pass_rate:.1%}, error rate "
+            f"{b.error_rate:.1%}, {b.total} case(s)",
+            f"{len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
+            f"{len(self.unchanged)} unchanged, {len(self.added)} added, {len(self.removed)} removed",
+        ]
+        for title, items in (("Regressions", self.regressions), ("Improvements", self.improvements)):
+            if items:
+                lines.append(f"{title}:")
+                for c in items:
+                    lines.append(f"  {c.name or c.eval_id}  {c.transition}")
+                    lines.extend(f"    {r}" for r in c.reasons)
+        notes = [c for c in self.unchanged if c.reasons]
+        if notes:
+            lines.append("Changed without a verdict:")
+            for c in notes:
+                lines.append(f"  {c.name or c.eval_id}  {c.transition}")
+                lines.extend(f"    {r}" for r in c.reasons)
+        for title, items in (("Added in B", self.added), ("Removed in B", self.removed)):
+            if items:
+                lines.append(f"{title}: " + ", ".join(c.name or c.eval_id for c in items))
+        return "\n".join(lines) + "\n"
+
+
+def _scored(r: CriterionResult | None) -> bool:
+    return (r is not None and not r.skipped and r.error is None and r.error_kind is None
+            and not r.details.get("judge_unavailable"))
+
+
+def _criterion_changes(a: CaseResult, b: CaseResult) -> list[CriterionChange]:
+    by_b = {r.criterion: r for r in b.criterion_results}
+    changes = []
+    for ra in a.criterion_results:
+        rb = by_b.get(ra.criterion)
+        if not _scored(ra) and not _scored(rb):
+            continue
+        changes.append(CriterionChange(
+            criterion=ra.criterion,
+            score_a=ra.score if _scored(ra) else None,
+            score_b=rb.score if rb is not None and _scored(rb) else None,
+            threshold=rb.threshold if rb is not None else ra.threshold,
+            passed_a=ra.passed if _scored(ra) else None,
+            passed_b=rb.passed if rb is not None and _scored(rb) else None,
+        ))
+    return changes
+
+
+def _classify(a: CaseResult, b: CaseResult) -> CaseChange:
+    worse: list[str] = []
+    better: list[str] = []
+    notes: list[str] = []
+    if a.status == CaseStatus.PASSED and b.status != CaseStatus.PASSED:
+        detail = f": {b.error}" if b.error else ""
+        worse.append(f"case {a.status.value} -> {b.status.value}{detail}")
+    elif b.status == CaseStatus.PASSED and a.status != CaseStatus.PASSED:
+        better.append(f"case {a.status.value} -> {b.status.value}")
+    elif a.status != b.status:
+        notes.append(f"case {a.status.value} -> {b.status.value}")
+    changes = _criterion_changes(a, b)
+    for ch in changes:
+        # Only a crossing of the threshold is a verdict; noise above or below it is not.
+        if ch.passed_a is True and ch.passed_b is False:
+            worse.append(ch.describe())
+        elif ch.passed_a is False and ch.passed_b is True:
+            better.append(ch.describe())
+    kind: ChangeKind = "regression" if worse else "improvement" if better else "unchanged"
+    return CaseChange(
+        eval_id=a.eval_id, name=b.name or a.name, kind=kind, status_a=a.status, status_b=b.status,
+        reasons=tuple(worse + better + notes), criteria=tuple(changes),
+    )
+
+
+def _keyed(report: EvalReport) -> dict[tuple[str, int], CaseResult]:
+    """Cases keyed by (eval_id, occurrence), so a duplicated id is matched in order, not lost."""
+    seen: dict[str, int] = {}
+    out: dict[tuple[str, int], CaseResult] = {}
+    for case in report.cases:
+        n = seen.get(case.eval_id, 0)
+        seen[case.eval_id] = n + 1
+        out[(case.eval_id, n)] = case
+    return out
+
+
+def compare_reports(a: EvalReport, b: EvalReport) -> Comparison:
+    """Per-case differences from run ``a`` (baseline) to run ``b`` (candidate), in A's order."""
+    cases_a, cases_b = _keyed(a), _keyed(b)
+    changes: list[CaseChange] = []
+    for key, ca in cases_a.items():
+        cb = cases_b.get(key)
+        if cb is None:
+            changes.append(CaseChange(eval_id=ca.eval_id, name=ca.name, kind="removed",
+                                      status_a=ca.status, status_b=None))
+        else:
+            changes.append(_classify(ca, cb))
+    for key, cb in cases_b.items():
+        if key not in cases_a:
+            changes.append(CaseChange(eval_id=cb.eval_id, name=cb.name, kind="added",
+                                      status_a=None, status_b=cb.status))
+    return Comparison(a=a, b=b, changes=changes)

@@ -1,0 +1,128 @@
+"""The console summary: what a person (or a CI log) needs to know about a run at a glance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+
+# The error rate at which a pass rate stops being trustworthy on its own (document 001's
+# `view --dir` flag and the fail_threshold warning use the same line).
+ERROR_RATE_FLAG = 0.10
+MAX_FAILURES_LISTED = 25
+MAX_REASON_CHARS = 300
+
+_STATUS_STYLE = {
+    CaseStatus.PASSED: "green",
+    CaseStatus.FAILED: "red",
+    CaseStatus.SKIPPED: "dim",
+}
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _failure_lines(case: CaseResult) -> list[str]:
+    """Why a case did not pass: the case error, then each failing or errored criterion."""
+    lines: list[str] = []
+    if case.error:
+        lines.append(case.error)
+    for r in case.criterion_results:
+        if r.skipped or (r.passed and r.error is None and r.error_kind is None):
+            continue
+        reason = r.error or r.reason or "no reason given"
+        lines.append(f"{r.criterion} ({r.score:.2f} < {r.threshold:.2f}): {reason}"
+                     if r.error is None else f"{r.criterion}: {reason}")
+    unique = list(dict.fromkeys(lines))  # the case error often repeats its criterion's error
+    return unique or [f"status {case.status.value}"]
+
+
+def render_console(report: EvalReport, console: Console | None = None, *,
+                   run_dir: str | Path | None = None) -> None:
+    """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal."""
+    console = console or Console()
+    title = report.name or report.eval_set_id or report.run_id
+    console.print(Text(f"referee run {report.run_id} — {title}", style="bold"))
+    facts = []
+    if report.model_id:
+        facts.append(f"model: {report.model_id}")
+    judge = report.judge.get("model") if isinstance(report.judge, dict) else None
+    if judge:
+        provider = report.judge.get("provider")
+        facts.append(f"judge: {provider + '/' if provider else ''}{judge}")
+    facts.append(f"duration: {report.duration_seconds:.1f}s")
+    if report.metadata.get("interrupted"):
+        facts.append(
+            f"INTERRUPTED: {report.total} of {report.metadata.get('expected_cases', '?')} cases finished"
+        )
+    console.print(Text("  ".join(facts)))
+
+    totals = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in ("total", "evaluated", "passed", "failed", "errors", "skipped", "pass rate", "error rate"):
+        totals.add_column(col, justify="right")
+    totals.add_row(
+        str(report.total), str(report.evaluated), str(report.passed), str(report.failed),
+        str(report.errors), str(report.skipped), _pct(report.pass_rate), _pct(report.error_rate),
+    )
+    console.print(totals)
+
+    summary = report.summary
+    if summary.criterion_stats:
+        per = Table(title="Per evaluator", title_justify="left", box=box.SIMPLE_HEAD,
+                    show_edge=False, pad_edge=False)
+        per.add_column("evaluator")
+        for col in ("passed", "failed", "errors", "skipped", "pass rate", "mean score"):
+            per.add_column(col, justify="right")
+        for name, s in summary.criterion_stats.items():
+            per.add_row(escape(name), str(s.passed), str(s.failed), str(s.errors), str(s.skipped),
+                        _pct(s.pass_rate), f"{s.avg_score:.3f}")
+        console.print(per)
+
+    if report.errors:
+        kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
+        console.print(Text(f"Errors by kind: {kinds}", style="yellow"))
+    if report.total and report.error_rate >= ERROR_RATE_FLAG:
+        console.print(Text(
+            f"Warning: error rate {_pct(report.error_rate)} — pass rate {_pct(report.pass_rate)} "
+            f"covers only the {report.evaluated} evaluated case(s) of {report.total}.",
+            style="bold yellow",
+        ))
+
+    not_passed = [c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)]
+    if not_passed:
+        console.print(Text(f"Failures and errors ({len(not_passed)}):", style="bold"))
+        for case in not_passed[:MAX_FAILURES_LISTED]:
+            style = _STATUS_STYLE.get(case.status, "yellow")
+            head = Text("  ")
+            head.append(case.status.value, style=style)
+            head.append(f"  {_clip(case.name or case.eval_id, 120)}")
+            console.print(head)
+            for line in _failure_lines(case):
+                console.print(Text(f"      {_clip(line)}"))
+        if len(not_passed) > MAX_FAILURES_LISTED:
+            console.print(Text(f"  … and {len(not_passed) - MAX_FAILURES_LISTED} more "
+                               "(see the HTML or JSON report)"))
+
+    usage = report.token_usage
+    if usage.requests or usage.total_tokens:
+        line = (f"Judge usage: {usage.requests} request(s) ({usage.cached_requests} cached), "
+                f"{usage.input_tokens} input + {usage.output_tokens} output tokens")
+        if usage.cost_usd is not None:
+            line += f", ${usage.cost_usd:.4f}"
+        console.print(Text(line))
+
+    location = run_dir or report.metadata.get("run_dir")
+    if location:
+        console.print(Text(f"Run stored in {location}"))

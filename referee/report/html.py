@@ -1,0 +1,405 @@
+"""The HTML report: one self-contained file, safe to open whatever the model under test said.
+
+Safety rests on two independent layers. Every value reaches the page through Jinja2 with
+autoescaping on, so model output, case names, judge replies and details render as text.
+And the page carries a Content-Security-Policy that only allows the report's own inline
+script and style (by SHA-256 hash) and forbids every fetch, so even markup that slipped
+through escaping could neither run a script nor phone home.
+
+The data lives once, as HTML: cases are server-rendered <details> elements and the script
+only filters and searches them, so a large run does not ship its results twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Iterable
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from referee.report.json_report import strip_raw_http
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.store import redact_secrets
+from referee.result import CriterionResult
+
+if TYPE_CHECKING:
+    from referee.report.compare import Comparison
+    from referee.report.store import RunInfo
+
+ERROR_RATE_FLAG = 0.10
+# A single field larger than this (a runaway 1 MB output) is cut, and the cut is stated.
+MAX_FIELD_CHARS = 100_000
+
+_QUESTION_KEYS = ("question", "text", "q")
+_VERDICT_KEYS = ("verdict", "answer", "result", "passed")
+_REPLY_KEYS = ("reply", "raw_reply", "judge_reply", "raw", "response", "raw_response",
+               "replies", "raw_replies", "reasoning", "reasonings")
+_PARALLEL_VERDICTS = ("verdicts",)
+_PARALLEL_REPLIES = ("replies", "raw_replies", "judge_replies")
+# details keys rendered by dedicated sections; the rest is shown as JSON.
+_SHOWN_KEYS = {"reason", "questions", "reasonings", "individual_scores", "sub_results", "skipped"}
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    return Environment(
+        loader=PackageLoader("referee.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@lru_cache(maxsize=None)
+def _asset(name: str) -> str:
+    return resources.files("referee.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def _sha256_source(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def content_security_policy(script: str | None, *, forms: bool = False) -> str:
+    """Allow exactly our inline style and script; no network, no plugins, no base rewriting."""
+    css = _asset("report.css")
+    parts = [
+        "default-src 'none'",
+        f"style-src {_sha256_source(css)}",
+        f"script-src {_sha256_source(script)}" if script else "script-src 'none'",
+        "img-src 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action " + ("'self'" if forms else "'none'"),
+    ]
+    return "; ".join(parts)
+
+
+def _page(template: str, *, script: str | None = None, forms: bool = False, **context: Any) -> str:
+    return _env().get_template(template).render(
+        csp=content_security_policy(script, forms=forms), css=_asset("report.css"),
+        script=script, **context,
+    )
+
+
+# Formatting ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Clipped:
+    text: str
+    clipped: int
+
+
+def _clip(value: Any) -> Clipped | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else _json(value)
+    if text == "":
+        return None
+    if len(text) > MAX_FIELD_CHARS:
+        return Clipped(text[:MAX_FIELD_CHARS], len(text) - MAX_FIELD_CHARS)
+    return Clipped(text, 0)
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
+    if len(text) > MAX_FIELD_CHARS:
+        text = text[:MAX_FIELD_CHARS] + f"\n… {len(text) - MAX_FIELD_CHARS} more character(s) not shown"
+    return text
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+def _group(status: CaseStatus) -> str:
+    if status.is_error:
+        return "error"
+    return status.value.lower()
+
+
+# View models -----------------------------------------------------------------------------
+
+def _verdict_class(verdict: Any) -> str:
+    text = str(verdict).strip().lower()
+    if text in ("yes", "true", "pass", "passed", "1"):
+        return "yes"
+    if text in ("no", "false", "fail", "failed", "0"):
+        return "no"
+    return "unknown"
+
+
+def _as_replies(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        return [v if isinstance(v, str) else _json(v) for v in value]
+    return [value if isinstance(value, str) else _json(value)]
+
+
+def _first(item: dict[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
+    for key in keys:
+        if key in item:
+            return key, item[key]
+    return None, None
+
+
+def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]:
+    """Per-question rows from details["questions"], whatever shape an evaluator chose."""
+    raw = details.get("questions")
+    if not isinstance(raw, list) or not raw:
+        return [], set()
+    used = {"questions"}
+    verdicts: list[Any] = []
+    replies: list[Any] = []
+    # Some evaluators keep verdicts and replies in lists parallel to a list of question strings.
+    for key in _PARALLEL_VERDICTS:
+        if isinstance(details.get(key), list) and len(details[key]) == len(raw):
+            verdicts = details[key]
+            used.add(key)
+    for key in _PARALLEL_REPLIES:
+        if isinstance(details.get(key), list) and len(details[key]) == len(raw):
+            replies = details[key]
+            used.add(key)
+    rows = []
+    for i, item in enumerate(raw):
+        if isinstance(item, dict):
+            qk, question = _first(item, _QUESTION_KEYS)
+            vk, verdict = _first(item, _VERDICT_KEYS)
+            reply_keys = [k for k in _REPLY_KEYS if k in item]
+            reply_list = [r for k in reply_keys for r in _as_replies(item[k])]
+            extra = {k: v for k, v in item.items() if k not in {qk, vk, *reply_keys}}
+        else:
+            question, verdict, reply_list, extra = item, None, [], {}
+        if verdict is None and verdicts:
+            verdict = verdicts[i]
+        if not reply_list and replies:
+            reply_list = _as_replies(replies[i])
+        rows.append({
+            "question": question if isinstance(question, str) else _json(question),
+            "verdict": "—" if verdict is None else str(verdict),
+            "verdict_class": _verdict_class(verdict),
+            "replies": reply_list,
+            "extra": _json(extra) if extra else "",
+        })
+    return rows, used
+
+
+def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
+    reasonings = details.get("reasonings")
+    scores = details.get("individual_scores")
+    reasonings = reasonings if isinstance(reasonings, list) else []
+    scores = scores if isinstance(scores, list) else []
+    rows = []
+    for i in range(max(len(reasonings), len(scores))):
+        score = scores[i] if i < len(scores) else None
+        reasoning = reasonings[i] if i < len(reasonings) else ""
+        rows.append({
+            "score": f"{score:.3f}" if isinstance(score, (int, float)) else ("—" if score is None else str(score)),
+            "reasoning": reasoning if isinstance(reasoning, str) else _json(reasoning),
+        })
+    return rows
+
+
+def _outcome(r: CriterionResult) -> str:
+    if r.skipped:
+        return "skipped"
+    if r.error is not None or r.error_kind is not None or r.details.get("judge_unavailable"):
+        return "error"
+    return "passed" if r.passed else "failed"
+
+
+def _criterion_view(r: CriterionResult) -> dict[str, Any]:
+    details = strip_raw_http(r.details) if isinstance(r.details, dict) else {}
+    questions, used = _questions(details)
+    samples = _samples(details)
+    subs = []
+    for sub in details.get("sub_results") or []:
+        try:
+            subs.append(_criterion_view(CriterionResult.model_validate(sub)))
+        except Exception:  # a serialised sub-result of unknown shape is still shown, as JSON
+            subs.append({"name": "sub-result", "outcome": "skipped", "score": None, "threshold": 0.0,
+                         "reason": "", "error": None, "questions": [], "samples": [],
+                         "sub_results": [], "other": _json(sub)})
+    hidden = _SHOWN_KEYS | used
+    if not samples:
+        hidden -= {"reasonings", "individual_scores"}
+    if not subs:
+        hidden.discard("sub_results")
+    other = {k: v for k, v in details.items() if k not in hidden}
+    return {
+        "name": r.criterion,
+        "outcome": _outcome(r),
+        "score": None if r.skipped else r.score,
+        "threshold": r.threshold,
+        "reason": r.reason,
+        "error": r.error,
+        "questions": questions,
+        "samples": samples,
+        "sub_results": subs,
+        "other": _json(other) if other else "",
+    }
+
+
+def _calls(calls: Iterable[Any]) -> list[dict[str, str]]:
+    return [{"name": c.name, "args": _json(c.args) if c.args else "{}",
+             "result": "" if c.result is None else (c.result if isinstance(c.result, str) else _json(c.result))}
+            for c in calls]
+
+
+def _case_view(case: CaseResult) -> dict[str, Any]:
+    spec = case.case
+    ex = case.execution
+    turns: list[dict[str, Any]] = []
+    if spec is not None and len(spec.conversation) > 1:
+        actual_turns = ex.turns if ex is not None else []
+        for i, inv in enumerate(spec.conversation):
+            got = actual_turns[i] if i < len(actual_turns) else None
+            turns.append({
+                "user": _clip(inv.user_text),
+                "expected": _clip(inv.expected_final_response),
+                "response": _clip(got.response) if got else None,
+                "tool_calls": _calls(got.tool_calls) if got else [],
+                "node_visits": " → ".join(got.node_visits) if got else "",
+            })
+    facts = [f"#{case.index}", f"{case.duration_seconds:.2f}s"]
+    if case.token_usage is not None and (case.token_usage.requests or case.token_usage.total_tokens):
+        facts.append(f"judge: {case.token_usage.requests} request(s), {case.token_usage.total_tokens} tokens")
+    if spec is not None and spec.tags:
+        facts.append("tags: " + ", ".join(spec.tags))
+    extra: dict[str, Any] = {}
+    if case.metadata:
+        extra["case result"] = strip_raw_http(case.metadata)
+    if spec is not None and spec.metadata:
+        extra["case"] = strip_raw_http(spec.metadata)
+    if ex is not None and ex.metadata:
+        extra["execution"] = strip_raw_http(ex.metadata)
+    error = case.error or (ex.error if ex is not None else None)
+    return {
+        "status": case.status.value,
+        "group": _group(case.status),
+        "name": case.name or (spec.display_name if spec else "") or case.eval_id,
+        "eval_id": case.eval_id,
+        "error": error,
+        "error_short": (error or "")[:160],
+        "turns": turns,
+        "input": _clip(spec.input) if spec is not None else None,
+        "context": _clip(spec.context_text) if spec is not None else None,
+        "expected": _clip(spec.expected_output) if spec is not None else None,
+        "output": _clip(ex.actual_response) if ex is not None else None,
+        # An agent that reported no per-turn results still has a final answer to show.
+        "final_output": _clip(ex.actual_response) if turns and ex is not None and not ex.turns else None,
+        "tool_calls": _calls(ex.tool_calls) if ex is not None and not turns else [],
+        "expected_tools": _calls(spec.expected_tool_trajectory) if spec is not None else [],
+        "node_visits": " → ".join(ex.node_visits) if ex is not None else "",
+        "expected_nodes": " → ".join(spec.expected_node_order) if spec is not None else "",
+        "criteria": [_criterion_view(r) for r in case.criterion_results],
+        "extra": _json(extra) if extra else "",
+        "facts": " · ".join(facts),
+    }
+
+
+def _judge_label(judge: dict[str, Any]) -> str:
+    judge = redact_secrets(judge or {})
+    model = judge.get("model") or judge.get("judge_model")
+    provider = judge.get("provider")
+    if model:
+        return f"{provider}/{model}" if provider else str(model)
+    return ", ".join(f"{k}={v}" for k, v in judge.items() if isinstance(v, (str, int, float)))
+
+
+def _summary_view(report: EvalReport) -> dict[str, Any]:
+    by_status = Counter(c.status for c in report.cases)
+    counts = [(s.value, by_status[s]) for s in CaseStatus]
+    usage = report.token_usage
+    usage_text = ""
+    if usage.requests or usage.total_tokens:
+        usage_text = (f"judge usage {usage.requests} request(s), {usage.cached_requests} cached, "
+                      f"{usage.input_tokens}+{usage.output_tokens} tokens")
+        if usage.cost_usd is not None:
+            usage_text += f", ${usage.cost_usd:.4f}"
+    stats = report.summary.criterion_stats
+    groups: dict[str, int] = {}
+    for case in report.cases:
+        groups[_group(case.status)] = groups.get(_group(case.status), 0) + 1
+    return {
+        "title": report.name or report.eval_set_id or report.run_id,
+        "run_id": report.run_id,
+        "model_id": report.model_id,
+        "judge": _judge_label(report.judge),
+        "started": _when(report.started_at),
+        "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
+        "usage": usage_text,
+        "interrupted": bool(report.metadata.get("interrupted")),
+        "expected_cases": report.metadata.get("expected_cases", "?"),
+        "total": report.total,
+        "evaluated": report.evaluated,
+        "passed": report.passed,
+        "errors": report.errors,
+        "pass_rate": _pct(report.pass_rate),
+        "error_rate": _pct(report.error_rate),
+        "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
+        "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),
+        "counts": [(name, n) for name, n in counts if n],
+        "groups": [(g, groups[g]) for g in ("passed", "failed", "error", "skipped") if g in groups],
+        "evaluators": [
+            {"name": name, "passed": s.passed, "failed": s.failed, "errors": s.errors,
+             "skipped": s.skipped, "pass_rate": _pct(s.pass_rate), "avg_score": f"{s.avg_score:.3f}"}
+            for name, s in stats.items()
+        ],
+    }
+
+
+# Pages -----------------------------------------------------------------------------------
+
+def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
+    """The report as one HTML file: no external resources, every value escaped."""
+    return _page(
+        "report.html.j2", script=_asset("report.js"), r=_summary_view(report),
+        cases=[_case_view(c) for c in report.cases], index_href=index_href,
+    )
+
+
+def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) -> str:
+    """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order."""
+    rows = [{
+        "key": key, "name": run.name, "model_id": run.model_id, "date": _when(run.started_at),
+        "total": run.total, "passed": run.passed, "failed": run.failed, "errors": run.errors,
+        "pass_rate": _pct(run.pass_rate), "error_rate": _pct(run.error_rate),
+        "flagged": run.error_rate >= ERROR_RATE_FLAG,
+        "state": "finished" if run.finished else "interrupted",
+    } for key, run in zip(keys, runs)]
+    return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
+
+
+_KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unchanged": 4}
+
+
+def render_compare_html(comparison: "Comparison", *, a_href: str | None = None,
+                        b_href: str | None = None, index_href: str | None = None) -> str:
+    a, b = _summary_view(comparison.a), _summary_view(comparison.b)
+    a["href"], b["href"] = a_href, b_href
+    changes = sorted(comparison.changes, key=lambda c: _KIND_ORDER[c.kind])
+    counts = (f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} "
+              f"improvement(s), {len(comparison.unchanged)} unchanged, {len(comparison.added)} added, "
+              f"{len(comparison.removed)} removed")
+    return _page(
+        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href,
+        changes=[{"name": c.name or c.eval_id, "eval_id": c.eval_id, "kind": c.kind,
+                  "status_a": c.status_a.value if c.status_a else "—",
+                  "status_b": c.status_b.value if c.status_b else "—",
+                  "reasons": list(c.reasons)} for c in changes],
+    )

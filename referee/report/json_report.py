@@ -1,0 +1,48 @@
+"""The JSON report: the full report model, minus what nobody should ship around.
+
+It is lean on purpose: raw HTTP payloads a provider or a user's agent may have tucked into
+``details`` or ``metadata`` are dropped, and secret-looking keys in the run's judge/config
+metadata are removed. Everything the model defines survives, so ``EvalReport.from_dict``
+reads the result back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from referee.report.model import EvalReport
+from referee.report.store import redact_secrets
+
+# Keys that carry transport-level payloads (request/response bodies, headers), not results.
+# Judge replies as text ("reply", "raw_reply", "reasonings") are results and are kept.
+_RAW_HTTP_KEY = re.compile(
+    r"^(raw_)?(http_(request|response|body)\w*|(request|response)_(body|bodies|headers|json)"
+    r"|headers|raw_request|raw_http\w*)$",
+    re.I,
+)
+
+
+def strip_raw_http(value: Any) -> Any:
+    """A copy of ``value`` without raw HTTP payload keys, at any depth."""
+    if isinstance(value, dict):
+        return {
+            k: strip_raw_http(v) for k, v in value.items()
+            if not (isinstance(k, str) and _RAW_HTTP_KEY.match(k))
+        }
+    if isinstance(value, list):
+        return [strip_raw_http(v) for v in value]
+    return value
+
+
+def lean_report_dict(report: EvalReport) -> dict[str, Any]:
+    """The report as plain data, as every renderer should see it."""
+    data = strip_raw_http(report.to_dict())
+    for key in ("judge", "config_used", "metadata"):
+        data[key] = redact_secrets(data.get(key) or {})
+    return data
+
+
+def render_json(report: EvalReport, indent: int | None = 2) -> str:
+    return json.dumps(lean_report_dict(report), indent=indent, ensure_ascii=False)

@@ -1,0 +1,263 @@
+"""A local, read-only web viewer over stored runs.
+
+It listens on 127.0.0.1 only and answers only requests that are plainly its own: the Host
+header must name the loopback address and this port (a DNS-rebinding page presents its own
+host name), and a request that a browser marks as coming from another origin (Origin or
+Sec-Fetch-Site) is refused. Runs are addressed by the name of their directory under the
+runs directory, never by a path, so nothing outside it can be read.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from referee.errors import InputError
+from referee.report.compare import compare_reports
+from referee.report.html import render_compare_html, render_html, render_index_html
+from referee.report.json_report import render_json
+from referee.report.model import EvalReport
+from referee.report.store import META_FILE, REPORT_FILE, RunInfo, list_runs, load_run
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+_RUN_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_SAFE_FETCH_SITES = ("same-origin", "none")
+_SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class _NotFound(Exception):
+    pass
+
+
+class RunCatalog:
+    """Maps URL names to runs: directories directly under ``runs_dir`` plus one pinned target."""
+
+    def __init__(self, runs_dir: Path, target: Path | None = None) -> None:
+        self.runs_dir = Path(runs_dir)
+        self.pinned: dict[str, Path] = {}
+        if target is not None:
+            target = Path(target)
+            if not target.exists():
+                raise InputError("no such run directory or report file", source=str(target))
+            key = target.name if target.is_dir() else target.stem
+            if not _RUN_KEY.match(key):
+                key = "target"
+            self.pinned[key] = target
+
+    def path_of(self, key: str) -> Path:
+        if not _RUN_KEY.match(key):
+            raise _NotFound(key)
+        if key in self.pinned:
+            return self.pinned[key]
+        base = self.runs_dir.resolve()
+        candidate = base / key
+        # resolve() follows symlinks: a link pointing out of the runs directory is not a run here.
+        if not candidate.is_dir() or candidate.resolve().parent != base:
+            raise _NotFound(key)
+        if not (candidate / META_FILE).is_file() and not (candidate / REPORT_FILE).is_file():
+            raise _NotFound(key)
+        return candidate
+
+    def load(self, key: str) -> EvalReport:
+        return load_run(self.path_of(key))
+
+    def runs(self) -> tuple[list[RunInfo], list[str]]:
+        runs = list_runs(self.runs_dir)
+        keys = [r.path.name for r in runs]
+        listed = {r.path.resolve() for r in runs}
+        for key, path in self.pinned.items():
+            if path.resolve() in listed:
+                continue
+            try:
+                report = load_run(path)
+            except (InputError, OSError):
+                continue
+            finished = path.is_file() or (path / REPORT_FILE).is_file()
+            runs.insert(0, RunInfo.from_report(path, report, finished))
+            keys.insert(0, key)
+        return runs, keys
+
+
+def _host_allowed(host_header: str | None, port: int) -> bool:
+    if not host_header:
+        return False
+    host, sep, port_text = host_header.strip().rpartition(":")
+    if not sep:
+        host, port_text = host_header.strip(), ""
+    if host.lower() not in LOOPBACK_HOSTS:
+        return False
+    return port_text == str(port) or (port_text == "" and port == 80)
+
+
+def _origin_allowed(origin: str | None, port: int) -> bool:
+    if origin is None:
+        return True
+    return origin.strip().lower() in {f"http://{h}:{port}" for h in LOOPBACK_HOSTS}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "referee-viewer"
+    sys_version = ""
+    catalog: RunCatalog  # set on the per-server subclass
+
+    # Plumbing ----------------------------------------------------------------------------
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        log.debug("viewer: " + format, *args)
+
+    def _send(self, status: int, body: str, content_type: str = "text/html; charset=utf-8",
+              csp: str | None = None) -> None:
+        data = body.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in _SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        self.send_header("Content-Security-Policy", csp or "default-src 'none'; frame-ancestors 'none'")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _send_page(self, page: str) -> None:
+        # The page's own meta CSP already governs it; the header adds what a meta tag cannot.
+        self._send(HTTPStatus.OK, page, csp="frame-ancestors 'none'")
+
+    def _error(self, status: HTTPStatus, message: str) -> None:
+        body = (f"<!DOCTYPE html><meta charset=\"utf-8\"><title>{status.value} {status.phrase}</title>"
+                f"<h1>{status.value} {status.phrase}</h1><p>{html.escape(message)}</p>")
+        self._send(status, body)
+
+    def _trusted(self) -> bool:
+        port = self.server.server_address[1]
+        if not _host_allowed(self.headers.get("Host"), port):
+            self._error(HTTPStatus.FORBIDDEN, "unexpected Host header; open the viewer at 127.0.0.1")
+            return False
+        if not _origin_allowed(self.headers.get("Origin"), port):
+            self._error(HTTPStatus.FORBIDDEN, "cross-origin request refused")
+            return False
+        site = self.headers.get("Sec-Fetch-Site")
+        if site is not None and site.strip().lower() not in _SAFE_FETCH_SITES:
+            self._error(HTTPStatus.FORBIDDEN, "cross-site request refused")
+            return False
+        return True
+
+    # Methods -----------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if not self._trusted():
+            return
+        try:
+            self._route()
+        except _NotFound:
+            self._error(HTTPStatus.NOT_FOUND, "no such page or run")
+        except InputError as exc:
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"this run cannot be read: {exc}")
+        except Exception:
+            log.exception("viewer failed on %s", self.path)
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "the viewer failed; see its log")
+
+    do_HEAD = do_GET
+
+    def _read_only(self) -> None:
+        if self._trusted():
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer is read-only")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
+
+    def _route(self) -> None:
+        url = urlsplit(self.path)
+        parts = [unquote(p) for p in url.path.split("/") if p]
+        catalog = self.catalog
+        if not parts:
+            runs, keys = catalog.runs()
+            self._send_page(render_index_html(runs, runs_dir=str(catalog.runs_dir), keys=keys))
+        elif parts[0] == "run" and len(parts) == 2:
+            key = parts[1]
+            self._send_page(render_html(catalog.load(key), index_href="/"))
+        elif parts[0] == "run" and len(parts) == 3 and parts[2] == "json":
+            self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
+                       content_type="application/json; charset=utf-8")
+        elif parts == ["compare"]:
+            query = parse_qs(url.query)
+            a_key = (query.get("a") or [""])[0]
+            b_key = (query.get("b") or [""])[0]
+            comparison = compare_reports(catalog.load(a_key), catalog.load(b_key))
+            self._send_page(render_compare_html(
+                comparison, a_href="/run/" + quote(a_key), b_href="/run/" + quote(b_key),
+                index_href="/",
+            ))
+        else:
+            raise _NotFound(url.path)
+
+
+@dataclass
+class ViewerHandle:
+    """A running viewer: ``url`` opens it, ``close()`` stops it."""
+
+    url: str
+    base_url: str
+    server: ThreadingHTTPServer
+    thread: threading.Thread | None
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.server.shutdown()
+            self.thread.join(timeout=10)
+        self.server.server_close()
+
+    def __enter__(self) -> "ViewerHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _make_server(target: Path | None, runs_dir: Path, host: str, port: int) -> tuple[ThreadingHTTPServer, str, str]:
+    if host not in LOOPBACK_HOSTS:
+        raise ValueError(f"the viewer listens on 127.0.0.1 only; got host {host!r}")
+    catalog = RunCatalog(Path(runs_dir), Path(target) if target is not None else None)
+    handler: Callable[..., _Handler] = type("_BoundHandler", (_Handler,), {"catalog": catalog})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    url = base + "/"
+    if catalog.pinned:
+        url = f"{base}/run/{quote(next(iter(catalog.pinned)))}"
+    return server, base, url
+
+
+def start_viewer(target: Path | None, runs_dir: Path, host: str = "127.0.0.1",
+                 port: int = 0) -> ViewerHandle:
+    """Start the viewer in a background thread (port 0 picks a free port)."""
+    server, base, url = _make_server(target, runs_dir, host, port)
+    thread = threading.Thread(target=server.serve_forever, name="referee-viewer", daemon=True)
+    thread.start()
+    return ViewerHandle(url=url, base_url=base, server=server, thread=thread)
+
+
+def serve(target: Path | None, runs_dir: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    """Run the viewer until Ctrl-C."""
+    server, _base, url = _make_server(target, runs_dir, host, port)
+    print(f"referee viewer on {url} (read-only; Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -1,0 +1,69 @@
+"""Write one run's report in the requested formats next to its stored data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+from rich.console import Console
+
+from referee.report.console import render_console
+from referee.report.html import render_html
+from referee.report.json_report import render_json
+from referee.report.junit import render_junit
+from referee.report.model import EvalReport
+
+# report.json belongs to the run store (the full record load_run reads); the lean JSON
+# report gets its own name so neither overwrites the other.
+FILE_RENDERERS: dict[str, tuple[str, Callable[[EvalReport], str]]] = {
+    "json": ("results.json", render_json),
+    "junit": ("junit.xml", render_junit),
+    "html": ("report.html", render_html),
+}
+FORMATS = ("console", *FILE_RENDERERS)
+
+
+def parse_formats(formats: Iterable[str] | str) -> list[str]:
+    """Normalise ``"json,html"`` or ``["json", "html"]``; unknown names are a clear error."""
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    out: list[str] = []
+    for item in items:
+        name = item.strip().lower()
+        if not name:
+            continue
+        if name not in FORMATS:
+            raise ValueError(f"unknown report format {item.strip()!r}; expected one of: {', '.join(FORMATS)}")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_reports(report: EvalReport, run_dir: Path, formats: Iterable[str] | str,
+                  *, console: Console | None = None) -> dict[str, Path]:
+    """Render ``formats`` (console/json/junit/html); returns the file written for each file format.
+
+    ``console`` prints the summary (to ``console`` or stdout) and writes no file.
+    """
+    wanted = parse_formats(formats)
+    run_dir = Path(run_dir)
+    written: dict[str, Path] = {}
+    for name in wanted:
+        if name == "console":
+            continue
+        if not written:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        filename, render = FILE_RENDERERS[name]
+        path = run_dir / filename
+        _write_atomic(path, render(report))
+        written[name] = path
+    if "console" in wanted:
+        # Printed last, so the summary can point at the files just written.
+        render_console(report, console, run_dir=run_dir)
+    return written

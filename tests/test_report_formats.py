@@ -1,0 +1,149 @@
+"""Console, JSON and JUnit renderings of one stored run, and writing them to a run directory."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from rich.console import Console
+
+from referee.report.console import render_console
+from referee.report.json_report import render_json
+from referee.report.junit import render_junit
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.writers import parse_formats, write_reports
+from referee.result import CriterionResult
+from test_report_samples import PAYLOAD, RAW_HTTP_MARKER, sample_report
+
+
+# JSON ------------------------------------------------------------------------------------
+
+def test_json_round_trips_to_the_report() -> None:
+    report = sample_report()
+    data = json.loads(render_json(report))
+    back = EvalReport.from_dict(data)
+    assert [c.status for c in back.cases] == [c.status for c in report.cases]
+    assert back.pass_rate == report.pass_rate and back.error_rate == report.error_rate
+    assert back.cases[0].criterion_results[1].details["questions"][0]["verdict"] == "YES"
+    assert data["totals"]["errors_by_kind"] == report.errors_by_kind
+    hostile = back.get_case_result("hostile")
+    assert hostile is not None and hostile.actual_response == "Model says " + PAYLOAD
+
+
+def test_json_drops_raw_http_bodies_and_secrets() -> None:
+    report = sample_report()
+    report.judge["api_key"] = "sk-test-secret-123"
+    text = render_json(report)
+    assert RAW_HTTP_MARKER not in text
+    assert "sk-test-secret-123" not in text
+    data = json.loads(text)
+    assert data["cases"][1]["execution"]["metadata"] == {"trace_id": "t-1"}
+    assert data["judge"]["model"] == "claude-haiku-4-5"
+
+
+# JUnit -----------------------------------------------------------------------------------
+
+def _junit(report: EvalReport) -> ET.Element:
+    return ET.fromstring(render_junit(report).encode("utf-8"))
+
+
+def test_junit_parses_with_counts_that_match_its_testcases() -> None:
+    root = _junit(sample_report())
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    kinds = {k: sum(1 for tc in cases if tc.find(k) is not None) for k in ("failure", "error", "skipped")}
+    assert int(suite.get("tests")) == len(cases)
+    assert int(suite.get("failures")) == kinds["failure"]
+    assert int(suite.get("errors")) == kinds["error"]
+    assert int(suite.get("skipped")) == kinds["skipped"]
+    assert root.get("tests") == suite.get("tests")
+
+
+def test_junit_maps_each_case_and_criterion() -> None:
+    suite = _junit(sample_report()).find("testsuite")
+    by_key = {(tc.get("classname"), tc.get("name")): tc for tc in suite.findall("testcase")}
+    passed = by_key[("checkout-bot/refund policy", "faithfulness")]
+    assert list(passed) == []
+    failed = by_key[("checkout-bot/composite check", "contains")]
+    assert failed.find("failure").get("message") == "'ok' not found"
+    judge = by_key[("checkout-bot/judge outage", "faithfulness")].find("error")
+    assert judge.get("type") == "JUDGE_ERROR" and "HTTP 503" in judge.get("message")
+    assert list(by_key[("checkout-bot/judge outage", "contains")]) == []
+    assert by_key[("checkout-bot/broken evaluator", "faithfulness")].find("error").get("type") == "EVALUATOR_ERROR"
+    # A model error never reached any criterion: each known criterion reports the error.
+    down = [tc for (cls, _), tc in by_key.items() if cls == "checkout-bot/upstream down"]
+    assert len(down) == 5 and all(tc.find("error").get("type") == "MODEL_ERROR" for tc in down)
+    assert "upstream 504" in down[0].find("error").get("message")
+    timeout = by_key[("checkout-bot/slow model", "contains")].find("error")
+    assert timeout.get("type") == "TIMEOUT"
+    assert by_key[("checkout-bot/no context", "faithfulness")].find("skipped") is not None
+
+
+def test_junit_survives_control_characters_and_markup_in_output() -> None:
+    case = CaseResult(
+        eval_id="ctl", name="ctl\x00\x1b", status=CaseStatus.FAILED,
+        criterion_results=[CriterionResult(criterion="c", score=0.0, passed=False, threshold=1.0,
+                                           details={"reason": "bad \x07 byte " + PAYLOAD})],
+    )
+    root = _junit(EvalReport(name="s", cases=[case]))
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("message").startswith("bad \ufffd byte </script>")
+
+
+def test_junit_counts_a_case_without_criteria_once() -> None:
+    report = EvalReport(name="s", cases=[CaseResult(eval_id="x", status=CaseStatus.MODEL_ERROR, error="boom")])
+    suite = _junit(report).find("testsuite")
+    assert suite.get("tests") == "1" and suite.get("errors") == "1"
+    assert suite.find("testcase/error").get("message") == "MODEL_ERROR: boom"
+
+
+# Console ---------------------------------------------------------------------------------
+
+def test_console_shows_the_numbers_that_matter() -> None:
+    console = Console(record=True, width=120, force_terminal=False)
+    render_console(sample_report(), console)
+    text = console.export_text()
+    for expected in ("checkout-bot", "gpt-4o-mini", "anthropic/claude-haiku-4-5",
+                     "50.0%", "44.4%",  # pass rate 2/4 evaluated, error rate 4/9
+                     "model_error=1", "judge_error=1", "evaluator_error=1", "timeout=1",
+                     "'ok' not found", "TimeoutError: upstream 504", "case exceeded its 30s timeout",
+                     "1800 input + 180 output tokens", "$0.0024",
+                     "Run stored in .referee/runs/20261129-120000-abc123",
+                     "covers only the 4 evaluated case(s) of 9"):
+        assert expected in text, expected
+    per_eval = next(line for line in text.splitlines() if line.startswith("faithfulness"))
+    assert per_eval.split()[1:] == ["1", "1", "2", "1", "50.0%", "0.375"]
+
+
+def test_console_prints_markup_in_names_literally() -> None:
+    console = Console(record=True, width=200, force_terminal=False)
+    report = EvalReport(name="[bold]s[/bold]", cases=[CaseResult(
+        eval_id="x", name="[red]x[/red]", status=CaseStatus.FAILED,
+        criterion_results=[CriterionResult(criterion="[link=http://e]c[/link]", score=0.0,
+                                           passed=False, threshold=1.0)])])
+    render_console(report, console)
+    text = console.export_text()
+    assert "[bold]s[/bold]" in text and "[red]x[/red]" in text and "[link=http://e]c[/link]" in text
+
+
+# Writers ---------------------------------------------------------------------------------
+
+def test_write_reports_writes_each_file_format(tmp_path) -> None:
+    console = Console(record=True, width=120)
+    written = write_reports(sample_report(), tmp_path / "run", ["json", "junit", "html", "console"],
+                            console=console)
+    assert set(written) == {"json", "junit", "html"}
+    assert EvalReport.from_file(written["json"]).total == 9
+    ET.parse(written["junit"])
+    assert written["html"].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert str(tmp_path / "run") in console.export_text()
+    assert not list((tmp_path / "run").glob("*.tmp"))
+
+
+def test_unknown_format_is_a_clear_error(tmp_path) -> None:
+    assert parse_formats("json, html,json") == ["json", "html"]
+    with pytest.raises(ValueError, match="unknown report format 'pdf'; expected one of: console, json, junit, html"):
+        write_reports(sample_report(), tmp_path, ["json", "pdf"])
+    assert not (tmp_path / "results.json").exists()
