@@ -1,13 +1,16 @@
-"""Document 001's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator.
+"""Document 001's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator,
+and the deterministic evaluators of ``referee.evaluators.deterministic``.
 
 Every evaluator here is a criterion (``async evaluate(actual, expected) -> CriterionResult``)
 with a friendlier constructor. Faithfulness, Hallucination and Relevance take their default
 threshold from the calibration table for the resolved judge model (see ``threshold_table()``).
 """
 
+from referee.evaluators import deterministic as _deterministic
 from referee.evaluators.calibration import threshold_table
 from referee.evaluators.check import CheckEvaluator
 from referee.evaluators.custom_rubric import CustomRubric
+from referee.evaluators.deterministic import *  # noqa: F401,F403 - re-exported below
 from referee.evaluators.geval import GEval
 from referee.evaluators.grounding import Faithfulness, Hallucination, Summarization
 from referee.evaluators.qag import JudgeEvaluator, QAGEvaluator, Question
@@ -34,3 +37,7 @@ __all__ = [
     "Toxicity",
     "threshold_table",
 ]
+
+# The deterministic evaluators (Contains, ExactMatch, ...) live in their own module; they are
+# re-exported so ``from referee.evaluators import Contains`` works as well.
+__all__ += list(_deterministic.__all__)
