@@ -175,7 +175,7 @@ def test_a_run_writes_its_directory_without_secrets(tmp_path):
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["name"] == "stored" and meta["case_ids"] == [report.cases[0].eval_id]
     assert meta["versions"]["referee"] and meta["versions"]["python"]
-    assert meta["judge"]["contains"]["model"] == "gpt-4o-mini"
+    assert meta["judge"]["model"] == "gpt-4o-mini" and "api_key" not in meta["judge"]
     for name in ("meta.json", "cases.jsonl", "report.json"):
         assert "sk-secret-123" not in (run_dir / name).read_text()
     assert report.metadata["run_dir"] == str(run_dir)

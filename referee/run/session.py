@@ -8,17 +8,18 @@ rejected run is still fully stored and reported.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.case import EvalCase
+from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
+from referee.report.console import render_console
 from referee.report.model import CaseResult, EvalReport
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
+from referee.report.writers import parse_formats, write_reports
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
 
@@ -44,19 +45,25 @@ class RunOptions:
 
 
 def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
-    """Which judge each criterion uses, for meta.json and the report (secrets removed later)."""
-    out: dict[str, Any] = {}
+    """The judge of the run for meta.json and the report (secrets are removed by the store).
+
+    One judge shared by every judged criterion is reported as that config; several are
+    reported per criterion under ``per_criterion``.
+    """
+    per: dict[str, dict[str, Any]] = {}
     for criterion in criteria:
         name = str(getattr(criterion, "name", type(criterion).__name__))
         judge = getattr(criterion, "judge", None)
         if judge is not None and hasattr(judge, "model_dump"):
-            out[name] = judge.model_dump(mode="json")
+            per[name] = judge.model_dump(mode="json")
             continue
-        config = getattr(criterion, "config", None)
-        model = getattr(config, "judge_model", None)
+        model = getattr(getattr(criterion, "config", None), "judge_model", None)
         if model and _is_llm_criterion(criterion):
-            out[name] = {"judge_model": model}
-    return out
+            per[name] = {"model": model}
+    distinct = {canonical_json(v) for v in per.values()}
+    if len(distinct) == 1:
+        return dict(next(iter(per.values())))
+    return {"per_criterion": per} if per else {}
 
 
 def _is_llm_criterion(criterion: Any) -> bool:
@@ -67,6 +74,10 @@ def _is_llm_criterion(criterion: Any) -> bool:
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                      criteria: Sequence[Any], execute: Execute, options: RunOptions,
                      config_used: dict[str, Any] | None = None) -> EvalReport:
+    formats = parse_formats(options.formats)
+    file_formats = [f for f in formats if f != "console"]
+    if file_formats and not options.save and options.resume is None:
+        raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
     finished: dict[str, CaseResult] = {}
     store: RunStore | None = None
@@ -97,27 +108,15 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
 
     if store is not None:
         store.write_report(report)
-        if options.formats:
-            from referee.report.writers import write_reports
-
-            write_reports(report, store.run_dir, list(options.formats))
-    if options.verbose:
+        if file_formats:
+            write_reports(report, store.run_dir, file_formats)
+    if options.verbose or "console" in formats:
         print_summary(report)
     return report
 
 
 def print_summary(report: EvalReport) -> None:
-    try:
-        from referee.report.console import render_console
-    except ImportError:
-        render_console = None
-    if render_console is not None:
-        render_console(report)
-        return
-    print(summary_line(report), file=sys.stdout)
-    run_dir = report.metadata.get("run_dir")
-    if run_dir:
-        print(f"run stored in {run_dir}", file=sys.stdout)
+    render_console(report)
 
 
 def summary_line(report: EvalReport) -> str:
