@@ -451,3 +451,25 @@ async def test_document_example_cases_score_through_the_server(server):
         expected_answers(server, {f: "No" for f in no_fragments})
         result = await cls(judge=cfg).evaluate(out("A $50 fee applies."), case)
         assert result.passed and result.score == 1.0
+
+
+def test_suite_records_unparseable_verdicts_as_judge_error_and_skips_as_skipped(server, tmp_path,
+                                                                                 monkeypatch):
+    from referee import CaseStatus, EvalSuite
+
+    monkeypatch.chdir(tmp_path)
+    server.add_rule("hedge please", UNKNOWN_REPLY)
+    configure(server.judge_config())
+    suite = EvalSuite("qag statuses")
+    suite.add_cases([
+        EvalCase(input="hedge please", context="ctx"),  # every verdict UNKNOWN
+        EvalCase(input="fine", context="ctx"),          # answered
+        EvalCase(input="no context here"),              # Faithfulness not applicable
+    ])
+    suite.add_evaluators(Faithfulness(threshold=0.0))
+    report = suite.run(lambda prompt: "an answer", verbose=False)
+
+    statuses = {c.case.input: c.status for c in report.cases}
+    assert statuses == {"hedge please": CaseStatus.JUDGE_ERROR, "fine": CaseStatus.PASSED,
+                        "no context here": CaseStatus.SKIPPED}
+    assert report.errors == 1 and report.pass_rate == 1.0

@@ -74,8 +74,8 @@ class GEval(JudgeEvaluator):
         if not scored:
             raise JudgeUnavailable(
                 f"{self.name}: none of {self.runs} judge run(s) returned a score between "
-                "0.0 and 1.0", provider=getattr(cfg, "provider", None),
-                model=getattr(cfg, "model", None))
+                "0.0 and 1.0", provider=cfg.provider,
+                model=cfg.model)
         score = sum(r["score"] for r in scored) / len(scored)
         reasons = [r["reason"] for r in scored if r["reason"]]
         reason = reasons[0] if reasons else f"mean judge score {score:.2f}"
@@ -87,7 +87,7 @@ class GEval(JudgeEvaluator):
             "criteria": self.criteria,
             "scores": [r["score"] for r in runs],
             "runs": runs,
-            "judge_provider": getattr(cfg, "provider", None),
-            "judge_model": getattr(cfg, "model", None),
+            "judge_provider": cfg.provider,
+            "judge_model": cfg.model,
         }
         return self._scored(cfg, score, details, usage)

@@ -177,7 +177,6 @@ def unknown_note(unknown: int, total: int) -> str:
 @dataclass
 class QAGOutcome:
     score: float
-    reason: str
     details: dict[str, Any]
     token_usage: TokenUsage | None
 
@@ -196,8 +195,9 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
     unknown = sum(1 for r in records if r["matched"] is None)
     if unknown == total:
         raise JudgeUnavailable(
-            f"{owner}: no judge verdict could be read ({unknown_note(unknown, total)})",
-            provider=getattr(cfg, "provider", None), model=getattr(cfg, "model", None),
+            f"{owner}: every judge verdict was unparseable ({total} of {total} question(s) "
+            "UNKNOWN), so the case has no score",
+            provider=cfg.provider, model=cfg.model,
         )
     matched = sum(1 for r in records if r["matched"])
     answered = total - unknown
@@ -212,12 +212,12 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         "answered": answered,
         "unknown": unknown,
         "mode": "batched" if batch else "per_question",
-        "judge_provider": getattr(cfg, "provider", None),
-        "judge_model": getattr(cfg, "model", None),
+        "judge_provider": cfg.provider,
+        "judge_model": cfg.model,
     }
     if batch_reply is not None:
         details["batch_reply"] = batch_reply
-    return QAGOutcome(score=score, reason=reason, details=details, token_usage=usage)
+    return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
 class JudgeEvaluator(BaseCriterion):
@@ -242,7 +242,7 @@ class JudgeEvaluator(BaseCriterion):
         if self._explicit_threshold is not None:
             return self._explicit_threshold
         if self.calibration_key is not None:
-            return calibrated_threshold(self.calibration_key, getattr(cfg, "model", None))
+            return calibrated_threshold(self.calibration_key, cfg.model)
         return self.default_threshold
 
     @property
