@@ -1,0 +1,346 @@
+"""The ``referee`` command: run, view, compare and list stored runs.
+
+``referee run`` accepts either
+
+* a Python file that defines ``suite`` (an EvalSuite) and ``model`` (the function under test),
+  or ``evaluator`` (an AgentEvaluator) and ``eval_set`` (an EvalSet, a case file path or a list
+  of cases); or
+* a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
+  and ``--config EVAL_CONFIG.json`` (document 000's EvalConfig).
+
+Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions, 2 bad input,
+130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn, Sequence
+
+from referee import __version__
+from referee.errors import EvalGateFailure, InputError
+
+EXIT_GATE = 1
+EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
+DEFAULT_FORMATS = "console,json,junit,html"
+
+
+class CliError(Exception):
+    """A problem to report in one line, with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that points at --help."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# Loading user code -----------------------------------------------------------------------------
+
+def load_python_file(path: Path) -> ModuleType:
+    """Import a user's file as a module; its folder goes on sys.path so sibling imports work."""
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = f"referee_target_{path.stem.replace('-', '_').replace('.', '_')}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"{path}: cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise CliError(f"{exc.filename or path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(f"{path}: raised {type(exc).__name__} while loading: {exc}") from None
+    return module
+
+
+def load_callable(spec: str) -> Any:
+    """``FILE.py:NAME`` or ``package.module:NAME``."""
+    where, sep, attr = spec.rpartition(":")
+    if not sep or not where or not attr:
+        raise CliError(f"--agent {spec!r}: expected FILE.py:FUNCTION or module:FUNCTION")
+    if where.endswith(".py"):
+        module = load_python_file(Path(where))
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise CliError(f"--agent {spec!r}: cannot import {where}: {exc}") from None
+    value = getattr(module, attr, None)
+    if not callable(value):
+        raise CliError(f"--agent {spec!r}: {where} has no callable {attr!r}")
+    return value
+
+
+# Commands --------------------------------------------------------------------------------------
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
+    from referee.run.agent import AgentEvaluator
+    from referee.run.suite import EvalSuite
+
+    module = load_python_file(path)
+    suite = getattr(module, "suite", None)
+    evaluator = getattr(module, "evaluator", None)
+    common: dict[str, Any] = {"resume": args.resume, "formats": formats,
+                              "fail_threshold": args.fail_threshold,
+                              "max_error_rate": args.max_error_rate}
+    if isinstance(suite, EvalSuite):
+        model = getattr(module, "model", None)
+        if not callable(model):
+            raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
+        return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
+                               concurrency=args.concurrency, timeout=args.timeout,
+                               runs_dir=args.runs_dir, resume=args.resume, formats=formats)
+    if isinstance(evaluator, AgentEvaluator):
+        eval_set = getattr(module, "eval_set", None)
+        if eval_set is None:
+            raise CliError(f"{path}: defines `evaluator` but no `eval_set` to run it on")
+        if args.timeout is not None:
+            evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
+        return evaluator.evaluate(
+            eval_set, parallel=True if args.concurrency else None,
+            max_concurrency=args.concurrency, verbose=not args.quiet,
+            output_dir=args.runs_dir, **common)
+    raise CliError(f"{path}: defines neither `suite` + `model` (an EvalSuite and the function "
+                   f"under test) nor `evaluator` + `eval_set` (an AgentEvaluator and its cases)")
+
+
+def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
+    from referee.config import EvalConfig
+    from referee.evalset import EvalSet
+    from referee.run.agent import AgentEvaluator
+
+    if not args.agent:
+        raise CliError(f"{path}: running a case file needs --agent FILE.py:FUNCTION")
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    config = EvalConfig.from_file(args.config) if args.config else None
+    eval_set = EvalSet.load(path)
+    evaluator = AgentEvaluator(load_callable(args.agent), config=config)
+    if args.timeout is not None:
+        evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
+    return evaluator.evaluate(
+        eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
+        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume, formats=formats,
+        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from referee.report.writers import parse_formats
+
+    try:
+        formats = parse_formats(args.format)
+    except ValueError as exc:
+        raise CliError(f"--format: {exc}") from None
+    if args.quiet:
+        formats = [f for f in formats if f != "console"]
+    if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
+        raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
+    target = Path(args.target)
+    if target.suffix == ".py":
+        if args.agent or args.config:
+            raise CliError("--agent and --config go with a case file, not a Python target")
+        pending = _run_from_python(target, args, formats)
+    elif target.name.endswith(CASE_FILE_SUFFIXES):
+        pending = _run_from_cases(target, args, formats)
+    else:
+        raise CliError(f"{target}: expected a Python file (.py) or a case file "
+                       f"({', '.join(CASE_FILE_SUFFIXES)})")
+    try:
+        report = asyncio.run(pending)
+    except EvalGateFailure as exc:
+        print(f"referee: {exc}", file=sys.stderr)
+        run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
+        if run_dir:
+            print(f"referee: the run is stored in {run_dir}", file=sys.stderr)
+        return EXIT_GATE
+    if args.quiet:
+        run_dir = report.metadata.get("run_dir", "")
+        print(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
+              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
+    return 0
+
+
+def _runs_dir(value: str | None) -> Path:
+    from referee.run.session import default_runs_dir
+
+    return Path(value) if value else default_runs_dir()
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from referee.report.viewer import serve
+
+    target = Path(args.target) if args.target else None
+    if target is not None and not target.exists():
+        raise CliError(f"{target}: no such run directory or report file")
+    runs_dir = _runs_dir(args.dir)
+    if args.dir and not runs_dir.is_dir():
+        raise CliError(f"--dir {runs_dir}: no such directory")
+    serve(target, runs_dir, port=args.port)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from referee.report.compare import compare_reports
+    from referee.report.store import load_run
+
+    comparison = compare_reports(load_run(args.a), load_run(args.b))
+    if args.json:
+        import json
+
+        print(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        sys.stdout.write(comparison.render_text())
+    return EXIT_GATE if comparison.has_regressions else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from referee.report.store import list_runs
+
+    runs_dir = _runs_dir(args.dir)
+    runs = list_runs(runs_dir)
+    if not runs:
+        print(f"no runs under {runs_dir}")
+        return 0
+    for run in runs:
+        flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
+        state = "" if run.finished else "  (interrupted)"
+        print(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
+              f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="referee", description="Evaluate LLM applications and agents.")
+    parser.add_argument("--version", action="version", version=f"referee {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run an eval suite or an eval set and store the run",
+                         description=__doc__.split("\n\n")[1] if __doc__ else None,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("target", metavar="TARGET",
+                     help="a .py file defining suite+model or evaluator+eval_set, or a case file")
+    run.add_argument("--agent", metavar="FILE.py:FUNCTION",
+                     help="the agent under test, when TARGET is a case file")
+    run.add_argument("--config", metavar="EVAL_CONFIG.json",
+                     help="document-000 EvalConfig for a case file (default: EvalConfig.default())")
+    run.add_argument("--out", "--runs-dir", dest="runs_dir", metavar="DIR",
+                     help="where run directories go (default .referee/runs or $REFEREE_RUNS_DIR)")
+    run.add_argument("--concurrency", type=_positive_int, metavar="N",
+                     help="cases run at once (default 8 for suites; the config for agents)")
+    run.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="per-case timeout")
+    run.add_argument("--fail-threshold", type=_fraction, metavar="RATE",
+                     help="fail (exit 1) when pass_rate is below RATE")
+    run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
+                     help="fail (exit 1) when error_rate exceeds RATE")
+    run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
+                     help=f"reports to produce, comma-separated (default {DEFAULT_FORMATS})")
+    run.add_argument("--resume", metavar="RUN_DIR",
+                     help="finish an interrupted run without re-running its finished cases")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress or console report; one summary line")
+    run.set_defaults(func=cmd_run)
+
+    view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)")
+    view.add_argument("target", metavar="RUN_OR_FILE", nargs="?",
+                      help="open this run directory or report file")
+    view.add_argument("--dir", metavar="DIR", help="the runs directory to index (default .referee/runs)")
+    view.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    view.set_defaults(func=cmd_view)
+
+    compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)")
+    compare.add_argument("a", metavar="A", help="baseline run directory or report file")
+    compare.add_argument("b", metavar="B", help="candidate run directory or report file")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(func=cmd_compare)
+
+    listing = sub.add_parser("list", help="list stored runs, newest first")
+    listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
+    listing.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return EXIT_INPUT
+        return int(args.func(args))
+    except CliError as exc:
+        return _fail(str(exc), exc.code)
+    except KeyboardInterrupt:
+        print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (InputError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
+            TypeError) as exc:
+        return _fail(str(exc) or type(exc).__name__, EXIT_INPUT)
+    except Exception as exc:
+        return _fail(f"{type(exc).__name__}: {exc}", EXIT_INPUT)
+
+
+def _fail(message: str, code: int) -> int:
+    if os.environ.get("REFEREE_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    first_line = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"referee: error: {first_line}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
