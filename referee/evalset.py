@@ -196,7 +196,7 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
         if unknown:
             raise InputError(f"unknown key {unknown[0]!r}", source=source, field=unknown[0],
                              expected="eval_set_id, name, description and eval_cases")
-        key = "eval_cases" if "eval_cases" in data else "cases"
+        key = "cases" if "cases" in data and "eval_cases" not in data else "eval_cases"
         cases = data.get(key)
         if not isinstance(cases, list):
             raise InputError("missing or not a list", source=source, field=key,
@@ -411,12 +411,17 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                              field=_path((*prefix, *loc)),
                              expected="one of " + ", ".join(sorted(_KNOWN[what])))
     try:
-        return EvalCase.model_validate(raw)
+        case = EvalCase.model_validate(raw)
     except ValidationError as exc:
         loc, message = _first_problem(exc)
         full = (*prefix, *loc)
         raise InputError(message, source=source, line=line or _line_of(text, full),
                          field=_path(full) or None) from None
+    if case.input is None and not case.conversation:
+        raise InputError("the case has nothing to ask", source=source,
+                         line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
+                         expected="an 'input' or a 'conversation'")
+    return case
 
 
 def _first_problem(exc: ValidationError) -> tuple[Loc, str]:

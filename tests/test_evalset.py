@@ -156,7 +156,7 @@ def test_top_level_shape_errors(tmp_path):
     with pytest.raises(InputError, match="expected an EvalSet object with 'eval_cases' or a list"):
         EvalSet.load(path)
     path.write_text('{"name": "x"}')
-    with pytest.raises(InputError, match="field 'cases': missing or not a list"):
+    with pytest.raises(InputError, match="field 'eval_cases': missing or not a list"):
         EvalSet.load(path)
     path.write_text('{"name": "x", "eval_cases": [], "owner": "me"}')
     with pytest.raises(InputError, match="unknown key 'owner'"):
@@ -261,8 +261,26 @@ def test_csv_with_excel_bom_and_crlf(tmp_path):
     assert EvalSet.load(path).eval_cases[0].expected_output == "a"
 
 
+def test_cases_key_is_accepted_in_documents(tmp_path):
+    path = tmp_path / "cases.yaml"
+    path.write_text("name: short\ncases:\n  - input: a\n")
+    loaded = EvalSet.load(path)
+    assert loaded.name == "short" and loaded.eval_cases[0].input == "a"
+
+
 def test_eval_set_defaults_and_from_cases():
     named = EvalSet.from_cases([{"input": "a"}, EvalCase(input="b")], name="My Set!")
     assert named.eval_set_id == "my-set" and len(named) == 2
     assert named.cases[1].input == "b"
     assert EvalSet().eval_set_id == "evalset"
+
+
+def test_a_case_with_nothing_to_ask_is_an_error(tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text("input,expected_output\nq,a\n,orphan answer\n")
+    with pytest.raises(InputError, match=r"cases\.csv:3: field 'input': the case has nothing to ask"):
+        EvalSet.load(path)
+    path = tmp_path / "cases.json"
+    path.write_text('{"eval_cases": [{"tags": ["x"]}]}')
+    with pytest.raises(InputError, match=r"field 'eval_cases\[0\]\.input'.*expected an 'input' or"):
+        EvalSet.load(path)
