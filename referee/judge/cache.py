@@ -62,6 +62,11 @@ def cache_key(**request: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _is_lock_error(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc).lower() or "busy" in str(exc).lower())
+
+
 @dataclass(frozen=True)
 class CachedReply:
     text: str
@@ -72,12 +77,18 @@ class CachedReply:
 class JudgeCache:
     """Thread-safe access to one cache file; the file itself is safe across processes (WAL)."""
 
+    # Lookups run on the event loop, so a lock held elsewhere may stall it only briefly, and
+    # after one such stall the cache is skipped for a while instead of stalling every call.
+    BUSY_TIMEOUT_S = 0.25
+    LOCK_COOLDOWN_S = 30.0
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._broken = False
         self._warned = False
+        self._skip_until = 0.0
 
     def _warn(self, what: str, exc: BaseException) -> None:
         if not self._warned:
@@ -86,19 +97,20 @@ class JudgeCache:
                            self.path, what, type(exc).__name__, exc)
 
     def _connect(self) -> sqlite3.Connection | None:
-        if self._broken:
+        if self._broken or time.monotonic() < self._skip_until:
             return None
         if self._conn is not None:
             return self._conn
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=2.0, check_same_thread=False,
+            conn = sqlite3.connect(str(self.path), timeout=self.BUSY_TIMEOUT_S,
+                                   check_same_thread=False,
                                    isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
-                self._warn("is locked", exc)
+            if _is_lock_error(exc):
+                self._locked(exc)
                 return None
             self._broken = True
             self._warn("is unusable", exc)
@@ -135,9 +147,13 @@ class JudgeCache:
             except sqlite3.Error as exc:
                 self._failed(exc)
 
+    def _locked(self, exc: BaseException) -> None:
+        self._skip_until = time.monotonic() + self.LOCK_COOLDOWN_S
+        self._warn("is locked", exc)
+
     def _failed(self, exc: sqlite3.Error) -> None:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
-            self._warn("is locked", exc)
+        if _is_lock_error(exc):
+            self._locked(exc)
             return
         self._broken = True
         self._warn("is unusable", exc)

@@ -1,0 +1,189 @@
+"""The SQLite reply cache: hits, sample index in the key, no cached errors, degradation, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from referee.errors import JudgeUnavailable
+from referee.judge import configure, default_cache_path, get_judge
+from referee.judge import retry as retry_module
+from referee.judge.cache import JudgeCache
+from referee.testing import FakeJudge, Fault, ScriptedJudgeServer
+
+SECRET = "sk-live-SECRET-9f8e7d6c5b4a"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache-dir"))
+
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(retry_module, "sleep", no_wait)
+    configure(None)
+    yield
+    configure(None)
+
+
+def _cached_cfg(server: ScriptedJudgeServer, tmp_path: Path, **overrides):
+    return server.judge_config(provider="openai", cache=True,
+                               cache_path=str(tmp_path / "judge.sqlite3"), **overrides)
+
+
+async def test_rerun_is_served_from_cache(judge_server: ScriptedJudgeServer,
+                                          tmp_path: Path) -> None:
+    cfg = _cached_cfg(judge_server, tmp_path)
+    first = await get_judge(cfg).complete("Is it true?", system="strict")
+    assert not first.cached and judge_server.request_count == 1
+    judge_server.reset_record()
+    again = await get_judge(cfg).complete("Is it true?", system="strict")
+    assert judge_server.request_count == 0
+    assert again.cached and again.text == first.text
+    assert (again.usage.requests, again.usage.cached_requests) == (0, 1)
+    assert again.usage.input_tokens == 0
+
+
+async def test_sample_index_is_part_of_the_key(judge_server: ScriptedJudgeServer,
+                                               tmp_path: Path) -> None:
+    replies = iter(["Yes", "No", "Yes"])
+    judge_server.set_reply(lambda request: next(replies))
+    judge = get_judge(_cached_cfg(judge_server, tmp_path))
+    samples = [await judge.complete("q", sample_index=i) for i in range(3)]
+    assert [s.text for s in samples] == ["Yes", "No", "Yes"]
+    assert judge_server.request_count == 3
+    repeat = [await judge.complete("q", sample_index=i) for i in range(3)]
+    assert [s.text for s in repeat] == ["Yes", "No", "Yes"] and all(s.cached for s in repeat)
+    assert judge_server.request_count == 3
+
+
+@pytest.mark.parametrize("change", [
+    {"system": "other system"}, {"json_mode": True}, {"temperature": 0.5}, {"max_tokens": 9},
+])
+async def test_any_request_change_misses(judge_server: ScriptedJudgeServer, tmp_path: Path,
+                                         change: dict) -> None:
+    judge = get_judge(_cached_cfg(judge_server, tmp_path))
+    await judge.complete("q")
+    await judge.complete("q", **change)
+    assert judge_server.request_count == 2
+
+
+async def test_model_and_endpoint_are_part_of_the_key(tmp_path: Path) -> None:
+    with ScriptedJudgeServer("Yes") as one, ScriptedJudgeServer("No") as two:
+        await get_judge(_cached_cfg(one, tmp_path)).complete("q")
+        other_model = await get_judge(_cached_cfg(one, tmp_path, model="m2")).complete("q")
+        other_endpoint = await get_judge(_cached_cfg(two, tmp_path)).complete("q")
+        assert not other_model.cached and not other_endpoint.cached
+        assert other_endpoint.text == "No"
+
+
+async def test_errors_are_never_cached(judge_server: ScriptedJudgeServer, tmp_path: Path) -> None:
+    judge_server.enqueue_faults(Fault.http(503))
+    cfg = _cached_cfg(judge_server, tmp_path, max_retries=0)
+    with pytest.raises(JudgeUnavailable):
+        await get_judge(cfg).complete("q")
+    judge_server.enqueue_faults(Fault.http(401))
+    with pytest.raises(JudgeUnavailable):
+        await get_judge(cfg).complete("q")
+    ok = await get_judge(cfg).complete("q")
+    assert not ok.cached and judge_server.request_count == 3
+    assert (await get_judge(cfg).complete("q")).cached
+
+
+async def test_env_switches_and_default_location(judge_server: ScriptedJudgeServer,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    cfg = judge_server.judge_config(provider="openai", cache=None)  # inherit env / default
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    await get_judge(cfg).complete("q")
+    await get_judge(cfg).complete("q")
+    assert judge_server.request_count == 2
+    assert not default_cache_path().exists()
+    monkeypatch.setenv("REFEREE_CACHE", "1")
+    await get_judge(cfg).complete("q")
+    assert (await get_judge(cfg).complete("q")).cached
+    assert default_cache_path() == tmp_path / "cache-dir" / "judge_cache.sqlite3"
+    assert default_cache_path().exists()
+    monkeypatch.setenv("REFEREE_CACHE", "maybe")
+    with pytest.raises(ValueError, match="REFEREE_CACHE"):
+        await get_judge(cfg).complete("q")
+
+
+async def test_corrupt_cache_degrades_with_one_warning(judge_server: ScriptedJudgeServer,
+                                                       tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "corrupt.sqlite3"
+    path.write_bytes(b"this is not a sqlite database" * 100)
+    cfg = judge_server.judge_config(provider="openai", cache=True, cache_path=str(path))
+    with caplog.at_level(logging.WARNING, logger="referee.judge"):
+        for _ in range(3):
+            assert (await get_judge(cfg).complete("q")).text == "Yes"
+    assert judge_server.request_count == 3
+    warnings = [r for r in caplog.records if "judge cache" in r.getMessage()]
+    assert len(warnings) == 1 and "live calls" in warnings[0].getMessage()
+
+
+def test_locked_cache_degrades(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "locked.sqlite3"
+    cache = JudgeCache(path)
+    cache.put("k", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+    blocker = sqlite3.connect(str(path), timeout=0.1, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        other = JudgeCache(path)
+        with caplog.at_level(logging.WARNING, logger="referee.judge"):
+            other.put("k2", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+            assert other.get("k") is None  # skipped during the cool-down, no second stall
+            other.put("k3", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+        assert sum("judge cache" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    other._skip_until = 0.0  # the cool-down is over
+    assert other.get("k") is not None  # usable again once the lock is gone
+    assert other.get("k2") is None  # nothing was written while locked
+
+
+async def test_cache_is_safe_under_concurrency(tmp_path: Path) -> None:
+    fake = FakeJudge(lambda request: f"reply to {request.prompt}")
+    cfg = fake.judge_config(cache=True, cache_path=str(tmp_path / "c.sqlite3"),
+                            max_concurrency=32)
+    prompts = [f"p{i % 20}" for i in range(100)]
+    first = await asyncio.gather(*(get_judge(cfg).complete(p) for p in prompts))
+    assert [r.text for r in first] == [f"reply to {p}" for p in prompts]
+    second = await asyncio.gather(*(get_judge(cfg).complete(p) for p in prompts))
+    assert all(r.cached for r in second)
+
+
+async def test_api_key_never_in_messages_logs_or_cache(judge_server: ScriptedJudgeServer,
+                                                       tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    cache_file = tmp_path / "secret-check.sqlite3"
+    cfg = judge_server.judge_config(provider="openai", api_key=SECRET, cache=True,
+                                    cache_path=str(cache_file))
+    messages: list[str] = []
+    with caplog.at_level(logging.DEBUG):
+        judge_server.enqueue_faults(Fault.rate_limit(retry_after=1), Fault.http(401))
+        with pytest.raises(JudgeUnavailable) as unauthorized:
+            await get_judge(cfg).complete("q")
+        messages.append(str(unauthorized.value))
+        judge_server.set_reply(Fault.http(500))
+        with pytest.raises(JudgeUnavailable) as exhausted:
+            await get_judge(cfg.model_copy(update={"max_retries": 1})).complete("q")
+        messages.append(str(exhausted.value))
+        judge_server.set_reply("Yes")
+        await get_judge(cfg).complete("q")
+        await get_judge(cfg).complete("q")
+    assert SECRET in judge_server.requests[0].headers["authorization"]  # it was really sent
+    for text in messages + [caplog.text, repr(cfg), cfg.model_dump_json()]:
+        assert SECRET not in text
+    assert SECRET.encode() not in cache_file.read_bytes()
+    rows = sqlite3.connect(str(cache_file)).execute("SELECT * FROM judge_replies").fetchall()
+    assert rows and all(SECRET not in str(row) for row in rows)

@@ -1,0 +1,176 @@
+"""JudgeConfig, configure() and resolution (document 001), provider detection (document 000)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from referee.judge import (
+    JudgeConfig,
+    configure,
+    judge_config_for_model,
+    provider_for_model,
+    resolve_judge_config,
+)
+
+_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+        "GOOGLE_GENAI_USE_VERTEXAI", "REFEREE_CACHE", "REFEREE_CACHE_DIR",
+        "REFEREE_JUDGE_CONCURRENCY")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch):
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+    configure(None)
+    yield
+    configure(None)
+
+
+def test_documented_defaults() -> None:
+    cfg = JudgeConfig()
+    assert (cfg.provider, cfg.model, cfg.base_url) == ("anthropic", "claude-haiku-4-5", "")
+    assert cfg.temperature is None and cfg.max_tokens is None and cfg.timeout is None
+    assert cfg.reliability_sample is None
+    assert (cfg.effective_temperature, cfg.effective_max_tokens, cfg.effective_timeout) == (
+        0.0, 1024, 30.0)
+
+
+def test_resolution_fills_effective_values() -> None:
+    cfg = resolve_judge_config()
+    assert (cfg.provider, cfg.model) == ("anthropic", "claude-haiku-4-5")
+    assert (cfg.temperature, cfg.max_tokens, cfg.timeout) == (0.0, 1024, 30.0)
+
+
+def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_PROVIDER", "openai")
+    monkeypatch.setenv("JUDGE_MODEL", "env-model")
+    assert resolve_judge_config().model == "env-model"
+    configure(JudgeConfig(provider="openai", model="global-model", temperature=0.7))
+    assert resolve_judge_config().model == "global-model"
+    kwarg = resolve_judge_config(JudgeConfig(model="kwarg-model"))
+    # Unset fields of the winning layer inherit: provider and temperature come from configure().
+    assert (kwarg.provider, kwarg.model, kwarg.temperature) == ("openai", "kwarg-model", 0.7)
+
+
+def test_explicit_zero_temperature_beats_nonzero_global() -> None:
+    configure(JudgeConfig(temperature=0.9, max_tokens=50, timeout=5))
+    cfg = resolve_judge_config(JudgeConfig(temperature=0.0))
+    assert cfg.temperature == 0.0
+    assert (cfg.max_tokens, cfg.timeout) == (50, 5)
+
+
+def test_switching_provider_does_not_inherit_another_providers_model() -> None:
+    configure(JudgeConfig(provider="anthropic", model="claude-sonnet-4-5"))
+    cfg = resolve_judge_config(JudgeConfig(provider="openai"))
+    assert (cfg.provider, cfg.model) == ("openai", "gpt-4o-mini")
+
+
+def test_openai_base_url_env_applies_to_openai_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    assert resolve_judge_config(JudgeConfig(provider="openai", model="llama3")).base_url == (
+        "http://localhost:11434/v1")
+    assert resolve_judge_config().base_url == ""
+    explicit = JudgeConfig(provider="openai", base_url="http://other:1234/v1")
+    assert resolve_judge_config(explicit).base_url == "http://other:1234/v1"
+
+
+def test_configure_none_resets() -> None:
+    configure(JudgeConfig(provider="openai", model="x"))
+    configure(None)
+    assert resolve_judge_config().model == "claude-haiku-4-5"
+
+
+def test_configure_rejects_other_types() -> None:
+    with pytest.raises(TypeError, match="JudgeConfig"):
+        configure({"provider": "openai"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"provider": "mistral"}, "unknown judge provider 'mistral'"),
+    ({"temperature": 3.0}, "temperature must be between 0.0 and 2.0"),
+    ({"max_tokens": 0}, "must be at least 1"),
+    ({"timeout": 0}, "positive number of seconds"),
+    ({"model": " "}, "must not be empty"),
+    ({"api_style": "completions"}, "chat"),
+])
+def test_invalid_values_are_named(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        JudgeConfig(**kwargs)
+
+
+def test_bad_env_provider_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_PROVIDER", "nope")
+    with pytest.raises(ValueError, match="JUDGE_PROVIDER/JUDGE_MODEL"):
+        resolve_judge_config()
+
+
+def test_api_key_is_never_serialized() -> None:
+    cfg = JudgeConfig(api_key="sk-secret-value-123")
+    assert "sk-secret-value-123" not in repr(cfg)
+    assert "sk-secret-value-123" not in str(cfg)
+    assert "api_key" not in cfg.model_dump()
+    assert "sk-secret-value-123" not in cfg.model_dump_json()
+    assert cfg.api_key_value() == "sk-secret-value-123"
+
+
+@pytest.mark.parametrize(("model", "provider"), [
+    ("gemini-2.5-flash", "google"),
+    ("models/gemini-2.0-pro", "google"),
+    ("gpt-4o-mini", "openai"),
+    ("o1-preview", "openai"),
+    ("o3-mini", "openai"),
+    ("o4-mini", "openai"),
+    ("claude-haiku-4-5", "anthropic"),
+    ("llama3", None),
+    ("mistral-large", None),
+])
+def test_provider_detection(model: str, provider: str | None) -> None:
+    assert provider_for_model(model) == provider
+
+
+def test_judge_config_for_model_needs_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert judge_config_for_model("gemini-2.5-flash") is None
+    assert judge_config_for_model("gpt-4o") is None
+    assert judge_config_for_model("llama3") is None
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    cfg = judge_config_for_model("gemini-2.5-flash")
+    assert cfg is not None
+    assert (cfg.provider, cfg.model, cfg.temperature, cfg.api_style) == (
+        "google", "gemini-2.5-flash", 0.3, "responses")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    chat = judge_config_for_model("gpt-4o", api_style="chat")
+    assert chat is not None and (chat.provider, chat.api_style) == ("openai", "chat")
+
+
+def test_vertex_flag_makes_google_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    cfg = judge_config_for_model("gemini-2.5-flash")
+    assert cfg is not None and cfg.provider == "google"
+
+
+def test_missing_google_sdk_means_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    monkeypatch.setitem(sys.modules, "google.genai", None)
+    assert judge_config_for_model("gemini-2.5-flash") is None
+
+
+async def test_missing_google_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.errors import JudgeUnavailable
+    from referee.judge import get_judge
+
+    monkeypatch.setitem(sys.modules, "google.genai", None)
+    judge = get_judge(JudgeConfig(provider="google", model="gemini-2.5-flash", api_key="k"))
+    with pytest.raises(JudgeUnavailable, match=r"referee\[google\]"):
+        await judge.complete("hi")
+
+
+async def test_missing_credentials_is_judge_unavailable() -> None:
+    from referee.errors import JudgeUnavailable
+    from referee.judge import get_judge
+
+    with pytest.raises(JudgeUnavailable, match="ANTHROPIC_API_KEY") as info:
+        await get_judge(resolve_judge_config()).complete("hi")
+    assert (info.value.provider, info.value.model) == ("anthropic", "claude-haiku-4-5")

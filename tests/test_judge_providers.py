@@ -1,0 +1,143 @@
+"""Each provider through its official SDK against the scripted server; resolution end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.judge import JudgeConfig, configure, get_judge, resolve_judge_config, set_price
+from referee.testing import DUMMY_API_KEY, Reply, ScriptedJudgeServer
+
+PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
+PATHS = {("openai", "chat"): "/v1/chat/completions", ("openai", "responses"): "/v1/responses",
+         ("anthropic", "chat"): "/v1/messages", ("google", "chat"): ":generateContent"}
+_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+        "REFEREE_CACHE", "REFEREE_CACHE_DIR")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch):
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    configure(None)
+    yield
+    configure(None)
+
+
+@pytest.mark.parametrize(("provider", "api_style"), PROVIDERS)
+async def test_round_trip_through_official_sdk(judge_server: ScriptedJudgeServer, provider: str,
+                                               api_style: str) -> None:
+    judge_server.set_reply(Reply("Yes, fully supported.", input_tokens=42, output_tokens=4))
+    cfg = judge_server.judge_config(provider=provider, model="judge-x", api_style=api_style,
+                                    temperature=0.25, max_tokens=77)
+    reply = await get_judge(cfg).complete("Is the claim supported?", system="You are strict.")
+    assert reply.text == "Yes, fully supported."
+    assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.usage.requests) == (42, 4, 1)
+    assert not reply.cached and reply.provider == provider and reply.model == "judge-x"
+    [request] = judge_server.requests
+    assert PATHS[(provider, api_style)] in request.path
+    assert (request.provider, request.model) == (provider, "judge-x")
+    assert request.prompt == "Is the claim supported?"
+    assert request.system is not None and "You are strict." in request.system
+    assert request.max_tokens == 77
+    if provider != "anthropic" or "temperature" in request.body:
+        assert request.temperature == 0.25
+    auth = request.headers.get("authorization", "") + request.headers.get("x-api-key", "") + \
+        request.headers.get("x-goog-api-key", "")
+    assert DUMMY_API_KEY in auth
+
+
+@pytest.mark.parametrize(("provider", "api_style"), PROVIDERS)
+async def test_reasoning_blocks_are_not_the_answer(judge_server: ScriptedJudgeServer,
+                                                   provider: str, api_style: str) -> None:
+    judge_server.set_reply(Reply("No", thinking="Yes yes yes, let me think"))
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style)
+    assert (await get_judge(cfg).complete("q")).text == "No"
+
+
+@pytest.mark.parametrize(("provider", "api_style"), PROVIDERS)
+async def test_json_mode_reaches_the_provider(judge_server: ScriptedJudgeServer, provider: str,
+                                              api_style: str) -> None:
+    judge_server.set_reply('{"score": 0.5}')
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style)
+    reply = await get_judge(cfg).complete("Return JSON", json_mode=True)
+    assert reply.text == '{"score": 0.5}'
+    body = judge_server.requests[0].body
+    if (provider, api_style) == ("openai", "chat"):
+        assert body["response_format"] == {"type": "json_object"}
+    elif provider == "openai":
+        assert body["text"]["format"]["type"] == "json_object"
+    elif provider == "google":
+        assert body["generationConfig"]["responseMimeType"] == "application/json"
+    else:
+        assert "JSON" in body["system"]
+
+
+async def test_resolution_order_is_visible_at_the_server(judge_server: ScriptedJudgeServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Built-in default: anthropic / claude-haiku-4-5, routed by the SDK's own env vars.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", judge_server.base_url("anthropic"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_API_KEY)
+    await get_judge(resolve_judge_config(None)).complete("q")
+    # Environment: JUDGE_PROVIDER / JUDGE_MODEL, with OPENAI_BASE_URL routing the openai SDK.
+    monkeypatch.setenv("JUDGE_PROVIDER", "openai")
+    monkeypatch.setenv("JUDGE_MODEL", "env-model")
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+    await get_judge(resolve_judge_config(None)).complete("q")
+    # configure() beats the environment.
+    configure(JudgeConfig(provider="openai", model="global-model"))
+    await get_judge(resolve_judge_config(None)).complete("q")
+    # judge= beats configure().
+    await get_judge(resolve_judge_config(JudgeConfig(model="kwarg-model"))).complete("q")
+    seen = [(r.provider, r.model) for r in judge_server.requests]
+    assert seen == [("anthropic", "claude-haiku-4-5"), ("openai", "env-model"),
+                    ("openai", "global-model"), ("openai", "kwarg-model")]
+
+
+async def test_explicit_zero_temperature_beats_global(judge_server: ScriptedJudgeServer) -> None:
+    configure(judge_server.judge_config(provider="openai", temperature=0.8))
+    await get_judge(resolve_judge_config(JudgeConfig(temperature=0.0))).complete("q")
+    await get_judge(resolve_judge_config(JudgeConfig(model="other"))).complete("q")
+    assert [r.temperature for r in judge_server.requests] == [0.0, 0.8]
+
+
+async def test_openai_base_url_env_routes_openai(judge_server: ScriptedJudgeServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url("openai"))
+    # No key at all: local OpenAI-compatible servers do not need one.
+    cfg = resolve_judge_config(JudgeConfig(provider="openai", model="llama3"))
+    assert cfg.base_url == judge_server.base_url("openai")
+    reply = await get_judge(cfg).complete("q")
+    assert reply.text == "Yes"
+    assert judge_server.requests[0].model == "llama3"
+
+
+async def test_per_call_overrides_and_reply_model(judge_server: ScriptedJudgeServer) -> None:
+    cfg = judge_server.judge_config(provider="google", model="gemini-2.5-flash")
+    await get_judge(cfg).complete("q", temperature=0.3, max_tokens=12)
+    request = judge_server.requests[0]
+    assert (request.temperature, request.max_tokens) == (0.3, 12)
+
+
+async def test_cost_uses_the_price_table(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", input_tokens=1_000_000, output_tokens=1_000_000))
+    known = await get_judge(judge_server.judge_config(provider="openai",
+                                                      model="gpt-4o-mini")).complete("q")
+    assert known.usage.cost_usd == pytest.approx(0.15 + 0.60)
+    unknown = await get_judge(judge_server.judge_config(provider="openai",
+                                                        model="house-model-7")).complete("q")
+    assert unknown.usage.cost_usd is None
+    set_price("house-model-7", 2.0, 3.0)
+    priced = await get_judge(judge_server.judge_config(provider="openai",
+                                                       model="house-model-7-20250101")).complete("q")
+    assert priced.usage.cost_usd == pytest.approx(5.0)
+
+
+async def test_rule_and_callback_scripting(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.add_rule("capital of France", "Yes")
+    judge_server.set_reply(lambda request: f"No ({len(request.prompt)} chars)")
+    judge = get_judge(judge_server.judge_config(provider="anthropic"))
+    assert (await judge.complete("Is Paris the capital of France?")).text == "Yes"
+    assert (await judge.complete("abc")).text == "No (3 chars)"
