@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 from referee.case import EvalCase
@@ -143,7 +144,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             if not scores:
                 return self._all_samples_failed(failures, token_usage)
             scores = [min(1.0, max(0.0, float(s))) for s in scores]
-            final_score = sum(scores) / len(scores)
+            final_score = math.fsum(scores) / len(scores)
             details = self._build_details(scores, reasonings,
                                           self._aggregate_extras(extras), final_score)
             details.setdefault("reason", self._summarize(scores, reasonings, final_score))
