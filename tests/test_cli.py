@@ -1,0 +1,212 @@
+"""The referee command: run, resume, compare, view, list; --help; one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from referee.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "examples" / "quickstart"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def only_run_dir(runs: Path) -> Path:
+    [run_dir] = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_quickstart_runs_offline_and_writes_every_report(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "run", str(QUICKSTART / "eval_shop.py"), "--out",
+                             str(tmp_path))
+    assert code == 0, err
+    run_dir = only_run_dir(tmp_path)
+    for name in ("meta.json", "cases.jsonl", "report.json", "results.json", "junit.xml",
+                 "report.html"):
+        assert (run_dir / name).is_file(), name
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["totals"]["total"] == 10 and report["totals"]["passed"] == 10
+    assert "shop-agent quickstart" in out
+
+
+def test_case_file_with_agent_and_config(tmp_path, capsys):
+    code, out, err = run_cli(
+        capsys, "run", str(QUICKSTART / "shop.evalset.yaml"),
+        "--agent", f"{QUICKSTART / 'shop_agent.py'}:shop_agent_turn",
+        "--config", str(QUICKSTART / "eval_config.json"), "--out", str(tmp_path), "-q")
+    assert code == 0, err
+    assert out.startswith("3 passed, 0 failed, 0 errors")
+
+
+SUITE_FILE = textwrap.dedent("""
+    import os
+    from referee import EvalCase, EvalSuite
+    from referee.evaluators.deterministic import Contains
+
+    suite = EvalSuite("cli-suite")
+    suite.add_cases([EvalCase(input=f"q{i}", name=f"case {i}") for i in range(10)])
+    suite.add_evaluator(Contains(["good"]))
+    BAD = {int(x) for x in os.environ.get("BAD_CASES", "").split(",") if x}
+
+    def model(prompt):
+        return "bad" if int(prompt[1:]) in BAD else "good"
+""")
+
+
+@pytest.fixture
+def suite_file(tmp_path):
+    path = tmp_path / "suite_def.py"
+    path.write_text(SUITE_FILE)
+    return path
+
+
+def test_gate_failure_exits_1_with_the_gate_message(tmp_path, capsys, suite_file, monkeypatch):
+    monkeypatch.setenv("BAD_CASES", "0,1,2")
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--out", str(tmp_path / "runs"),
+                             "--fail-threshold", "0.9", "-q", "--format", "json")
+    assert code == 1
+    assert "Eval gate FAILED: pass rate 70.0% < threshold 90.0%" in err
+    assert "the run is stored in" in err
+    assert (only_run_dir(tmp_path / "runs") / "results.json").is_file()
+
+
+def test_resume_through_the_cli_finishes_an_interrupted_run(tmp_path, capsys, suite_file):
+    runs = tmp_path / "runs"
+    assert run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")[0] == 0
+    run_dir = only_run_dir(runs)
+    # Make it look interrupted after four cases.
+    (run_dir / "report.json").unlink()
+    lines = (run_dir / "cases.jsonl").read_text().splitlines()[:4]
+    (run_dir / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--resume", str(run_dir), "-q",
+                             "--format", "json")
+    assert code == 0, err
+    assert out.startswith("10 passed")
+    assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 10
+    assert list(runs.iterdir()) == [run_dir]
+
+
+def test_compare_detects_a_regression(tmp_path, capsys, suite_file, monkeypatch):
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    assert run_cli(capsys, "run", str(suite_file), "--out", str(base), "-q")[0] == 0
+    monkeypatch.setenv("BAD_CASES", "3")
+    assert run_cli(capsys, "run", str(suite_file), "--out", str(cand), "-q")[0] == 0
+    a, b = only_run_dir(base), only_run_dir(cand)
+
+    code, out, _ = run_cli(capsys, "compare", str(a), str(b))
+    assert code == 1
+    assert "1 regression(s)" in out and "case 3" in out
+    code, out, _ = run_cli(capsys, "compare", str(b), str(a), "--json")
+    assert code == 0 and json.loads(out)["has_regressions"] is False
+    code, out, _ = run_cli(capsys, "compare", str(a), str(a / "report.json"))
+    assert code == 0
+
+
+def test_list_shows_runs_newest_first(tmp_path, capsys, suite_file, monkeypatch):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("BAD_CASES", "0,1")
+    run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    code, out, _ = run_cli(capsys, "list", "--dir", str(runs))
+    assert code == 0
+    assert "cli-suite" in out and "pass 80.0%" in out
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["run"], ["view"], ["compare"], ["list"],
+])
+def test_help_everywhere(capsys, argv):
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    assert "usage: referee" in capsys.readouterr().out
+
+
+def _one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("referee: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    (tmp_path / "crash.py").write_text("raise RuntimeError('no API key configured')\n")
+    (tmp_path / "syntax.py").write_text("def broken(:\n")
+    (tmp_path / "notes.txt").write_text("hi")
+    (tmp_path / "cases.jsonl").write_text('{"input": "q"}\n')
+    (tmp_path / "suite_only.py").write_text(
+        "from referee import EvalSuite\nsuite = EvalSuite('x')\n")
+    cases = [
+        (["run", str(tmp_path / "missing.py")], "missing.py: no such file"),
+        (["run", str(tmp_path / "notes.txt")], "expected a Python file"),
+        (["run", str(tmp_path / "empty.py")], "defines neither `suite` + `model`"),
+        (["run", str(tmp_path / "suite_only.py")], "no callable `model`"),
+        (["run", str(tmp_path / "crash.py")], "raised RuntimeError while loading: no API key"),
+        (["run", str(tmp_path / "syntax.py")], "syntax.py:1: syntax error"),
+        (["run", str(tmp_path / "cases.jsonl")], "needs --agent FILE.py:FUNCTION"),
+        (["run", str(tmp_path / "cases.jsonl"), "--agent", "nocolon"], "expected FILE.py:FUNCTION"),
+        (["run", str(QUICKSTART / "eval_shop.py"), "--format", "pdf"], "unknown report format 'pdf'"),
+        (["run", str(QUICKSTART / "eval_shop.py"), "--fail-threshold", "2"],
+         "expected a number between 0 and 1"),
+        (["run", str(QUICKSTART / "eval_shop.py"), "--resume", str(tmp_path)],
+         "not a referee run directory"),
+        (["compare", str(tmp_path / "a"), str(tmp_path / "b")], "no such run directory"),
+        (["view", str(tmp_path / "nothing")], "no such run directory or report file"),
+        (["view", "--dir", str(tmp_path / "nothing")], "no such directory"),
+        (["frobnicate"], "invalid choice"),
+    ]
+    for argv, expected in cases:
+        code = main(argv)
+        line = _one_line_error(capsys.readouterr().err)
+        assert code == 2, argv
+        assert expected in line, (argv, line)
+
+
+def test_bad_config_file_names_the_field(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": {"exact_match": {}}}))
+    code = main(["run", str(QUICKSTART / "shop.evalset.yaml"), "--agent",
+                 f"{QUICKSTART / 'shop_agent.py'}:shop_agent_turn", "--config", str(config)])
+    line = _one_line_error(capsys.readouterr().err)
+    assert code == 2 and "config.json" in line and "criteria.exact_match" in line
+
+
+def test_the_installed_command_and_the_viewer_serve_the_index(tmp_path):
+    runs = tmp_path / "runs"
+    env = {**os.environ, "REFEREE_RUNS_DIR": str(runs)}
+    done = subprocess.run([sys.executable, "-m", "referee.cli", "run",
+                           str(QUICKSTART / "eval_shop.py"), "-q"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    run_id = only_run_dir(runs).name
+
+    viewer = subprocess.Popen([sys.executable, "-m", "referee.cli", "view", "--dir", str(runs)],
+                              stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = viewer.stderr.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/\S*", line)
+        assert url, line
+        with urllib.request.urlopen(url.group(0), timeout=30) as response:
+            body = response.read().decode()
+        assert response.status == 200 and run_id in body
+        with urllib.request.urlopen(f"{url.group(0).rstrip('/')}/run/{run_id}", timeout=30) as r:
+            assert "shop-agent quickstart" in r.read().decode()
+    finally:
+        viewer.terminate()
+        viewer.wait(30)
+        viewer.stderr.close()
