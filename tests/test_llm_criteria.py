@@ -179,6 +179,7 @@ async def test_all_samples_failing_is_a_judge_failure(server, caplog):
     assert result.score == 0.0 and result.passed is False
     assert len(result.details["sample_errors"]) == 3
     assert result.reason.startswith("All LLM samples failed")
+    assert result.token_usage is not None and result.token_usage.requests == 3  # still paid for
     warnings = [r for r in caplog.records if r.name == "referee.evaluation"]
     assert len(warnings) == 3
 
@@ -219,6 +220,7 @@ async def test_unknown_model_falls_back_to_half_and_flags_judge_unavailable(serv
     assert result.score == 0.5
     assert result.details["reasonings"] == ["No LLM provider available"] * 3
     assert result.details["judge_unavailable"] is True
+    assert result.details["reason"].startswith("No LLM provider available for judge model")
     assert result.error is None
 
 

@@ -43,6 +43,9 @@ def sample_index_scope(index: int | None) -> Iterator[None]:
         _sample_index.reset(token)
 
 
+_warned_models: set[str] = set()
+
+
 class NoProviderReply(dict):  # type: ignore[type-arg]
     """Document 000's fallback reply. Equal to the documented dict; its type tells the
     sampling loop that no judge gave it, so the result can be flagged ``judge_unavailable``."""
@@ -78,12 +81,15 @@ class LLMCallerMixin:
         index = _sample_index.get() if sample_index is None else sample_index
         reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
                                               json_mode=True, sample_index=index)
+        usage = reply.usage if reply.usage is not None else TokenUsage()
         try:
             parsed = parse_json_object(reply.text)
         except ValueError as exc:
             # An unreadable reply is a judge malfunction, not a low score.
-            raise JudgeUnavailable(str(exc), provider=cfg.provider, model=cfg.model) from exc
-        return parsed, reply.usage if reply.usage is not None else TokenUsage()
+            error = JudgeUnavailable(str(exc), provider=cfg.provider, model=cfg.model, cause=exc)
+            error.token_usage = usage  # type: ignore[attr-defined]  # paid for all the same
+            raise error from exc
+        return parsed, usage
 
     async def _call_google_json(self, prompt: str, sample_index: int | None = None
                                 ) -> tuple[dict[str, Any], TokenUsage] | None:
@@ -118,8 +124,11 @@ class LLMCallerMixin:
             with sample_index_scope(sample_index):
                 outcome = await caller(prompt)
         if outcome is None:
-            logger.warning("No LLM provider available for judge model %r; scoring 0.5 "
-                           "(recorded as a judge error, not a verdict)", self.config.judge_model)
+            model = self.config.judge_model
+            if model not in _warned_models:  # once per model, not once per sample of every case
+                _warned_models.add(model)
+                logger.warning("No LLM provider available for judge model %r; scoring 0.5 "
+                               "(recorded as a judge error, not a verdict)", model)
             return no_provider_reply(), TokenUsage()
         return outcome
 

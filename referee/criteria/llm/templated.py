@@ -111,6 +111,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                 logger.warning("%s: judge sample %d of %d failed: %s: %s", self.name, index + 1,
                                count, type(outcome).__name__, outcome)
                 failures.append(outcome)
+                spent = getattr(outcome, "token_usage", None)
+                usages.append(spent if isinstance(spent, TokenUsage) else None)
                 continue
             score, reasoning, extra, usage, from_fallback = outcome
             scores.append(score)
@@ -125,10 +127,14 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                           ) -> tuple[float, str, dict[str, Any], TokenUsage, bool]:
         with sample_index_scope(index):
             reply, usage = await self._call_llm_json(prompt)
-        if not isinstance(reply, dict):
-            raise JudgeUnavailable(f"judge reply is not a JSON object: {reply!r}")
-        return (self._score_from_reply(reply), reply_text(reply), self._collect_extras(reply),
-                usage, is_no_provider_reply(reply))
+        try:
+            if not isinstance(reply, dict):
+                raise JudgeUnavailable(f"judge reply is not a JSON object: {reply!r}")
+            return (self._score_from_reply(reply), reply_text(reply),
+                    self._collect_extras(reply), usage, is_no_provider_reply(reply))
+        except Exception as exc:
+            exc.token_usage = usage  # type: ignore[attr-defined]  # an unusable reply still cost
+            raise
 
     # Template --------------------------------------------------------------------------------
 
@@ -154,6 +160,9 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             if getattr(batch, "provider_fallback", False):
                 # Document 000's 0.5 stays, but runners must count it as JUDGE_ERROR.
                 details["judge_unavailable"] = True
+                details["reason"] = (
+                    f"No LLM provider available for judge model {self.config.judge_model!r}; "
+                    f"the score {final_score:.2f} is a placeholder, not a verdict")
             return self._result(final_score, details, token_usage)
         except Exception as exc:
             logger.exception("%s evaluation failed", self.name)
