@@ -46,7 +46,14 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     ``evaluate`` asks the judge ``config.num_samples`` times concurrently, clamps each score to
     [0, 1], averages them and returns the combined token usage. A sample that raises is logged
-    and dropped; if none succeeds the result is the failure ``"All LLM samples failed"``.
+    and dropped; if none succeeds the result is the failure ``"All LLM samples failed"``
+    (``error_kind="judge"`` when every failure was the judge's, else ``"evaluator"``).
+
+    Besides what ``_build_details`` returns, ``details`` always has ``reason`` (unless the
+    subclass set it: the mean score and the reasoning of the sample closest to it) and
+    ``judge_model``; ``failed_samples`` when some samples were dropped; ``judge_unavailable``
+    when the score is document 000's 0.5 "No LLM provider available" placeholder. A case with
+    nothing to judge scores 1.0 as documented, with a ``note`` and ``skipped=True``.
     """
 
     name = "templated_llm_criterion"
