@@ -119,7 +119,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
             return self._error(f"{type(exc).__name__}: {exc}", kind)
         scores, reasonings, extras, token_usage = batch
         if not scores:
-            failed = self._all_samples_failed(batch.failures, token_usage)
+            failed = self._all_samples_failed(getattr(batch, "failures", []), token_usage)
             failed.details.update(achieved_goals=[], unachieved_goals=[])
             return failed
         if extras[0].get("no_provider"):
