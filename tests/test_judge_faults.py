@@ -245,3 +245,36 @@ async def test_retries_are_logged_without_secrets(judge_server: ScriptedJudgeSer
     with caplog.at_level(logging.WARNING, logger="referee.judge"):
         await get_judge(judge_server.judge_config(provider="openai")).complete("q")
     assert "HTTP 429" in caplog.text and "retry 1/4" in caplog.text
+
+
+async def test_unavailable_message_carries_the_providers_words(judge_server: ScriptedJudgeServer,
+                                                               sleeps: list[float]) -> None:
+    judge_server.set_reply(Fault.http(
+        404, body='{"error": {"message": "model house-9 does not exist, key sk-abcdefgh12345678",'
+                  ' "type": "invalid_request_error"}}'))
+    with pytest.raises(JudgeUnavailable) as info:
+        await get_judge(judge_server.judge_config(provider="openai", model="house-9")).complete("q")
+    message = str(info.value)
+    assert message.startswith("judge openai/house-9 unavailable: HTTP 404")
+    assert "does not exist" in message
+    assert "sk-abcdefgh12345678" not in message
+
+
+async def test_openai_json_mode_always_mentions_json(judge_server: ScriptedJudgeServer) -> None:
+    # OpenAI rejects JSON mode when no message says "JSON"; the judge layer makes sure one does.
+    judge_server.set_reply('{"score": 1}')
+    for api_style in ("chat", "responses"):
+        cfg = judge_server.judge_config(provider="openai", api_style=api_style)
+        await get_judge(cfg).complete("Rate this answer from 0 to 1.", json_mode=True)
+    for request in judge_server.requests:
+        assert "json" in (request.system or "").lower()
+
+
+async def test_streaming_requests_are_refused_clearly(judge_server: ScriptedJudgeServer) -> None:
+    import openai
+
+    client = openai.AsyncOpenAI(api_key="k", base_url=judge_server.base_url(), max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="does not stream"):
+        await client.chat.completions.create(model="m", stream=True,
+                                             messages=[{"role": "user", "content": "q"}])
+    await client.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import threading
 import time
 import weakref
@@ -83,10 +84,20 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     return endpoint
 
 
+# Key-shaped tokens (OpenAI/Anthropic "sk-...", Google "AIza...") in provider error text.
+_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{20,})")
+
+
 def _redact(text: str, secret: str | None) -> str:
     if secret and len(secret) >= 4:
         text = text.replace(secret, "***")
-    return text
+    return _KEY_SHAPED.sub("***", text)
+
+
+def _detail(exc: BaseException) -> str:
+    """A short, single-line excerpt of the provider's own error text."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 class Judge:
@@ -190,16 +201,17 @@ class Judge:
                 if not _retry.is_provider_failure(exc):
                     raise  # a bug, not an outage: it must surface as an evaluator error
                 info = _retry.classify(exc)
+                detail = _detail(exc)
+                summary = f"{info.summary}: {detail}" if detail else info.summary
                 if not info.retryable:
-                    raise self._unavailable(f"{info.summary}, not retryable", exc) from exc
+                    raise self._unavailable(f"{summary}, not retryable", exc) from exc
                 delay = policy.delay(attempt - 1, info.retry_after)
                 out_of_attempts = attempt > policy.max_retries
                 out_of_time = time.monotonic() + delay > deadline
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
-                        f"{info.summary} after {attempt} attempt(s), {bound} exhausted",
-                        exc) from exc
+                        f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from exc
                 logger.warning("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                                self.model, info.summary, attempt, policy.max_retries, delay)
             await _retry.sleep(delay)

@@ -61,6 +61,14 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) else 0
 
 
+def _openai_json_system(request: JudgeRequest) -> str | None:
+    """OpenAI's JSON mode rejects requests whose messages never mention JSON."""
+    system = request.system
+    if request.json_mode and "json" not in f"{system or ''} {request.prompt}".lower():
+        system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
+    return system
+
+
 class OpenAIAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
@@ -87,8 +95,9 @@ class OpenAIAdapter:
 
     async def _chat(self, client: Any, request: JudgeRequest) -> RawReply:
         messages = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
+        system = _openai_json_system(request)
+        if system:
+            messages.append({"role": "system", "content": system})
         messages.append({"role": "user", "content": request.prompt})
         params: dict[str, Any] = {"model": request.model, "messages": messages,
                                   "timeout": request.timeout}
@@ -118,8 +127,9 @@ class OpenAIAdapter:
                                   "timeout": request.timeout}
         if not _OPENAI_REASONING.match(request.model):
             params["temperature"] = request.temperature
-        if request.system:
-            params["instructions"] = request.system
+        system = _openai_json_system(request)
+        if system:
+            params["instructions"] = system
         if request.json_mode:
             params["text"] = {"format": {"type": "json_object"}}
         response = await client.responses.create(**params)

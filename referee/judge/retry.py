@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import json
 import random
@@ -66,6 +67,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
             return None
         if when is None:
             return None
+        if when.tzinfo is None:  # "-0000" dates parse naive; HTTP dates are always UTC
+            when = when.replace(tzinfo=datetime.timezone.utc)
         seconds = when.timestamp() - (time.time() if now is None else now)
     if seconds != seconds:  # NaN
         return None

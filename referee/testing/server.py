@@ -190,6 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send_json(400, {"error": {"message": f"bad request body: {exc}"}})
             return
+        if body.get("stream") or ":streamGenerateContent" in self.path:
+            self._send_json(400, {"error": {"message": "the scripted judge does not stream; "
+                                                       "call without stream=True"}})
+            return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         owner._enter()
         try:
