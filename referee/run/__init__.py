@@ -17,6 +17,7 @@ _EXPORTS = {
     "apply_gates": "referee.run.gates",
     "run_sync": "referee.run.sync",
     "assert_passes": "referee.run.assertions",
+    "assert_passes_async": "referee.run.assertions",
 }
 
 __all__ = sorted(_EXPORTS)
