@@ -25,7 +25,7 @@ def test_json_round_trips_to_the_report() -> None:
     back = EvalReport.from_dict(data)
     assert [c.status for c in back.cases] == [c.status for c in report.cases]
     assert back.pass_rate == report.pass_rate and back.error_rate == report.error_rate
-    assert back.cases[0].criterion_results[1].details["questions"][0]["verdict"] == "YES"
+    assert back.cases[0].criterion_results[1].details["questions"][0]["verdict"] == "yes"
     assert data["totals"]["errors_by_kind"] == report.errors_by_kind
     hostile = back.get_case_result("hostile")
     assert hostile is not None and hostile.actual_response == "Model says " + PAYLOAD
@@ -74,7 +74,7 @@ def test_junit_maps_each_case_and_criterion() -> None:
     assert by_key[("checkout-bot/broken evaluator", "faithfulness")].find("error").get("type") == "EVALUATOR_ERROR"
     # A model error never reached any criterion: each known criterion reports the error.
     down = [tc for (cls, _), tc in by_key.items() if cls == "checkout-bot/upstream down"]
-    assert len(down) == 5 and all(tc.find("error").get("type") == "MODEL_ERROR" for tc in down)
+    assert len(down) == 6 and all(tc.find("error").get("type") == "MODEL_ERROR" for tc in down)
     assert "upstream 504" in down[0].find("error").get("message")
     timeout = by_key[("checkout-bot/slow model", "contains")].find("error")
     assert timeout.get("type") == "TIMEOUT"

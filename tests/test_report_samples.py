@@ -29,17 +29,22 @@ RAW_HTTP_MARKER = "RAW-HTTP-BODY-MUST-NOT-SHIP"
 
 
 def _qag(name: str, verdicts: list[str], threshold: float = 0.7, reason: str = "") -> CriterionResult:
+    # The record shape referee.evaluators.qag writes for each question.
     questions = [
-        {"question": f"Does the answer state fact {i + 1}?", "verdict": v,
-         "reply": f"{v.capitalize()}. The answer mentions it in its second sentence."}
+        {"question": f"Does the answer state fact {i + 1}?", "expected": "yes", "verdict": v.lower(),
+         "matched": None if v == "UNKNOWN" else v == "YES",
+         "raw_reply": f"{v.capitalize()}. The answer mentions it in its second sentence.", "cached": False}
         for i, v in enumerate(verdicts)
     ]
     counted = [v for v in verdicts if v != "UNKNOWN"]
-    score = sum(v == "YES" for v in counted) / len(counted) if counted else 0.0
+    matched = sum(v == "YES" for v in counted)
+    score = matched / len(counted) if counted else 0.0
     return CriterionResult(
         criterion=name, score=score, passed=score >= threshold, threshold=threshold,
-        details={"reason": reason or f"{sum(v == 'YES' for v in verdicts)} of {len(verdicts)} questions passed",
-                 "questions": questions},
+        details={"reason": reason or f"{matched} of {len(counted)} question(s) answered as expected",
+                 "questions": questions, "matched": matched, "answered": len(counted),
+                 "unknown": len(verdicts) - len(counted), "mode": "per_question",
+                 "judge_provider": "anthropic", "judge_model": "claude-haiku-4-5"},
         token_usage=TokenUsage(input_tokens=300, output_tokens=30, requests=len(verdicts)),
     )
 
@@ -156,6 +161,17 @@ def sample_report(name: str = "checkout-bot", run_id: str = "20261129-120000-abc
                                              _contains(False).model_dump(mode="json")]},
                 ),
                 _contains(False),
+                CriterionResult(
+                    criterion="tone", score=0.55, passed=False, threshold=0.6,
+                    details={"reason": "Curt but polite.", "criteria": "polite tone",
+                             "scores": [0.6, 0.5],
+                             "runs": [{"run": 0, "score": 0.6, "reason": "Curt but polite.",
+                                       "raw_reply": '{"score": 0.6, "reason": "Curt but polite."}',
+                                       "cached": False},
+                                      {"run": 1, "score": 0.5, "reason": "Abrupt.",
+                                       "raw_reply": '{"score": 0.5, "reason": "Abrupt."}', "cached": True}],
+                             "judge_provider": "openai", "judge_model": "gpt-4o-mini"},
+                ),
             ],
             duration_seconds=0.3,
         ),

@@ -181,17 +181,27 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             vk, verdict = _first(item, _VERDICT_KEYS)
             reply_keys = [k for k in _REPLY_KEYS if k in item]
             reply_list = [r for k in reply_keys for r in _as_replies(item[k])]
-            extra = {k: v for k, v in item.items() if k not in {qk, vk, *reply_keys}}
+            expected_answer = item.get("expected")
+            matched = item.get("matched")
+            extra = {k: v for k, v in item.items()
+                     if k not in {qk, vk, "expected", "matched", *reply_keys}}
         else:
             question, verdict, reply_list, extra = item, None, [], {}
+            expected_answer = matched = None
         if verdict is None and verdicts:
             verdict = verdicts[i]
         if not reply_list and replies:
             reply_list = _as_replies(replies[i])
+        if isinstance(item, dict) and "matched" in item:
+            # The evaluator says which answer it wanted, so colour by agreement: a "no" can be good.
+            verdict_class = "unknown" if matched is None else "yes" if matched else "no"
+        else:
+            verdict_class = _verdict_class(verdict)
         rows.append({
             "question": question if isinstance(question, str) else _json(question),
+            "expected": "—" if expected_answer is None else str(expected_answer),
             "verdict": "—" if verdict is None else str(verdict),
-            "verdict_class": _verdict_class(verdict),
+            "verdict_class": verdict_class,
             "replies": reply_list,
             "extra": _json(extra) if extra else "",
         })
@@ -199,6 +209,14 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
 
 
 def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """Repeated judge runs: document-000 sample lists, or a list of run records (GEval)."""
+    runs = details.get("runs")
+    if isinstance(runs, list) and runs and all(isinstance(r, dict) and "score" in r for r in runs):
+        return [{
+            "score": f"{r['score']:.3f}" if isinstance(r["score"], (int, float)) else "no score",
+            "reasoning": str(r.get("reason") or r.get("reasoning") or ""),
+            "reply": str(r.get("raw_reply") or r.get("reply") or ""),
+        } for r in runs]
     reasonings = details.get("reasonings")
     scores = details.get("individual_scores")
     reasonings = reasonings if isinstance(reasonings, list) else []
@@ -210,6 +228,7 @@ def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({
             "score": f"{score:.3f}" if isinstance(score, (int, float)) else ("—" if score is None else str(score)),
             "reasoning": reasoning if isinstance(reasoning, str) else _json(reasoning),
+            "reply": "",
         })
     return rows
 
@@ -232,11 +251,16 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
             subs.append(_criterion_view(CriterionResult.model_validate(sub)))
         except Exception:  # a serialised sub-result of unknown shape is still shown, as JSON
             subs.append({"name": "sub-result", "outcome": "skipped", "score": None, "threshold": 0.0,
-                         "reason": "", "error": None, "questions": [], "samples": [],
+                         "reason": "", "error": None, "questions": [], "samples": [], "batch_reply": "",
                          "sub_results": [], "other": _json(sub)})
     hidden = _SHOWN_KEYS | used
-    if not samples:
+    if samples and isinstance(details.get("runs"), list):
+        hidden |= {"runs", "scores"}
+    elif not samples:
         hidden -= {"reasonings", "individual_scores"}
+    batch_reply = details.get("batch_reply")
+    if isinstance(batch_reply, str):
+        hidden.add("batch_reply")
     if not subs:
         hidden.discard("sub_results")
     other = {k: v for k, v in details.items() if k not in hidden}
@@ -249,6 +273,7 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
         "error": r.error,
         "questions": questions,
         "samples": samples,
+        "batch_reply": batch_reply if isinstance(batch_reply, str) else "",
         "sub_results": subs,
         "other": _json(other) if other else "",
     }

@@ -80,7 +80,9 @@ class RunCatalog:
         return load_run(self.path_of(key))
 
     def runs(self) -> tuple[list[RunInfo], list[str]]:
-        runs = list_runs(self.runs_dir)
+        base = self.runs_dir.resolve()
+        # Only what path_of would serve: a symlink leading out of the runs directory is not listed.
+        runs = [r for r in list_runs(self.runs_dir) if r.path.resolve().parent == base]
         keys = [r.path.name for r in runs]
         listed = {r.path.resolve() for r in runs}
         for key, path in self.pinned.items():

@@ -1,0 +1,102 @@
+"""The HTML report is self-contained, shows every case, and renders hostile output as text.
+
+The Chromium tests load the file in a real browser: the report's own script must run
+(filters are wired, body[data-js=on]) while no payload from model output may run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from referee.report.html import MAX_FIELD_CHARS, render_html
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.execution import ExecutionResult
+from test_report_samples import (IMG_PAYLOAD, PAYLOAD, RAW_HTTP_MARKER, SCRIPT_PAYLOAD,
+                                 chromium_dom, sample_report)
+
+
+def _pwned(dom: str) -> list[str]:
+    """Traces a payload would have left in the rendered DOM."""
+    traces = []
+    if re.search(r"<title>[^<]*pwned", dom):
+        traces.append("title changed")
+    if re.search(r"<body[^>]*data-pwned", dom):
+        traces.append("body attribute set")
+    if '<b id="injected">' in dom:
+        traces.append("markup broke out of its container")
+    return traces
+
+
+def test_html_is_one_file_with_no_external_resources() -> None:
+    page = render_html(sample_report())
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href|action)\s*=\s*["']?(https?:)?//""", page, re.I)
+    assert "@import" not in page and "url(" not in page
+    assert page.count("<script") == 1 and page.count("<style") == 1
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    assert csp is not None
+    policy = csp.group(1)
+    assert "default-src 'none'" in policy and "unsafe-inline" not in policy
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", policy)
+
+
+def test_html_shows_summary_and_case_details() -> None:
+    page = render_html(sample_report())
+    for text in ("checkout-bot", "50.0%", "44.4%", "gpt-4o-mini", "anthropic/claude-haiku-4-5",
+                 "MODEL_ERROR", "TIMEOUT", "SKIPPED", "TimeoutError: upstream 504",
+                 "What is the refund window?", "30 days", "Refunds are accepted within 30 days.",
+                 "lookup_policy", "router → policy",
+                 "Does the answer state fact 2?", "unknown", "Unknown. The answer mentions it",
+                 "Curt but polite.", "Abrupt.", '{&#34;score&#34;: 0.5, &#34;reason&#34;: &#34;Abrupt.&#34;}',
+                 "Mostly matches.", "gemini-2.5-flash", "1 of 2 sub-criteria passed",
+                 "Book a table", "planner → booking", "judge unreachable after 3 attempts (HTTP 503)"):
+        assert text in page, text
+    assert page.count('<details class="case') == 9
+    assert len(re.findall(r'data-group="error"', page)) == 4
+    assert RAW_HTTP_MARKER not in page
+
+
+def test_html_escapes_every_payload() -> None:
+    page = render_html(sample_report())
+    body = page.split("<body", 1)[1].rsplit("<script>", 1)[0]
+    assert SCRIPT_PAYLOAD not in body and IMG_PAYLOAD not in body
+    assert "<img" not in body and "<svg" not in body and "<b id=" not in body
+    assert "&lt;/script&gt;&lt;script&gt;document.title=" in body
+    assert "&lt;img src=x onerror=" in body
+    # The payload's own "&amp;" must come out as the literal text "&amp;".
+    assert "&amp;amp;" in body
+
+
+def test_huge_output_is_cut_and_says_so() -> None:
+    case = CaseResult(eval_id="big", status=CaseStatus.PASSED,
+                      execution=ExecutionResult(actual_response="x" * (MAX_FIELD_CHARS + 500)))
+    page = render_html(EvalReport(name="big", cases=[case]))
+    assert "500 more character(s) not shown" in page
+    assert len(page) < MAX_FIELD_CHARS + 50_000
+
+
+def test_chromium_runs_the_report_script_and_no_payload(tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(render_html(sample_report()), encoding="utf-8")
+    dom = chromium_dom(path.as_uri(), tmp_path)
+    assert re.search(r'<body[^>]*data-js="on"', dom), "the report's own script did not run"
+    assert "9 of 9 case(s) shown" in dom
+    assert "<title>checkout-bot — referee report</title>" in dom
+    assert _pwned(dom) == []
+
+
+def test_chromium_csp_alone_stops_markup_that_escaped_escaping(tmp_path) -> None:
+    """Defence in depth: raw payload spliced into the page still cannot run under its CSP."""
+    page = render_html(sample_report())
+    spliced = page.replace("<h2>Cases</h2>", "<h2>Cases</h2>" + PAYLOAD, 1)
+    without_csp = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", spliced)
+    (tmp_path / "with.html").write_text(spliced, encoding="utf-8")
+    (tmp_path / "without.html").write_text(without_csp, encoding="utf-8")
+
+    dom = chromium_dom((tmp_path / "with.html").as_uri(), tmp_path)
+    assert re.search(r'<body[^>]*data-js="on"', dom), "the report's own script did not run"
+    assert "title changed" not in _pwned(dom) and "body attribute set" not in _pwned(dom)
+
+    # Control: the same page without its policy does run the payload, so the probe works.
+    control = chromium_dom((tmp_path / "without.html").as_uri(), tmp_path)
+    assert "title changed" in _pwned(control) and "body attribute set" in _pwned(control)
