@@ -307,3 +307,16 @@ def test_engine_rejects_bad_settings():
         Engine([], concurrency=0)
     with pytest.raises(ValueError, match="timeout"):
         Engine([], timeout=0)
+
+
+def test_ci_output_is_line_oriented_progress_plus_the_summary(capsys):
+    suite = EvalSuite("ci-run").add_cases([EvalCase(input=k) for k in ("good", "bad", "raise")])
+    suite.add_evaluator(Scripted())
+    suite.run(behaviour_model, save=False, concurrency=1)
+    out, err = capsys.readouterr()
+    assert "\x1b[" not in err  # no redraws or colour codes in a log
+    lines = err.splitlines()
+    assert lines[0] == "referee: running 3 case(s) for ci-run"
+    assert any(" FAILED " in line for line in lines)
+    assert any("MODEL_ERROR" in line and "RuntimeError: model crashed" in line for line in lines)
+    assert "ci-run" in out and "Errors by kind" in out
