@@ -187,3 +187,17 @@ async def test_api_key_never_in_messages_logs_or_cache(judge_server: ScriptedJud
     assert SECRET.encode() not in cache_file.read_bytes()
     rows = sqlite3.connect(str(cache_file)).execute("SELECT * FROM judge_replies").fetchall()
     assert rows and all(SECRET not in str(row) for row in rows)
+
+
+async def test_empty_replies_are_not_cached(judge_server: ScriptedJudgeServer,
+                                            tmp_path: Path) -> None:
+    judge_server.enqueue_faults(Fault.empty())
+    cfg = _cached_cfg(judge_server, tmp_path)
+    assert (await get_judge(cfg).complete("q")).text == ""
+    second = await get_judge(cfg).complete("q")
+    assert second.text == "Yes" and not second.cached
+
+
+async def test_sample_index_must_be_a_non_negative_int(judge_server: ScriptedJudgeServer) -> None:
+    with pytest.raises(ValueError, match="sample_index"):
+        await get_judge(judge_server.judge_config()).complete("q", sample_index=-1)

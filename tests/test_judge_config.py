@@ -174,3 +174,16 @@ async def test_missing_credentials_is_judge_unavailable() -> None:
     with pytest.raises(JudgeUnavailable, match="ANTHROPIC_API_KEY") as info:
         await get_judge(resolve_judge_config()).complete("hi")
     assert (info.value.provider, info.value.model) == ("anthropic", "claude-haiku-4-5")
+
+
+async def test_vertex_without_project_is_judge_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.errors import JudgeUnavailable
+    from referee.judge import get_judge
+
+    for name in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    cfg = judge_config_for_model("gemini-2.5-flash")
+    assert cfg is not None
+    with pytest.raises(JudgeUnavailable, match="google"):
+        await get_judge(cfg).complete("hi")

@@ -59,7 +59,14 @@ class _Endpoint:
         with self._lock:
             client = self._clients.get(loop)
             if client is None:
-                client = adapter_for(self.provider).make_client(self.base_url, self._api_key, cfg)
+                try:
+                    client = adapter_for(self.provider).make_client(self.base_url, self._api_key,
+                                                                    cfg)
+                except ProviderSetupError:
+                    raise
+                except Exception as exc:  # e.g. Vertex AI without a project or location
+                    raise ProviderSetupError(
+                        f"could not create the {self.provider} client: {exc}") from exc
                 self._clients[loop] = client
                 self.clients_created += 1
             return client
@@ -146,6 +153,8 @@ class Judge:
         """One judge reply; raises JudgeUnavailable when the provider cannot give one."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        if not isinstance(sample_index, int) or sample_index < 0:
+            raise ValueError(f"sample_index must be a non-negative int, got {sample_index!r}")
         if self._setup_error is not None or self._endpoint is None:
             raise self._unavailable(str(self._setup_error), self._setup_error)
         cfg = self.config
@@ -169,7 +178,9 @@ class Judge:
         started = time.monotonic()
         raw, attempts = await self._call_with_retries(request)
         latency = time.monotonic() - started
-        if cache is not None:
+        # An empty reply is a glitch more often than an answer; replaying it forever would turn
+        # one bad moment into a permanent UNKNOWN.
+        if cache is not None and raw.text.strip():
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
         return JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
