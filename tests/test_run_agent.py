@@ -189,3 +189,16 @@ async def test_user_simulator_without_a_provider_is_a_judge_error(monkeypatch):
     result = await simulator.run(refund_agent, SCENARIO)
     assert result.status == "JUDGE_ERROR"
     assert "No LLM provider available for the user simulator" in result.error
+
+
+async def test_default_config_without_a_judge_provider_is_a_judge_error_not_a_verdict(monkeypatch):
+    for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(var, raising=False)
+    evaluator = AgentEvaluator(lambda message: "Paris", save=False)  # EvalConfig.default()
+    report = await evaluator.evaluate([EvalCase(input="Capital of France?", expected_output="Paris")])
+    case = report.cases[0]
+    assert case.status == CaseStatus.JUDGE_ERROR
+    judged = case.get_criterion_result("response_match_score")
+    assert judged.score == 0.5 and judged.error_kind == "judge"  # document 000's fallback, flagged
+    assert report.evaluated == 0 and report.errors_by_kind == {"judge_error": 1}
+    assert report.summary.criterion_stats["response_match_score"].errors == 1
