@@ -53,9 +53,9 @@ def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = {}
     for criterion in criteria:
         name = str(getattr(criterion, "name", type(criterion).__name__))
-        judge = getattr(criterion, "judge", None)
-        if judge is not None and hasattr(judge, "model_dump"):
-            per[name] = judge.model_dump(mode="json")
+        judge = _resolved_judge(criterion)
+        if judge is not None:
+            per[name] = judge
             continue
         model = getattr(getattr(criterion, "config", None), "judge_model", None)
         if model and _is_llm_criterion(criterion):
@@ -64,6 +64,26 @@ def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
     if len(distinct) == 1:
         return dict(next(iter(per.values())))
     return {"per_criterion": per} if per else {}
+
+
+_JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "max_tokens")
+
+
+def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
+    """A document-001 evaluator's effective judge (per-evaluator > configure() > env > default)."""
+    resolve = getattr(criterion, "judge_config", None)
+    config = None
+    if callable(resolve):
+        try:
+            config = resolve()
+        except Exception:  # an unresolvable judge shows up as the case errors, not here
+            config = None
+    if config is None:
+        config = getattr(criterion, "judge", None)
+    if config is None or not hasattr(config, "model_dump"):
+        return None
+    data = config.model_dump(mode="json")
+    return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
 
 
 def _is_llm_criterion(criterion: Any) -> bool:
