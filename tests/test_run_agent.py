@@ -202,3 +202,24 @@ async def test_default_config_without_a_judge_provider_is_a_judge_error_not_a_ve
     assert judged.score == 0.5 and judged.error_kind == "judge"  # document 000's fallback, flagged
     assert report.evaluated == 0 and report.errors_by_kind == {"judge_error": 1}
     assert report.summary.criterion_stats["response_match_score"].errors == 1
+
+
+async def test_user_simulator_end_to_end_with_simulation_goals_through_the_sdk(judge_server,
+                                                                               monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("REFEREE_CACHE", "0")  # every request must reach the server
+
+    def respond(request) -> str:
+        if "numbered list of goals" in request.prompt:
+            return '{"achieved": [1], "reasoning": "The refund was approved."}'
+        return scripted_user(request)
+
+    judge_server.script.set_default(respond)
+    simulator = UserSimulator(model="gpt-4o-mini")  # default criterion: SimulationGoalsCriterion
+    result = await simulator.run(refund_agent, SCENARIO)
+    assert result.status == "PASSED", result.error
+    assert result.goals_achieved == ["get the refund approved"] and result.completed
+    assert result.criterion_scores == {"simulation_goals": 1.0}
+    models = {r.model for r in judge_server.requests}
+    assert models == {"gpt-4o-mini"} and judge_server.request_count == 3
