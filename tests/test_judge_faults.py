@@ -11,10 +11,10 @@ import time
 import pytest
 
 from referee.errors import JudgeUnavailable
-from referee.judge import configure, get_judge, parse_retry_after, parse_verdict, Verdict
+from referee.judge import Verdict, configure, get_judge, parse_retry_after, parse_verdict
 from referee.judge import retry as retry_module
 from referee.judge.client import _endpoint_for
-from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
+from referee.testing import DUMMY_API_KEY, FakeJudge, Fault, Reply, ScriptedJudgeServer
 
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
 
@@ -242,9 +242,11 @@ async def test_retries_are_logged_without_secrets(judge_server: ScriptedJudgeSer
                                                   sleeps: list[float],
                                                   caplog: pytest.LogCaptureFixture) -> None:
     judge_server.enqueue_faults(Fault.rate_limit(retry_after=1))
-    with caplog.at_level(logging.WARNING, logger="referee.judge"):
+    with caplog.at_level(logging.INFO, logger="referee.judge"):
         await get_judge(judge_server.judge_config(provider="openai")).complete("q")
     assert "HTTP 429" in caplog.text and "retry 1/4" in caplog.text
+    assert judge_server.requests[0].headers["authorization"].endswith(DUMMY_API_KEY)
+    assert DUMMY_API_KEY not in caplog.text
 
 
 async def test_unavailable_message_carries_the_providers_words(judge_server: ScriptedJudgeServer,

@@ -223,7 +223,8 @@ class Judge:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
                         f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from exc
-                logger.warning("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
+                # INFO, not WARNING: a handled retry is routine and a run may see hundreds.
+                logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                                self.model, info.summary, attempt, policy.max_retries, delay)
             await _retry.sleep(delay)
 

@@ -175,9 +175,6 @@ def get_configured() -> JudgeConfig | None:
         return _global_config
 
 
-_ENDPOINT_FIELDS = ("model", "base_url", "api_key")
-
-
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
     explicit = layer.model_fields_set
     switched = "provider" in explicit and layer.provider != merged["provider"]

@@ -36,14 +36,10 @@ _ids = itertools.count(1)
 _fakes: "weakref.WeakValueDictionary[str, FakeJudge]" = weakref.WeakValueDictionary()
 
 
-class _Headers(dict):  # type: ignore[type-arg]
-    pass
-
-
 class _FakeResponse:
     def __init__(self, status_code: int, headers: dict[str, str]) -> None:
         self.status_code = status_code
-        self.headers = _Headers(headers)
+        self.headers = dict(headers)
 
 
 class FakeHTTPError(Exception):
