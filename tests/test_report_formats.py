@@ -147,3 +147,30 @@ def test_unknown_format_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(ValueError, match="unknown report format 'pdf'; expected one of: console, json, junit, html"):
         write_reports(sample_report(), tmp_path, ["json", "pdf"])
     assert not (tmp_path / "results.json").exists()
+
+
+def test_console_neutralises_terminal_escapes_from_model_output() -> None:
+    import io
+
+    report = EvalReport(name="s\x1b]0;title\x07", cases=[CaseResult(
+        eval_id="x", name="x\x1b[2J", status=CaseStatus.MODEL_ERROR, error="boom \x1b[31mred\x9b")])
+    buf = io.StringIO()
+    render_console(report, Console(file=buf, force_terminal=True, width=120))
+    out = buf.getvalue()
+    assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x9b" not in out
+    assert "boom \ufffd[31mred\ufffd" in out
+
+
+def test_console_names_one_judge_per_criterion() -> None:
+    report = sample_report()
+    report.judge = {"per_criterion": {
+        "faithfulness": {"provider": "anthropic", "model": "claude-haiku-4-5", "api_key": "sk-nope"},
+        "response_evaluation_score": {"model": "gemini-2.5-flash"},
+        "tone": {"provider": "openai", "model": "llama3", "base_url": "http://127.0.0.1:8000/v1"},
+    }}
+    console = Console(record=True, width=300)
+    render_console(report, console)
+    text = console.export_text()
+    assert ("judge: faithfulness: anthropic/claude-haiku-4-5; response_evaluation_score: "
+            "gemini-2.5-flash; tone: openai/llama3 at http://127.0.0.1:8000/v1") in text
+    assert "sk-nope" not in text

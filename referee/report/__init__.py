@@ -1,5 +1,6 @@
 """Report model and renderers. Every format renders one stored run."""
 
+from referee.report.compare import Comparison, compare_reports
 from referee.report.model import (
     CaseResult,
     CaseStatus,
@@ -9,4 +10,5 @@ from referee.report.model import (
     EvalSummary,
 )
 
-__all__ = ["CaseResult", "CaseStatus", "CriterionStats", "ERROR_STATUSES", "EvalReport", "EvalSummary"]
+__all__ = ["CaseResult", "CaseStatus", "Comparison", "CriterionStats", "ERROR_STATUSES", "EvalReport",
+           "EvalSummary", "compare_reports"]

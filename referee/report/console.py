@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -11,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.store import redact_secrets
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
 # `view --dir` flag and the fail_threshold warning use the same line).
@@ -29,9 +32,35 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
+# Model output may carry terminal escape sequences; printed raw they could rewrite the screen.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _plain(text: str) -> str:
+    return _CONTROL.sub("\ufffd", text)
+
+
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_plain(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def judge_label(judge: dict[str, Any] | None) -> str:
+    """A person-readable name for the run's judge config (one, or one per criterion)."""
+    judge = redact_secrets(judge or {})
+
+    def one(cfg: dict[str, Any]) -> str:
+        model = cfg.get("model") or cfg.get("judge_model")
+        if not model:
+            return ", ".join(f"{k}={v}" for k, v in cfg.items() if isinstance(v, (str, int, float)))
+        provider = cfg.get("provider")
+        label = f"{provider}/{model}" if provider else str(model)
+        return label + (f" at {cfg['base_url']}" if cfg.get("base_url") else "")
+
+    per = judge.get("per_criterion")
+    if isinstance(per, dict) and per:
+        return "; ".join(f"{name}: {one(cfg)}" for name, cfg in per.items() if isinstance(cfg, dict))
+    return one(judge)
 
 
 def _failure_lines(case: CaseResult) -> list[str]:
@@ -54,20 +83,19 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal."""
     console = console or Console()
     title = report.name or report.eval_set_id or report.run_id
-    console.print(Text(f"referee run {report.run_id} — {title}", style="bold"))
+    console.print(Text(_plain(f"referee run {report.run_id} — {title}"), style="bold"))
     facts = []
     if report.model_id:
         facts.append(f"model: {report.model_id}")
-    judge = report.judge.get("model") if isinstance(report.judge, dict) else None
+    judge = judge_label(report.judge)
     if judge:
-        provider = report.judge.get("provider")
-        facts.append(f"judge: {provider + '/' if provider else ''}{judge}")
+        facts.append(f"judge: {judge}")
     facts.append(f"duration: {report.duration_seconds:.1f}s")
     if report.metadata.get("interrupted"):
         facts.append(
             f"INTERRUPTED: {report.total} of {report.metadata.get('expected_cases', '?')} cases finished"
         )
-    console.print(Text("  ".join(facts)))
+    console.print(Text(_plain("  ".join(facts))))
 
     totals = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("total", "evaluated", "passed", "failed", "errors", "skipped", "pass rate", "error rate"):
@@ -82,11 +110,11 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     if summary.criterion_stats:
         per = Table(title="Per evaluator", title_justify="left", box=box.SIMPLE_HEAD,
                     show_edge=False, pad_edge=False)
-        per.add_column("evaluator")
+        per.add_column("evaluator", overflow="fold")
         for col in ("passed", "failed", "errors", "skipped", "pass rate", "mean score"):
             per.add_column(col, justify="right")
         for name, s in summary.criterion_stats.items():
-            per.add_row(escape(name), str(s.passed), str(s.failed), str(s.errors), str(s.skipped),
+            per.add_row(escape(_plain(name)), str(s.passed), str(s.failed), str(s.errors), str(s.skipped),
                         _pct(s.pass_rate), f"{s.avg_score:.3f}")
         console.print(per)
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from referee.report.console import judge_label
 from referee.report.json_report import strip_raw_http
 from referee.report.model import CaseResult, CaseStatus, EvalReport
-from referee.report.store import redact_secrets
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
@@ -337,15 +337,6 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
     }
 
 
-def _judge_label(judge: dict[str, Any]) -> str:
-    judge = redact_secrets(judge or {})
-    model = judge.get("model") or judge.get("judge_model")
-    provider = judge.get("provider")
-    if model:
-        return f"{provider}/{model}" if provider else str(model)
-    return ", ".join(f"{k}={v}" for k, v in judge.items() if isinstance(v, (str, int, float)))
-
-
 def _summary_view(report: EvalReport) -> dict[str, Any]:
     by_status = Counter(c.status for c in report.cases)
     counts = [(s.value, by_status[s]) for s in CaseStatus]
@@ -364,7 +355,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "title": report.name or report.eval_set_id or report.run_id,
         "run_id": report.run_id,
         "model_id": report.model_id,
-        "judge": _judge_label(report.judge),
+        "judge": judge_label(report.judge),
         "started": _when(report.started_at),
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
         "usage": usage_text,
