@@ -141,3 +141,18 @@ async def test_rule_and_callback_scripting(judge_server: ScriptedJudgeServer) ->
     judge = get_judge(judge_server.judge_config(provider="anthropic"))
     assert (await judge.complete("Is Paris the capital of France?")).text == "Yes"
     assert (await judge.complete("abc")).text == "No (3 chars)"
+
+
+async def test_a_broken_responder_is_reported(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(lambda request: 1 / 0)
+    from referee.errors import JudgeUnavailable
+
+    with pytest.raises(JudgeUnavailable, match="scripted responder raised ZeroDivisionError"):
+        await get_judge(judge_server.judge_config(provider="openai", max_retries=0)).complete("q")
+    assert [type(e) for e in judge_server.errors] == [ZeroDivisionError]
+
+
+def test_judge_config_requires_a_running_server() -> None:
+    server = ScriptedJudgeServer()
+    with pytest.raises(RuntimeError, match="not running"):
+        server.judge_config()

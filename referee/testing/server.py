@@ -199,7 +199,14 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             request = owner._record(self, provider, api_style, model, prompt, system, temperature,
                                     max_tokens, body)
-            outcome = owner.script.decide(request)
+            try:
+                outcome = owner.script.decide(request)
+            except Exception as exc:
+                # A broken responder must show up in the test, not as a mysterious disconnect.
+                owner._responder_failed(exc)
+                self._send_json(500, _error_body(
+                    provider, 500, f"scripted responder raised {type(exc).__name__}: {exc}"))
+                return
             self._answer(request, outcome)
         finally:
             owner._leave()
@@ -301,6 +308,7 @@ class ScriptedJudgeServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._connections = 0
+        self._errors: list[BaseException] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -405,7 +413,17 @@ class ScriptedJudgeServer:
             self._max_in_flight = self._in_flight
             self._connections = 0
 
+    @property
+    def errors(self) -> list[BaseException]:
+        """Exceptions raised by scripted callbacks; each was answered with an HTTP 500."""
+        with self._lock:
+            return list(self._errors)
+
     # handler hooks
+    def _responder_failed(self, exc: BaseException) -> None:
+        with self._lock:
+            self._errors.append(exc)
+
     def _connection_opened(self) -> int:
         with self._lock:
             self._connections += 1
