@@ -174,3 +174,13 @@ def test_console_names_one_judge_per_criterion() -> None:
     assert ("judge: faithfulness: anthropic/claude-haiku-4-5; response_evaluation_score: "
             "gemini-2.5-flash; tone: openai/llama3 at http://127.0.0.1:8000/v1") in text
     assert "sk-nope" not in text
+
+
+def test_an_empty_run_renders_in_every_format() -> None:
+    report = EvalReport(name="empty")
+    suite = _junit(report).find("testsuite")
+    assert suite.get("tests") == "0" and suite.get("failures") == "0"
+    assert EvalReport.from_dict(json.loads(render_json(report))).total == 0
+    console = Console(record=True, width=120)
+    render_console(report, console)
+    assert "Failures" not in console.export_text() and "0.0%" in console.export_text()

@@ -100,3 +100,27 @@ def test_chromium_csp_alone_stops_markup_that_escaped_escaping(tmp_path) -> None
     # Control: the same page without its policy does run the payload, so the probe works.
     control = chromium_dom((tmp_path / "without.html").as_uri(), tmp_path)
     assert "title changed" in _pwned(control) and "body attribute set" in _pwned(control)
+
+
+def test_bare_and_empty_runs_render() -> None:
+    empty = render_html(EvalReport(name="nothing yet"))
+    assert "nothing yet" in empty and "0.0%" in empty and '<details class="case' not in empty
+    bare = CaseResult(eval_id="bare", status=CaseStatus.MODEL_ERROR, error="ValueError: no")
+    page = render_html(EvalReport(cases=[bare]))
+    assert "ValueError: no" in page and 'data-status="MODEL_ERROR"' in page
+
+
+def test_question_lists_of_other_shapes_render_as_rows() -> None:
+    from referee.result import CriterionResult
+
+    result = CriterionResult(
+        criterion="check", score=0.5, passed=False, threshold=0.7,
+        details={"questions": ["Is it polite?", "Is it short?"], "verdicts": ["yes", "no"],
+                 "raw_replies": ["Yes, very.", "No: 400 words."], "odd": {"nested": [1, 2]}},
+    )
+    case = CaseResult(eval_id="q", status=CaseStatus.FAILED, criterion_results=[result])
+    page = render_html(EvalReport(cases=[case]))
+    row = re.search(r"<tr><td class=\"num\">2</td><td>Is it short\?</td>.*?</tr>", page, re.S)
+    assert row is not None
+    assert 'class="v-no">no<' in row.group(0) and "No: 400 words." in row.group(0)
+    assert "&#34;nested&#34;" in page and "&#34;verdicts&#34;" not in page
