@@ -183,4 +183,5 @@ def test_an_empty_run_renders_in_every_format() -> None:
     assert EvalReport.from_dict(json.loads(render_json(report))).total == 0
     console = Console(record=True, width=120)
     render_console(report, console)
-    assert "Failures" not in console.export_text() and "0.0%" in console.export_text()
+    text = console.export_text()
+    assert "Failures" not in text and "0.0%" in text
