@@ -42,6 +42,14 @@ def test_resolution_fills_effective_values() -> None:
     cfg = resolve_judge_config()
     assert (cfg.provider, cfg.model) == ("anthropic", "claude-haiku-4-5")
     assert (cfg.temperature, cfg.max_tokens, cfg.timeout) == (0.0, 1024, 30.0)
+    assert cfg.reliability_sample == 5 and cfg.reliability_check is False
+
+
+def test_explicit_reliability_sample_wins() -> None:
+    configure(JudgeConfig(reliability_sample=9, reliability_check=True))
+    assert resolve_judge_config().reliability_sample == 9
+    cfg = resolve_judge_config(JudgeConfig(reliability_sample=3))
+    assert (cfg.reliability_sample, cfg.reliability_check) == (3, True)
 
 
 def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,6 +103,7 @@ def test_configure_rejects_other_types() -> None:
     ({"timeout": 0}, "positive number of seconds"),
     ({"model": " "}, "must not be empty"),
     ({"api_style": "completions"}, "chat"),
+    ({"reliability_sample": 0}, "reliability_sample must be at least 1"),
 ])
 def test_invalid_values_are_named(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -16,6 +16,8 @@ BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 EFFECTIVE_TEMPERATURE = 0.0
 EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
+# Not in document 001's table; the published implementation's default sample count.
+EFFECTIVE_RELIABILITY_SAMPLE = 5
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_RETRY_MAX_TOTAL_S = 120.0
@@ -40,6 +42,8 @@ class JudgeConfig(BaseModel):
 
     ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
     ("inherit"): an explicit value, including ``0.0``, always wins over a lower layer.
+    ``reliability_check``/``reliability_sample`` (re-judge a case N times to measure agreement)
+    are carried for the evaluators; the judge layer itself does not act on them.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -50,7 +54,8 @@ class JudgeConfig(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float | None = None
-    reliability_sample: float | None = None
+    reliability_sample: int | None = None
+    reliability_check: bool = False
     # referee extensions
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     api_style: Literal["chat", "responses"] = "chat"
@@ -106,9 +111,9 @@ class JudgeConfig(BaseModel):
 
     @field_validator("reliability_sample")
     @classmethod
-    def _fraction(cls, value: float | None) -> float | None:
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ValueError(f"reliability_sample must be between 0.0 and 1.0, got {value}")
+    def _sample_count(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"reliability_sample must be at least 1, got {value}")
         return value
 
     # Effective values: what a call actually uses when the field was left to inherit.
@@ -123,6 +128,10 @@ class JudgeConfig(BaseModel):
     @property
     def effective_timeout(self) -> float:
         return EFFECTIVE_TIMEOUT if self.timeout is None else self.timeout
+
+    @property
+    def effective_reliability_sample(self) -> int:
+        return EFFECTIVE_RELIABILITY_SAMPLE if self.reliability_sample is None else self.reliability_sample
 
     @property
     def effective_max_concurrency(self) -> int:
@@ -221,6 +230,8 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
         merged["max_tokens"] = EFFECTIVE_MAX_TOKENS
     if merged["timeout"] is None:
         merged["timeout"] = EFFECTIVE_TIMEOUT
+    if merged["reliability_sample"] is None:
+        merged["reliability_sample"] = EFFECTIVE_RELIABILITY_SAMPLE
     return JudgeConfig(**merged)
 
 
