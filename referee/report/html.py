@@ -108,11 +108,14 @@ def _clip(value: Any) -> Clipped | None:
     return Clipped(text, 0)
 
 
-def _json(value: Any) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str, sort_keys=False)
+def _cut(text: str) -> str:
     if len(text) > MAX_FIELD_CHARS:
-        text = text[:MAX_FIELD_CHARS] + f"\n… {len(text) - MAX_FIELD_CHARS} more character(s) not shown"
+        return text[:MAX_FIELD_CHARS] + f"\n… {len(text) - MAX_FIELD_CHARS} more character(s) not shown"
     return text
+
+
+def _json(value: Any) -> str:
+    return _cut(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _pct(value: float) -> str:
@@ -146,8 +149,8 @@ def _as_replies(value: Any) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, list):
-        return [v if isinstance(v, str) else _json(v) for v in value]
-    return [value if isinstance(value, str) else _json(value)]
+        return [_cut(v) if isinstance(v, str) else _json(v) for v in value]
+    return [_cut(value) if isinstance(value, str) else _json(value)]
 
 
 def _first(item: dict[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
@@ -198,7 +201,7 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
         else:
             verdict_class = _verdict_class(verdict)
         rows.append({
-            "question": question if isinstance(question, str) else _json(question),
+            "question": _cut(question) if isinstance(question, str) else _json(question),
             "expected": "—" if expected_answer is None else str(expected_answer),
             "verdict": "—" if verdict is None else str(verdict),
             "verdict_class": verdict_class,
@@ -214,8 +217,8 @@ def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(runs, list) and runs and all(isinstance(r, dict) and "score" in r for r in runs):
         return [{
             "score": f"{r['score']:.3f}" if isinstance(r["score"], (int, float)) else "no score",
-            "reasoning": str(r.get("reason") or r.get("reasoning") or ""),
-            "reply": str(r.get("raw_reply") or r.get("reply") or ""),
+            "reasoning": _cut(str(r.get("reason") or r.get("reasoning") or "")),
+            "reply": _cut(str(r.get("raw_reply") or r.get("reply") or "")),
         } for r in runs]
     reasonings = details.get("reasonings")
     scores = details.get("individual_scores")
@@ -227,7 +230,7 @@ def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
         reasoning = reasonings[i] if i < len(reasonings) else ""
         rows.append({
             "score": f"{score:.3f}" if isinstance(score, (int, float)) else ("—" if score is None else str(score)),
-            "reasoning": reasoning if isinstance(reasoning, str) else _json(reasoning),
+            "reasoning": _cut(reasoning) if isinstance(reasoning, str) else _json(reasoning),
             "reply": "",
         })
     return rows
@@ -269,11 +272,11 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
         "outcome": _outcome(r),
         "score": None if r.skipped else r.score,
         "threshold": r.threshold,
-        "reason": r.reason,
-        "error": r.error,
+        "reason": _cut(r.reason),
+        "error": _cut(r.error) if r.error else r.error,
         "questions": questions,
         "samples": samples,
-        "batch_reply": batch_reply if isinstance(batch_reply, str) else "",
+        "batch_reply": _cut(batch_reply) if isinstance(batch_reply, str) else "",
         "sub_results": subs,
         "other": _json(other) if other else "",
     }
@@ -281,7 +284,7 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
 
 def _calls(calls: Iterable[Any]) -> list[dict[str, str]]:
     return [{"name": c.name, "args": _json(c.args) if c.args else "{}",
-             "result": "" if c.result is None else (c.result if isinstance(c.result, str) else _json(c.result))}
+             "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))}
             for c in calls]
 
 
@@ -318,7 +321,7 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
         "group": _group(case.status),
         "name": case.name or (spec.display_name if spec else "") or case.eval_id,
         "eval_id": case.eval_id,
-        "error": error,
+        "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],
         "turns": turns,
         "input": _clip(spec.input) if spec is not None else None,
