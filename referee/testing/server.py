@@ -163,6 +163,9 @@ def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+    # Headers and body go out in two writes; with Nagle on, each keep-alive reply then waits
+    # for the client's delayed ACK (~40 ms), which swamps any latency a test scripts.
+    disable_nagle_algorithm = True
     server: "_HTTPServer"
 
     def setup(self) -> None:
