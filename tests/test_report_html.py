@@ -124,3 +124,14 @@ def test_question_lists_of_other_shapes_render_as_rows() -> None:
     assert row is not None
     assert 'class="v-no">no<' in row.group(0) and "No: 400 words." in row.group(0)
     assert "&#34;nested&#34;" in page and "&#34;verdicts&#34;" not in page
+
+
+def test_chromium_filters_from_the_url_fragment(tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(render_html(sample_report()), encoding="utf-8")
+    dom = chromium_dom(path.as_uri() + "#filter=error&q=upstream", tmp_path)
+    assert "1 of 9 case(s) shown" in dom
+    assert re.search(r'<button type="button" data-filter="error" aria-pressed="true">', dom)
+    visible = re.findall(r'<details class="case[^"]*" data-group="(\w+)" data-status="(\w+)">', dom)
+    assert visible == [("error", "MODEL_ERROR")]
+    assert len(re.findall(r"<details[^>]*hidden", dom)) == 8

@@ -70,11 +70,11 @@ def test_binds_loopback_only(tmp_path) -> None:
 def test_index_lists_runs_and_flags_high_error_rates(viewer) -> None:
     status, page, headers = _get(viewer, "/")
     assert status == 200 and headers["X-Content-Type-Options"] == "nosniff"
-    rows = re.findall(r"<tr(?: class=\"k-regression\")?><td><a href=\"/run/([^\"]+)\">.*?</tr>", page, re.S)
+    rows = re.findall(r"<tr(?: class=\"flagged\")?><td><a href=\"/run/([^\"]+)\">.*?</tr>", page, re.S)
     assert rows == ["20261129-130000-def456", "20261129-120000-abc123"]  # newest first
-    sample_row = re.search(r"<tr class=\"k-regression\"><td><a href=\"/run/20261129-120000-abc123\">.*?</tr>",
+    sample_row = re.search(r"<tr class=\"flagged\"><td><a href=\"/run/20261129-120000-abc123\">.*?</tr>",
                            page, re.S).group(0)
-    assert "50.0%" in sample_row and "44.4% ⚠" in sample_row and "2021" not in sample_row
+    assert "50.0%" in sample_row and "44.4% ⚠" in sample_row and "2026-09-21 14:13:20 UTC" in sample_row
     clean_row = re.search(r"<tr><td><a href=\"/run/20261129-130000-def456\">.*?</tr>", page, re.S).group(0)
     assert "100.0%" in clean_row and "⚠" not in clean_row
 
