@@ -10,7 +10,7 @@ match the retry bound exactly, and ``error_rate`` must count exactly the errored
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pytest
@@ -85,7 +85,6 @@ class Scenario:
     error_words: tuple[str, ...] = ()
     sleeps_ok: Callable[[list[float]], bool] | None = None
     timeout: float | None = None
-    extra: dict = field(default_factory=dict)
 
 
 PASS, JERR = CaseStatus.PASSED, CaseStatus.JUDGE_ERROR
