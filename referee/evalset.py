@@ -221,7 +221,8 @@ def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
 
 
 def _read_csv(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # strict: an unclosed quote must be an error, not a cell that swallows the rest of the file.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
         if header is None:
