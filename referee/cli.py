@@ -71,7 +71,8 @@ def load_python_file(path: Path) -> ModuleType:
     except CliError:
         raise
     except Exception as exc:
-        raise CliError(f"{path}: raised {type(exc).__name__} while loading: {exc}") from None
+        raise CliError(f"{path}: raised {type(exc).__name__} while loading: {_describe(exc)}"
+                       ) from None
     return module
 
 
@@ -327,9 +328,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except (InputError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
             TypeError) as exc:
-        return _fail(str(exc) or type(exc).__name__, EXIT_INPUT)
+        return _fail(_describe(exc), EXIT_INPUT)
     except Exception as exc:
-        return _fail(f"{type(exc).__name__}: {exc}", EXIT_INPUT)
+        return _fail(f"{type(exc).__name__}: {_describe(exc)}", EXIT_INPUT)
+
+
+def _describe(exc: BaseException) -> str:
+    """The error as one line; a pydantic error's own first line names no field, so name it."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.error_count():
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return f"{exc.title}: field '{where}': {message}{more}"
+    return str(exc) or type(exc).__name__
 
 
 def _fail(message: str, code: int) -> int:
