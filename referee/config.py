@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import typing
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,20 @@ class UserSimulatorConfig(BaseModel):
     temperature: float = 0.7
 
 
+def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the nested model that ``loc`` leads to (Optional[Model] unwrapped)."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        model = next((c for c in candidates
+                      if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
 class EvalConfig(BaseModel):
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
     user_simulator_config: UserSimulatorConfig | None = None
@@ -204,8 +219,14 @@ class EvalConfig(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise InputError(err["msg"], source=str(path),
-                             field=".".join(str(p) for p in err["loc"])) from None
+            loc = tuple(err["loc"])
+            expected = None
+            if err["type"] == "extra_forbidden":
+                # "Extra inputs are not permitted" alone does not say what the names could be.
+                known = _field_names_at(cls, loc[:-1])
+                expected = f"one of: {', '.join(known)}" if known else None
+            raise InputError(str(err["msg"]).removeprefix("Value error, "), source=str(path),
+                             field=".".join(str(p) for p in loc), expected=expected) from None
 
     def to_file(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
