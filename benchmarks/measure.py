@@ -1,0 +1,82 @@
+"""What every system runner measures about itself, and how it hands the numbers back.
+
+Each (system, workload) pair runs in a fresh subprocess, so ``ru_maxrss`` is that system's own
+peak. The runner records its resident set right after importing the system (the baseline every
+case adds to), times only the evaluation call, and writes one JSON object to ``--out``.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def peak_rss_kb() -> int:
+    # Linux reports kilobytes, macOS bytes.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class RunnerResult:
+    system: str
+    workload: str
+    cases: int
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    rss_peak_kb: int = 0
+    rss_baseline_kb: int = 0
+    report_bytes: int = 0
+    evaluations: int = 0          # (case, evaluator) results produced
+    passed_evaluations: int = 0
+    errored_evaluations: int = 0
+    settings: str = ""            # the concurrency/cache settings used, in words
+    notes: list[str] = field(default_factory=list)
+
+
+class Stopwatch:
+    """Wall and CPU time of one block."""
+
+    def __enter__(self) -> "Stopwatch":
+        self._wall, self._cpu = time.perf_counter(), cpu_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall_s = time.perf_counter() - self._wall
+        self.cpu_s = cpu_seconds() - self._cpu
+
+
+def runner_args(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--workload", choices=("rag", "agent"), required=True)
+    parser.add_argument("--cases", type=int, required=True)
+    parser.add_argument("--base-url", default="", help="OpenAI-compatible judge endpoint (…/v1)")
+    parser.add_argument("--cache-dir", default="", help="judge cache directory; empty: cache off")
+    parser.add_argument("--batched", action="store_true", help="referee only: batched QAG mode")
+    parser.add_argument("--report", required=True, help="where the system writes its JSON report")
+    parser.add_argument("--out", required=True, help="where this runner writes its measurements")
+    return parser.parse_args()
+
+
+def write_result(result: RunnerResult, report_path: str, out: str) -> None:
+    path = Path(report_path)
+    result.report_bytes = path.stat().st_size if path.exists() else 0
+    result.rss_peak_kb = peak_rss_kb()
+    Path(out).write_text(json.dumps(asdict(result), indent=2))
+
+
+def read_result(out: str | os.PathLike[str]) -> dict[str, Any]:
+    return json.loads(Path(out).read_text())

@@ -1,0 +1,354 @@
+"""Benchmark referee against multivon-eval and deepeval on the same workloads and judge.
+
+    python -m benchmarks.run                     # everything (tens of minutes on 2 cores)
+    python -m benchmarks.run --quick             # small sizes, a few minutes
+    python -m benchmarks.run --workloads W1,W3 --systems referee,multivon-eval --latency-ms 50
+
+One scripted judge (referee.testing.ScriptedJudgeServer) runs on 127.0.0.1 in this process and
+answers every system's own prompts (benchmarks.replies) after a fixed latency. Each
+(workload, system) pair runs in a fresh subprocess, so peak RSS is that system's alone; judge
+requests and tokens are counted at the server. The peers are installed on first use into a
+separate virtualenv (benchmarks.peers); referee runs in the current interpreter.
+
+Workloads: W1 RAG suite (Faithfulness, Hallucination, Relevance, AnswerAccuracy over cases with
+context and a reference answer); W2 agent suite (trajectory IN_ORDER with args, tool-name match,
+ROUGE, keywords; no judge); W3 W1 re-run with the judge cache warm; W4 W1 at several sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from benchmarks.measure import read_result
+from benchmarks.peers import DEFAULT_VENV, REPO_ROOT, ensure_peers
+from benchmarks.replies import reply_for
+
+SYSTEMS = ("referee", "referee-batched", "multivon-eval", "deepeval")
+WORKLOADS = ("W1", "W2", "W3", "W4")
+
+# How many judge requests each system keeps in flight at its default settings; the ideal time
+# of a judge-bound run is requests x latency / this.
+DEFAULT_REQUEST_CONCURRENCY = {
+    "referee": 16,            # JudgeConfig.max_concurrency default, per endpoint
+    "referee-batched": 16,
+    "multivon-eval": 8,       # suite.run workers=min(8, cases); one call at a time per worker
+    "deepeval": 20,           # AsyncConfig.max_concurrent (test cases in flight)
+}
+_RUNNER_MODULE = {
+    "referee": "benchmarks.systems.referee_runner",
+    "referee-batched": "benchmarks.systems.referee_runner",
+    "multivon-eval": "benchmarks.systems.multivon_eval",
+    "deepeval": "benchmarks.systems.deepeval_runner",
+}
+# deepeval has no deterministic ROUGE/keyword/argument checks outside its tracing layer.
+_SUPPORTS_AGENT = {"referee", "multivon-eval"}
+
+
+@dataclass
+class Sizes:
+    rag: int = 200
+    agent: int = 2000
+    scaling: tuple[int, ...] = (50, 200, 1000)
+
+    @classmethod
+    def quick(cls) -> "Sizes":
+        return cls(rag=20, agent=200, scaling=(10, 20, 50))
+
+
+@dataclass
+class Row:
+    workload: str
+    system: str
+    cases: int
+    wall_s: float
+    cpu_s: float
+    judge_requests: int
+    judge_tokens: int
+    max_in_flight: int
+    rss_peak_kb: int
+    rss_baseline_kb: int
+    report_bytes: int
+    evaluations: int
+    passed_evaluations: int
+    errored_evaluations: int
+    settings: str
+    ideal_s: float | None = None
+    efficiency: float | None = None
+    ratio_to_referee: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rss_per_case_kb(self) -> float:
+        return max(self.rss_peak_kb - self.rss_baseline_kb, 0) / max(self.cases, 1)
+
+    @property
+    def report_per_case_bytes(self) -> float:
+        return self.report_bytes / max(self.cases, 1)
+
+    @property
+    def evaluations_per_cpu_s(self) -> float:
+        return self.evaluations / self.cpu_s if self.cpu_s > 0 else 0.0
+
+
+class CountingResponder:
+    """The server's reply callback: the scripted text after the latency, tokens tallied."""
+
+    def __init__(self, latency_s: float) -> None:
+        from referee.testing.script import Reply, token_counts
+
+        self._reply_cls, self._token_counts = Reply, token_counts
+        self.latency_s = latency_s
+        self._lock = threading.Lock()
+        self.tokens = 0
+        self.failures: list[str] = []
+
+    def __call__(self, request: Any) -> Any:
+        try:
+            text = reply_for(request.body)
+        except ValueError as exc:
+            # A reply the system cannot parse would benchmark its error path; record it loudly.
+            with self._lock:
+                self.failures.append(str(exc)[:300])
+            text = "unscripted prompt"
+        reply = self._reply_cls(text=text, latency_s=self.latency_s)
+        used_in, used_out = self._token_counts(reply, request)
+        with self._lock:
+            self.tokens += used_in + used_out
+        return reply
+
+    def reset(self) -> None:
+        with self._lock:
+            self.tokens = 0
+            self.failures.clear()
+
+
+class Harness:
+    def __init__(self, *, latency_ms: float, sizes: Sizes, peer_python: Path | None,
+                 timeout_s: float, log: Callable[[str], None]) -> None:
+        from referee.testing import ScriptedJudgeServer
+
+        self.sizes = sizes
+        self.latency_s = latency_ms / 1000.0
+        self.peer_python = peer_python
+        self.timeout_s = timeout_s
+        self.log = log
+        self.responder = CountingResponder(self.latency_s)
+        self.server = ScriptedJudgeServer(reply=self.responder)
+        self.workdir = Path(tempfile.mkdtemp(prefix="referee-bench-"))
+        self.rows: list[Row] = []
+
+    def __enter__(self) -> "Harness":
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _python_for(self, system: str) -> str:
+        if system.startswith("referee"):
+            return sys.executable
+        if self.peer_python is None:
+            raise RuntimeError(f"{system} needs the benchmark virtualenv (do not pass --no-install "
+                               "without an existing one)")
+        return str(self.peer_python)
+
+    def run_one(self, workload: str, system: str, kind: str, cases: int, *,
+                cache_dir: Path | None = None, record: bool = True) -> Row:
+        tag = f"{workload}-{system}-{cases}-{len(self.rows)}"
+        report, out = self.workdir / f"{tag}.report.json", self.workdir / f"{tag}.out.json"
+        cwd = self.workdir / tag
+        cwd.mkdir()
+        command = [self._python_for(system), "-m", _RUNNER_MODULE[system], "--workload", kind,
+                   "--cases", str(cases), "--base-url", self.server.base_url("openai"),
+                   "--report", str(report), "--out", str(out)]
+        if cache_dir is not None:
+            command += ["--cache-dir", str(cache_dir)]
+        if system == "referee-batched":
+            command.append("--batched")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("OPENAI_BASE_URL", "JUDGE_PROVIDER", "JUDGE_MODEL", "REFEREE_CACHE",
+                            "REFEREE_CACHE_DIR", "MULTIVON_JUDGE_CACHE", "MULTIVON_CACHE_DIR")}
+        env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
+                   OPENAI_API_KEY="sk-loopback", PYTHONHASHSEED="0")
+        self.server.reset_record()
+        self.responder.reset()
+        self.log(f"  {workload:<3} {system:<16} {cases:>5} cases ...")
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=self.timeout_s)
+        if done.returncode != 0:
+            raise RuntimeError(f"{system} on {workload} failed (exit {done.returncode}):\n"
+                               f"{done.stderr[-3000:]}")
+        data = read_result(out)
+        row = Row(workload=workload, system=system, cases=cases, wall_s=data["wall_s"],
+                  cpu_s=data["cpu_s"], judge_requests=self.server.request_count,
+                  judge_tokens=self.responder.tokens, max_in_flight=self.server.max_in_flight,
+                  rss_peak_kb=data["rss_peak_kb"], rss_baseline_kb=data["rss_baseline_kb"],
+                  report_bytes=data["report_bytes"], evaluations=data["evaluations"],
+                  passed_evaluations=data["passed_evaluations"],
+                  errored_evaluations=data["errored_evaluations"], settings=data["settings"],
+                  notes=list(data.get("notes", [])))
+        if self.responder.failures:
+            row.notes.append(f"{len(self.responder.failures)} unscripted prompt(s): "
+                             f"{self.responder.failures[0]}")
+        if kind == "rag" and row.judge_requests:
+            row.ideal_s = (row.judge_requests * self.latency_s
+                           / DEFAULT_REQUEST_CONCURRENCY[system])
+            row.efficiency = row.ideal_s / row.wall_s if row.wall_s > 0 else None
+        if record:
+            self.rows.append(row)
+        return row
+
+    # Workloads ---------------------------------------------------------------------------
+    def w1(self, systems: list[str]) -> None:
+        for system in systems:
+            cache = self.fresh_cache(system) if system.startswith("referee") else None
+            self.run_one("W1", system, "rag", self.sizes.rag, cache_dir=cache)
+
+    def w2(self, systems: list[str]) -> None:
+        for system in systems:
+            if system in _SUPPORTS_AGENT:
+                self.run_one("W2", system, "agent", self.sizes.agent)
+            else:
+                self.log(f"  W2  {system:<16} skipped (no deterministic agent criteria)")
+
+    def w3(self, systems: list[str]) -> None:
+        for system in systems:
+            cache = self.fresh_cache(system)
+            self.log(f"  W3  {system:<16} filling its judge cache (not reported)")
+            self.run_one("W3", system, "rag", self.sizes.rag, cache_dir=cache, record=False)
+            self.run_one("W3", system, "rag", self.sizes.rag, cache_dir=cache)
+
+    def w4(self, systems: list[str]) -> None:
+        for size in self.sizes.scaling:
+            for system in systems:
+                cache = self.fresh_cache(system) if system.startswith("referee") else None
+                self.run_one(f"W4", system, "rag", size, cache_dir=cache)
+
+    def fresh_cache(self, system: str) -> Path:
+        path = Path(tempfile.mkdtemp(prefix=f"cache-{system}-", dir=self.workdir))
+        return path
+
+    def finish(self) -> list[Row]:
+        referee_wall = {(r.workload, r.cases): r.wall_s for r in self.rows if r.system == "referee"}
+        for row in self.rows:
+            base = referee_wall.get((row.workload, row.cases))
+            if base:
+                row.ratio_to_referee = row.wall_s / base
+        return self.rows
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_table(rows: list[Row], latency_ms: float) -> str:
+    header = ("workload", "system", "cases", "wall s", "x referee", "judge req", "judge tokens",
+              "in flight", "ideal s", "efficiency", "peak RSS MB", "RSS/case KB",
+              "report KB", "report/case B", "evals/CPU-s", "passed/evals")
+    lines = [header]
+    for r in rows:
+        lines.append((
+            r.workload, r.system, str(r.cases), f"{r.wall_s:.2f}", _fmt(r.ratio_to_referee, ".2f"),
+            str(r.judge_requests), str(r.judge_tokens), str(r.max_in_flight),
+            _fmt(r.ideal_s, ".2f"), _fmt(r.efficiency, ".2f"), f"{r.rss_peak_kb / 1024:.0f}",
+            f"{r.rss_per_case_kb:.1f}", f"{r.report_bytes / 1024:.0f}",
+            f"{r.report_per_case_bytes:.0f}",
+            f"{r.evaluations_per_cpu_s:,.0f}" if r.workload == "W2" else "-",
+            f"{r.passed_evaluations}/{r.evaluations}" + (f" ({r.errored_evaluations} err)"
+                                                          if r.errored_evaluations else ""),
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = [f"judge latency {latency_ms:g} ms per request; ideal = requests x latency / "
+           f"the system's default request concurrency"]
+    for i, line in enumerate(lines):
+        out.append("  ".join(cell.ljust(w) if j < 2 else cell.rjust(w)
+                             for j, (cell, w) in enumerate(zip(line, widths))))
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    notes = sorted({f"{r.system}: {n}" for r in rows for n in r.notes}
+                   | {f"{r.system}: {r.settings}" for r in rows})
+    out.append("")
+    out.extend(f"* {n}" for n in notes)
+    return "\n".join(out)
+
+
+def run_benchmarks(workloads: list[str], systems: list[str], *, latency_ms: float = 50.0,
+                   sizes: Sizes | None = None, install: bool = True,
+                   venv_dir: Path = DEFAULT_VENV, timeout_s: float = 3600.0,
+                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> list[Row]:
+    """Run the chosen workloads for the chosen systems; returns one Row per measured run."""
+    bad = [w for w in workloads if w not in WORKLOADS] + [s for s in systems if s not in SYSTEMS]
+    if bad:
+        raise ValueError(f"unknown workload/system {bad}; workloads: {', '.join(WORKLOADS)}; "
+                         f"systems: {', '.join(SYSTEMS)}")
+    peers = [s for s in systems if not s.startswith("referee")]
+    peer_python = None
+    if peers:
+        peer_python = ensure_peers(peers, venv_dir, log=log) if install else \
+            Path(venv_dir) / "bin" / "python"
+    with Harness(latency_ms=latency_ms, sizes=sizes or Sizes(), peer_python=peer_python,
+                 timeout_s=timeout_s, log=log) as harness:
+        for workload in workloads:
+            getattr(harness, workload.lower())(systems)
+        return harness.finish()
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes (W1 20, W2 200, W4 10/20/50)")
+    parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency (default 50)")
+    parser.add_argument("--workloads", type=_csv, default=list(WORKLOADS),
+                        help="comma-separated subset of W1,W2,W3,W4 (default all)")
+    parser.add_argument("--systems", type=_csv, default=list(SYSTEMS),
+                        help=f"comma-separated subset of {','.join(SYSTEMS)} (default all)")
+    parser.add_argument("--rag-cases", type=int, help="W1/W3 size (default 200)")
+    parser.add_argument("--agent-cases", type=int, help="W2 size (default 2000)")
+    parser.add_argument("--w4-sizes", type=_csv, help="W4 sizes (default 50,200,1000)")
+    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="peer virtualenv")
+    parser.add_argument("--no-install", action="store_true", help="use the peer venv as it is")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="per-run limit in seconds")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    args = parser.parse_args(argv)
+
+    sizes = Sizes.quick() if args.quick else Sizes()
+    if args.rag_cases:
+        sizes.rag = args.rag_cases
+    if args.agent_cases:
+        sizes.agent = args.agent_cases
+    if args.w4_sizes:
+        sizes.scaling = tuple(int(s) for s in args.w4_sizes)
+    try:
+        rows = run_benchmarks(args.workloads, args.systems, latency_ms=args.latency_ms,
+                              sizes=sizes, install=not args.no_install, venv_dir=args.venv,
+                              timeout_s=args.timeout)
+    except (ValueError, RuntimeError) as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 2
+    print(format_table(rows, args.latency_ms))
+    if args.json:
+        args.json.write_text(json.dumps(
+            [asdict(r) | {"rss_per_case_kb": r.rss_per_case_kb,
+                          "report_per_case_bytes": r.report_per_case_bytes,
+                          "evaluations_per_cpu_s": r.evaluations_per_cpu_s} for r in rows],
+            indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

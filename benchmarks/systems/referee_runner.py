@@ -1,0 +1,91 @@
+"""referee runner, executed with the interpreter referee is installed in.
+
+W1/W3/W4 use ``EvalSuite.run`` at its defaults (8 cases at a time, the judge layer's 16
+concurrent requests per endpoint, all questions of a case in flight together, the SQLite judge
+cache on, the run stored to a run directory); ``--batched`` switches every evaluator to
+``batch=True``. W2 uses ``AgentEvaluator`` with the four deterministic criteria and its default
+``EvalConfig`` settings (sequential cases).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb, runner_args, write_result
+from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, rag_cases
+
+
+def run_rag(args, result: RunnerResult):
+    from referee import EvalCase, EvalSuite, JudgeConfig, configure
+    from referee.evaluators import AnswerAccuracy, Faithfulness, Hallucination, Relevance
+
+    configure(JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=args.base_url,
+                          api_key="sk-loopback", cache=bool(args.cache_dir)))
+    data = rag_cases(args.cases)
+    suite = EvalSuite(f"bench-{args.workload}")
+    suite.add_cases([EvalCase(input=c["input"], context=c["context"],
+                              expected_output=c["expected_output"]) for c in data])
+    suite.add_evaluators(Faithfulness(batch=args.batched), Hallucination(batch=args.batched),
+                         Relevance(batch=args.batched), AnswerAccuracy(batch=args.batched))
+    outputs = {c["input"]: c["output"] for c in data}
+    result.settings = ("EvalSuite.run defaults: 8 cases at once, 16 judge requests per endpoint, "
+                       "questions of a case concurrent, "
+                       + ("judge cache on" if args.cache_dir else "judge cache off")
+                       + (", batched QAG" if args.batched else ", one request per question"))
+    result.rss_baseline_kb = peak_rss_kb()
+    runs_dir = tempfile.mkdtemp(prefix="referee-bench-runs-")
+    with Stopwatch() as watch:
+        report = suite.run(lambda prompt: outputs[prompt], verbose=False, runs_dir=runs_dir)
+    return report, watch
+
+
+def run_agent(args, result: RunnerResult):
+    from referee import (AgentEvaluator, CriteriaConfig, CriterionConfig, EvalCase, EvalConfig,
+                         ExecutionResult, MatchType, ToolCall)
+
+    data = agent_cases(args.cases)
+    cases = [EvalCase.single_turn(c["input"], c["expected_output"],
+                                  expected_tool_trajectory=[ToolCall(**t) for t in c["expected_tool_calls"]])
+             for c in data]
+    actual = {c["input"]: ExecutionResult(actual_response=c["output"],
+                                          tool_calls=[ToolCall(**t) for t in c["actual_tool_calls"]])
+              for c in data}
+
+    async def agent(user_message: str) -> ExecutionResult:
+        return actual[user_message]
+
+    config = EvalConfig(criteria=CriteriaConfig(
+        trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.IN_ORDER,
+                                              check_args=True),
+        tool_name_match=CriterionConfig.tool_name_match(threshold=1.0),
+        rouge_match=CriterionConfig.rouge_match(threshold=0.3),
+        contains_keywords=CriterionConfig.contains_keywords(keywords=AGENT_KEYWORDS),
+    ))
+    evaluator = AgentEvaluator(agent, config, runs_dir=tempfile.mkdtemp(prefix="referee-bench-runs-"))
+    result.settings = "AgentEvaluator defaults (sequential cases), async agent, run stored"
+    result.rss_baseline_kb = peak_rss_kb()
+    with Stopwatch() as watch:
+        report = evaluator.evaluate_sync(cases)
+    return report, watch
+
+
+def main() -> None:
+    args = runner_args(__doc__ or "")
+    if args.cache_dir:
+        os.environ["REFEREE_CACHE_DIR"] = args.cache_dir
+    name = "referee (batched)" if args.batched else "referee"
+    result = RunnerResult(system=name, workload=args.workload, cases=args.cases)
+    report, watch = (run_rag if args.workload == "rag" else run_agent)(args, result)
+    result.wall_s, result.cpu_s = watch.wall_s, watch.cpu_s
+    report.to_file(args.report)
+    for case in report.cases:
+        for r in case.criterion_results:
+            result.evaluations += 1
+            result.passed_evaluations += bool(r.passed)
+            result.errored_evaluations += r.error_kind is not None
+    write_result(result, args.report, args.out)
+
+
+if __name__ == "__main__":
+    main()
