@@ -54,6 +54,10 @@ class _Endpoint:
             weakref.WeakKeyDictionary())
         self.clients_created = 0
 
+    @property
+    def api_key(self) -> str | None:
+        return self._api_key
+
     def client(self, cfg: JudgeConfig) -> Any:
         loop = asyncio.get_running_loop()
         with self._lock:
@@ -143,8 +147,11 @@ class Judge:
                                   max_total_s=self.config.effective_retry_max_total_s)
 
     def _unavailable(self, message: str, cause: BaseException | None) -> JudgeUnavailable:
-        text = _redact(f"judge {self.provider}/{self.model} unavailable: {message}",
-                       self.config.api_key_value())
+        text = f"judge {self.provider}/{self.model} unavailable: {message}"
+        # The key in use may have come from the environment, not the config: redact both.
+        for secret in (self.config.api_key_value(),
+                       self._endpoint.api_key if self._endpoint is not None else None):
+            text = _redact(text, secret)
         return JudgeUnavailable(text, provider=self.provider, model=self.model, cause=cause)
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
@@ -207,7 +214,7 @@ class Judge:
             except asyncio.CancelledError:
                 raise
             except ProviderSetupError as exc:
-                raise self._unavailable(str(exc), exc) from exc
+                raise self._unavailable(str(exc), exc) from None
             except Exception as exc:
                 if not _retry.is_provider_failure(exc):
                     raise  # a bug, not an outage: it must surface as an evaluator error
@@ -215,14 +222,16 @@ class Judge:
                 detail = _detail(exc)
                 summary = f"{info.summary}: {detail}" if detail else info.summary
                 if not info.retryable:
-                    raise self._unavailable(f"{summary}, not retryable", exc) from exc
+                    # from None: a chained traceback would print the provider's own,
+                    # unredacted text (which may echo the key); it stays on .cause.
+                    raise self._unavailable(f"{summary}, not retryable", exc) from None
                 delay = policy.delay(attempt - 1, info.retry_after)
                 out_of_attempts = attempt > policy.max_retries
                 out_of_time = time.monotonic() + delay > deadline
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
-                        f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from exc
+                        f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from None
                 # INFO, not WARNING: a handled retry is routine and a run may see hundreds.
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                                self.model, info.summary, attempt, policy.max_retries, delay)
