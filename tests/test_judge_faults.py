@@ -160,12 +160,15 @@ async def test_bugs_are_not_disguised_as_outages(judge_server: ScriptedJudgeServ
 async def test_connection_and_client_are_reused(judge_server: ScriptedJudgeServer, provider: str,
                                                 api_style: str) -> None:
     cfg = judge_server.judge_config(provider=provider, api_style=api_style)
+    # Counted as a difference: an earlier test's server may have had this port.
+    endpoint = _endpoint_for(cfg)
+    clients_before = endpoint.clients_created
     for _ in range(3):
         await get_judge(cfg).complete("q")  # a fresh Judge object each time
     await get_judge(cfg.model_copy(update={"model": "another-model"})).complete("q")
     assert judge_server.request_count == 4
     assert judge_server.connection_count == 1
-    assert _endpoint_for(cfg).clients_created == 1
+    assert endpoint.clients_created - clients_before == 1
 
 
 async def test_concurrency_cap_is_respected(judge_server: ScriptedJudgeServer) -> None:
@@ -193,6 +196,8 @@ def test_limit_holds_across_event_loops_and_threads(judge_server: ScriptedJudgeS
     # The engine may run on a private loop in a worker thread next to the caller's own loop.
     judge_server.set_reply(Reply("Yes", latency_s=0.05))
     cfg = judge_server.judge_config(provider="openai", max_concurrency=3)
+    endpoint = _endpoint_for(cfg)
+    clients_before = endpoint.clients_created
     results: list[int] = []
     errors: list[BaseException] = []
 
@@ -213,7 +218,7 @@ def test_limit_holds_across_event_loops_and_threads(judge_server: ScriptedJudgeS
         thread.join(timeout=60)
     assert not errors and results == [8, 8, 8]
     assert judge_server.max_in_flight <= 3
-    assert _endpoint_for(cfg).clients_created == 3  # one client per loop, one shared limit
+    assert endpoint.clients_created - clients_before == 3  # one client per loop, one limit
 
 
 async def test_cancelled_waiters_do_not_leak_slots() -> None:

@@ -156,3 +156,20 @@ def test_judge_config_requires_a_running_server() -> None:
     server = ScriptedJudgeServer()
     with pytest.raises(RuntimeError, match="not running"):
         server.judge_config()
+
+
+async def test_each_server_instance_is_its_own_endpoint() -> None:
+    import openai
+
+    with ScriptedJudgeServer("one") as first, ScriptedJudgeServer("two") as second:
+        assert first.base_url() != second.base_url()
+        assert first.base_url().startswith(first.url)
+        await get_judge(first.judge_config(provider="openai")).complete("q")
+        assert first.requests[0].path == "/v1/chat/completions"  # recorded without the prefix
+        # The bare URL is served as well, for clients that build their own paths.
+        client = openai.AsyncOpenAI(api_key="k", base_url=f"{second.url}/v1", max_retries=0)
+        reply = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "q"}])
+        await client.close()
+        assert reply.choices[0].message.content == "two"
+        assert second.requests[0].path == "/v1/chat/completions"

@@ -180,28 +180,32 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         owner = self.server.owner
+        # Requests via base_url() carry the instance prefix; record them as the SDK's own path.
+        path = self.path
+        if path.startswith(owner._prefix):
+            path = path[len(owner._prefix):] or "/"
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("body is not a JSON object")
-            parsed = _parse_request(self.path, body)
+            parsed = _parse_request(path, body)
         except LookupError:
-            self._send_json(404, {"error": {"message": f"no scripted route for {self.path}"}})
+            self._send_json(404, {"error": {"message": f"no scripted route for {path}"}})
             return
         except ValueError as exc:
             self._send_json(400, {"error": {"message": f"bad request body: {exc}"}})
             return
-        if body.get("stream") or ":streamGenerateContent" in self.path:
+        if body.get("stream"):
             self._send_json(400, {"error": {"message": "the scripted judge does not stream; "
                                                        "call without stream=True"}})
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         owner._enter()
         try:
-            request = owner._record(self, provider, api_style, model, prompt, system, temperature,
-                                    max_tokens, body)
+            request = owner._record(self, path, provider, api_style, model, prompt, system,
+                                    temperature, max_tokens, body)
             try:
                 outcome = owner.script.decide(request)
             except Exception as exc:
@@ -313,6 +317,9 @@ class ScriptedJudgeServer:
         self._connections = 0
         self._errors: list[BaseException] = []
         self._stopping = threading.Event()
+        # A per-instance path prefix in base_url(): a later server that happens to get the same
+        # port still has a different endpoint, so cache keys and client pools never carry over.
+        self._prefix = f"/scripted-{uuid.uuid4().hex[:12]}"
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -356,8 +363,13 @@ class ScriptedJudgeServer:
         return f"http://{self._host}:{self.port}"
 
     def base_url(self, provider: str = "openai") -> str:
-        """The base URL each SDK expects: OpenAI's includes /v1, the others add their own."""
-        return f"{self.url}/v1" if provider == "openai" else self.url
+        """The base URL each SDK expects: OpenAI's includes /v1, the others add their own.
+
+        It carries a prefix unique to this server instance (recorded paths omit it); ``url``
+        without the prefix is served too.
+        """
+        root = f"{self.url}{self._prefix}"
+        return f"{root}/v1" if provider == "openai" else root
 
     def judge_config(self, provider: str = "openai", model: str | None = None,
                      api_style: str = "chat", **overrides: Any) -> JudgeConfig:
@@ -441,12 +453,12 @@ class ScriptedJudgeServer:
         with self._lock:
             self._in_flight -= 1
 
-    def _record(self, handler: _Handler, provider: str, api_style: str, model: str, prompt: str,
-                system: str | None, temperature: float | None, max_tokens: int | None,
-                body: dict[str, Any]) -> RecordedRequest:
+    def _record(self, handler: _Handler, path: str, provider: str, api_style: str, model: str,
+                prompt: str, system: str | None, temperature: float | None,
+                max_tokens: int | None, body: dict[str, Any]) -> RecordedRequest:
         with self._lock:
             request = RecordedRequest(
-                index=len(self._requests), method=handler.command, path=handler.path,
+                index=len(self._requests), method=handler.command, path=path,
                 provider=provider, api_style=api_style, model=model, prompt=prompt,
                 system=system, temperature=temperature, max_tokens=max_tokens, body=body,
                 headers={k.lower(): v for k, v in handler.headers.items()},
