@@ -26,6 +26,8 @@ VERDICT_TABLE = [
     ("\"Yes\"", YES),
     ("- No.", NO),
     ("## Yes\nThe claim appears verbatim.", YES),
+    ("Yes, no doubt about it.", YES),
+    ("No or yes", UNKNOWN),
     # JSON and code fences
     ('{"answer": "no"}', NO),
     ('{"answer": "Yes", "reason": "stated in paragraph 2"}', YES),

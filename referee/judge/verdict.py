@@ -25,7 +25,7 @@ _LABEL = re.compile(
 )
 _LEADING_NOISE = re.compile(r"^[\s\"'“”‘’«»\[\](){}.,:;!?¿¡\-–—•·|]+")
 # Both verdict words joined: "yes and no", "yes or no", "yes/no", "no-or-yes".
-_BOTH = re.compile(r"^(yes|no)\s*(?:and|or|/|\\|,|&)\s*(yes|no)(?![A-Za-z])", re.IGNORECASE)
+_BOTH = re.compile(r"^(yes|no)\s*(?:and|or|/|\\|&)\s*(yes|no)(?![A-Za-z])", re.IGNORECASE)
 # A lone verdict word under one of these is not a verdict ("I can't say yes", "not sure").
 _HEDGE = re.compile(
     r"\b(?:cannot|can't|can’t|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
