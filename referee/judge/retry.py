@@ -28,7 +28,8 @@ class RetryPolicy:
     retry_after_cap_s: float = RETRY_AFTER_CAP_S
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Full-jitter exponential backoff for retry number ``attempt`` (0-based)."""
+        """Exponential backoff with jitter for retry number ``attempt`` (0-based): a draw from
+        the upper half of the step, so concurrent callers spread out yet never retry instantly."""
         ceiling = min(self.max_delay_s, self.initial_delay_s * (2 ** attempt))
         return (rng or random).uniform(ceiling / 2, ceiling)
 
