@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
@@ -85,3 +88,50 @@ class CaseJudge:
                         self.faults_served += 1
                         return plan.fault
         return good_reply(request, good=case not in self.bad)
+
+
+# Payloads that leave a visible trace in the DOM if they ever run or break out of their place.
+# The traces are computed ("pw" + "ned"), so the payload's own text, shown escaped, has none.
+SCRIPT_PAYLOAD = '</script><script>document.title="pw"+"ned"</script>'
+IMG_PAYLOAD = "<img src=x onerror=\"document.body.setAttribute('data-pw'+'ned','onerror')\">"
+SVG_PAYLOAD = "<svg/onload=\"document.body.setAttribute('data-pw'+'ned','onload')\">"
+BREAKOUT_PAYLOAD = "</pre></td></details><b id=\"escaped-markup\">x</b>"
+HOSTILE = SCRIPT_PAYLOAD + IMG_PAYLOAD + SVG_PAYLOAD + BREAKOUT_PAYLOAD
+assert "pwned" not in HOSTILE
+
+
+def payload_traces(dom: str) -> list[str]:
+    """What a payload that ran, or markup that escaped its text node, leaves in the DOM."""
+    traces = []
+    if re.search(r"<title>[^<]*pwned", dom):
+        traces.append("a script changed the title")
+    if re.search(r"<body[^>]*data-pwned", dom):
+        traces.append("an event handler ran")
+    if '<b id="escaped-markup"' in dom:
+        traces.append("markup escaped its container")
+    return traces
+
+
+def find_chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise AssertionError(
+        "headless Chromium is required to prove that reports render model output inert, and "
+        "none was found on PATH (chromium, chromium-browser, google-chrome); install it with "
+        "`apt-get install -y chromium` (.ci/run does this)")
+
+
+def rendered_dom(url: str, profile: Path) -> str:
+    """The DOM once the page has loaded and its scripts and handlers had their chance to run."""
+    profile.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-extensions", "--disable-background-networking", "--disable-sync",
+         "--disable-component-update", f"--user-data-dir={profile}",
+         "--virtual-time-budget=2000", "--dump-dom", url],
+        capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, f"chromium failed ({done.returncode}): {done.stderr[-1500:]}"
+    assert "<body" in done.stdout, f"chromium returned no DOM: {done.stderr[-1500:]}"
+    return done.stdout
