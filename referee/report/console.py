@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich import box
 from rich.console import Console
@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.model import CaseResult, CaseStatus, CriterionStats, EvalReport
 from referee.report.store import redact_secrets
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
@@ -110,12 +110,24 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     if summary.criterion_stats:
         per = Table(title="Per evaluator", title_justify="left", box=box.SIMPLE_HEAD,
                     show_edge=False, pad_edge=False)
-        per.add_column("evaluator", overflow="fold")
-        for col in ("passed", "failed", "errors", "skipped", "pass rate", "mean score"):
-            per.add_column(col, justify="right")
-        for name, s in summary.criterion_stats.items():
-            per.add_row(escape(_plain(name)), str(s.passed), str(s.failed), str(s.errors), str(s.skipped),
-                        _pct(s.pass_rate), f"{s.avg_score:.3f}")
+        # Evaluator names are identifiers; folding them mid-word makes them unreadable. Columns
+        # that would be all zeros are left out so the table fits an 80-column CI log.
+        stats = summary.criterion_stats
+        columns: list[tuple[str, Callable[[CriterionStats], str]]] = [
+            ("passed", lambda s: str(s.passed)),
+            ("failed", lambda s: str(s.failed)),
+        ]
+        if any(s.errors for s in stats.values()):
+            columns.append(("errors", lambda s: str(s.errors)))
+        if any(s.skipped for s in stats.values()):
+            columns.append(("skipped", lambda s: str(s.skipped)))
+        columns += [("pass rate", lambda s: _pct(s.pass_rate)), ("mean", lambda s: f"{s.avg_score:.3f}")]
+        widest = max(len(_plain(name)) for name in stats)
+        per.add_column("evaluator", no_wrap=True, overflow="ellipsis", min_width=min(widest, 36))
+        for col, _ in columns:
+            per.add_column(col, justify="right", no_wrap=True, min_width=max(len(col), 5))
+        for name, s in stats.items():
+            per.add_row(escape(_plain(name)), *(cell(s) for _, cell in columns))
         console.print(per)
 
     if report.errors:
