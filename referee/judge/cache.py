@@ -107,6 +107,9 @@ class JudgeCache:
                                    check_same_thread=False,
                                    isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
+            # A lost cache entry costs one judge call; an fsync per reply blocks the event loop
+            # on every judge call. In WAL mode NORMAL keeps the file consistent without it.
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             if _is_lock_error(exc):

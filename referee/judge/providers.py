@@ -99,27 +99,37 @@ class OpenAIAdapter:
         if system:
             messages.append({"role": "system", "content": system})
         messages.append({"role": "user", "content": request.prompt})
-        params: dict[str, Any] = {"model": request.model, "messages": messages,
-                                  "timeout": request.timeout}
+        body: dict[str, Any] = {"model": request.model, "messages": messages}
         if _OPENAI_REASONING.match(request.model):
-            params["max_completion_tokens"] = request.max_tokens
+            body["max_completion_tokens"] = request.max_tokens
         else:
-            params["max_tokens"] = request.max_tokens
-            params["temperature"] = request.temperature
+            body["max_tokens"] = request.max_tokens
+            body["temperature"] = request.temperature
         if request.json_mode:
-            params["response_format"] = {"type": "json_object"}
-        response = await client.chat.completions.create(**params)
-        choices = getattr(response, "choices", None)
+            body["response_format"] = {"type": "json_object"}
+        # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
+        # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
+        # CPU, not the provider, bounds throughput. post() keeps the SDK's client, auth, errors
+        # and timeouts, and the reply is read as the JSON it is.
+        import httpx
+
+        response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
+                                     options={"timeout": request.timeout})
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise MalformedReply(f"Chat Completions reply is not JSON: {exc}") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedReply("Chat Completions reply has no choices")
         text = ""
-        if choices:
-            message = getattr(choices[0], "message", None)
-            text = getattr(message, "content", None) or ""
-        usage = getattr(response, "usage", None)
-        return RawReply(text=text, input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
-                        output_tokens=_int(getattr(usage, "completion_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model)
+        if choices and isinstance(choices[0], dict):
+            message = choices[0].get("message")
+            text = (message.get("content") if isinstance(message, dict) else None) or ""
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
+                        output_tokens=_int(usage.get("completion_tokens", 0)),
+                        model=data.get("model") or request.model)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
