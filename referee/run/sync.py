@@ -16,16 +16,22 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     Jupyter and pytest-asyncio already run a loop on this thread, where ``asyncio.run`` refuses
     to start. Blocking that loop while the worker finishes is what a sync call means there.
     """
+    outcome: dict[str, Any] = {}
+
+    async def main() -> None:
+        # The value travels outside the task: asyncio.run's SIGINT bookkeeping ends up calling
+        # repr() on the main task, which would render a whole report (seconds on large runs).
+        outcome["value"] = await coro
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-
-    outcome: dict[str, Any] = {}
+        asyncio.run(main())
+        return outcome["value"]
 
     def worker() -> None:
         try:
-            outcome["value"] = asyncio.run(coro)
+            asyncio.run(main())
         except BaseException as exc:  # re-raised on the caller's thread
             outcome["error"] = exc
 
