@@ -44,6 +44,10 @@ class RunnerResult:
     passed_evaluations: int = 0
     errored_evaluations: int = 0
     settings: str = ""            # the concurrency/cache settings used, in words
+    # W2 only: the same (case, criterion) evaluations called directly, without the runner around
+    # them, so the table can separate the criteria's own cost from the engine's.
+    criteria_only_evaluations: int = 0
+    criteria_only_cpu_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,6 +82,8 @@ class Row:
     passed_evaluations: int
     errored_evaluations: int
     settings: str
+    criteria_only_evaluations: int = 0
+    criteria_only_cpu_s: float = 0.0
     ideal_s: float | None = None
     efficiency: float | None = None
     ratio_to_referee: float | None = None
@@ -97,7 +99,14 @@ class Row:
 
     @property
     def evaluations_per_cpu_s(self) -> float:
+        """(case, criterion) evaluations per CPU-second of the whole run: W2's per-core rate."""
         return self.evaluations / self.cpu_s if self.cpu_s > 0 else 0.0
+
+    @property
+    def criteria_only_per_cpu_s(self) -> float:
+        if self.criteria_only_cpu_s <= 0:
+            return 0.0
+        return self.criteria_only_evaluations / self.criteria_only_cpu_s
 
 
 class CountingResponder:
@@ -197,6 +206,8 @@ class Harness:
                   report_bytes=data["report_bytes"], evaluations=data["evaluations"],
                   passed_evaluations=data["passed_evaluations"],
                   errored_evaluations=data["errored_evaluations"], settings=data["settings"],
+                  criteria_only_evaluations=data.get("criteria_only_evaluations", 0),
+                  criteria_only_cpu_s=data.get("criteria_only_cpu_s", 0.0),
                   notes=list(data.get("notes", [])))
         if self.responder.failures:
             row.notes.append(f"{len(self.responder.failures)} unscripted prompt(s): "
@@ -232,8 +243,15 @@ class Harness:
     def w4(self, systems: list[str]) -> None:
         for size in self.sizes.scaling:
             for system in systems:
+                # W4 at W1's size is W1 itself: reuse that measurement instead of repeating it.
+                same = next((r for r in self.rows if r.workload == "W1" and r.system == system
+                             and r.cases == size), None)
+                if same is not None:
+                    self.rows.append(replace(same, workload="W4",
+                                             notes=same.notes + ["W4 row reused from W1"]))
+                    continue
                 cache = self.fresh_cache(system) if system.startswith("referee") else None
-                self.run_one(f"W4", system, "rag", size, cache_dir=cache)
+                self.run_one("W4", system, "rag", size, cache_dir=cache)
 
     def fresh_cache(self, system: str) -> Path:
         path = Path(tempfile.mkdtemp(prefix=f"cache-{system}-", dir=self.workdir))
@@ -255,7 +273,7 @@ def _fmt(value: float | None, spec: str) -> str:
 def format_table(rows: list[Row], latency_ms: float) -> str:
     header = ("workload", "system", "cases", "wall s", "x referee", "judge req", "judge tokens",
               "in flight", "ideal s", "efficiency", "peak RSS MB", "RSS/case KB",
-              "report KB", "report/case B", "evals/CPU-s", "passed/evals")
+              "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals")
     lines = [header]
     for r in rows:
         lines.append((
@@ -265,6 +283,7 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
             f"{r.rss_per_case_kb:.1f}", f"{r.report_bytes / 1024:.0f}",
             f"{r.report_per_case_bytes:.0f}",
             f"{r.evaluations_per_cpu_s:,.0f}" if r.workload == "W2" else "-",
+            f"{r.criteria_only_per_cpu_s:,.0f}" if r.criteria_only_evaluations else "-",
             f"{r.passed_evaluations}/{r.evaluations}" + (f" ({r.errored_evaluations} err)"
                                                           if r.errored_evaluations else ""),
         ))
@@ -345,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(
             [asdict(r) | {"rss_per_case_kb": r.rss_per_case_kb,
                           "report_per_case_bytes": r.report_per_case_bytes,
-                          "evaluations_per_cpu_s": r.evaluations_per_cpu_s} for r in rows],
+                          "evaluations_per_cpu_s": r.evaluations_per_cpu_s,
+                          "criteria_only_per_cpu_s": r.criteria_only_per_cpu_s} for r in rows],
             indent=2))
     return 0
 

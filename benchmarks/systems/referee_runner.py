@@ -67,6 +67,13 @@ def run_agent(args, result: RunnerResult):
     result.rss_baseline_kb = peak_rss_kb()
     with Stopwatch() as watch:
         report = evaluator.evaluate_sync(cases)
+    pairs = [(actual[case.input], case) for case in cases]
+    with Stopwatch() as direct:
+        for criterion in evaluator.criteria:
+            for execution, case in pairs:
+                criterion.evaluate_sync(execution, case)
+    result.criteria_only_evaluations = len(pairs) * len(evaluator.criteria)
+    result.criteria_only_cpu_s = direct.cpu_s
     return report, watch
 
 
