@@ -155,6 +155,9 @@ class Harness:
         self.server = ScriptedJudgeServer(reply=self.responder)
         self.workdir = Path(tempfile.mkdtemp(prefix="referee-bench-"))
         self.rows: list[Row] = []
+        self._runs = 0
+        # W1 runs referee with its default cache on; W3 re-runs against what W1 wrote.
+        self._warm_caches: dict[tuple[str, int], Path] = {}
 
     def __enter__(self) -> "Harness":
         self.server.start()
@@ -174,7 +177,8 @@ class Harness:
 
     def run_one(self, workload: str, system: str, kind: str, cases: int, *,
                 cache_dir: Path | None = None, record: bool = True) -> Row:
-        tag = f"{workload}-{system}-{cases}-{len(self.rows)}"
+        self._runs += 1
+        tag = f"{workload}-{system}-{cases}-{self._runs}"
         report, out = self.workdir / f"{tag}.report.json", self.workdir / f"{tag}.out.json"
         cwd = self.workdir / tag
         cwd.mkdir()
@@ -225,6 +229,8 @@ class Harness:
         for system in systems:
             cache = self.fresh_cache(system) if system.startswith("referee") else None
             self.run_one("W1", system, "rag", self.sizes.rag, cache_dir=cache)
+            if cache is not None:
+                self._warm_caches[(system, self.sizes.rag)] = cache
 
     def w2(self, systems: list[str]) -> None:
         for system in systems:
@@ -235,9 +241,11 @@ class Harness:
 
     def w3(self, systems: list[str]) -> None:
         for system in systems:
-            cache = self.fresh_cache(system)
-            self.log(f"  W3  {system:<16} filling its judge cache (not reported)")
-            self.run_one("W3", system, "rag", self.sizes.rag, cache_dir=cache, record=False)
+            cache = self._warm_caches.get((system, self.sizes.rag))
+            if cache is None:
+                cache = self.fresh_cache(system)
+                self.log(f"  W3  {system:<16} filling its judge cache (not reported)")
+                self.run_one("W3", system, "rag", self.sizes.rag, cache_dir=cache, record=False)
             self.run_one("W3", system, "rag", self.sizes.rag, cache_dir=cache)
 
     def w4(self, systems: list[str]) -> None:

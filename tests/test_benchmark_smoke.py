@@ -1,0 +1,120 @@
+"""A tiny run of the benchmark harness (referee only, no peers) so it cannot rot.
+
+No timing assertions: only that every row exists and that the counts the table reports are the
+counts the workloads imply.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+# The harness lives at the repository root, outside the installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import replies  # noqa: E402
+from benchmarks.run import Harness, Sizes, format_table, run_benchmarks  # noqa: E402
+from referee import EvalCase, ExecutionResult  # noqa: E402
+from referee.evaluators import AnswerAccuracy, Faithfulness, Hallucination, Relevance  # noqa: E402
+
+W1_EVALUATORS = 4
+QUESTIONS_PER_EVALUATOR = 4
+W2_CRITERIA = 4
+
+
+@pytest.fixture(scope="module")
+def rows():
+    sizes = Sizes(rag=3, agent=5, scaling=(2, 3))
+    with Harness(latency_ms=1.0, sizes=sizes, peer_python=None, timeout_s=120,
+                 log=lambda message: None) as harness:
+        harness.w1(["referee", "referee-batched"])
+        harness.w2(["referee"])
+        harness.w3(["referee"])
+        harness.w4(["referee"])
+        return harness.finish()
+
+
+def _row(rows, workload, system, cases):
+    matches = [r for r in rows if (r.workload, r.system, r.cases) == (workload, system, cases)]
+    assert len(matches) == 1, f"expected one {workload}/{system}/{cases} row, got {matches}"
+    return matches[0]
+
+
+def test_w1_counts_one_request_per_question(rows):
+    row = _row(rows, "W1", "referee", 3)
+    assert row.judge_requests == 3 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
+    assert row.evaluations == row.passed_evaluations == 3 * W1_EVALUATORS
+    assert row.errored_evaluations == 0
+    assert row.judge_tokens > row.judge_requests  # word counts of prompts and replies
+    assert row.ideal_s == pytest.approx(row.judge_requests * 0.001 / 16)
+    assert row.efficiency is not None and row.efficiency > 0
+    assert row.rss_peak_kb >= row.rss_baseline_kb > 0
+    assert row.report_bytes > 0
+    assert row.ratio_to_referee == pytest.approx(1.0)
+    assert not any("unscripted" in note for note in row.notes)
+
+
+def test_batched_mode_asks_one_request_per_evaluator(rows):
+    row = _row(rows, "W1", "referee-batched", 3)
+    assert row.judge_requests == 3 * W1_EVALUATORS
+    assert row.evaluations == row.passed_evaluations == 3 * W1_EVALUATORS
+    assert row.ratio_to_referee is not None
+
+
+def test_w2_is_judge_free_and_counts_criteria(rows):
+    row = _row(rows, "W2", "referee", 5)
+    assert row.judge_requests == 0
+    assert row.evaluations == row.passed_evaluations == 5 * W2_CRITERIA
+    assert row.criteria_only_evaluations == 5 * W2_CRITERIA
+    assert row.evaluations_per_cpu_s > 0
+
+
+def test_w3_rerun_is_served_from_the_cache(rows):
+    row = _row(rows, "W3", "referee", 3)
+    assert row.judge_requests == 0
+    assert row.evaluations == row.passed_evaluations == 3 * W1_EVALUATORS
+
+
+def test_w4_scales_and_reuses_w1_at_the_same_size(rows):
+    small = _row(rows, "W4", "referee", 2)
+    assert small.judge_requests == 2 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
+    same_as_w1 = _row(rows, "W4", "referee", 3)
+    assert "W4 row reused from W1" in same_as_w1.notes
+    assert same_as_w1.judge_requests == _row(rows, "W1", "referee", 3).judge_requests
+
+
+def test_table_has_a_line_per_row(rows):
+    table = format_table(rows, 1.0)
+    body = [line for line in table.splitlines() if line.startswith(("W1", "W2", "W3", "W4"))]
+    assert len(body) == len(rows)
+    assert "referee-batched" in table
+
+
+def test_unknown_workload_or_system_is_refused():
+    with pytest.raises(ValueError, match="W9"):
+        run_benchmarks(["W9"], ["referee"], install=False)
+    with pytest.raises(ValueError, match="ragas"):
+        run_benchmarks(["W1"], ["ragas"], install=False)
+
+
+def test_scripted_answers_are_the_good_answers_to_referees_questions():
+    case = EvalCase(input="q", context=["c"], expected_output="e")
+    actual = ExecutionResult(actual_response="a")
+    for evaluator in (Faithfulness(), Hallucination(), Relevance(), AnswerAccuracy()):
+        for question in evaluator.questions(actual, case):
+            assert replies.good_answer(question.text) == question.expect_yes, question.text
+
+
+def test_structured_output_verdicts_match_the_items_in_the_prompt():
+    body = {"messages": [{"role": "user", "content": 'Claims:\n["a", "b", "c", "d"]\n\nJSON:'}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Verdicts"}}}
+    verdicts = json.loads(replies.reply_for(body))["verdicts"]
+    assert len(verdicts) == 4 and all(v["verdict"] == "yes" for v in verdicts)
+
+
+def test_unscriptable_prompt_is_an_error_not_a_guess():
+    with pytest.raises(ValueError, match="no reply"):
+        replies.reply_for({"messages": [{"role": "user", "content": "Write a poem."}]})
