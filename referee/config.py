@@ -42,6 +42,9 @@ class Rubric(BaseModel):
 
 
 class CriterionConfig(BaseModel):
+    # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
+    model_config = ConfigDict(extra="forbid")
+
     threshold: float = 0.8
     match_type: MatchType = MatchType.EXACT
     judge_model: str = DEFAULT_JUDGE_MODEL
@@ -157,6 +160,8 @@ class CriteriaConfig(BaseModel):
 
 
 class UserSimulatorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     model: str = DEFAULT_JUDGE_MODEL
     max_turns: int = 10
     temperature: float = 0.7
@@ -177,6 +182,8 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
 
 
 class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
     user_simulator_config: UserSimulatorConfig | None = None
     parallel: bool = False

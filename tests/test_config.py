@@ -115,3 +115,33 @@ def test_config_file_errors_name_file_and_field(tmp_path):
     with pytest.raises(InputError, match=r"eval\.json:1"):
         EvalConfig.from_file(path)
     assert json.loads(EvalConfig().model_dump_json())["criteria"]["trajectory"] is None
+
+
+def test_misspelt_config_field_is_an_error_naming_the_field(tmp_path):
+    import pytest
+    from referee import EvalConfig
+    from referee.errors import InputError
+
+    path = tmp_path / "eval_config.json"
+    path.write_text('{"criteria": {"trajectory": {"threshold": 1.0, "num_sampls": 2}}}')
+    with pytest.raises(InputError) as info:
+        EvalConfig.from_file(path)
+    message = str(info.value)
+    assert "eval_config.json" in message
+    assert "criteria.trajectory.num_sampls" in message
+    assert "num_samples" in message  # the valid names are listed
+
+
+def test_malformed_referee_cache_env_fails_before_any_case(monkeypatch):
+    import pytest
+    from referee import EvalCase, EvalSuite
+    from referee.evaluators.deterministic import NotEmpty
+
+    monkeypatch.setenv("REFEREE_CACHE", "maybe")
+    suite = EvalSuite("env-check")
+    suite.add_case(EvalCase(input="q"))
+    suite.add_evaluator(NotEmpty())
+    calls = []
+    with pytest.raises(ValueError, match="REFEREE_CACHE='maybe'"):
+        suite.run(lambda q: calls.append(q) or "a", verbose=False, save=False)
+    assert calls == []

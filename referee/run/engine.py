@@ -19,6 +19,7 @@ from typing import Any
 from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
+from referee.judge.cache import cache_enabled_by_env
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.result import CriterionResult
@@ -157,6 +158,8 @@ class Engine:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
+        # A malformed REFEREE_CACHE would otherwise fail every judged case one by one.
+        cache_enabled_by_env()
         self.criteria = list(criteria)
         self.concurrency = concurrency
         self.timeout = timeout
