@@ -149,3 +149,47 @@ def test_create_refuses_an_existing_run_directory(tmp_path):
     RunStore.create(tmp_path, report, case_ids=[])
     with pytest.raises(InputError, match="already exists"):
         RunStore.create(tmp_path, report, case_ids=[])
+
+
+def test_each_case_is_readable_at_once_and_fsync_is_grouped(tmp_path, monkeypatch):
+    """Every appended case is flushed (a kill keeps it); fsync runs per interval and on close."""
+    import referee.report.store as store_module
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(store_module.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    clock = [1000.0]
+    monkeypatch.setattr(store_module.time, "monotonic", lambda: clock[0])
+
+    store = RunStore.create(tmp_path, EvalReport(name="x"), case_ids=[str(i) for i in range(50)])
+    synced.clear()  # meta.json's own fsync
+    for i in range(50):
+        store.append_case(CaseResult(eval_id=str(i), status=CaseStatus.PASSED))
+        assert len(store.cases_path.read_text().splitlines()) == i + 1
+    assert synced == []  # all within one interval
+    clock[0] += store_module.FSYNC_INTERVAL_S
+    store.append_case(CaseResult(eval_id="late", status=CaseStatus.PASSED))
+    assert len(synced) == 1
+    store.close()
+    assert len(synced) == 2
+    store.close()  # idempotent
+    store.append_case(CaseResult(eval_id="after-close", status=CaseStatus.PASSED))
+    store.close()
+    assert [c.eval_id for c in store.read_cases()][-2:] == ["late", "after-close"]
+
+
+def test_a_run_that_raises_still_closes_its_case_file(tmp_path, monkeypatch):
+    closed: list[RunStore] = []
+    real_close = RunStore.close
+    monkeypatch.setattr(RunStore, "close", lambda self: (closed.append(self), real_close(self)))
+    suite = EvalSuite("s").add_cases([EvalCase(input="a")])
+    suite.add_evaluator(Contains(["a"]))
+
+    def model(prompt):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        suite.run(model, verbose=False, runs_dir=tmp_path)
+    [run_dir] = list(tmp_path.iterdir())
+    assert not (run_dir / "report.json").exists()
+    assert [store.run_dir for store in closed] == [run_dir]

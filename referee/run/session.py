@@ -123,7 +123,11 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
 
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
                     progress=make_progress(options.verbose, name), store=store)
-    report.cases = await engine.run(cases, execute, finished=finished)
+    try:
+        report.cases = await engine.run(cases, execute, finished=finished)
+    finally:
+        if store is not None:
+            store.close()  # an interrupted run keeps every case it finished, synced
     report.finished_at = time.time()
 
     if store is not None:
