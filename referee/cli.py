@@ -133,7 +133,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
     module = load_python_file(path)
     suite = getattr(module, "suite", None)
     evaluator = getattr(module, "evaluator", None)
-    common: dict[str, Any] = {"resume": args.resume, "formats": formats,
+    common: dict[str, Any] = {"resume": args.resume, "retry_errors": args.retry_errors,
+                              "formats": formats,
                               "fail_threshold": args.fail_threshold,
                               "max_error_rate": args.max_error_rate}
     if isinstance(suite, EvalSuite):
@@ -142,7 +143,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
-                               runs_dir=args.runs_dir, resume=args.resume, formats=formats)
+                               runs_dir=args.runs_dir, resume=args.resume,
+                               retry_errors=args.retry_errors, formats=formats)
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -173,7 +175,8 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
         evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
-        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume, formats=formats,
+        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
+        retry_errors=args.retry_errors, formats=formats,
         fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
 
 
@@ -186,6 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"--format: {exc}") from None
     if args.quiet:
         formats = [f for f in formats if f != "console"]
+    if args.retry_errors and args.resume is None:
+        raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     target = Path(args.target)
@@ -289,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"reports to produce, comma-separated (default {DEFAULT_FORMATS})")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="finish an interrupted run without re-running its finished cases")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="with --resume: also run again the cases that ended in an error")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
     run.set_defaults(func=cmd_run)

@@ -61,8 +61,11 @@ SUITE_FILE = textwrap.dedent("""
     suite.add_cases([EvalCase(input=f"q{i}", name=f"case {i}") for i in range(10)])
     suite.add_evaluator(Contains(["good"]))
     BAD = {int(x) for x in os.environ.get("BAD_CASES", "").split(",") if x}
+    DOWN = {int(x) for x in os.environ.get("DOWN_CASES", "").split(",") if x}
 
     def model(prompt):
+        if int(prompt[1:]) in DOWN:
+            raise ConnectionError("model endpoint down")
         return "bad" if int(prompt[1:]) in BAD else "good"
 """)
 
@@ -98,6 +101,21 @@ def test_resume_through_the_cli_finishes_an_interrupted_run(tmp_path, capsys, su
     assert out.startswith("10 passed")
     assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 10
     assert list(runs.iterdir()) == [run_dir]
+
+
+def test_retry_errors_through_the_cli_reruns_only_errored_cases(tmp_path, capsys, suite_file,
+                                                               monkeypatch):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("DOWN_CASES", "2,5")
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    assert out.startswith("8 passed, 0 failed, 2 errors"), out
+    run_dir = only_run_dir(runs)
+    monkeypatch.delenv("DOWN_CASES")
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--resume", str(run_dir), "-q",
+                             "--retry-errors", "--format", "json")
+    assert code == 0, err
+    assert out.startswith("10 passed, 0 failed, 0 errors")
+    assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 12
 
 
 def test_compare_detects_a_regression(tmp_path, capsys, suite_file, monkeypatch):
@@ -165,6 +183,8 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
          "expected a number between 0 and 1"),
         (["run", str(QUICKSTART / "eval_shop.py"), "--resume", str(tmp_path)],
          "not a referee run directory"),
+        (["run", str(QUICKSTART / "eval_shop.py"), "--retry-errors"],
+         "--retry-errors goes with --resume RUN_DIR"),
         (["compare", str(tmp_path / "a"), str(tmp_path / "b")], "no such run directory"),
         (["view", str(tmp_path / "nothing")], "no such run directory or report file"),
         (["view", "--dir", str(tmp_path / "nothing")], "no such directory"),

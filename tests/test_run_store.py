@@ -193,3 +193,34 @@ def test_a_run_that_raises_still_closes_its_case_file(tmp_path, monkeypatch):
     [run_dir] = list(tmp_path.iterdir())
     assert not (run_dir / "report.json").exists()
     assert [store.run_dir for store in closed] == [run_dir]
+
+
+def test_resume_with_retry_errors_runs_only_the_errored_cases_again(tmp_path):
+    suite = EvalSuite("flaky").add_cases([EvalCase(input=f"q{i}") for i in range(6)])
+    suite.add_evaluator(Contains(["answer"]))
+    calls: list[str] = []
+
+    def outage(prompt):
+        calls.append(prompt)
+        if prompt in ("q1", "q4"):
+            raise ConnectionError("model endpoint down")
+        return "answer " + prompt
+
+    first = suite.run(outage, verbose=False, runs_dir=tmp_path)
+    assert (first.passed, first.errors) == (4, 2)
+    run_dir = tmp_path / first.run_id
+
+    calls.clear()
+    again = suite.run(outage, verbose=False, resume=run_dir)  # plain resume: errors are final
+    assert calls == [] and again.errors == 2
+
+    calls.clear()
+    healed = suite.run(lambda p: (calls.append(p), "answer " + p)[1], verbose=False,
+                       resume=run_dir, retry_errors=True)
+    assert sorted(calls) == ["q1", "q4"]
+    assert (healed.passed, healed.errors, healed.total) == (6, 0, 6)
+    # The errored attempts stay in cases.jsonl; the later record of a case is the one that counts.
+    assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 8
+    assert load_run(run_dir).passed == 6
+    with pytest.raises(ValueError, match="retry_errors=True goes with resume"):
+        suite.run(outage, verbose=False, runs_dir=tmp_path, retry_errors=True)

@@ -40,6 +40,9 @@ class RunOptions:
     save: bool = True
     runs_dir: str | Path | None = None
     resume: str | Path | None = None
+    # With resume: run again the cases that ended in an error (an outage, a timeout), not only
+    # the unfinished ones.
+    retry_errors: bool = False
     formats: Sequence[str] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -96,6 +99,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                      config_used: dict[str, Any] | None = None) -> EvalReport:
     formats = parse_formats(options.formats)
     file_formats = [f for f in formats if f != "console"]
+    if options.retry_errors and options.resume is None:
+        raise ValueError("retry_errors=True goes with resume=RUN_DIR (the run whose errors to retry)")
     if file_formats and not options.save and options.resume is None:
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
@@ -112,7 +117,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
                 f"({len(meta.get('case_ids') or [])} case(s))", source=str(store.run_dir),
                 expected="the same cases, in the same order")
-        finished = {c.eval_id: c for c in store.read_cases()}
+        finished = {c.eval_id: c for c in store.read_cases()
+                    if not (options.retry_errors and c.status.is_error)}
         report.run_id = str(meta.get("run_id") or store.run_dir.name)
         report.started_at = float(meta.get("started_at") or report.started_at)
         report.metadata["resumed"] = True

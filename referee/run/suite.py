@@ -92,25 +92,28 @@ class EvalSuite:
             fail_threshold: float | None = None, max_error_rate: float | None = None, *,
             workers: int | None = None, concurrency: int | None = None,
             timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
-            resume: str | Path | None = None, formats: Sequence[str] = ()) -> EvalReport:
+            resume: str | Path | None = None, retry_errors: bool = False,
+            formats: Sequence[str] = ()) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
         for a model that is not thread-safe). ``timeout`` is per case, in seconds. The run is
         stored under ``runs_dir`` (default ``.referee/runs``) unless ``save=False``;
-        ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases.
+        ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases;
+        add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/EVALUATOR_ERROR, TIMEOUT)
+        again too.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
-            resume=resume, formats=formats))
+            resume=resume, retry_errors=retry_errors, formats=formats))
 
     async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
                         *, workers: int | None = None, concurrency: int | None = None,
                         timeout: float | None = None, save: bool = True,
                         runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                        formats: Sequence[str] = ()) -> EvalReport:
+                        retry_errors: bool = False, formats: Sequence[str] = ()) -> EvalReport:
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
         validate_gates(fail_threshold, max_error_rate)
@@ -119,7 +122,7 @@ class EvalSuite:
             return await caller.call(model_fn, case.input or "")
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                formats)
+                                retry_errors, formats)
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
@@ -140,6 +143,7 @@ class EvalSuite:
                                  timeout: float | None = None, save: bool = True,
                                  runs_dir: str | Path | None = None,
                                  resume: str | Path | None = None,
+                                 retry_errors: bool = False,
                                  formats: Sequence[str] = ()) -> EvalReport:
         validate_gates(fail_threshold, max_error_rate)
         cases: list[EvalCase] = []
@@ -161,7 +165,7 @@ class EvalSuite:
             return by_case[id(case)]
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                formats)
+                                retry_errors, formats)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
@@ -170,12 +174,13 @@ class EvalSuite:
     @staticmethod
     def _options(verbose: bool, workers: int | None, concurrency: int | None,
                  timeout: float | None, save: bool, runs_dir: str | Path | None,
-                 resume: str | Path | None, formats: Sequence[str]) -> RunOptions:
+                 resume: str | Path | None, retry_errors: bool,
+                 formats: Sequence[str]) -> RunOptions:
         if workers is not None and concurrency is not None and workers != concurrency:
             raise ValueError("pass either workers= or concurrency=, not both")
         return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
                           timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
-                          resume=resume, formats=tuple(formats))
+                          resume=resume, retry_errors=retry_errors, formats=tuple(formats))
 
     def __repr__(self) -> str:
         return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "
