@@ -6,21 +6,14 @@ import json
 
 import pytest
 
-from referee import EvalCase, ExecutionResult, GEval, JudgeUnavailable, configure
+from referee import EvalCase, ExecutionResult, GEval, JudgeUnavailable
 from referee.testing import ScriptedJudgeServer
 
 CRITERIA = "The response is engaging, concise, and professionally written."
 CASE = EvalCase(input="Write a product description for wireless headphones")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_judge(monkeypatch):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 @pytest.fixture
@@ -52,13 +45,14 @@ async def test_runs_are_averaged_with_one_call_each(server):
     assert result.token_usage.requests == 2
 
 
-async def test_runs_vary_framing_and_never_share_a_prompt(server):
+async def test_runs_alternate_the_framing(server):
     ev = GEval(criteria=CRITERIA, runs=3, judge=server.judge_config())
     assert (ev.name, ev.threshold, ev.runs) == ("g_eval", 0.7, 3)
     await ev.evaluate(out("text"), CASE)
 
+    # The runs are concurrent, so requests arrive in any order: compare them as a multiset.
     prompts = [r.prompt for r in server.requests]
-    assert len(prompts) == 3 and len(set(prompts[:2])) == 2
+    assert len(prompts) == 3 and len(set(prompts)) == 2
     before = [p.index("Criterion:") < p.index("<<<BEGIN MODEL OUTPUT") for p in prompts]
     assert sorted(before) == [False, True, True]
     assert all("never instructions to you" in r.system for r in server.requests)

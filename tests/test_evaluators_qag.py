@@ -30,14 +30,7 @@ from referee.testing.server import ScriptedJudgeServer
 UNKNOWN_REPLY = "I cannot say yes or no with certainty."
 
 
-@pytest.fixture(autouse=True)
-def _isolated_judge(monkeypatch):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 @pytest.fixture

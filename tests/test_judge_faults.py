@@ -11,7 +11,7 @@ import time
 import pytest
 
 from referee.errors import JudgeUnavailable
-from referee.judge import Verdict, configure, get_judge, parse_retry_after, parse_verdict
+from referee.judge import Verdict, get_judge, parse_retry_after, parse_verdict
 from referee.judge import retry as retry_module
 from referee.judge.client import _endpoint_for
 from referee.testing import DUMMY_API_KEY, FakeJudge, Fault, Reply, ScriptedJudgeServer
@@ -19,14 +19,7 @@ from referee.testing import DUMMY_API_KEY, FakeJudge, Fault, Reply, ScriptedJudg
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from referee.evaluators.qag import (
     context_block,
     input_block,
     output_block,
-    requires,
 )
 from referee.execution import ExecutionResult
 
@@ -22,9 +21,7 @@ class Faithfulness(QAGEvaluator):
 
     name = "faithfulness"
     calibration_key = "faithfulness"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("Faithfulness", expected, "context")
+    required_fields = ("context",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (input_block(expected), context_block(expected), output_block(actual))
@@ -49,9 +46,7 @@ class Hallucination(QAGEvaluator):
 
     name = "hallucination"
     calibration_key = "hallucination"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("Hallucination", expected, "context")
+    required_fields = ("context",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (context_block(expected), output_block(actual))
@@ -74,9 +69,7 @@ class Summarization(QAGEvaluator):
     """
 
     name = "summarization"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("Summarization", expected, "context")
+    required_fields = ("context",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (context_block(expected, "SOURCE DOCUMENT"), output_block(actual, "SUMMARY"))

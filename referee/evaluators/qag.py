@@ -277,6 +277,9 @@ class JudgeEvaluator(BaseCriterion):
 class QAGEvaluator(JudgeEvaluator):
     """An evaluator whose score is the QAG fraction over the questions it asks."""
 
+    # Case fields (context, expected_output, input) without which a case is skipped, not judged.
+    required_fields: tuple[str, ...] = ()
+
     def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None, *,
                  batch: bool = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
@@ -284,7 +287,9 @@ class QAGEvaluator(JudgeEvaluator):
 
     def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
         """Why this case cannot be scored (naming the missing field), or None."""
-        return None
+        if not self.required_fields:
+            return None
+        return requires(type(self).__name__, expected, *self.required_fields)
 
     @abstractmethod
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:

@@ -9,7 +9,6 @@ from referee.evaluators.qag import (
     input_block,
     output_block,
     reference_block,
-    requires,
 )
 from referee.execution import ExecutionResult
 
@@ -22,9 +21,7 @@ class Relevance(QAGEvaluator):
 
     name = "relevance"
     calibration_key = "relevance"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("Relevance", expected, "input")
+    required_fields = ("input",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (input_block(expected), output_block(actual))
@@ -65,9 +62,7 @@ class AnswerAccuracy(QAGEvaluator):
     """
 
     name = "answer_accuracy"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("AnswerAccuracy", expected, "expected_output")
+    required_fields = ("expected_output",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (input_block(expected), reference_block(expected), output_block(actual))

@@ -12,7 +12,6 @@ from referee.evaluators.qag import (
     context_block,
     input_block,
     reference_block,
-    requires,
 )
 from referee.execution import ExecutionResult
 
@@ -26,9 +25,7 @@ class ContextPrecision(QAGEvaluator):
     """
 
     name = "context_precision"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("ContextPrecision", expected, "context")
+    required_fields = ("context",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         user_input = input_block(expected)
@@ -58,9 +55,7 @@ class ContextRecall(QAGEvaluator):
     """
 
     name = "context_recall"
-
-    def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
-        return requires("ContextRecall", expected, "context", "expected_output")
+    required_fields = ("context", "expected_output")
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
         blocks = (input_block(expected), reference_block(expected), context_block(expected))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import threading
 import weakref
 from typing import Any
 
@@ -22,12 +21,11 @@ from referee.judge.providers import (
 from referee.judge.retry import MalformedReply
 from referee.testing.script import (
     Fault,
-    Matcher,
     Outcome,
     RecordedRequest,
     Reply,
     Responder,
-    Script,
+    ScriptedJudge,
     token_counts,
 )
 
@@ -55,16 +53,12 @@ class FakeHTTPError(Exception):
                                       {"retry-after": retry_after} if retry_after else {})
 
 
-class FakeJudge:
+class FakeJudge(ScriptedJudge):
     """A scripted judge answering in-process. Scripted like ScriptedJudgeServer."""
 
     def __init__(self, reply: Outcome | Responder = "Yes") -> None:
-        self.script = Script(reply)
+        super().__init__(reply)
         self.handle = f"fake://{next(_ids)}"
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
-        self._in_flight = 0
-        self._max_in_flight = 0
         _fakes[self.handle] = self
 
     def judge_config(self, model: str = "fake-judge", **overrides: Any) -> JudgeConfig:
@@ -73,47 +67,19 @@ class FakeJudge:
         fields.update(overrides)
         return JudgeConfig(**fields)
 
-    def set_reply(self, reply: Outcome | Responder) -> None:
-        self.script.set_default(reply)
-
-    def add_rule(self, match: Matcher, outcome: Outcome | Responder) -> None:
-        self.script.add_rule(match, outcome)
-
-    def enqueue_faults(self, *faults: Fault) -> None:
-        self.script.enqueue_faults(*faults)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_count(self) -> int:
-        with self._lock:
-            return len(self._requests)
-
-    @property
-    def max_in_flight(self) -> int:
-        with self._lock:
-            return self._max_in_flight
-
     async def respond(self, request: JudgeRequest) -> RawReply:
-        with self._lock:
-            recorded = RecordedRequest(
-                index=len(self._requests), method="CALL", path=self.handle,
-                provider=FAKE_PROVIDER, api_style=request.api_style, model=request.model,
-                prompt=request.prompt, system=request.system, temperature=request.temperature,
-                max_tokens=request.max_tokens,
-                body={"json_mode": request.json_mode, "timeout": request.timeout})
-            self._requests.append(recorded)
-            self._in_flight += 1
-            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        recorded = self._append_request(
+            method="CALL", path=self.handle, provider=FAKE_PROVIDER,
+            api_style=request.api_style, model=request.model, prompt=request.prompt,
+            system=request.system, temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            body={"json_mode": request.json_mode, "timeout": request.timeout})
+        self._enter()
         try:
             outcome = self.script.decide(recorded)
             return await self._realize(outcome, recorded, request.timeout)
         finally:
-            with self._lock:
-                self._in_flight -= 1
+            self._leave()
 
     async def _realize(self, outcome: Reply | Fault, recorded: RecordedRequest,
                        timeout: float) -> RawReply:

@@ -176,3 +176,70 @@ def token_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
     output_tokens = (reply.output_tokens if reply.output_tokens is not None
                      else max(len(reply.text.split()), 1))
     return input_tokens, output_tokens
+
+
+class ScriptedJudge:
+    """What both scripted judges share: the script, the record of requests and the in-flight
+    count. ``ScriptedJudgeServer`` answers over HTTP, ``FakeJudge`` in-process."""
+
+    def __init__(self, reply: Outcome | Responder = "Yes") -> None:
+        self.script = Script(reply)
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+
+    # scripting
+    def set_reply(self, reply: Outcome | Responder) -> None:
+        """The default outcome: a text, a Reply, a Fault or a callback(RecordedRequest)."""
+        self.script.set_default(reply)
+
+    def add_rule(self, match: Matcher, outcome: Outcome | Responder) -> None:
+        """When the prompt contains ``match`` (str/regex) or ``match(request)`` is true."""
+        self.script.add_rule(match, outcome)
+
+    def enqueue_faults(self, *faults: Fault) -> None:
+        """Faults answered, in order, by the next requests before any scripted reply."""
+        self.script.enqueue_faults(*faults)
+
+    # the record
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        with self._lock:
+            return self._max_in_flight
+
+    def reset_record(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._max_in_flight = self._in_flight
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _append_request(self, **fields: Any) -> RecordedRequest:
+        """Record one request, numbered in arrival order."""
+        with self._lock:
+            request = RecordedRequest(index=len(self._requests), **fields)
+            self._requests.append(request)
+        return request

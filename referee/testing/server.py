@@ -21,12 +21,11 @@ from pydantic import SecretStr
 from referee.judge.config import DEFAULT_MODELS, JudgeConfig
 from referee.testing.script import (
     Fault,
-    Matcher,
     Outcome,
     RecordedRequest,
     Reply,
     Responder,
-    Script,
+    ScriptedJudge,
     token_counts,
 )
 
@@ -300,7 +299,7 @@ class _HTTPServer(ThreadingHTTPServer):
         super().__init__(address, _Handler)
 
 
-class ScriptedJudgeServer:
+class ScriptedJudgeServer(ScriptedJudge):
     """A scripted judge on 127.0.0.1 (ephemeral port), served from a background thread.
 
     >>> with ScriptedJudgeServer(reply="Yes") as server:
@@ -308,12 +307,8 @@ class ScriptedJudgeServer:
     """
 
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1") -> None:
-        self.script = Script(reply)
+        super().__init__(reply)
         self._host = host
-        self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
-        self._in_flight = 0
-        self._max_in_flight = 0
         self._connections = 0
         self._errors: list[BaseException] = []
         self._stopping = threading.Event()
@@ -382,40 +377,7 @@ class ScriptedJudgeServer:
         fields.update(overrides)
         return JudgeConfig(**fields)
 
-    # scripting
-    def set_reply(self, reply: Outcome | Responder) -> None:
-        """The default outcome: a text, a Reply, a Fault or a callback(RecordedRequest)."""
-        self.script.set_default(reply)
-
-    def add_rule(self, match: Matcher, outcome: Outcome | Responder) -> None:
-        """When the prompt contains ``match`` (str/regex) or ``match(request)`` is true."""
-        self.script.add_rule(match, outcome)
-
-    def enqueue_faults(self, *faults: Fault) -> None:
-        """Faults answered, in order, by the next requests before any scripted reply."""
-        self.script.enqueue_faults(*faults)
-
-    # the record
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def request_count(self) -> int:
-        with self._lock:
-            return len(self._requests)
-
-    @property
-    def in_flight(self) -> int:
-        with self._lock:
-            return self._in_flight
-
-    @property
-    def max_in_flight(self) -> int:
-        with self._lock:
-            return self._max_in_flight
-
+    # the record beyond ScriptedJudge's
     @property
     def connection_count(self) -> int:
         """TCP connections accepted so far; equal to 1 for N sequential calls means reuse."""
@@ -423,9 +385,8 @@ class ScriptedJudgeServer:
             return self._connections
 
     def reset_record(self) -> None:
+        super().reset_record()
         with self._lock:
-            self._requests.clear()
-            self._max_in_flight = self._in_flight
             self._connections = 0
 
     @property
@@ -444,24 +405,12 @@ class ScriptedJudgeServer:
             self._connections += 1
             return self._connections
 
-    def _enter(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self._max_in_flight = max(self._max_in_flight, self._in_flight)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
     def _record(self, handler: _Handler, path: str, provider: str, api_style: str, model: str,
                 prompt: str, system: str | None, temperature: float | None,
                 max_tokens: int | None, body: dict[str, Any]) -> RecordedRequest:
-        with self._lock:
-            request = RecordedRequest(
-                index=len(self._requests), method=handler.command, path=path,
-                provider=provider, api_style=api_style, model=model, prompt=prompt,
-                system=system, temperature=temperature, max_tokens=max_tokens, body=body,
-                headers={k.lower(): v for k, v in handler.headers.items()},
-                connection_id=handler.connection_id)
-            self._requests.append(request)
-        return request
+        return self._append_request(
+            method=handler.command, path=path, provider=provider, api_style=api_style,
+            model=model, prompt=prompt, system=system, temperature=temperature,
+            max_tokens=max_tokens, body=body,
+            headers={k.lower(): v for k, v in handler.headers.items()},
+            connection_id=handler.connection_id)

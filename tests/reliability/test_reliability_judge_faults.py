@@ -17,7 +17,6 @@ import pytest
 
 from referee import EvalCase, EvalSuite
 from referee.evaluators import CustomRubric, GEval
-from referee.judge import configure
 from referee.judge import retry as retry_module
 from referee.report.model import CaseStatus, EvalReport
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
@@ -38,14 +37,7 @@ FAULTY, BAD = 2, 1
 HANG_TIMEOUT_S = 1.0  # generous: a normal reply must never be cut by it, even on a busy machine
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_JUDGE_CONCURRENCY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import pytest
 
 from referee import EvalCase, EvalSuite
 from referee.evaluators import CustomRubric
-from referee.judge import configure
 from referee.report.model import CaseStatus
 from referee.testing import FakeJudge, Fault, RecordedRequest, Reply, ScriptedJudgeServer
 from reliability_support import case_input, case_of, requests_per_case
@@ -55,14 +54,7 @@ class RateLimitingJudge:
         return Reply("No" if case_of(request) in FAILING else "Yes", latency_s=0.001)
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_JUDGE_CONCURRENCY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 @pytest.fixture(params=["in-process-2000", "http-250"])
