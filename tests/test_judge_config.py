@@ -70,6 +70,17 @@ def test_explicit_zero_temperature_beats_nonzero_global() -> None:
     assert (cfg.max_tokens, cfg.timeout) == (50, 5)
 
 
+def test_explicit_none_inherits_from_global() -> None:
+    # Document 001: None = inherit, whether left out or written out.
+    configure(JudgeConfig(temperature=0.7, max_tokens=50, timeout=5, reliability_sample=9))
+    cfg = resolve_judge_config(JudgeConfig(temperature=None, max_tokens=None, timeout=None,
+                                           reliability_sample=None))
+    assert (cfg.temperature, cfg.max_tokens, cfg.timeout, cfg.reliability_sample) == (
+        0.7, 50, 5, 9)
+    configure(JudgeConfig(temperature=None))
+    assert resolve_judge_config().temperature == 0.0
+
+
 def test_switching_provider_does_not_inherit_another_providers_model() -> None:
     configure(JudgeConfig(provider="anthropic", model="claude-sonnet-4-5"))
     cfg = resolve_judge_config(JudgeConfig(provider="openai"))

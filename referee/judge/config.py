@@ -193,7 +193,11 @@ def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
-        merged[name] = getattr(layer, name)
+        value = getattr(layer, name)
+        # None means "inherit" even when written out: JudgeConfig(temperature=None) keeps the
+        # lower layer's value.
+        if value is not None:
+            merged[name] = value
 
 
 def _env_layer() -> JudgeConfig | None:
