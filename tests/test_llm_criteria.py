@@ -262,6 +262,39 @@ async def test_provider_methods_route_by_model(server):
     assert server.requests[-1].temperature == pytest.approx(0.3)
 
 
+async def test_call_llm_json_routes_by_model_name_to_overridden_provider_methods(server,
+                                                                                monkeypatch):
+    # Document 000: _call_llm_json detects the provider from judge_model and dispatches to the
+    # provider method, which returns None when unavailable. A subclass that answers from its own
+    # client must be consulted even though referee sees no credentials for that provider.
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var)
+
+    class OwnOpenAI(LLMJudgeCriterion):
+        async def _call_openai_json(self, prompt):
+            return {"score": 0.7, "reasoning": "own client"}, TokenUsage(requests=1)
+
+    class OwnGoogle(LLMCallerMixin):
+        def __init__(self):
+            self.config = CriterionConfig()  # judge_model gemini-2.5-flash
+
+        async def _call_google_json(self, prompt):
+            return {"score": 0.6, "reasoning": "own gemini"}, TokenUsage(requests=1)
+
+    result = await OwnOpenAI(cfg(num_samples=2)).evaluate(run(), case())
+    assert result.score == pytest.approx(0.7)
+    assert result.details["reasonings"] == ["own client"] * 2
+    assert "judge_unavailable" not in result.details
+    assert result.token_usage.requests == 2
+
+    parsed, _ = await OwnGoogle()._call_llm_json("x")
+    assert parsed == {"score": 0.6, "reasoning": "own gemini"}
+    # Without an override the unavailable provider still degrades to the documented 0.5.
+    parsed, _ = await _Caller(OPENAI_MODEL)._call_llm_json("x")
+    assert parsed == {"score": 0.5, "reasoning": "No LLM provider available"}
+    assert server.request_count == 0
+
+
 async def test_call_llm_score(server):
     server.set_reply(json.dumps({"reasoning": "no score field"}))
     score, reasoning, usage = await _Caller(OPENAI_MODEL)._call_llm_score("x")

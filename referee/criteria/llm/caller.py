@@ -16,7 +16,13 @@ from referee.config import CriterionConfig
 from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT
 from referee.criteria.llm.replies import reply_score, reply_text
 from referee.errors import JudgeUnavailable
-from referee.judge import JudgeConfig, get_judge, judge_config_for_model, parse_json_object
+from referee.judge import (
+    JudgeConfig,
+    get_judge,
+    judge_config_for_model,
+    parse_json_object,
+    provider_for_model,
+)
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
@@ -112,13 +118,15 @@ class LLMCallerMixin:
 
         Raises ``JudgeUnavailable`` when a provider was resolved but could not answer.
         """
-        cfg = self._judge_config()
+        # Route on the model name alone: whether the provider can be reached is the provider
+        # method's answer (None), so a subclass that overrides one is always consulted.
         callers = {
             "google": self._call_google_json,
             "openai": self._call_openai_json,
             "anthropic": self._call_anthropic_json,
         }
-        caller = callers.get(cfg.provider) if cfg is not None else None
+        provider = provider_for_model(self.config.judge_model)
+        caller = callers.get(provider) if provider is not None else None
         outcome = None
         if caller is not None:
             with sample_index_scope(sample_index):
