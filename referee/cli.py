@@ -15,7 +15,6 @@ Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regression
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import importlib.util
 import os
@@ -203,8 +202,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    from referee.run.sync import run_sync
+
     try:
-        report = asyncio.run(pending)
+        report = run_sync(pending)
     except EvalGateFailure as exc:
         print(f"referee: {exc}", file=sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from referee.judge import JudgeConfig, configure, get_judge, resolve_judge_config, set_price
+from referee.judge.client import _endpoint_for
 from referee.testing import DUMMY_API_KEY, Reply, ScriptedJudgeServer
 
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
@@ -173,3 +174,18 @@ async def test_each_server_instance_is_its_own_endpoint() -> None:
         await client.close()
         assert reply.choices[0].message.content == "two"
         assert second.requests[0].path == "/v1/chat/completions"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
+def test_a_sync_run_closes_the_judge_client_of_its_loop(judge_server: ScriptedJudgeServer,
+                                                        provider: str) -> None:
+    from referee import EvalCase, EvalSuite, Relevance
+
+    cfg = judge_server.judge_config(provider=provider)
+    endpoint = _endpoint_for(cfg)
+    suite = EvalSuite("closing").add_cases([EvalCase(input="q")])
+    suite.add_evaluator(Relevance(judge=cfg))
+    for _ in range(3):
+        assert suite.run(lambda p: "a", verbose=False, save=False).passed == 1
+    # The client holds its loop alive, so a client left open would stay forever, one per run.
+    assert endpoint.clients_created == 3 and endpoint.open_clients == 0

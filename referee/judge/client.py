@@ -49,7 +49,8 @@ class _Endpoint:
         self.limiter = EndpointLimiter(limit)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
-        # gets its own client; a finished loop's client is dropped with it.
+        # gets its own client. The client refers back to its loop, so the weak key alone never
+        # frees it: loops that referee runs close their clients (close_loop_clients).
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
         self.clients_created = 0
@@ -76,8 +77,44 @@ class _Endpoint:
             return client
 
 
+    @property
+    def open_clients(self) -> int:
+        with self._lock:
+            return len(self._clients)
+
+    def detach_client(self, loop: asyncio.AbstractEventLoop) -> Any:
+        with self._lock:
+            return self._clients.pop(loop, None)
+
+
 _endpoints: dict[tuple[str, str, str], _Endpoint] = {}
 _endpoints_lock = threading.Lock()
+
+
+async def close_loop_clients() -> None:
+    """Close the SDK clients this event loop opened, before the loop that owns them ends.
+
+    Called by referee's own loops (``run_sync``, the CLI); a loop that is still running keeps
+    its clients for reuse. Without it each finished loop leaves its sockets to the garbage
+    collector (``ResourceWarning: unclosed transport``).
+    """
+    loop = asyncio.get_running_loop()
+    with _endpoints_lock:
+        endpoints = list(_endpoints.values())
+    for endpoint in endpoints:
+        client = endpoint.detach_client(loop)
+        if client is None:
+            continue
+        # google-genai closes its async transport through client.aio; the others on the client.
+        close = getattr(getattr(client, "aio", None), "aclose", None) or getattr(client, "close", None)
+        if close is None:
+            continue
+        try:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+        except Exception as exc:  # a failed close must not turn a finished run into an error
+            logger.debug("closing the %s client failed: %s", endpoint.provider, exc)
 
 
 def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:

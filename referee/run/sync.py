@@ -7,6 +7,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from referee.judge.client import close_loop_clients
+
 T = TypeVar("T")
 
 
@@ -21,7 +23,10 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     async def main() -> None:
         # The value travels outside the task: asyncio.run's SIGINT bookkeeping ends up calling
         # repr() on the main task, which would render a whole report (seconds on large runs).
-        outcome["value"] = await coro
+        try:
+            outcome["value"] = await coro
+        finally:
+            await close_loop_clients()  # this loop ends here, and its judge connections with it
 
     try:
         asyncio.get_running_loop()
