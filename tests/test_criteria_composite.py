@@ -11,7 +11,9 @@ from referee import (
     CriterionConfig,
     EvalCase,
     ExecutionResult,
+    Invocation,
     JudgeUnavailable,
+    ResponseMatchCriterion,
     SyncCriterion,
     ToolCall,
     ToolNameMatchCriterion,
@@ -100,12 +102,31 @@ async def test_empty_composite_scores_zero():
     assert result.score == 0.0 and result.details["sub_results"] == []
 
 
-async def test_skipped_sub_criteria_do_not_decide_the_gate():
-    result = await CompositeCriterion([Fixed(0.9), Fixed(0.0, skip=True)]).evaluate(RUN, CASE)
-    assert result.score == 0.9 and not result.skipped
-    assert result.details["sub_results"][1]["skipped"] is True
-    all_skipped = await CompositeCriterion([Fixed(1.0, skip=True)]).evaluate(RUN, CASE)
-    assert all_skipped.skipped and not all_skipped.passed
+async def test_a_skipped_llm_sub_criterion_counts_with_its_documented_score():
+    # Document 000: a skipped LLM criterion scores 1.0, and OR takes the maximum of the sub-scores.
+    # No expected final response (ResponseMatchCriterion skips), three expected tools.
+    case = EvalCase(conversation=[Invocation(user_content="q", expected_tool_trajectory=[
+        ToolCall(name="search"), ToolCall(name="refund"), ToolCall(name="email")])])
+    run = ExecutionResult(actual_response="r", tool_calls=[ToolCall(name="search")])
+    response_match = ResponseMatchCriterion(CriterionConfig.response_match())
+    tools = ToolNameMatchCriterion()
+    either = await CompositeCriterion([response_match, tools], require_all=False).evaluate(run, case)
+    subs = either.details["sub_results"]
+    assert subs[0]["skipped"] is True and subs[0]["score"] == 1.0
+    assert subs[1]["score"] == pytest.approx(1 / 3)
+    assert either.score == 1.0 and either.passed and not either.skipped
+    assert "Skipped (their documented skip score counts): response_match_score" in either.reason
+
+    both = await CompositeCriterion([response_match, tools], require_all=True).evaluate(run, case)
+    assert both.score == pytest.approx(1 / 3) and not both.passed
+
+
+async def test_all_sub_criteria_skipped_keeps_the_combined_score_and_flags_it():
+    reported_zero = await CompositeCriterion([Fixed(0.0, skip=True)]).evaluate(RUN, CASE)
+    assert reported_zero.skipped and reported_zero.score == 0.0 and not reported_zero.passed
+    llm_skips = await CompositeCriterion(
+        [ResponseMatchCriterion(CriterionConfig.response_match())]).evaluate(RUN, CASE)
+    assert llm_skips.skipped and llm_skips.score == 1.0 and llm_skips.details["skipped"] is True
 
 
 async def test_judge_outage_in_a_sub_criterion_marks_the_composite():
@@ -131,6 +152,7 @@ async def test_judge_fallback_flag_in_a_sub_result_propagates():
 
 async def test_broken_sub_criterion_is_an_evaluator_error():
     result = await CompositeCriterion([Raises(ZeroDivisionError("boom"))]).evaluate(RUN, CASE)
+    assert result.details["sub_results"][0]["details"]["reason"] == "ZeroDivisionError: boom"
     assert result.error_kind == "evaluator" and "boom" in result.error
 
 
@@ -169,10 +191,13 @@ async def test_weighted_rejects_negative_weights():
         WeightedCriterion([(Fixed(1.0, "a"), -1.0)])
 
 
-async def test_weighted_leaves_skipped_out_of_both_sums():
-    criterion = WeightedCriterion([(Fixed(0.5), 1), (Fixed(1.0, skip=True), 9)])
-    result = await criterion.evaluate(RUN, CASE)
-    assert result.score == 0.5 and result.details["total_weight"] == 1
+async def test_weighted_counts_a_skipped_sub_criterion_with_its_reported_score():
+    criterion = WeightedCriterion([(Fixed(0.5), 1), (Fixed(1.0, "llm"), 3),
+                                   (ResponseMatchCriterion(CriterionConfig.response_match()), 4)])
+    result = await criterion.evaluate(RUN, CASE)  # response_match skips at 1.0: no reference
+    assert result.details["total_weight"] == 8
+    assert result.score == pytest.approx((0.5 * 1 + 1.0 * 3 + 1.0 * 4) / 8)
+    assert not result.skipped
 
 
 async def test_weighted_runs_concurrently():

@@ -370,6 +370,7 @@ async def test_base_criterion_without_prompt_reports_the_error(server):
     result = await TemplatedLLMCriterion(cfg()).evaluate(run(), case())
     assert result.error_kind == "evaluator"
     assert "_build_prompt" in result.error
+    assert result.details["reason"] == result.error == result.reason  # document 000's example reads it
     assert server.request_count == 0
 
 

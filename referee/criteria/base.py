@@ -57,8 +57,10 @@ class BaseCriterion(ABC):
         )
 
     def _failure(self, error: str) -> CriterionResult:
+        # The error doubles as the reason, so ``details["reason"]`` is there on every result.
         return CriterionResult(
-            criterion=self.name, score=0.0, passed=False, threshold=self.threshold, error=error
+            criterion=self.name, score=0.0, passed=False, threshold=self.threshold, error=error,
+            details={"reason": error},
         )
 
     def _skipped(self, reason: str) -> CriterionResult:

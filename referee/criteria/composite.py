@@ -59,12 +59,18 @@ def _combine(owner: BaseCriterion, score: float, details: dict[str, Any],
     return result
 
 
-def _all_skipped(owner: BaseCriterion, results: list[CriterionResult],
-                 details: dict[str, Any]) -> CriterionResult:
-    skipped = owner._skipped("Every sub-criterion was skipped: "
-                             + "; ".join(f"{r.criterion}: {r.reason}" for r in results))
-    skipped.details.update(details)
-    return skipped
+def _mark_if_all_skipped(result: CriterionResult, results: list[CriterionResult]) -> None:
+    """Every sub-criterion skipped: the combined score stands as documented, flagged skipped."""
+    if results and all(r.skipped for r in results):
+        result.skipped = True
+        result.details["skipped"] = True
+
+
+def _skipped_note(results: list[CriterionResult]) -> str:
+    skipped = [r.criterion for r in results if r.skipped]
+    if not skipped:
+        return ""
+    return f" Skipped (their documented skip score counts): {', '.join(skipped)}."
 
 
 class CompositeCriterion(BaseCriterion):
@@ -72,8 +78,9 @@ class CompositeCriterion(BaseCriterion):
 
     ``require_all=True`` (AND) takes the minimum sub-score, ``False`` (OR) the maximum; the
     threshold in ``config`` applies to that combined score. ``details``: ``sub_results`` (each
-    sub-result serialised) and ``require_all``. Skipped sub-criteria are listed but do not take
-    part in the min/max; if all are skipped the composite is skipped. No sub-criteria scores 0.0.
+    sub-result serialised) and ``require_all``. A skipped sub-criterion takes part with the score
+    it reported (1.0 for a skipped LLM criterion, as document 000 says); if all are skipped the
+    composite is flagged skipped too. No sub-criteria scores 0.0.
     """
 
     name = "composite_criterion"
@@ -100,22 +107,21 @@ class CompositeCriterion(BaseCriterion):
         gate = "AND (minimum)" if self.require_all else "OR (maximum)"
         if not results:
             return self._result(0.0, {**details, "reason": "No sub-criteria to combine."})
-        counted = [r for r in results if not r.skipped]
-        if not counted:
-            return _all_skipped(self, results, details)
         pick = min if self.require_all else max
-        deciding = pick(counted, key=lambda r: r.score)
-        details["reason"] = (f"{gate} of {len(counted)} sub-criteria: {deciding.score:.3f} "
-                             f"from {deciding.criterion}.")
-        return _combine(self, deciding.score, details, results)
+        deciding = pick(results, key=lambda r: r.score)
+        details["reason"] = (f"{gate} of {len(results)} sub-criteria: {deciding.score:.3f} "
+                             f"from {deciding.criterion}." + _skipped_note(results))
+        result = _combine(self, deciding.score, details, results)
+        _mark_if_all_skipped(result, results)
+        return result
 
 
 class WeightedCriterion(BaseCriterion):
     """Weighted average of sub-scores: ``sum(score * weight) / sum(weight)``.
 
     Weights need not sum to 1 but must not be negative. An empty ``criteria_weights`` or a total
-    weight of 0 scores 0.0. Skipped sub-criteria are left out of both sums (and listed); if all
-    are skipped the weighted criterion is skipped.
+    weight of 0 scores 0.0. A skipped sub-criterion counts with the score it reported; if all
+    are skipped the weighted criterion is flagged skipped too.
     """
 
     name = "weighted_criterion"
@@ -142,17 +148,17 @@ class WeightedCriterion(BaseCriterion):
         results = await _run_all(criteria, actual, expected)
         sub_results = [{**r.model_dump(mode="json"), "weight": w} for r, w in zip(results, weights)]
         details: dict[str, Any] = {"sub_results": sub_results}
-        if results and all(r.skipped for r in results):
-            return _all_skipped(self, results, details)
-        counted = [(r, w) for r, w in zip(results, weights) if not r.skipped]
-        total = sum(w for _, w in counted)
+        total = sum(weights)
         details["total_weight"] = total
         if total <= 0:
-            reason = ("No criteria to weigh." if not counted
+            reason = ("No criteria to weigh." if not results
                       else "Total weight is 0; nothing to average.")
             return _combine(self, 0.0, {**details, "reason": reason}, results)
-        score = sum(r.score * w for r, w in counted) / total
-        details["reason"] = (f"Weighted average {score:.3f} of {len(counted)} criteria: "
-                             + ", ".join(f"{r.criterion}={r.score:.2f}x{w:g}" for r, w in counted)
-                             + ".")
-        return _combine(self, score, details, results)
+        score = sum(r.score * w for r, w in zip(results, weights)) / total
+        details["reason"] = (f"Weighted average {score:.3f} of {len(results)} criteria: "
+                             + ", ".join(f"{r.criterion}={r.score:.2f}x{w:g}"
+                                         for r, w in zip(results, weights))
+                             + "." + _skipped_note(results))
+        result = _combine(self, score, details, results)
+        _mark_if_all_skipped(result, results)
+        return result

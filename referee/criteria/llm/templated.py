@@ -191,7 +191,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                token_usage: TokenUsage | None = None) -> CriterionResult:
         return CriterionResult(
             criterion=self.name, score=0.0, passed=False, threshold=self.threshold,
-            error=message, error_kind=kind, details=details or {}, token_usage=token_usage,
+            error=message, error_kind=kind, details=details or {"reason": message},
+            token_usage=token_usage,
         )
 
     def _all_samples_failed(self, failures: list[Exception],
