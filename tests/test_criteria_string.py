@@ -54,9 +54,15 @@ async def test_exact_match_without_expected_response_is_skipped_not_passed():
     assert "expected final response" in result.reason
 
 
-async def test_exact_match_ignores_trailing_newline_of_expected_text():
+async def test_exact_match_compares_the_expected_text_as_written():
+    # Document 000 strips actual_response only; the expected response is taken as written.
     case = EvalCase(input="q", expected_output="line one\nline two\n")
-    assert (await ExactMatchCriterion().evaluate(run("line one\nline two"), case)).passed
+    result = await ExactMatchCriterion().evaluate(run("line one\nline two\n"), case)
+    assert not result.passed and result.details["expected_length"] == 18
+    padded = EvalCase(input="q", expected_output=" Paris")
+    assert (await ExactMatchCriterion().evaluate(run(" Paris "), padded)).score == 0.0
+    assert (await ExactMatchCriterion().evaluate(
+        run("Paris"), EvalCase(input="q", expected_output="Paris"))).score == 1.0
 
 
 # ContainsKeywordsCriterion ------------------------------------------------------------------

@@ -11,9 +11,10 @@ from referee.result import CriterionResult
 class ExactMatchCriterion(SyncCriterion):
     """``actual.actual_response.strip()`` equals the last non-empty expected final response.
 
-    Score 1.0 or 0.0, no partial credit. The expected text is stripped too, so a trailing newline
-    from a YAML block scalar does not fail the case. A case with no expected response is
-    reported as skipped (``details["match"]`` is False) rather than compared with "".
+    Score 1.0 or 0.0, no partial credit. As document 000 writes it, only the response is
+    stripped: the expected text is compared as written (in YAML, use a ``|-`` block scalar so no
+    trailing newline is added). A case with no expected response is reported as skipped
+    (``details["match"]`` is False) rather than compared with "".
     Not a ``CriteriaConfig`` field: instantiate it directly or look up ``"exact_match"``.
     """
 
@@ -27,7 +28,6 @@ class ExactMatchCriterion(SyncCriterion):
             skipped = self._skipped("The case defines no expected final response to compare with.")
             skipped.details["match"] = False
             return skipped
-        expected_response = expected_response.strip()
         is_match = actual_response == expected_response
         if is_match:
             reason = "The response matches the expected response exactly."
