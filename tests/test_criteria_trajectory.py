@@ -220,10 +220,18 @@ async def test_node_order_exact_match_and_details():
     assert result.details["match_type"] == "exact"
 
 
-async def test_node_order_ignores_check_args_and_scores_one_without_expectation():
-    criterion = NodeOrderMatchCriterion(config=CriterionConfig(check_args=True))
-    result = await criterion.evaluate(ExecutionResult(node_visits=["a"]), case_expecting())
-    assert result.score == 1.0 and result.passed
+async def test_node_order_without_expectation_follows_the_documented_mode_rule():
+    # "Same three match modes": with nothing expected EXACT scores 1.0 only if nothing was
+    # visited; IN_ORDER and ANY_ORDER score 1.0 unconditionally. check_args is not used.
+    visited = ExecutionResult(node_visits=["a"])
+    exact = NodeOrderMatchCriterion(config=CriterionConfig(check_args=True))
+    result = await exact.evaluate(visited, case_expecting())
+    assert result.score == 0.0 and not result.passed
+    assert result.details["note"] == "No expected node order defined"
+    assert (await exact.evaluate(ExecutionResult(), case_expecting())).score == 1.0
+    for mode in (MatchType.IN_ORDER, MatchType.ANY_ORDER):
+        lenient = NodeOrderMatchCriterion(config=CriterionConfig(match_type=mode))
+        assert (await lenient.evaluate(visited, case_expecting())).score == 1.0
 
 
 # ToolNameMatchCriterion ---------------------------------------------------------------------

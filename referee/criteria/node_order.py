@@ -18,8 +18,8 @@ class NodeOrderMatchCriterion(SyncCriterion):
     Same three modes as the trajectory criterion (``EXACT`` also counts extra visits against the
     score). Reads ``match_type`` and ``threshold``; ``check_args`` has no meaning here.
 
-    A case that expects no node order scores 1.0 in every mode: a graph always visits nodes, so
-    an empty expectation means "not checked", never "visit nothing".
+    A case that expects no node order follows the modes' documented rule: ``IN_ORDER`` and
+    ``ANY_ORDER`` score 1.0, ``EXACT`` scores 1.0 only when no node was visited.
     """
 
     name = "node_order_score"
@@ -34,10 +34,13 @@ class NodeOrderMatchCriterion(SyncCriterion):
             "expected_node_order": expected_nodes,
             "actual_node_order": actual_nodes,
         }
-        if not expected_nodes:
-            return self._result(1.0, {**details, "reason": "No expected node order defined.",
-                                      "note": "No expected node order defined"})
         outcome = match_sequences(match_type, actual_nodes, expected_nodes, eq)
+        if not expected_nodes:
+            details["note"] = "No expected node order defined"
+            reason = "No expected node order defined."
+            if match_type is MatchType.EXACT and actual_nodes:
+                reason += f" EXACT rejects the {len(actual_nodes)} visit(s) made."
+            return self._result(outcome.score, {**details, "reason": reason})
         missing = [expected_nodes[i] for i in outcome.missing]
         reason = (f"Matched {outcome.matched} of {len(expected_nodes)} expected nodes "
                   f"({match_type.value}).")
