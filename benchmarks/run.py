@@ -88,6 +88,7 @@ class Row:
     efficiency: float | None = None
     ratio_to_referee: float | None = None
     notes: list[str] = field(default_factory=list)
+    error: str | None = None  # the run produced no measurement: why
 
     @property
     def rss_per_case_kb(self) -> float:
@@ -197,11 +198,18 @@ class Harness:
         self.server.reset_record()
         self.responder.reset()
         self.log(f"  {workload:<3} {system:<16} {cases:>5} cases ...")
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=self.timeout_s)
+        try:
+            done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            return self._failed(workload, system, cases, f"no result within {self.timeout_s:g}s",
+                                record)
         if done.returncode != 0:
-            raise RuntimeError(f"{system} on {workload} failed (exit {done.returncode}):\n"
-                               f"{done.stderr[-3000:]}")
+            # One system failing must not cost the other rows: report it and carry on.
+            self.log(done.stderr[-3000:])
+            last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+            return self._failed(workload, system, cases,
+                                f"exit status {done.returncode}: {last.strip()[:160]}", record)
         data = read_result(out)
         row = Row(workload=workload, system=system, cases=cases, wall_s=data["wall_s"],
                   cpu_s=data["cpu_s"], judge_requests=self.server.request_count,
@@ -224,6 +232,17 @@ class Harness:
             self.rows.append(row)
         return row
 
+    def _failed(self, workload: str, system: str, cases: int, why: str, record: bool) -> Row:
+        self.log(f"  {workload:<3} {system:<16} FAILED: {why}")
+        row = Row(workload=workload, system=system, cases=cases, wall_s=0.0, cpu_s=0.0,
+                  judge_requests=self.server.request_count, judge_tokens=self.responder.tokens,
+                  max_in_flight=self.server.max_in_flight, rss_peak_kb=0, rss_baseline_kb=0,
+                  report_bytes=0, evaluations=0, passed_evaluations=0, errored_evaluations=0,
+                  settings="", error=why)
+        if record:
+            self.rows.append(row)
+        return row
+
     # Workloads ---------------------------------------------------------------------------
     def w1(self, systems: list[str]) -> None:
         for system in systems:
@@ -236,6 +255,8 @@ class Harness:
         for system in systems:
             if system in _SUPPORTS_AGENT:
                 self.run_one("W2", system, "agent", self.sizes.agent)
+            elif system == "referee-batched":
+                self.log(f"  W2  {system:<16} skipped (batching changes judged evaluators only)")
             else:
                 self.log(f"  W2  {system:<16} skipped (no deterministic agent criteria)")
 
@@ -266,10 +287,11 @@ class Harness:
         return path
 
     def finish(self) -> list[Row]:
-        referee_wall = {(r.workload, r.cases): r.wall_s for r in self.rows if r.system == "referee"}
+        referee_wall = {(r.workload, r.cases): r.wall_s for r in self.rows
+                        if r.system == "referee" and r.error is None}
         for row in self.rows:
             base = referee_wall.get((row.workload, row.cases))
-            if base:
+            if base and row.error is None:
                 row.ratio_to_referee = row.wall_s / base
         return self.rows
 
@@ -284,6 +306,10 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
               "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals")
     lines = [header]
     for r in rows:
+        if r.error is not None:
+            lines.append((r.workload, r.system, str(r.cases), "FAILED")
+                         + ("-",) * (len(header) - 4))
+            continue
         lines.append((
             r.workload, r.system, str(r.cases), f"{r.wall_s:.2f}", _fmt(r.ratio_to_referee, ".2f"),
             str(r.judge_requests), str(r.judge_tokens), str(r.max_in_flight),
@@ -304,7 +330,9 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     notes = sorted({f"{r.system}: {n}" for r in rows for n in r.notes}
-                   | {f"{r.system}: {r.settings}" for r in rows})
+                   | {f"{r.system}: {r.settings}" for r in rows if r.settings}
+                   | {f"{r.system}: {r.workload} at {r.cases} cases FAILED, {r.error}"
+                      for r in rows if r.error is not None})
     out.append("")
     out.extend(f"* {n}" for n in notes)
     return "\n".join(out)

@@ -93,6 +93,23 @@ def test_table_has_a_line_per_row(rows):
     assert "referee-batched" in table
 
 
+def test_a_failing_system_is_a_failed_row_not_a_lost_benchmark(monkeypatch):
+    import benchmarks.run as bench
+
+    monkeypatch.setitem(bench._RUNNER_MODULE, "referee-batched", "benchmarks.systems.missing")
+    logged: list[str] = []
+    with Harness(latency_ms=1.0, sizes=Sizes(rag=2, agent=2, scaling=(2,)), peer_python=None,
+                 timeout_s=120, log=logged.append) as harness:
+        harness.w1(["referee-batched", "referee"])
+        rows = harness.finish()
+    failed, measured = rows
+    assert failed.error and "exit status 1" in failed.error and failed.ratio_to_referee is None
+    assert measured.error is None and measured.evaluations == 2 * W1_EVALUATORS
+    table = format_table(rows, 1.0)
+    assert "FAILED" in table and "W1 at 2 cases FAILED, exit status 1" in table
+    assert any("No module named" in line for line in logged)
+
+
 def test_unknown_workload_or_system_is_refused():
     with pytest.raises(ValueError, match="W9"):
         run_benchmarks(["W9"], ["referee"], install=False)
