@@ -11,19 +11,15 @@ from referee.testing import DUMMY_API_KEY, Reply, ScriptedJudgeServer
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
 PATHS = {("openai", "chat"): "/v1/chat/completions", ("openai", "responses"): "/v1/responses",
          ("anthropic", "chat"): "/v1/messages", ("google", "chat"): ":generateContent"}
-_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
-        "REFEREE_CACHE", "REFEREE_CACHE_DIR")
+# Provider credentials and endpoints from a developer's shell, beyond conftest's JUDGE_ENV.
+_PROVIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GOOGLE_API_KEY",
+                 "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI")
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch):
-    for name in _ENV:
+def _isolated(monkeypatch: pytest.MonkeyPatch, isolated_judge: None) -> None:
+    for name in _PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE", "0")
-    configure(None)
-    yield
-    configure(None)
 
 
 @pytest.mark.parametrize(("provider", "api_style"), PROVIDERS)

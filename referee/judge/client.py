@@ -76,7 +76,6 @@ class _Endpoint:
                 self.clients_created += 1
             return client
 
-
     @property
     def open_clients(self) -> int:
         with self._lock:
