@@ -36,6 +36,13 @@ VERDICT_TABLE = [
     ('{"answer": true}', YES),
     ('{"answer": "I cannot say yes or no"}', UNKNOWN),
     ("```\nYes\n```", YES),
+    # XML/HTML-style tags: a tag is not part of the word next to it
+    ("<answer>No</answer>", NO),
+    ("<b>Yes</b>", YES),
+    ("<verdict>\n**Yes**\n</verdict>", YES),
+    ("<thinking>yes, but the date differs</thinking>\n<answer>No</answer>", NO),
+    ("<answer>yes</answer><answer>no</answer>", UNKNOWN),
+    ("<answer>I cannot say yes or no</answer>", UNKNOWN),
     # exactly one verdict word somewhere
     ("The statement is supported, so my answer is yes.", YES),
     ("After checking each claim against the context: no.", NO),

@@ -15,6 +15,9 @@ class Verdict(str, Enum):
 
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
+# XML/HTML-style tags ("<answer>No</answer>", "<b>Yes</b>"). They become spaces: stripping only
+# their '>' as markup would glue the tag name onto the verdict word ("<answerNo").
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9_:.-]*(?:\s[^<>]*)?/?>")
 # Letters only on the ASCII side: CJK text glued to "Yes" must not hide the word.
 _WORD = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])", re.IGNORECASE)
 _MARKUP = re.compile(r"[*_`#>~]+")
@@ -36,6 +39,12 @@ _HEDGE = re.compile(
 )
 _JSON_KEYS = ("answer", "verdict", "result", "response", "decision", "label", "judgment",
               "judgement")
+# A reply that wraps its verdict in one of these elements is answered by that element alone,
+# whatever reasoning surrounds it ("<thinking>yes, but...</thinking><answer>No</answer>").
+# Not <response>/<result>: a judge may quote the material under those names.
+_ANSWER_ELEMENT = re.compile(
+    r"<(answer|verdict|decision|judgment|judgement)(?:\s[^<>]*)?>(.*?)</\1\s*>",
+    re.IGNORECASE | re.DOTALL)
 
 
 def _from_json(text: str) -> Verdict | None:
@@ -57,6 +66,7 @@ def _from_json(text: str) -> Verdict | None:
 
 
 def _clean(text: str) -> str:
+    text = _TAG.sub(" ", text)
     text = _MARKUP.sub("", text)
     previous = None
     while previous != text:
@@ -96,6 +106,10 @@ def parse_verdict(text: str | None) -> Verdict:
     fence = _FENCE.search(stripped)
     if fence and not _clean(_FENCE.sub("", stripped)):
         stripped = fence.group(1)
+    elements = _ANSWER_ELEMENT.findall(stripped)
+    if elements:
+        verdicts = {_from_text(inner) for _, inner in elements}
+        return verdicts.pop() if len(verdicts) == 1 else Verdict.UNKNOWN
     return _from_text(stripped)
 
 
