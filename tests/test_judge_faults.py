@@ -176,6 +176,29 @@ async def test_concurrency_cap_is_respected(judge_server: ScriptedJudgeServer) -
     assert judge_server.connection_count <= 4
 
 
+async def test_default_concurrency_cap_is_16(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.3))
+    cfg = judge_server.judge_config(provider="openai")  # no max_concurrency: the default
+    assert cfg.max_concurrency is None and get_judge(cfg).max_concurrency == 16
+    replies = await asyncio.gather(*(get_judge(cfg).complete(f"q{i}") for i in range(40)))
+    assert len(replies) == 40 and judge_server.request_count == 40
+    # Capped at 16, and not throttled below it.
+    assert 8 < judge_server.max_in_flight <= 16
+
+
+async def test_concurrency_cap_from_the_environment(judge_server: ScriptedJudgeServer,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.05))
+    monkeypatch.setenv("REFEREE_JUDGE_CONCURRENCY", "many")
+    with pytest.raises(ValueError, match="REFEREE_JUDGE_CONCURRENCY='many' is not an integer"):
+        get_judge(judge_server.judge_config(provider="openai"))
+    monkeypatch.setenv("REFEREE_JUDGE_CONCURRENCY", "3")
+    cfg = judge_server.judge_config(provider="openai")
+    assert get_judge(cfg).max_concurrency == 3
+    await asyncio.gather(*(get_judge(cfg).complete(f"q{i}") for i in range(12)))
+    assert judge_server.request_count == 12 and 1 <= judge_server.max_in_flight <= 3
+
+
 async def test_server_handles_hundreds_of_concurrent_requests(
         judge_server: ScriptedJudgeServer) -> None:
     judge_server.set_reply(Reply("Yes", latency_s=0.2))
