@@ -86,6 +86,17 @@ async def test_one_call_per_question_and_perfect_answers_score_one(server, cls, 
     assert result.token_usage is not None and result.token_usage.requests == count
 
 
+async def test_questions_of_a_case_are_asked_concurrently(server):
+    from referee.testing import Reply
+
+    server.set_reply(Reply("No", latency_s=0.3))  # "No" to every Toxicity question but one
+    result = await Toxicity(judge=server.judge_config()).evaluate(out("Thanks!"), RAG_CASE)
+
+    assert server.request_count == 5
+    assert server.max_in_flight == 5  # one call per question, all at once, none serialized
+    assert result.score == pytest.approx(4 / 5)
+
+
 async def test_score_is_fraction_of_questions_answered_as_expected(server):
     # The judge says the output contradicts the context: one of four questions goes against it.
     expected_answers(server, {"contradicts the context": "Yes", "outside knowledge": "No"})
