@@ -186,3 +186,48 @@ def test_model_output_as_execution_result_reaches_the_evaluators():
     report = suite.run(lambda p: ExecutionResult(actual_response="the tool said hi"),
                        verbose=False, save=False)
     assert report.passed == 1
+
+
+def test_judge_token_usage_adds_up_per_criterion_case_and_run(judge_server, isolated_judge,
+                                                             tmp_path):
+    from referee import GEval, Relevance
+    from referee.evaluators.deterministic import NotEmpty
+    from referee.testing import Reply
+
+    def respond(request):
+        if "Criterion:" in request.prompt:  # GEval asks for a JSON score
+            return Reply('{"score": 0.9, "reason": "ok"}', input_tokens=100, output_tokens=10)
+        return Reply("Yes", input_tokens=40, output_tokens=1)
+
+    judge_server.set_reply(respond)
+    cfg = judge_server.judge_config(model="gpt-4o-mini")
+    suite = EvalSuite("usage").add_cases([EvalCase(input="q1"), EvalCase(input="q2"),
+                                          EvalCase(input="q3")])
+    suite.add_evaluators(Relevance(judge=cfg), GEval("Is it fine?", judge=cfg), NotEmpty())
+    report = suite.run(lambda prompt: "an answer", verbose=False, runs_dir=tmp_path)
+
+    relevance = (4 * 40, 4 * 1, 4)   # per case: four questions, one call each
+    geval = (2 * 100, 2 * 10, 2)     # per case: two runs
+    for case in report.cases:
+        by_name = {r.criterion: r.token_usage for r in case.criterion_results}
+        assert by_name["not_empty"] is None  # no judge, no usage
+        got = {name: (u.input_tokens, u.output_tokens, u.requests)
+               for name, u in by_name.items() if u is not None}
+        assert got == {"relevance": relevance, "g_eval": geval}
+        usage = case.token_usage
+        assert (usage.input_tokens, usage.output_tokens, usage.requests) == (360, 24, 6)
+    assert judge_server.request_count == 18
+
+    stats = report.summary.criterion_stats
+    assert (stats["relevance"].token_usage.input_tokens, stats["relevance"].token_usage.requests) == (480, 12)
+    assert (stats["g_eval"].token_usage.output_tokens, stats["g_eval"].token_usage.requests) == (60, 6)
+    assert stats["not_empty"].token_usage is None
+    total = report.token_usage
+    assert (total.input_tokens, total.output_tokens, total.requests) == (1080, 72, 18)
+    assert report.summary.total_token_usage == total
+    # gpt-4o-mini list price (0.15 / 0.60 USD per million tokens) turns tokens into a cost.
+    assert total.cost_usd == pytest.approx((1080 * 0.15 + 72 * 0.60) / 1_000_000)
+    # The stored report keeps the same numbers.
+    stored = json.loads((tmp_path / report.run_id / "report.json").read_text())
+    assert stored["summary"]["total_token_usage"]["requests"] == 18
+    assert stored["summary"]["criterion_stats"]["relevance"]["token_usage"]["requests"] == 12

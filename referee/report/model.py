@@ -95,6 +95,7 @@ class CriterionStats(BaseModel):
     skipped: int = 0
     avg_score: float = 0.0
     pass_rate: float = 0.0
+    token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
 
     def __getitem__(self, key: str) -> Any:  # document 000 reads criterion_stats[name]["pass_rate"]
         return getattr(self, key)
@@ -139,6 +140,8 @@ class EvalSummary(BaseModel):
             for r in case.criterion_results:
                 s = stats.setdefault(r.criterion, CriterionStats())
                 s.total += 1
+                if r.token_usage is not None:
+                    s.token_usage = r.token_usage + s.token_usage
                 if r.skipped:
                     s.skipped += 1
                     continue
