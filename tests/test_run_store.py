@@ -103,10 +103,34 @@ def test_resume_refuses_different_cases(tmp_path):
     suite = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="b")])
     suite.add_evaluator(Contains(["a"]))
     report = suite.run(lambda p: p, verbose=False, runs_dir=tmp_path)
+    run_dir = tmp_path / report.run_id
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     other = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="c")])
     other.add_evaluator(Contains(["a"]))
+    called: list[str] = []
     with pytest.raises(InputError, match="not the ones the interrupted run was started with"):
-        other.run(lambda p: p, verbose=False, resume=tmp_path / report.run_id)
+        other.run(called.append, verbose=False, resume=run_dir)
+    # A refused resume runs nothing and leaves the stored run exactly as it was: its
+    # report.json in particular, which a resume that goes ahead replaces.
+    assert called == []
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+    assert "report.json" in before and load_run(run_dir).passed == 1
+
+
+def test_a_bad_setting_leaves_no_half_made_run_directory(tmp_path, monkeypatch):
+    suite = EvalSuite("s").add_cases([EvalCase(input="a")]).add_evaluator(Contains(["a"]))
+    monkeypatch.setenv("REFEREE_CACHE", "maybe")
+    with pytest.raises(ValueError, match="REFEREE_CACHE='maybe' is not a boolean"):
+        suite.run(lambda p: p, verbose=False, runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+    # Nor does it unfinish a stored run it was asked to resume.
+    monkeypatch.delenv("REFEREE_CACHE")
+    report = suite.run(lambda p: p, verbose=False, runs_dir=tmp_path / "runs")
+    run_dir = tmp_path / "runs" / report.run_id
+    monkeypatch.setenv("REFEREE_CACHE", "maybe")
+    with pytest.raises(ValueError, match="REFEREE_CACHE"):
+        suite.run(lambda p: p, verbose=False, resume=run_dir)
+    assert (run_dir / "report.json").is_file() and list_runs(tmp_path / "runs")[0].finished
 
 
 def test_corruption_before_the_last_line_is_an_error_naming_the_line(tmp_path):

@@ -109,14 +109,20 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=describe_judges(criteria), config_used=config_used or {},
                         metadata=dict(options.metadata))
+    # Built before the run directory is touched: a bad setting (REFEREE_CACHE, concurrency)
+    # must neither leave a half-made run behind nor unfinish a stored one.
+    engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
+                    progress=make_progress(options.verbose, name))
     if options.resume is not None:
-        store = RunStore.reopen(options.resume)
-        meta = store.read_meta()
+        # Checked before reopen(), which drops a finished run's report.json: a refused
+        # resume must leave the run as it was.
+        meta = RunStore(options.resume).read_meta()
         if meta.get("case_fingerprint") != case_fingerprint(keys):
             raise InputError(
                 f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
-                f"({len(meta.get('case_ids') or [])} case(s))", source=str(store.run_dir),
+                f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
                 expected="the same cases, in the same order")
+        store = RunStore.reopen(options.resume)
         finished = {c.eval_id: c for c in store.read_cases()
                     if not (options.retry_errors and c.status.is_error)}
         report.run_id = str(meta.get("run_id") or store.run_dir.name)
@@ -127,8 +133,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     if store is not None:
         report.metadata["run_dir"] = str(store.run_dir)
 
-    engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
-                    progress=make_progress(options.verbose, name), store=store)
+    engine.store = store
     try:
         report.cases = await engine.run(cases, execute, finished=finished)
     finally:
