@@ -187,3 +187,38 @@ async def test_unawaited_evaluate_is_a_coroutine(execution, case):
     pending = ExactMatchCriterion().evaluate(execution, case)
     assert asyncio.iscoroutine(pending)
     assert (await pending).score == 1.0
+
+
+async def test_base_criterion_members_and_helpers(execution, case):
+    from referee import BaseCriterion, CriterionConfig, CriterionResult
+
+    class Flaky(BaseCriterion):
+        name = "flaky"
+        description = "Fails with an error when the response is empty"
+
+        async def evaluate(self, actual, expected):
+            if not actual.actual_response:
+                return self._failure("no response to check")
+            return self._result(0.75, {"reason": "three quarters"})
+
+    default = Flaky()
+    assert default.config == CriterionConfig()  # config=None builds a default CriterionConfig
+    assert (default.threshold, default.is_enabled, default.validate_config()) == (0.8, True, [])
+
+    criterion = Flaky(config=CriterionConfig(threshold=0.7, enabled=False))
+    assert (criterion.threshold, criterion.is_enabled) == (0.7, False)
+
+    ok = await criterion.evaluate(execution, case)
+    assert isinstance(ok, CriterionResult)
+    assert (ok.criterion, ok.score, ok.passed, ok.threshold) == ("flaky", 0.75, True, 0.7)
+    assert ok.reason == "three quarters" and ok.error is None
+
+    failed = await criterion.evaluate(ExecutionResult(), case)
+    assert (failed.score, failed.passed, failed.error) == (0.0, False, "no response to check")
+    assert failed.reason == "no response to check"
+
+    # validate_config reports a config that was made invalid after construction.
+    criterion.config.threshold = 1.5
+    criterion.config.num_samples = 0
+    assert criterion.validate_config() == ["threshold must be between 0.0 and 1.0, got 1.5",
+                                           "num_samples must be at least 1, got 0"]
