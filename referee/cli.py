@@ -331,8 +331,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
-        print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
-              file=sys.stderr)
+        from referee.run import session
+
+        run_dir = session.last_interrupted_run_dir
+        if run_dir is not None:
+            print(f"referee: interrupted; finished cases are kept in {run_dir} — rerun with "
+                  f"--resume {run_dir}", file=sys.stderr)
+        else:
+            print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
+                  file=sys.stderr)
         return EXIT_INTERRUPTED
     except (InputError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
             TypeError) as exc:

@@ -7,6 +7,7 @@ rejected run is still fully stored and reported.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -24,6 +25,10 @@ from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
+
+# The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
+# process, so the CLI can say which directory to --resume; None once a run starts.
+last_interrupted_run_dir: Path | None = None
 
 
 def default_runs_dir() -> Path:
@@ -97,6 +102,7 @@ def _is_llm_criterion(criterion: Any) -> bool:
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                      criteria: Sequence[Any], execute: Execute, options: RunOptions,
                      config_used: dict[str, Any] | None = None) -> EvalReport:
+    global last_interrupted_run_dir
     formats = parse_formats(options.formats)
     file_formats = [f for f in formats if f != "console"]
     if options.retry_errors and options.resume is None:
@@ -134,8 +140,13 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         report.metadata["run_dir"] = str(store.run_dir)
 
     engine.store = store
+    last_interrupted_run_dir = None
     try:
         report.cases = await engine.run(cases, execute, finished=finished)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if store is not None:
+            last_interrupted_run_dir = store.run_dir
+        raise
     finally:
         if store is not None:
             store.close()  # an interrupted run keeps every case it finished, synced

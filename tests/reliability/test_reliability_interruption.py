@@ -125,6 +125,7 @@ def test_interrupted_run_keeps_its_cases_and_resume_asks_nothing_twice(
         assert proc.returncode == 130, err
         assert "Traceback" not in err
         assert "interrupted; finished cases are kept" in err
+        assert f"--resume {run_dir}" in err  # names the directory to resume, not a placeholder
     else:
         assert proc.returncode == -signal.SIGKILL
         # A kill in the middle of a write leaves a torn last line: simulate the worst case.
