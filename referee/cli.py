@@ -32,6 +32,30 @@ EXIT_INTERRUPTED = 130
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
 
+RUN_DESCRIPTION = """\
+Run a model or agent over its cases, score them, and store the run.
+
+TARGET is either
+  * a Python file defining `suite` (an EvalSuite) and `model` (the function under test),
+    or `evaluator` (an AgentEvaluator) and `eval_set` (an EvalSet, a case file path or a
+    list of cases); or
+  * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) run with
+    --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (document 000).
+
+The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
+Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
+cases are kept; --resume RUN_DIR completes the run)."""
+VIEW_DESCRIPTION = (
+    "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
+    "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
+    "directory or report file to open it directly. Ctrl-C stops the viewer.")
+COMPARE_DESCRIPTION = (
+    "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
+    "cases added and removed. Exit code 1 when any case regressed, 0 otherwise, 2 on bad input.")
+LIST_DESCRIPTION = (
+    "List the runs stored under a runs directory, newest first, with pass rate, error rate "
+    "(error rate >= 10% flagged) and whether the run was interrupted.")
+
 
 class CliError(Exception):
     """A problem to report in one line, with an exit code."""
@@ -256,6 +280,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from referee.report.store import list_runs
 
     runs_dir = _runs_dir(args.dir)
+    if args.dir and not runs_dir.is_dir():
+        raise CliError(f"--dir {runs_dir}: no such directory")
     runs = list_runs(runs_dir)
     if not runs:
         print(f"no runs under {runs_dir}")
@@ -274,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run an eval suite or an eval set and store the run",
-                         description=__doc__.split("\n\n")[1] if __doc__ else None,
+                         description=RUN_DESCRIPTION,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("target", metavar="TARGET",
                      help="a .py file defining suite+model or evaluator+eval_set, or a case file")
@@ -301,20 +327,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help="no progress or console report; one summary line")
     run.set_defaults(func=cmd_run)
 
-    view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)")
+    view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",
+                          description=VIEW_DESCRIPTION)
     view.add_argument("target", metavar="RUN_OR_FILE", nargs="?",
                       help="open this run directory or report file")
     view.add_argument("--dir", metavar="DIR", help="the runs directory to index (default .referee/runs)")
     view.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     view.set_defaults(func=cmd_view)
 
-    compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)")
+    compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
+                             description=COMPARE_DESCRIPTION)
     compare.add_argument("a", metavar="A", help="baseline run directory or report file")
     compare.add_argument("b", metavar="B", help="candidate run directory or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(func=cmd_compare)
 
-    listing = sub.add_parser("list", help="list stored runs, newest first")
+    listing = sub.add_parser("list", help="list stored runs, newest first",
+                             description=LIST_DESCRIPTION)
     listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
     listing.set_defaults(func=cmd_list)
     return parser

@@ -153,6 +153,22 @@ def test_help_everywhere(capsys, argv):
     assert "usage: referee" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("command", "words"), [
+    ("run", ("TARGET is either", "`suite` (an EvalSuite) and `model`", "`evaluator`",
+             "a case file (.evalset.json, .json, .jsonl, .yaml, .csv)", "--agent FILE.py:FUNCTION",
+             "130 interrupted", "--resume RUN_DIR")),
+    ("view", ("127.0.0.1", "error rate >= 10% flagged", "two runs side by side")),
+    ("compare", ("baseline", "candidate", "Exit code 1 when any case regressed")),
+    ("list", ("newest first", "error rate >= 10% flagged", "interrupted")),
+])
+def test_each_command_help_says_what_it_does(capsys, command, words):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse re-wraps descriptions
+    for word in words:
+        assert word in text, word
+
+
 def _one_line_error(err: str) -> str:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
@@ -188,6 +204,8 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
         (["compare", str(tmp_path / "a"), str(tmp_path / "b")], "no such run directory"),
         (["view", str(tmp_path / "nothing")], "no such run directory or report file"),
         (["view", "--dir", str(tmp_path / "nothing")], "no such directory"),
+        (["list", "--dir", str(tmp_path / "nothing")], "--dir " + str(tmp_path / "nothing")
+         + ": no such directory"),
         (["frobnicate"], "invalid choice"),
     ]
     for argv, expected in cases:
