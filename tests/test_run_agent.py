@@ -223,3 +223,46 @@ async def test_user_simulator_end_to_end_with_simulation_goals_through_the_sdk(j
     assert result.criterion_scores == {"simulation_goals": 1.0}
     models = {r.model for r in judge_server.requests}
     assert models == {"gpt-4o-mini"} and judge_server.request_count == 3
+
+
+async def test_summary_counts_per_criterion_stats_and_judge_tokens():
+    from referee.usage import TokenUsage
+
+    class Judged(SyncCriterion):
+        """Stands in for a judged criterion: a score and the tokens its judge call cost."""
+
+        name = "judged"
+        threshold = 0.5
+
+        def evaluate_sync(self, actual, expected):
+            score = 0.9 if "booked" in actual.actual_response else 0.3
+            return self._result(score, token_usage=TokenUsage(
+                input_tokens=100, output_tokens=10, requests=1, cost_usd=0.001))
+
+    def agent(message: str) -> ExecutionResult:
+        if message == "crash":
+            return ExecutionResult(error="backend down")
+        return ExecutionResult(actual_response=message)
+
+    only_keywords = EvalConfig(criteria=CriteriaConfig(
+        contains_keywords=CriterionConfig.contains_keywords(keywords=["booked"])))
+    evaluator = AgentEvaluator(agent, config=only_keywords, criteria=[Judged()], save=False)
+    report = await evaluator.evaluate([EvalCase(input="it is booked", eval_id="ok"),
+                                       EvalCase(input="no seats left", eval_id="bad"),
+                                       EvalCase(input="crash", eval_id="err")])
+    summary = report.summary
+    assert (summary.total, summary.passed, summary.failed, summary.error_cases) == (3, 1, 1, 1)
+    assert summary.pass_rate == 0.5 and summary.error_rate == pytest.approx(1 / 3)
+    keywords = summary.criterion_stats["contains_keywords"]
+    assert (keywords["total"], keywords["passed"], keywords["failed"]) == (2, 1, 1)
+    assert keywords["avg_score"] == 0.5 and keywords["pass_rate"] == 0.5
+    judged = summary.criterion_stats["judged"]
+    assert (judged.total, judged.passed, judged.failed) == (2, 1, 1)
+    assert judged.avg_score == pytest.approx(0.6) and judged.pass_rate == 0.5
+    usage = summary.total_token_usage
+    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (200, 20, 2)
+    assert usage.cost_usd == pytest.approx(0.002)
+    assert report.token_usage == usage
+    # The same numbers under document 001's names, from the same cases.
+    assert (report.total, report.passed, report.failed, report.errors) == (3, 1, 1, 1)
+    assert report.pass_rate == summary.pass_rate and report.error_rate == summary.error_rate

@@ -320,3 +320,33 @@ def test_ci_output_is_line_oriented_progress_plus_the_summary(capsys):
     assert any(" FAILED " in line for line in lines)
     assert any("MODEL_ERROR" in line and "RuntimeError: model crashed" in line for line in lines)
     assert "ci-run" in out and "Errors by kind" in out
+
+
+def test_a_terminal_gets_a_rich_progress_bar_with_live_counts(monkeypatch):
+    import io
+    import re
+
+    from referee.run.progress import LineProgress, RichProgress, SilentProgress, make_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    for var in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert isinstance(make_progress(True, "x"), RichProgress)
+    assert isinstance(make_progress(False, "x"), SilentProgress)
+
+    suite = EvalSuite("tty-run").add_cases([EvalCase(input=k) for k in ("good", "bad", "raise")])
+    suite.add_evaluator(Scripted())
+    suite.run(behaviour_model, save=False, concurrency=1)
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.getvalue())
+    assert "referee: running" not in drawn  # not the CI lines
+    assert "tty-run" in drawn and "3/3" in drawn
+    assert "1 passed 1 failed 1 errors" in " ".join(drawn.split())
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # a pipe, as in CI
+    assert isinstance(make_progress(True, "x"), LineProgress)
