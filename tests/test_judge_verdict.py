@@ -43,6 +43,7 @@ VERDICT_TABLE = [
     ("<thinking>yes, but the date differs</thinking>\n<answer>No</answer>", NO),
     ("<answer>yes</answer><answer>no</answer>", UNKNOWN),
     ("<answer>I cannot say yes or no</answer>", UNKNOWN),
+    ("Answer: <Yes>", YES),
     # exactly one verdict word somewhere
     ("The statement is supported, so my answer is yes.", YES),
     ("After checking each claim against the context: no.", NO),

@@ -17,7 +17,8 @@ class Verdict(str, Enum):
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
 # XML/HTML-style tags ("<answer>No</answer>", "<b>Yes</b>"). They become spaces: stripping only
 # their '>' as markup would glue the tag name onto the verdict word ("<answerNo").
-_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9_:.-]*(?:\s[^<>]*)?/?>")
+# "<Yes>" itself is a verdict in angle brackets, not a tag.
+_TAG = re.compile(r"</?(?!(?:yes|no)>)[A-Za-z][A-Za-z0-9_:.-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
 # Letters only on the ASCII side: CJK text glued to "Yes" must not hide the word.
 _WORD = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])", re.IGNORECASE)
 _MARKUP = re.compile(r"[*_`#>~]+")
