@@ -252,12 +252,21 @@ def _runs_dir(value: str | None) -> Path:
 def cmd_view(args: argparse.Namespace) -> int:
     from referee.report.viewer import serve
 
+    from referee.report.store import list_runs, load_run
+
     target = Path(args.target) if args.target else None
     if target is not None and not target.exists():
         raise CliError(f"{target}: no such run directory or report file")
     runs_dir = _runs_dir(args.dir)
     if args.dir and not runs_dir.is_dir():
         raise CliError(f"--dir {runs_dir}: no such directory")
+    if (target is not None and args.dir is None and target.is_dir()
+            and not (target / "meta.json").is_file() and not (target / "report.json").is_file()
+            and list_runs(target)):
+        # `referee view .referee/runs`: a directory of runs is what --dir indexes.
+        target, runs_dir = None, target
+    if target is not None:
+        load_run(target)  # a file or folder that is not a run fails here, in one line
     serve(target, runs_dir, port=args.port)
     return 0
 

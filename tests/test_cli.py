@@ -185,6 +185,7 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
     (tmp_path / "cases.jsonl").write_text('{"input": "q"}\n')
     (tmp_path / "suite_only.py").write_text(
         "from referee import EvalSuite\nsuite = EvalSuite('x')\n")
+    (tmp_path / "other.json").write_text('{"name": "not a run"}')
     cases = [
         (["run", str(tmp_path / "missing.py")], "missing.py: no such file"),
         (["run", str(tmp_path / "notes.txt")], "expected a Python file"),
@@ -202,6 +203,9 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
         (["run", str(QUICKSTART / "eval_shop.py"), "--retry-errors"],
          "--retry-errors goes with --resume RUN_DIR"),
         (["compare", str(tmp_path / "a"), str(tmp_path / "b")], "no such run directory"),
+        (["compare", str(tmp_path / "other.json"), str(tmp_path / "other.json")],
+         "other.json: not a referee report"),
+        (["view", str(tmp_path / "other.json")], "other.json: not a referee report"),
         (["view", str(tmp_path / "nothing")], "no such run directory or report file"),
         (["view", "--dir", str(tmp_path / "nothing")], "no such directory"),
         (["list", "--dir", str(tmp_path / "nothing")], "--dir " + str(tmp_path / "nothing")
@@ -213,6 +217,20 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
         line = _one_line_error(capsys.readouterr().err)
         assert code == 2, argv
         assert expected in line, (argv, line)
+
+
+def test_view_of_a_directory_of_runs_indexes_it(tmp_path, capsys, suite_file, monkeypatch):
+    import referee.report.viewer as viewer
+
+    runs = tmp_path / "runs"
+    assert run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")[0] == 0
+    monkeypatch.delenv("REFEREE_RUNS_DIR", raising=False)
+    served: list[tuple] = []
+    monkeypatch.setattr(viewer, "serve", lambda target, runs_dir, port=0: served.append(
+        (target, runs_dir)))
+    assert main(["view", str(runs)]) == 0  # what --dir does, not a broken "run" page
+    assert main(["view", str(only_run_dir(runs))]) == 0
+    assert served == [(None, runs), (only_run_dir(runs), Path(".referee/runs"))]
 
 
 def test_bad_config_file_names_the_field(tmp_path, capsys):

@@ -16,6 +16,7 @@ from referee import EvalCase, EvalSuite
 from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
 from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.json_report import render_json
 from referee.report.store import RunStore, list_runs, load_run
 
 CHILD = textwrap.dedent("""
@@ -166,6 +167,26 @@ def test_load_run_errors_are_clear(tmp_path):
     bad.write_text("{\n  oops")
     with pytest.raises(InputError, match="bad.json:2"):
         load_run(bad)
+    # Any JSON object would validate as an empty report; `compare` would then report every
+    # case of the other run as removed and exit 0.
+    for name, text in (("other.json", '{"a": 1}'), ("list.json", "[1, 2]"),
+                       ("nocases.json", '{"run_id": "r", "cases": {}}')):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(InputError, match=rf"{name}: not a referee report .*expected a "
+                                             r"report.json or results.json written by referee"):
+            load_run(tmp_path / name)
+    # A directory of runs is not a run: say so, and name one.
+    runs = tmp_path / "runs"
+    for run_id in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb"):
+        RunStore.create(runs, EvalReport(run_id=run_id), case_ids=[]).write_report(
+            EvalReport(run_id=run_id))
+    with pytest.raises(InputError, match=r"directory of 2 run\(s\), not one run \(expected one "
+                                         r"run directory inside it, e\.g\. .*20260102-000000-bbbbbb"):
+        load_run(runs)
+    # The reports referee writes still load.
+    report = EvalReport(run_id="x", cases=[CaseResult(eval_id="a", status=CaseStatus.PASSED)])
+    (tmp_path / "results.json").write_text(render_json(report))
+    assert load_run(tmp_path / "results.json").passed == 1
 
 
 def test_create_refuses_an_existing_run_directory(tmp_path):

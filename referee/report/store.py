@@ -227,15 +227,7 @@ class RunStore:
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():
-            try:
-                return EvalReport.from_file(self.report_path)
-            except json.JSONDecodeError as exc:
-                raise InputError(exc.msg, source=str(self.report_path), line=exc.lineno,
-                                 expected="a JSON report") from None
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                raise InputError(err["msg"], source=str(self.report_path),
-                                 field=".".join(str(p) for p in err["loc"])) from None
+            return read_report_file(self.report_path)
         return self.rebuild()
 
     def rebuild(self) -> EvalReport:
@@ -266,22 +258,45 @@ def _last_nonempty(lines: list[str]) -> int:
     return -1
 
 
+def read_report_file(path: Path) -> EvalReport:
+    """A report JSON file (report.json or the results.json report); anything else is refused.
+
+    Any JSON object would otherwise validate as an empty report, and ``compare`` would call a
+    wrong file a run whose cases were all removed.
+    """
+    expected = "a report.json or results.json written by referee"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(exc.msg, source=str(path), line=exc.lineno, expected=expected) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", source=str(path), expected=expected) from None
+    if not isinstance(data, dict) or "run_id" not in data or not isinstance(data.get("cases"), list):
+        raise InputError("not a referee report (no run_id and list of cases)", source=str(path),
+                         expected=expected)
+    try:
+        return EvalReport.from_dict(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], source=str(path),
+                         field=".".join(str(p) for p in err["loc"])) from None
+
+
 def load_run(run_dir_or_file: str | Path) -> EvalReport:
     """Load a run directory (finished or interrupted) or a report JSON file."""
     path = Path(run_dir_or_file)
     if path.is_file():
         if path.name == CASES_FILE or path.name == META_FILE:
             return RunStore(path.parent).load()
-        try:
-            return EvalReport.from_file(path)
-        except json.JSONDecodeError as exc:
-            raise InputError(exc.msg, source=str(path), line=exc.lineno,
-                             expected="a referee report JSON file") from None
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(err["msg"], source=str(path),
-                             field=".".join(str(p) for p in err["loc"])) from None
+        return read_report_file(path)
     if path.is_dir():
+        if not (path / META_FILE).is_file() and not (path / REPORT_FILE).is_file():
+            runs = sorted(c.name for c in path.iterdir()
+                          if c.is_dir() and ((c / META_FILE).is_file() or (c / REPORT_FILE).is_file()))
+            if runs:
+                raise InputError(
+                    f"this is a directory of {len(runs)} run(s), not one run", source=str(path),
+                    expected=f"one run directory inside it, e.g. {path / runs[-1]}")
         return RunStore(path).load()
     raise InputError("no such run directory or report file", source=str(path))
 
