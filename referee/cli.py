@@ -8,7 +8,8 @@
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
   and ``--config EVAL_CONFIG.json`` (document 000's EvalConfig).
 
-Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions, 2 bad input,
+Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
+unfinished candidate), 2 bad input,
 130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
@@ -51,7 +52,8 @@ VIEW_DESCRIPTION = (
     "directory or report file to open it directly. Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
-    "cases added and removed. Exit code 1 when any case regressed, 0 otherwise, 2 on bad input.")
+    "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
+    "(interrupted) run, 0 otherwise, 2 on bad input.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
     "(error rate >= 10% flagged) and whether the run was interrupted.")
@@ -282,7 +284,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(comparison.to_dict(), indent=2))
     else:
         sys.stdout.write(comparison.render_text())
-    return EXIT_GATE if comparison.has_regressions else 0
+    return 0 if comparison.acceptable else EXIT_GATE
 
 
 def cmd_list(args: argparse.Namespace) -> int:

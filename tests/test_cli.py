@@ -132,6 +132,12 @@ def test_compare_detects_a_regression(tmp_path, capsys, suite_file, monkeypatch)
     assert code == 0 and json.loads(out)["has_regressions"] is False
     code, out, _ = run_cli(capsys, "compare", str(a), str(a / "report.json"))
     assert code == 0
+    # An interrupted candidate is no verdict: CI must not pass it.
+    (a / "report.json").unlink()
+    lines = (a / "cases.jsonl").read_text().splitlines()[:6]
+    (a / "cases.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, _ = run_cli(capsys, "compare", str(b), str(a))
+    assert code == 1 and "B is unfinished: 6 of 10 case(s) ran" in out
 
 
 def test_list_shows_runs_newest_first(tmp_path, capsys, suite_file, monkeypatch):

@@ -88,3 +88,16 @@ def test_to_dict_is_plain_data() -> None:
     assert data["has_regressions"] is True
     assert data["b"]["error_rate"] == 2 / 8
     assert {c["kind"] for c in data["changes"]} == {"regression", "improvement", "unchanged", "added", "removed"}
+
+
+def test_an_unfinished_candidate_is_not_acceptable() -> None:
+    a, _ = _runs()
+    partial = EvalReport(run_id="b", name="bot", cases=a.cases[:3],
+                         metadata={"interrupted": True, "expected_cases": len(a.cases)})
+    comparison = compare_reports(a, partial)
+    assert not comparison.has_regressions and comparison.candidate_unfinished
+    assert not comparison.acceptable
+    assert "B is unfinished: 3 of 8 case(s) ran" in comparison.render_text()
+    assert comparison.to_dict()["candidate_unfinished"] is True
+    finished = compare_reports(a, a)
+    assert finished.acceptable and not finished.candidate_unfinished

@@ -87,6 +87,16 @@ class Comparison:
     def has_regressions(self) -> bool:
         return any(c.kind == "regression" for c in self.changes)
 
+    @property
+    def candidate_unfinished(self) -> bool:
+        """B is an interrupted run: its missing cases were never scored, so no verdict on them."""
+        return bool(self.b.metadata.get("interrupted"))
+
+    @property
+    def acceptable(self) -> bool:
+        """What CI gates on: no regression, and a candidate that ran every case."""
+        return not self.has_regressions and not self.candidate_unfinished
+
     def to_dict(self) -> dict[str, Any]:
         def run(r: EvalReport) -> dict[str, Any]:
             return {"run_id": r.run_id, "name": r.name, "total": r.total, "passed": r.passed,
@@ -95,6 +105,7 @@ class Comparison:
 
         return {
             "a": run(self.a), "b": run(self.b), "has_regressions": self.has_regressions,
+            "candidate_unfinished": self.candidate_unfinished,
             "changes": [
                 {"eval_id": c.eval_id, "name": c.name, "kind": c.kind,
                  "status_a": c.status_a.value if c.status_a else None,
@@ -114,6 +125,9 @@ class Comparison:
             f"{len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.unchanged)} unchanged, {len(self.added)} added, {len(self.removed)} removed",
         ]
+        if self.candidate_unfinished:
+            lines.append(f"B is unfinished: {b.total} of {b.metadata.get('expected_cases', '?')} "
+                         f"case(s) ran; resume it before trusting this comparison")
         for title, items in (("Regressions", self.regressions), ("Improvements", self.improvements)):
             if items:
                 lines.append(f"{title}:")
