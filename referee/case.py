@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+# Long enough to tell cases apart in a report line, short enough to keep the line on one row.
+DISPLAY_NAME_CHARS = 60
+
 
 def canonical_json(value: Any) -> str:
     """Stable JSON text for hashing and cache keys; nested lists and dicts are fine."""
@@ -150,4 +153,10 @@ class EvalCase(BaseModel):
 
     @property
     def display_name(self) -> str:
-        return self.name or self.eval_id
+        """How people recognise the case: its name, else its first user message, else its id."""
+        if self.name:
+            return self.name
+        first = " ".join(self.conversation[0].user_text.split()) if self.conversation else ""
+        if not first:
+            return self.eval_id
+        return first if len(first) <= DISPLAY_NAME_CHARS else first[:DISPLAY_NAME_CHARS - 1] + "…"

@@ -32,6 +32,13 @@ class CriterionResult(BaseModel):
         return self.error or ""
 
     @property
+    def explanation(self) -> str:
+        """The error, else the reason, for a line that already names the criterion (a judge
+        error often starts with the criterion's name itself)."""
+        text = self.error or self.reason or ""
+        return text.removeprefix(f"{self.criterion}: ")
+
+    @property
     def name(self) -> str:
         return self.criterion
 

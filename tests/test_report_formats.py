@@ -185,3 +185,27 @@ def test_an_empty_run_renders_in_every_format() -> None:
     render_console(report, console)
     text = console.export_text()
     assert "Failures" not in text and "0.0%" in text
+
+
+def test_failure_lines_name_the_case_and_each_criterion_once():
+    from referee import EvalCase
+    from referee.report.console import _failure_lines
+    from referee.report.model import CaseResult, CaseStatus
+    from referee.result import CriterionResult
+
+    judge_down = CriterionResult(
+        criterion="faithfulness", score=0.0, passed=False, threshold=0.7, error_kind="judge",
+        error="faithfulness: every judge verdict was unparseable")
+    case = CaseResult(eval_id="case-1", status=CaseStatus.JUDGE_ERROR,
+                      case=EvalCase(input="What is the refund window for opened items?"),
+                      criterion_results=[judge_down],
+                      error="faithfulness: every judge verdict was unparseable")
+    assert case.label == "What is the refund window for opened items?"
+    assert _failure_lines(case) == ["faithfulness: every judge verdict was unparseable"]
+    long = CaseResult(eval_id="case-2", status=CaseStatus.PASSED,
+                      case=EvalCase(input="word " * 40))
+    assert len(long.label) == 60 and long.label.endswith("…")
+    assert CaseResult(eval_id="case-3", status=CaseStatus.PASSED).label == "case-3"
+    named = CaseResult(eval_id="case-4", name="refunds", status=CaseStatus.PASSED,
+                       case=EvalCase(input="q"))
+    assert named.label == "refunds"

@@ -189,7 +189,8 @@ def _classify(a: CaseResult, b: CaseResult) -> CaseChange:
             better.append(ch.describe())
     kind: ChangeKind = "regression" if worse else "improvement" if better else "unchanged"
     return CaseChange(
-        eval_id=a.eval_id, name=b.name or a.name, kind=kind, status_a=a.status, status_b=b.status,
+        eval_id=a.eval_id, name=b.name or a.name or b.label, kind=kind, status_a=a.status,
+        status_b=b.status,
         reasons=tuple(worse + better + notes), criteria=tuple(changes),
     )
 
@@ -212,12 +213,12 @@ def compare_reports(a: EvalReport, b: EvalReport) -> Comparison:
     for key, ca in cases_a.items():
         cb = cases_b.get(key)
         if cb is None:
-            changes.append(CaseChange(eval_id=ca.eval_id, name=ca.name, kind="removed",
+            changes.append(CaseChange(eval_id=ca.eval_id, name=ca.label, kind="removed",
                                       status_a=ca.status, status_b=None))
         else:
             changes.append(_classify(ca, cb))
     for key, cb in cases_b.items():
         if key not in cases_a:
-            changes.append(CaseChange(eval_id=cb.eval_id, name=cb.name, kind="added",
+            changes.append(CaseChange(eval_id=cb.eval_id, name=cb.label, kind="added",
                                       status_a=None, status_b=cb.status))
     return Comparison(a=a, b=b, changes=changes)

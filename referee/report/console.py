@@ -66,15 +66,16 @@ def judge_label(judge: dict[str, Any] | None) -> str:
 def _failure_lines(case: CaseResult) -> list[str]:
     """Why a case did not pass: the case error, then each failing or errored criterion."""
     lines: list[str] = []
-    if case.error:
-        lines.append(case.error)
     for r in case.criterion_results:
         if r.skipped or (r.passed and r.error is None and r.error_kind is None):
             continue
-        reason = r.error or r.reason or "no reason given"
+        reason = r.explanation or "no reason given"
         lines.append(f"{r.criterion} ({r.score:.2f} < {r.threshold:.2f}): {reason}"
                      if r.error is None else f"{r.criterion}: {reason}")
-    unique = list(dict.fromkeys(lines))  # the case error often repeats its criterion's error
+    # The case error of a judge/evaluator error only joins its criteria's errors listed above.
+    if case.error and not any(r.error for r in case.criterion_results):
+        lines.insert(0, case.error)
+    unique = list(dict.fromkeys(lines))
     return unique or [f"status {case.status.value}"]
 
 
@@ -147,7 +148,7 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             style = _STATUS_STYLE.get(case.status, "yellow")
             head = Text("  ")
             head.append(case.status.value, style=style)
-            head.append(f"  {_clip(case.name or case.eval_id, 120)}")
+            head.append(f"  {_clip(case.label, 120)}")
             console.print(head)
             for line in _failure_lines(case):
                 console.print(Text(f"      {_clip(line)}"))

@@ -319,7 +319,7 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
     return {
         "status": case.status.value,
         "group": _group(case.status),
-        "name": case.name or (spec.display_name if spec else "") or case.eval_id,
+        "name": case.label,
         "eval_id": case.eval_id,
         "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],

@@ -36,7 +36,7 @@ def _is_error(r: CriterionResult) -> bool:
 
 
 def _case_label(case: CaseResult) -> str:
-    return case.name or (case.case.display_name if case.case else "") or case.eval_id
+    return case.label
 
 
 def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str, str]:

@@ -60,6 +60,11 @@ class CaseResult(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
+    def label(self) -> str:
+        """The case as reports name it: its name, else its first user message, else its id."""
+        return self.name or (self.case.display_name if self.case is not None else "") or self.eval_id
+
+    @property
     def passed(self) -> bool:
         return self.status == CaseStatus.PASSED
 

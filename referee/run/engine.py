@@ -109,7 +109,7 @@ def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> st
         bad = [r for r in results if r.error_kind == "evaluator"]
     else:
         return None
-    return "; ".join(f"{r.criterion}: {r.error or r.reason or 'error'}" for r in bad)
+    return "; ".join(f"{r.criterion}: {r.explanation or 'error'}" for r in bad)
 
 
 def _criterion_name(criterion: Any) -> str:
