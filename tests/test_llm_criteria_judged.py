@@ -8,7 +8,7 @@ import json
 import pytest
 
 from referee.case import EvalCase, Invocation, ToolCall
-from referee.config import CriterionConfig, Rubric
+from referee.config import Rubric
 from referee.criteria.llm import (
     FactualAccuracyCriterion,
     HallucinationCriterion,
