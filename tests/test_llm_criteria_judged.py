@@ -145,8 +145,10 @@ async def test_factual_accuracy_reference_is_last_expected_response(server):
                                    "judge_model", "reason"}
     assert result.details["is_accurate"] is False
     assert result.details["samples"] == 2
-    # De-duplicated across samples (case and spacing do not make a new error).
-    assert sorted(result.details["errors"]) == ["Based in Oslo", "Founded in 1999"]
+    # De-duplicated across samples (case and spacing do not make a new error). The samples run
+    # concurrently, so which spelling arrives first, and is kept, varies.
+    assert sorted(e.lower() for e in result.details["errors"]) == ["based in oslo",
+                                                                   "founded in 1999"]
     assert result.score == pytest.approx(0.5)
 
 
