@@ -106,7 +106,9 @@ async def test_score_is_fraction_of_questions_answered_as_expected(server):
     # Faithfulness' default threshold is calibrated: 0.90 for gpt-4o-mini, the server's model.
     assert server.requests[0].model == "gpt-4o-mini"
     assert result.threshold == 0.90 and not result.passed
-    assert result.reason == "3 of 4 question(s) answered as expected"
+    assert result.reason == (
+        "3 of 4 question(s) answered as expected. Missed: Does the model output state anything "
+        "that contradicts the context? (expected no, judge said yes)")
 
 
 async def test_details_record_every_question_expected_verdict_and_raw_reply(server):
@@ -131,7 +133,10 @@ async def test_unknown_verdict_leaves_the_denominator_and_is_disclosed(server):
 
     # 4 questions: one UNKNOWN, one against the model, two for it -> 2 of 3.
     assert result.score == pytest.approx(2 / 3)
-    assert "1 of 4 question(s) UNKNOWN — excluded from score denominator" in result.reason
+    assert result.reason == (
+        "2 of 3 question(s) answered as expected. Missed: Does the model output address every "
+        "part of what the user input asks for? (expected yes, judge said no); "
+        "1 of 4 question(s) UNKNOWN — excluded from score denominator")
     unknown = [r for r in result.details["questions"] if r["verdict"] == "unknown"]
     assert len(unknown) == 1 and unknown[0]["matched"] is None
     assert unknown[0]["raw_reply"] == UNKNOWN_REPLY
@@ -477,3 +482,17 @@ def test_suite_records_unparseable_verdicts_as_judge_error_and_skips_as_skipped(
     assert statuses == {"hedge please": CaseStatus.JUDGE_ERROR, "fine": CaseStatus.PASSED,
                         "no context here": CaseStatus.SKIPPED}
     assert report.errors == 1 and report.pass_rate == 1.0
+
+
+async def test_reason_quotes_two_missed_questions_and_counts_the_rest(server):
+    server.set_reply("No")  # every question expecting "yes" is missed
+    result = await Faithfulness(judge=server.judge_config()).evaluate(out("It was $9M."), RAG_CASE)
+    missed = [r for r in result.details["questions"] if r["matched"] is False]
+    assert len(missed) == 2 and result.reason.startswith("2 of 4 question(s) answered as expected")
+    assert result.reason.count("(expected yes, judge said no)") == 2
+    assert "more" not in result.reason
+
+    server.set_reply("Yes")  # now the "no" questions are missed too: all four answered against
+    toxic = await Toxicity(judge=server.judge_config()).evaluate(out("fine"), RAG_CASE)
+    assert toxic.reason.startswith("1 of 5 question(s) answered as expected. Missed: ")
+    assert toxic.reason.endswith("; and 2 more")

@@ -43,6 +43,9 @@ from referee.usage import TokenUsage
 
 T = TypeVar("T")
 
+# Missed questions quoted in a result's reason; every question is in details["questions"].
+MISSED_SHOWN = 2
+
 
 @dataclass(frozen=True)
 class Question:
@@ -203,6 +206,13 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
     answered = total - unknown
     score = matched / answered
     reason = f"{matched} of {answered} question(s) answered as expected"
+    missed = [r for r in records if r["matched"] is False]
+    if missed:
+        # The questions themselves say what went wrong; the first two keep the line readable.
+        shown = "; ".join(f"{r['question']} (expected {r['expected']}, judge said {r['verdict']})"
+                          for r in missed[:MISSED_SHOWN])
+        more = f"; and {len(missed) - MISSED_SHOWN} more" if len(missed) > MISSED_SHOWN else ""
+        reason += f". Missed: {shown}{more}"
     if unknown:
         reason += f"; {unknown_note(unknown, total)}"
     details: dict[str, Any] = {
