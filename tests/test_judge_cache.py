@@ -13,7 +13,7 @@ from referee.errors import JudgeUnavailable
 from referee.judge import configure, default_cache_path, get_judge
 from referee.judge import retry as retry_module
 from referee.judge.cache import JudgeCache
-from referee.testing import FakeJudge, Fault, ScriptedJudgeServer
+from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
 
 SECRET = "sk-live-SECRET-9f8e7d6c5b4a"
 
@@ -158,8 +158,9 @@ async def test_cache_is_safe_under_concurrency(tmp_path: Path) -> None:
     prompts = [f"p{i % 20}" for i in range(100)]
     first = await asyncio.gather(*(get_judge(cfg).complete(p) for p in prompts))
     assert [r.text for r in first] == [f"reply to {p}" for p in prompts]
+    assert fake.request_count == 20  # repeats of a prompt in flight share its call
     second = await asyncio.gather(*(get_judge(cfg).complete(p) for p in prompts))
-    assert all(r.cached for r in second)
+    assert all(r.cached for r in second) and fake.request_count == 20
 
 
 async def test_api_key_never_in_messages_logs_or_cache(judge_server: ScriptedJudgeServer,
@@ -201,3 +202,45 @@ async def test_empty_replies_are_not_cached(judge_server: ScriptedJudgeServer,
 async def test_sample_index_must_be_a_non_negative_int(judge_server: ScriptedJudgeServer) -> None:
     with pytest.raises(ValueError, match="sample_index"):
         await get_judge(judge_server.judge_config()).complete("q", sample_index=-1)
+
+
+async def test_identical_requests_in_flight_share_one_call(judge_server: ScriptedJudgeServer,
+                                                           tmp_path: Path) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.2))
+    judge = get_judge(_cached_cfg(judge_server, tmp_path))
+    replies = await asyncio.gather(*(judge.complete("Same question?") for _ in range(5)),
+                                   judge.complete("Another question?"))
+    assert judge_server.request_count == 2  # one per distinct request, over HTTP
+    assert [r.text for r in replies] == ["Yes"] * 6
+    assert sorted(r.cached for r in replies[:5]) == [False, True, True, True, True]
+    assert all(r.usage.input_tokens == 0 for r in replies[:5] if r.cached)
+
+
+async def test_a_failed_shared_call_lets_each_waiter_try_on_its_own(
+        judge_server: ScriptedJudgeServer, tmp_path: Path) -> None:
+    judge_server.enqueue_faults(Fault.http(400))  # not retryable: the first caller gives up
+    judge_server.set_reply(Reply("No", latency_s=0.1))
+    judge = get_judge(_cached_cfg(judge_server, tmp_path))
+    outcomes = await asyncio.gather(*(judge.complete("Q?") for _ in range(3)),
+                                    return_exceptions=True)
+    assert isinstance(outcomes[0], JudgeUnavailable)
+    assert [o.text for o in outcomes[1:]] == ["No", "No"]
+    assert judge_server.request_count == 3  # the failed call, then one of each waiter's own
+
+
+async def test_without_the_cache_identical_requests_are_all_made(
+        judge_server: ScriptedJudgeServer) -> None:
+    judge = get_judge(judge_server.judge_config(provider="openai", cache=False))
+    await asyncio.gather(*(judge.complete("Same question?") for _ in range(3)))
+    assert judge_server.request_count == 3  # no cache, no sharing: each sample is its own call
+
+
+async def test_a_waiter_that_gives_up_does_not_cancel_the_shared_call(
+        judge_server: ScriptedJudgeServer, tmp_path: Path) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.3))
+    judge = get_judge(_cached_cfg(judge_server, tmp_path))
+    first = asyncio.ensure_future(judge.complete("Q?"))
+    await asyncio.sleep(0.05)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(judge.complete("Q?"), timeout=0.05)
+    assert (await first).text == "Yes" and judge_server.request_count == 1

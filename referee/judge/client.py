@@ -89,6 +89,11 @@ class _Endpoint:
 _endpoints: dict[tuple[str, str, str], _Endpoint] = {}
 _endpoints_lock = threading.Lock()
 
+# Cached requests in flight, per event loop: an identical request made while the first is
+# still waiting for its reply shares that reply instead of paying for it again.
+_flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[str]]] = (
+    weakref.WeakKeyDictionary())
+
 
 async def close_loop_clients() -> None:
     """Close the SDK clients this event loop opened, before the loop that owns them ends.
@@ -215,21 +220,35 @@ class Judge:
                             max_tokens=request.max_tokens, sample_index=sample_index)
             hit = cache.get(key)
             if hit is not None:
-                return JudgeReply(text=hit.text, usage=usage_for(cfg.model, 0, 0, cached=True),
-                                  cached=True, provider=cfg.provider, model=cfg.model,
-                                  latency_s=0.0, attempts=0)
+                return self._cached_reply(hit.text)
+            shared = await _join_flight(key)
+            if shared is not None:
+                return self._cached_reply(shared)
+        flight = _start_flight(key) if cache is not None else None
         started = time.monotonic()
-        raw, attempts = await self._call_with_retries(request)
+        try:
+            raw, attempts = await self._call_with_retries(request)
+        except BaseException:
+            if flight is not None:
+                _end_flight(key, flight, None)  # those waiting make their own attempt
+            raise
         latency = time.monotonic() - started
         # An empty reply is a glitch more often than an answer; replaying it forever would turn
         # one bad moment into a permanent UNKNOWN.
         if cache is not None and raw.text.strip():
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
+        if flight is not None:
+            _end_flight(key, flight, raw.text)
         return JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
                                                          raw.output_tokens),
                           cached=False, provider=cfg.provider, model=cfg.model,
                           latency_s=latency, attempts=attempts)
+
+    def _cached_reply(self, text: str) -> JudgeReply:
+        cfg = self.config
+        return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
+                          provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
         assert self._endpoint is not None
@@ -272,6 +291,44 @@ class Judge:
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                                self.model, info.summary, attempt, policy.max_retries, delay)
             await _retry.sleep(delay)
+
+
+def _loop_flights() -> dict[str, asyncio.Future[str]]:
+    loop = asyncio.get_running_loop()
+    flights = _flights.get(loop)
+    if flights is None:
+        flights = _flights[loop] = {}
+    return flights
+
+
+async def _join_flight(key: str) -> str | None:
+    """The reply of an identical request already in flight, or None (none, or it failed)."""
+    flight = _loop_flights().get(key)
+    if flight is None:
+        return None
+    try:
+        # shield: this caller giving up (a case timeout) must not cancel the other's request.
+        return await asyncio.shield(flight)
+    except asyncio.CancelledError:
+        if flight.cancelled():
+            return None  # the first request failed or was cancelled: try on our own
+        raise
+
+
+def _start_flight(key: str) -> asyncio.Future[str]:
+    flight: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    _loop_flights()[key] = flight
+    return flight
+
+
+def _end_flight(key: str, flight: asyncio.Future[str], text: str | None) -> None:
+    flights = _loop_flights()
+    if flights.get(key) is flight:
+        del flights[key]
+    if text is None:
+        flight.cancel()
+    else:
+        flight.set_result(text)
 
 
 def get_judge(config: JudgeConfig | None = None) -> Judge:
