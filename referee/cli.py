@@ -252,9 +252,8 @@ def _runs_dir(value: str | None) -> Path:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from referee.report.viewer import serve
-
     from referee.report.store import list_runs, load_run
+    from referee.report.viewer import serve
 
     target = Path(args.target) if args.target else None
     if target is not None and not target.exists():
