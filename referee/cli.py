@@ -151,6 +151,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
+                    formats: list[str]) -> Any:
+    """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
+    if args.timeout is not None:
+        evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
+    return evaluator.evaluate(
+        eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
+        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
+        retry_errors=args.retry_errors, formats=formats,
+        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
+
+
 def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
     from referee.run.agent import AgentEvaluator
     from referee.run.suite import EvalSuite
@@ -158,10 +170,6 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
     module = load_python_file(path)
     suite = getattr(module, "suite", None)
     evaluator = getattr(module, "evaluator", None)
-    common: dict[str, Any] = {"resume": args.resume, "retry_errors": args.retry_errors,
-                              "formats": formats,
-                              "fail_threshold": args.fail_threshold,
-                              "max_error_rate": args.max_error_rate}
     if isinstance(suite, EvalSuite):
         model = getattr(module, "model", None)
         if not callable(model):
@@ -174,12 +182,7 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
             raise CliError(f"{path}: defines `evaluator` but no `eval_set` to run it on")
-        if args.timeout is not None:
-            evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
-        return evaluator.evaluate(
-            eval_set, parallel=True if args.concurrency else None,
-            max_concurrency=args.concurrency, verbose=not args.quiet,
-            output_dir=args.runs_dir, **common)
+        return _evaluate_agent(evaluator, eval_set, args, formats)
     raise CliError(f"{path}: defines neither `suite` + `model` (an EvalSuite and the function "
                    f"under test) nor `evaluator` + `eval_set` (an AgentEvaluator and its cases)")
 
@@ -195,14 +198,8 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
         raise CliError(f"{path}: no such file")
     config = EvalConfig.from_file(args.config) if args.config else None
     eval_set = EvalSet.load(path)
-    evaluator = AgentEvaluator(load_callable(args.agent), config=config)
-    if args.timeout is not None:
-        evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
-    return evaluator.evaluate(
-        eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
-        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
-        retry_errors=args.retry_errors, formats=formats,
-        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
+    return _evaluate_agent(AgentEvaluator(load_callable(args.agent), config=config), eval_set,
+                           args, formats)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -189,8 +189,7 @@ def _classify(a: CaseResult, b: CaseResult) -> CaseChange:
             better.append(ch.describe())
     kind: ChangeKind = "regression" if worse else "improvement" if better else "unchanged"
     return CaseChange(
-        eval_id=a.eval_id, name=b.name or a.name or b.label, kind=kind, status_a=a.status,
-        status_b=b.status,
+        eval_id=a.eval_id, name=b.name or a.label, kind=kind, status_a=a.status, status_b=b.status,
         reasons=tuple(worse + better + notes), criteria=tuple(changes),
     )
 

@@ -35,10 +35,6 @@ def _is_error(r: CriterionResult) -> bool:
     return r.error is not None or r.error_kind is not None or bool(r.details.get("judge_unavailable"))
 
 
-def _case_label(case: CaseResult) -> str:
-    return case.label
-
-
 def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str, str]:
     """(element, type, message, body); element is '', 'failure', 'error' or 'skipped'."""
     if r is None:
@@ -84,7 +80,7 @@ def render_junit(report: EvalReport) -> str:
         total_time += case.duration_seconds
         for name in names:
             kind, err_type, message, body = _outcome(case, by_name.get(name))
-            tc = ET.SubElement(suite, "testcase", classname=_clean(f"{suite_name}/{_case_label(case)}"),
+            tc = ET.SubElement(suite, "testcase", classname=_clean(f"{suite_name}/{case.label}"),
                                name=_clean(name), time=f"{per_test_time:.3f}")
             counts["tests"] += 1
             if kind:
