@@ -1,4 +1,4 @@
-"""The ``referee`` command: run, view, compare and list stored runs.
+"""The ``referee`` command: run, view, compare and list stored runs; calibrate evaluators.
 
 ``referee run`` accepts either
 
@@ -301,6 +301,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from referee.calibrate._command import run_command
+
+    return run_command(args, load_python_file)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Evaluate LLM applications and agents.")
     parser.add_argument("--version", action="version", version=f"referee {__version__}")
@@ -353,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
                              description=LIST_DESCRIPTION)
     listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
     listing.set_defaults(func=cmd_list)
+
+    from referee.calibrate._command import add_parser as add_calibrate_parser
+
+    add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction).set_defaults(
+        func=cmd_calibrate)
     return parser
 
 
