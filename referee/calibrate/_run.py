@@ -3,6 +3,7 @@ measure how far the evaluator agrees with the people."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 from pathlib import Path
 from typing import Any, Sequence
@@ -95,10 +96,15 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
     rows = list(labelled_cases)
     if not rows:
         raise ValueError("no labelled cases to calibrate on")
+    if getattr(evaluator, "calibration_required", False):
+        raise ValueError(f"{type(evaluator).__name__} has threshold='calibrated', which needs the "
+                         "calibration this run is to make; calibrate it with its default or a "
+                         "numeric threshold (the scores do not depend on it)")
     config = parse_judge(judge)
     if config is not None:
         if not hasattr(evaluator, "judge"):
             raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= out")
+        evaluator = copy.copy(evaluator)  # the caller's evaluator keeps its own judge
         evaluator.judge = config
     provider, model = _judge_identity(evaluator)
     name = str(getattr(evaluator, "name", type(evaluator).__name__))

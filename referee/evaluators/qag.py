@@ -269,6 +269,11 @@ class JudgeEvaluator(BaseCriterion):
         """Identifies the questions this evaluator asks; a calibration holds for that set only."""
         return NO_QUESTION_SET
 
+    @property
+    def calibration_required(self) -> bool:
+        """Whether ``threshold="calibrated"`` was asked for (a calibration-file entry must exist)."""
+        return self._calibration_required
+
     def calibration_entry(self, cfg: JudgeConfig) -> CalibrationEntry | None:
         """The calibration-file entry that sets this evaluator's threshold for judge ``cfg``.
 
