@@ -8,6 +8,10 @@ judge) currently points at ``claude-haiku-4-5-20251001``, and ``gpt-4o-mini-2024
 snapshot behind ``gpt-4o-mini``; both therefore map to the measured row. Other dated snapshots
 are *not* folded onto a row: a model the benchmark never saw gets the "Other models" value.
 Matching ignores case and surrounding whitespace.
+
+Calibration files written by ``referee calibrate`` are read here too (``file_threshold``), keyed
+by evaluator, judge provider/model and question set; evaluators consult one only on opt-in
+(``threshold="calibrated"``, or ``$REFEREE_CALIBRATION_FILE``).
 """
 
 from __future__ import annotations

@@ -223,3 +223,41 @@ def test_python_api_and_html_in_chromium(tmp_path, server):
     counts = re.findall(r'font-weight="600"[^>]*>(\d+)<', dom)
     assert sorted(map(int, counts)) == sorted([report.agreement.tp, report.agreement.fp,
                                                report.agreement.fn, report.agreement.tn])
+
+
+def test_the_offline_example_runs_through_the_cli(tmp_path, capsys, isolated_judge):
+    example = Path(__file__).resolve().parents[2] / "examples" / "calibration"
+    calibration_file = tmp_path / "calibration.json"
+    code, out, err = run_calibrate(
+        capsys, str(example / "support_faithfulness.jsonl"), "--evaluator",
+        f"{example / 'offline_judge.py'}:evaluator", "--folds", "5", "--resamples", "200",
+        "--out", str(tmp_path / "runs"), "--calibration-file", str(calibration_file))
+    assert code == 0, err
+    assert "calibration of faithfulness judged by openai/scripted-rule (40 of 40 rows scored)" in out
+    assert "5-fold cross-validated" in out and "questions, most disagreement first" in out
+    [entry] = read_calibration_file(calibration_file).entries
+    assert entry.judge_model == "scripted-rule" and entry.n == 40
+
+
+def test_calibrating_needs_an_evaluator_that_does_not_require_the_calibration(tmp_path,
+                                                                              isolated_judge):
+    rows = load_labels(labelled_file(tmp_path, rows=4))
+    with pytest.raises(ValueError, match="threshold='calibrated', which needs the calibration"):
+        calibrate(Faithfulness(threshold="calibrated"), rows, runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_judge):
+    labels = labelled_file(tmp_path, rows=4)
+    cases = [
+        (["--evaluator", "nosuch"], "unknown evaluator 'nosuch'; built-in judge evaluators:"),
+        (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "expected provider/model"),
+        (["--evaluator", "faithfulness", "--folds", "1"], "at least 2 folds"),
+        (["--evaluator", f"{tmp_path / 'missing.py'}:x"], "missing.py: no such file"),
+        ([], "--evaluator is required"),
+    ]
+    for extra, message in cases:
+        code, out, err = run_calibrate(capsys, str(labels), *extra, "--out", str(tmp_path / "r"))
+        assert code == 2, (extra, err)
+        assert err.startswith("referee: error: ") and message in err, (extra, err)
+        assert len(err.strip().splitlines()) == 1
