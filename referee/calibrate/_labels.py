@@ -113,6 +113,15 @@ def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[Labell
         raw_rows = _yaml_rows(text, str(source))
     rows = [row_from_mapping(raw, str(source), line, default_cutoff=cutoff)
             for raw, line in raw_rows]
+    first_line: dict[str, int] = {}
+    for row, (raw, line) in zip(rows, raw_rows):
+        if raw.get("id") is None:
+            continue
+        seen = first_line.setdefault(row.case.eval_id, line)
+        if seen != line:
+            raise InputError(f"repeats id {row.case.eval_id!r} first used on line {seen}",
+                             source=str(source), line=line, field="id",
+                             expected="a unique id per row")
     if not rows:
         raise InputError("no labelled rows", source=str(source),
                          expected="at least one row with an output and a label")

@@ -61,12 +61,17 @@ def _record_lines(text: str) -> list[int]:
 
 
 def _field(record: dict[str, Any], key: str, source: str, line: int | None,
-           kind: type = str) -> Any:
+           index: int | None = None) -> str:
     value = record.get(key)
-    if not isinstance(value, kind) or (kind is str and not value.strip()):
-        raise InputError("missing or not " + ("text" if kind is str else kind.__name__),
-                         source=source, line=line, field=key)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("missing or not text", source=source, line=line,
+                         field=_item(index, key))
     return value
+
+
+def _item(index: int | None, key: str) -> str:
+    """``[3].label``: a record's position, since a whole set may sit on one line."""
+    return key if index is None else f"[{index}].{key}"
 
 
 def _records(path: Path, what: str) -> tuple[list[Any], list[int]]:
@@ -83,17 +88,18 @@ def load_summedits(path: str | Path) -> list[LabelledCase]:
     source = Path(path)
     records, lines = _records(source, "SummEdits")
     rows = []
-    for record, line in zip(records, lines):
+    for index, (record, line) in enumerate(zip(records, lines)):
         if not isinstance(record, dict):
             raise InputError(f"is a {type(record).__name__}", source=str(source), line=line,
-                             expected="an object with doc, summary and label")
+                             field=f"[{index}]", expected="an object with doc, summary and label")
         label = record.get("label")
         if label not in (0, 1) or isinstance(label, bool):
             raise InputError(f"{label!r} is not 0 or 1", source=str(source), line=line,
-                             field="label", expected="1 (consistent) or 0 (inconsistent)")
+                             field=_item(index, "label"),
+                             expected="1 (consistent) or 0 (inconsistent)")
         rows.append(LabelledCase.make(
-            input=SUMMARISE, context=_field(record, "doc", str(source), line),
-            output=_field(record, "summary", str(source), line), passed=label == 1,
+            input=SUMMARISE, context=_field(record, "doc", str(source), line, index),
+            output=_field(record, "summary", str(source), line, index), passed=label == 1,
             id=record.get("id"), source=f"{source}:{line}",
             metadata={"dataset": "summedits", "edit_types": record.get("edit_types") or []}))
     return rows
@@ -165,11 +171,13 @@ def load_evouna(path: str | Path, *, systems: Sequence[str] = EVOUNA_SYSTEMS,
     for index, (record, line) in enumerate(zip(records, lines)):
         if not isinstance(record, dict):
             raise InputError(f"is a {type(record).__name__}", source=str(source), line=line,
+                             field=f"[{index}]",
                              expected="an object with question, golden_answer and answers")
         if record.get("improper") and not include_improper:
             continue
-        question = _field(record, "question", str(source), line)
-        golden = [g.strip() for g in _field(record, "golden_answer", str(source), line).split("/")
+        question = _field(record, "question", str(source), line, index)
+        golden = [g.strip() for g in
+                  _field(record, "golden_answer", str(source), line, index).split("/")
                   if g.strip()]
         expected = golden[0] if len(golden) == 1 else (
             f"{golden[0]} (also accepted: {', '.join(golden[1:])})")
@@ -179,7 +187,7 @@ def load_evouna(path: str | Path, *, systems: Sequence[str] = EVOUNA_SYSTEMS,
                 continue
             if not isinstance(judged, bool):
                 raise InputError(f"{judged!r} is not true, false or null", source=str(source),
-                                 line=line, field=f"judge_{system}")
+                                 line=line, field=_item(index, f"judge_{system}"))
             rows.append(LabelledCase.make(
                 input=question, expected_output=expected, output=answer, passed=judged,
                 id=f"evouna-{index}-{system}", source=f"{source}:{line}",

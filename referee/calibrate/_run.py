@@ -31,33 +31,31 @@ def parse_judge(spec: str | JudgeConfig | None) -> JudgeConfig | None:
     return JudgeConfig(provider=provider.strip(), model=model.strip())
 
 
-def evaluator_by_name(name: str) -> Any:
-    """A built-in evaluator by class name or evaluator name: ``Faithfulness``, ``faithfulness``,
-    ``answer_accuracy``. Built with its defaults."""
+def _built_in_evaluators() -> dict[str, type]:
+    """Judge evaluators that can be built without arguments, by class and evaluator name."""
     import referee.evaluators as evaluators
     from referee.evaluators.qag import JudgeEvaluator
 
-    wanted = name.strip().lower().replace("-", "_")
-    found = []
+    found: dict[str, type] = {}
     for attr in evaluators.__all__:
         cls = getattr(evaluators, attr)
-        if not (inspect.isclass(cls) and issubclass(cls, JudgeEvaluator)) or inspect.isabstract(cls):
-            continue
-        if wanted in (attr.lower(), str(getattr(cls, "name", "")).lower()):
-            found.append(cls)
-    if not found:
-        choices = sorted(str(getattr(getattr(evaluators, a), "name", a)) for a in evaluators.__all__
-                         if inspect.isclass(getattr(evaluators, a))
-                         and issubclass(getattr(evaluators, a), JudgeEvaluator)
-                         and not inspect.isabstract(getattr(evaluators, a))
-                         and "name" in vars(getattr(evaluators, a)))
+        if (inspect.isclass(cls) and issubclass(cls, JudgeEvaluator)
+                and not inspect.isabstract(cls) and "name" in vars(cls)):
+            found[attr.lower()] = cls
+            found[str(cls.name).lower()] = cls
+    return found
+
+
+def evaluator_by_name(name: str) -> Any:
+    """A built-in evaluator by class or evaluator name (``Faithfulness``, ``answer_accuracy``),
+    with its defaults."""
+    choices = _built_in_evaluators()
+    cls = choices.get(name.strip().lower().replace("-", "_"))
+    if cls is None:
+        names = sorted({str(c.name) for c in choices.values()})
         raise ValueError(f"unknown evaluator {name!r}; built-in judge evaluators: "
-                         f"{', '.join(choices)} (or give FILE.py:OBJECT)")
-    try:
-        return found[0]()
-    except TypeError as exc:
-        raise ValueError(f"evaluator {name!r} needs arguments ({exc}); define it in a file "
-                         f"and give FILE.py:OBJECT") from None
+                         f"{', '.join(names)} (or give FILE.py:OBJECT)")
+    return cls()
 
 
 def _judge_identity(evaluator: Any) -> tuple[str, str]:

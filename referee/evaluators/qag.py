@@ -72,8 +72,8 @@ def check_threshold(owner: str, threshold: float | None) -> float | None:
     if threshold is None:
         return None
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"{owner}: threshold must be a number between 0.0 and 1.0, "
-                        f"got {threshold!r}")
+        raise TypeError(f"{owner}: threshold must be a number between 0.0 and 1.0 (or "
+                        f"'{CALIBRATED}'), got {threshold!r}")
     value = float(threshold)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{owner}: threshold must be between 0.0 and 1.0, got {threshold!r}")

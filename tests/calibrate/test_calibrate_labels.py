@@ -134,7 +134,7 @@ def test_summedits_maps_document_summary_and_label(tmp_path):
     assert rows[1].case.metadata["edit_types"] == ["entity_modification"]
     records[1]["label"] = 2
     path.write_text(json.dumps(records, indent=1), encoding="utf-8")
-    with pytest.raises(InputError, match=r"summedits_news.json:\d+: field 'label': 2 is not 0 or 1"):
+    with pytest.raises(InputError, match=r"summedits_news.json:\d+: field '\[1\]\.label': 2 is not 0 or 1"):
         load_summedits(path)
 
 
@@ -190,5 +190,16 @@ def test_evouna_gives_one_row_per_judged_answer(tmp_path):
     assert [r.case.metadata["system"] for r in load_evouna(path, systems=["gpt4"])] == ["gpt4"]
     records[0]["judge_fid"] = "yes"
     path.write_text(json.dumps(records, indent=1), encoding="utf-8")
-    with pytest.raises(InputError, match=r"NQ.json:2: field 'judge_fid': 'yes' is not true"):
+    with pytest.raises(InputError, match=r"NQ.json:2: field '\[0\]\.judge_fid': 'yes' is not true"):
         load_evouna(path)
+
+
+def test_a_repeated_id_names_both_lines(tmp_path):
+    path = write(tmp_path, "dup.jsonl", """
+        {"id": "a", "input": "q", "output": "o1", "label": "pass"}
+        {"id": "b", "input": "q", "output": "o2", "label": "pass"}
+        {"id": "a", "input": "q", "output": "o3", "label": "fail"}
+        """)
+    with pytest.raises(InputError, match=r"dup.jsonl:3: field 'id': repeats id 'a' first used on "
+                                         r"line 1"):
+        load_labels(path)
