@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import random
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -73,17 +71,10 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     return parser
 
 
-def _load_object(spec: str, load_python_file: Callable[[Path], ModuleType]) -> Any:
-    where, _, attr = spec.rpartition(":")
-    if where.endswith(".py"):
-        module = load_python_file(Path(where))
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise ValueError(f"--evaluator {spec!r}: cannot import {where}: {exc}") from None
+def _load_object(spec: str, load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> Any:
+    module, attr = load_module_of(spec, "--evaluator")
     if not hasattr(module, attr):
-        raise ValueError(f"--evaluator {spec!r}: {where} defines no {attr!r}")
+        raise ValueError(f"--evaluator {spec!r}: {spec.rpartition(':')[0]} defines no {attr!r}")
     value = getattr(module, attr)
     if isinstance(value, type) or (callable(value) and not hasattr(value, "evaluate")):
         value = value()  # a class or a factory
@@ -94,7 +85,8 @@ def _load_object(spec: str, load_python_file: Callable[[Path], ModuleType]) -> A
 
 
 def run_command(args: argparse.Namespace,
-                load_python_file: Callable[[Path], ModuleType]) -> int:
+                load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> int:
+    """Run the command; ``load_module_of`` is the CLI's loader of FILE.py:NAME targets."""
     from referee.calibrate._labels import load_labels
     from referee.calibrate._public import PUBLIC_SETS
     from referee.calibrate._render import print_console
@@ -115,7 +107,7 @@ def run_command(args: argparse.Namespace,
     spec = args.evaluator or default_evaluator
     if not spec:
         raise ValueError("--evaluator is required (e.g. --evaluator faithfulness)")
-    evaluator = (_load_object(spec, load_python_file) if ":" in spec
+    evaluator = (_load_object(spec, load_module_of) if ":" in spec
                  else evaluator_by_name(spec))
     report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
                        resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,

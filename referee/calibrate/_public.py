@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from referee.calibrate._labels import LabelledCase, read_text
 from referee.errors import InputError
@@ -74,24 +74,29 @@ def _item(index: int | None, key: str) -> str:
     return key if index is None else f"[{index}].{key}"
 
 
-def _records(path: Path, what: str) -> tuple[list[Any], list[int]]:
+def _records(path: Path, what: str,
+             expected: str) -> Iterator[tuple[int, int | None, dict[str, Any]]]:
+    """(index, line, record) of each object in a JSON-list set; anything else is an error."""
     data = _json_document(path)
     if not isinstance(data, list):
         raise InputError(f"top level is {type(data).__name__}", source=str(path),
                          expected=f"the JSON list of a {what} file")
-    lines = _record_lines(read_text(path))
-    return data, lines if len(lines) == len(data) else [None] * len(data)  # type: ignore[list-item]
+    lines: list[int | None] = list(_record_lines(read_text(path)))
+    if len(lines) != len(data):
+        lines = [None] * len(data)
+    for index, (record, line) in enumerate(zip(data, lines)):
+        if not isinstance(record, dict):
+            raise InputError(f"is a {type(record).__name__}", source=str(path), line=line,
+                             field=f"[{index}]", expected=expected)
+        yield index, line, record
 
 
 def load_summedits(path: str | Path) -> list[LabelledCase]:
     """SummEdits: each (document, summary) pair labelled consistent (1) or not (0)."""
     source = Path(path)
-    records, lines = _records(source, "SummEdits")
     rows = []
-    for index, (record, line) in enumerate(zip(records, lines)):
-        if not isinstance(record, dict):
-            raise InputError(f"is a {type(record).__name__}", source=str(source), line=line,
-                             field=f"[{index}]", expected="an object with doc, summary and label")
+    for index, line, record in _records(source, "SummEdits",
+                                        "an object with doc, summary and label"):
         label = record.get("label")
         if label not in (0, 1) or isinstance(label, bool):
             raise InputError(f"{label!r} is not 0 or 1", source=str(source), line=line,
@@ -166,13 +171,9 @@ def load_evouna(path: str | Path, *, systems: Sequence[str] = EVOUNA_SYSTEMS,
         raise ValueError(f"unknown EVOUNA system {unknown[0]!r}; expected some of "
                          f"{', '.join(EVOUNA_SYSTEMS)}")
     source = Path(path)
-    records, lines = _records(source, "EVOUNA")
     rows = []
-    for index, (record, line) in enumerate(zip(records, lines)):
-        if not isinstance(record, dict):
-            raise InputError(f"is a {type(record).__name__}", source=str(source), line=line,
-                             field=f"[{index}]",
-                             expected="an object with question, golden_answer and answers")
+    for index, line, record in _records(source, "EVOUNA",
+                                        "an object with question, golden_answer and answers"):
         if record.get("improper") and not include_improper:
             continue
         question = _field(record, "question", str(source), line, index)
