@@ -80,7 +80,7 @@ def print_console(report: CalibrationReport, stream: TextIO | None = None) -> No
 
 # SVG pictures ---------------------------------------------------------------------------------
 
-_W, _H, _PAD = 520, 280, 40
+_W, _H, _PAD = 520, 290, 44
 
 
 def _x(t: float) -> float:

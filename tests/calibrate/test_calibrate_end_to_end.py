@@ -13,7 +13,8 @@ pytest.importorskip("numpy")
 
 from referee.calibrate import calibrate, load_labels  # noqa: E402
 from referee.cli import main  # noqa: E402
-from referee.evaluators import Faithfulness, threshold_table  # noqa: E402
+from referee.case import EvalCase  # noqa: E402
+from referee.evaluators import Faithfulness, Hallucination, threshold_table  # noqa: E402
 from referee.evaluators.calibration import read_calibration_file  # noqa: E402
 from referee.execution import ExecutionResult  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
@@ -261,3 +262,22 @@ def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_ju
         assert code == 2, (extra, err)
         assert err.startswith("referee: error: ") and message in err, (extra, err)
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_public_set_calibrates_its_evaluator_by_default(tmp_path, capsys, server):
+    # HaluEval's QA file, in its own format (JSON Lines): each record gives two rows.
+    records = [{"knowledge": f"Fact number {i}.", "question": f"Question {i}?",
+                "right_answer": f"[ok] answer {i}", "hallucinated_answer": f"[bad] answer {i}"}
+               for i in range(6)]
+    path = tmp_path / "qa_data.json"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    code, out, err = run_calibrate(
+        capsys, str(path), "--dataset", "halueval", "--judge", "openai/gpt-4o-mini",
+        "--limit", "8", "--resamples", "200", "--out", str(tmp_path / "runs"), "--no-write",
+        "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["evaluator"] == "hallucination" and report["rows"] == 8
+    probe = EvalCase(input="-", context="-")
+    asked = {q.text for q in Hallucination().questions(ExecutionResult(actual_response="-"), probe)}
+    assert {q["question"] for q in report["questions"]} == asked
