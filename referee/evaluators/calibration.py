@@ -239,7 +239,9 @@ class ThresholdTable(dict):  # type: ignore[type-arg]
     shows both, each row with its provenance.
     """
 
-    calibrated: list[CalibrationEntry]
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.calibrated: list[CalibrationEntry] = []
 
     def __str__(self) -> str:
         lines = [f"{'evaluator':<14} {'judge':<34} {'threshold':>9}  source"]

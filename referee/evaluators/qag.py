@@ -321,8 +321,8 @@ class JudgeEvaluator(BaseCriterion):
 
     def _scored(self, cfg: JudgeConfig, score: float, details: dict[str, Any],
                 token_usage: TokenUsage | None) -> CriterionResult:
-        threshold = self.threshold_for(cfg)
         entry = self.calibration_entry(cfg)
+        threshold = entry.threshold if entry is not None else self.threshold_for(cfg)
         if entry is not None:
             details.setdefault("threshold_source", "calibration_file")
             details.setdefault("calibration", {
