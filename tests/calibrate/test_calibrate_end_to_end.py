@@ -281,3 +281,19 @@ def test_a_public_set_calibrates_its_evaluator_by_default(tmp_path, capsys, serv
     probe = EvalCase(input="-", context="-")
     asked = {q.text for q in Hallucination().questions(ExecutionResult(actual_response="-"), probe)}
     assert {q["question"] for q in report["questions"]} == asked
+
+
+def test_a_second_calibration_is_answered_from_the_judge_cache(tmp_path, capsys, server,
+                                                               monkeypatch):
+    monkeypatch.setenv("REFEREE_CACHE", "1")
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    labels = labelled_file(tmp_path, rows=6)
+    argv = [str(labels), "--evaluator", "faithfulness", "--judge", "openai/gpt-4o-mini",
+            "--resamples", "100", "--out", str(tmp_path / "runs"), "--no-write", "--json"]
+    code, out, err = run_calibrate(capsys, *argv)
+    assert code == 0, err
+    assert server.request_count == 6 * 4
+    code, again, err = run_calibrate(capsys, *argv)
+    assert code == 0, err
+    assert server.request_count == 6 * 4  # a new stored run, no new judge request
+    assert json.loads(again)["agreement"] == json.loads(out)["agreement"]
