@@ -297,3 +297,14 @@ def test_a_second_calibration_is_answered_from_the_judge_cache(tmp_path, capsys,
     assert code == 0, err
     assert server.request_count == 6 * 4  # a new stored run, no new judge request
     assert json.loads(again)["agreement"] == json.loads(out)["agreement"]
+
+
+def test_calibrate_help_says_what_it_does(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["calibrate", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for words in ("agrees with people", "--metric", "--folds", "summedits", "halueval", "evouna",
+                  'threshold="calibrated"', "--resume RUN_DIR"):
+        assert words in out, words
+    assert "document 00" not in out
