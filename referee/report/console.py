@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -141,10 +143,14 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             style="bold yellow",
         ))
 
-    not_passed = [c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)]
+    # Counted from the totals and listed from a stream: a large run is never held to print it.
+    not_passed_count = report.total - report.passed - report.skipped
+    not_passed = list(itertools.islice(
+        (c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)),
+        MAX_FAILURES_LISTED))
     if not_passed:
-        console.print(Text(f"Failures and errors ({len(not_passed)}):", style="bold"))
-        for case in not_passed[:MAX_FAILURES_LISTED]:
+        console.print(Text(f"Failures and errors ({not_passed_count}):", style="bold"))
+        for case in not_passed:
             style = _STATUS_STYLE.get(case.status, "yellow")
             head = Text("  ")
             head.append(case.status.value, style=style)
@@ -152,8 +158,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             console.print(head)
             for line in _failure_lines(case):
                 console.print(Text(f"      {_clip(line)}"))
-        if len(not_passed) > MAX_FAILURES_LISTED:
-            console.print(Text(f"  … and {len(not_passed) - MAX_FAILURES_LISTED} more "
+        if not_passed_count > len(not_passed):
+            console.print(Text(f"  … and {not_passed_count - len(not_passed)} more "
                                "(see the HTML or JSON report)"))
 
     usage = report.token_usage

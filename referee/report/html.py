@@ -16,7 +16,6 @@ import base64
 import hashlib
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -341,7 +340,7 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
 
 
 def _summary_view(report: EvalReport) -> dict[str, Any]:
-    by_status = Counter(c.status for c in report.cases)
+    by_status = report.status_counts
     counts = [(s.value, by_status[s]) for s in CaseStatus]
     usage = report.token_usage
     usage_text = ""
@@ -352,8 +351,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
             usage_text += f", ${usage.cost_usd:.4f}"
     stats = report.summary.criterion_stats
     groups: dict[str, int] = {}
-    for case in report.cases:
-        groups[_group(case.status)] = groups.get(_group(case.status), 0) + 1
+    for status, n in by_status.items():
+        if n:
+            groups[_group(status)] = groups.get(_group(status), 0) + n
     return {
         "title": report.name or report.eval_set_id or report.run_id,
         "run_id": report.run_id,
@@ -384,11 +384,46 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 # Pages -----------------------------------------------------------------------------------
 
+# A page holds every case up to HTML_ALL_CASES_UP_TO; a larger run's page holds the summary of
+# every case and HTML_SAMPLE_CASES of them: every failure and error first (up to half the
+# sample, in case order), then an evenly spaced sample of the others. The page says so; the
+# full record stays in cases.jsonl (`referee view`, the JSON report).
+HTML_ALL_CASES_UP_TO = 20_000
+HTML_SAMPLE_CASES = 10_000
+
+
+def _shown_cases(report: EvalReport) -> tuple[list[CaseResult], str]:
+    total = report.total
+    if total <= HTML_ALL_CASES_UP_TO:
+        return list(report.cases), ""
+    ok = (CaseStatus.PASSED, CaseStatus.SKIPPED)
+    problems = total - report.passed - report.skipped
+    problem_slots = min(problems, HTML_SAMPLE_CASES // 2)
+    stride = max(1, -(-(total - problems) // (HTML_SAMPLE_CASES - problem_slots)))
+    shown: list[CaseResult] = []
+    taken_problems = seen_ok = 0
+    for case in report.cases:
+        if case.status not in ok:
+            if taken_problems < problem_slots:
+                shown.append(case)
+                taken_problems += 1
+        else:
+            if seen_ok % stride == 0:
+                shown.append(case)
+            seen_ok += 1
+    note = (f"This run has {total:,} cases; the page shows {len(shown):,} of them: "
+            f"the first {taken_problems:,} of its {problems:,} failures and errors, and every "
+            f"{stride:,}th other case. The counts above cover every case; every case is in "
+            f"the run's cases.jsonl (referee view, or the JSON report).")
+    return shown, note
+
+
 def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
+    shown, sample_note = _shown_cases(report)
     return _page(
         "report.html.j2", script=_asset("report.js"), r=_summary_view(report),
-        cases=[_case_view(c) for c in report.cases], index_href=index_href,
+        cases=[_case_view(c) for c in shown], sample_note=sample_note, index_href=index_href,
     )
 
 

@@ -13,6 +13,7 @@ import uuid
 from collections import Counter
 from enum import Enum
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -132,51 +133,127 @@ class EvalSummary(BaseModel):
         return self.failed_cases
 
     @classmethod
-    def from_cases(cls, cases: list[CaseResult]) -> "EvalSummary":
-        total = len(cases)
-        counts = Counter(c.status for c in cases)
-        passed = counts[CaseStatus.PASSED]
-        failed = counts[CaseStatus.FAILED]
-        errors = sum(counts[s] for s in ERROR_STATUSES)
+    def from_cases(cls, cases: Iterable[CaseResult]) -> "EvalSummary":
+        return RunTally.of(cases).summary()
+
+
+class _CriterionTally:
+    __slots__ = ("total", "passed", "failed", "errors", "skipped", "score_sum", "scored",
+                 "token_usage")
+
+    def __init__(self) -> None:
+        self.total = self.passed = self.failed = self.errors = self.skipped = self.scored = 0
+        self.score_sum = 0.0
+        self.token_usage: TokenUsage | None = None
+
+
+class RunTally:
+    """What a report needs to know about its cases without holding them: counts by status,
+    per-criterion statistics, durations and judge usage, added one finished case at a time.
+
+    A streamed run keeps only this (plus cases.jsonl on disk), so memory does not grow with
+    the number of cases. ``to_dict``/``from_dict`` let report.json carry it.
+    """
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.status_counts: Counter[CaseStatus] = Counter()
+        self.duration_sum = 0.0
+        self.token_usage: TokenUsage | None = None
+        self._criteria: dict[str, _CriterionTally] = {}
+
+    @classmethod
+    def of(cls, cases: Iterable[CaseResult]) -> "RunTally":
+        tally = cls()
+        for case in cases:
+            tally.add(case)
+        return tally
+
+    def add(self, case: CaseResult) -> None:
+        self.cases += 1
+        self.status_counts[case.status] += 1
+        self.duration_sum += case.duration_seconds
+        if case.token_usage is not None:
+            self.token_usage = case.token_usage + self.token_usage
+        for r in case.criterion_results:
+            s = self._criteria.get(r.criterion)
+            if s is None:
+                s = self._criteria[r.criterion] = _CriterionTally()
+            s.total += 1
+            if r.token_usage is not None:
+                s.token_usage = r.token_usage + s.token_usage
+            if r.skipped:
+                s.skipped += 1
+                continue
+            if r.error is not None or r.error_kind is not None:
+                s.errors += 1
+            elif r.passed:
+                s.passed += 1
+            else:
+                s.failed += 1
+            s.score_sum += r.score
+            s.scored += 1
+
+    def count(self, status: CaseStatus) -> int:
+        return self.status_counts[status]
+
+    @property
+    def errors(self) -> int:
+        return sum(self.status_counts[s] for s in ERROR_STATUSES)
+
+    def summary(self) -> EvalSummary:
+        total = self.cases
+        passed = self.count(CaseStatus.PASSED)
+        failed = self.count(CaseStatus.FAILED)
         evaluated = passed + failed
         stats: dict[str, CriterionStats] = {}
-        scores: dict[str, list[float]] = {}
-        for case in cases:
-            for r in case.criterion_results:
-                s = stats.setdefault(r.criterion, CriterionStats())
-                s.total += 1
-                if r.token_usage is not None:
-                    s.token_usage = r.token_usage + s.token_usage
-                if r.skipped:
-                    s.skipped += 1
-                    continue
-                if r.error is not None or r.error_kind is not None:
-                    s.errors += 1
-                elif r.passed:
-                    s.passed += 1
-                else:
-                    s.failed += 1
-                scores.setdefault(r.criterion, []).append(r.score)
-        for name, s in stats.items():
-            vals = scores.get(name, [])
-            s.avg_score = sum(vals) / len(vals) if vals else 0.0
+        for name, s in self._criteria.items():
             judged = s.passed + s.failed
-            s.pass_rate = s.passed / judged if judged else 0.0
-        durations = [c.duration_seconds for c in cases]
-        usage = TokenUsage.total([c.token_usage for c in cases]) or TokenUsage()
-        return cls(
-            total_cases=total,
-            passed_cases=passed,
-            failed_cases=failed,
-            error_cases=errors,
-            skipped_cases=counts[CaseStatus.SKIPPED],
+            stats[name] = CriterionStats(
+                total=s.total, passed=s.passed, failed=s.failed, errors=s.errors,
+                skipped=s.skipped, avg_score=s.score_sum / s.scored if s.scored else 0.0,
+                pass_rate=s.passed / judged if judged else 0.0, token_usage=s.token_usage)
+        return EvalSummary(
+            total_cases=total, passed_cases=passed, failed_cases=failed,
+            error_cases=self.errors, skipped_cases=self.count(CaseStatus.SKIPPED),
             pass_rate=passed / evaluated if evaluated else 0.0,
-            error_rate=errors / total if total else 0.0,
-            avg_duration_seconds=sum(durations) / total if total else 0.0,
-            total_duration_seconds=sum(durations),
-            criterion_stats=stats,
-            total_token_usage=usage,
+            error_rate=self.errors / total if total else 0.0,
+            avg_duration_seconds=self.duration_sum / total if total else 0.0,
+            total_duration_seconds=self.duration_sum, criterion_stats=stats,
+            total_token_usage=self.token_usage or TokenUsage(),
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "status_counts": {s.value: n for s, n in self.status_counts.items() if n},
+            "duration_sum": self.duration_sum,
+            "token_usage": self.token_usage.model_dump(mode="json") if self.token_usage else None,
+            "criteria": {
+                name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
+                       "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None}
+                for name, s in self._criteria.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunTally":
+        tally = cls()
+        tally.cases = int(data.get("cases") or 0)
+        tally.status_counts = Counter({CaseStatus(k): int(n)
+                                       for k, n in (data.get("status_counts") or {}).items()})
+        tally.duration_sum = float(data.get("duration_sum") or 0.0)
+        usage = data.get("token_usage")
+        tally.token_usage = TokenUsage.model_validate(usage) if usage else None
+        for name, values in (data.get("criteria") or {}).items():
+            s = tally._criteria[name] = _CriterionTally()
+            for key in _CriterionTally.__slots__:
+                if key == "token_usage":
+                    usage = values.get(key)
+                    s.token_usage = TokenUsage.model_validate(usage) if usage else None
+                else:
+                    setattr(s, key, type(getattr(s, key))(values.get(key) or 0))
+        return tally
 
 
 class EvalReport(BaseModel):
@@ -200,8 +277,20 @@ class EvalReport(BaseModel):
     def total(self) -> int:
         return len(self.cases)
 
+    def _tally(self) -> RunTally:
+        """Counts of the cases: kept by a streamed run's case list, else counted now (a plain
+        list may have been edited since)."""
+        tally = getattr(self.cases, "tally", None)
+        return tally if isinstance(tally, RunTally) else RunTally.of(self.cases)
+
     def _count(self, status: CaseStatus) -> int:
-        return sum(1 for c in self.cases if c.status == status)
+        return self._tally().count(status)
+
+    @property
+    def status_counts(self) -> dict[CaseStatus, int]:
+        """How many cases ended in each status (every status, zeros included)."""
+        tally = self._tally()
+        return {s: tally.count(s) for s in CaseStatus}
 
     @property
     def passed(self) -> int:
@@ -221,12 +310,12 @@ class EvalReport(BaseModel):
 
     @property
     def errors(self) -> int:
-        return sum(1 for c in self.cases if c.status.is_error)
+        return self._tally().errors
 
     @property
     def errors_by_kind(self) -> dict[str, int]:
-        counts = Counter(c.status.value.lower() for c in self.cases if c.status.is_error)
-        return dict(sorted(counts.items()))
+        counts = self._tally().status_counts
+        return dict(sorted((s.value.lower(), n) for s, n in counts.items() if s.is_error and n))
 
     @property
     def pass_rate(self) -> float:
@@ -243,12 +332,12 @@ class EvalReport(BaseModel):
 
     @property
     def token_usage(self) -> TokenUsage:
-        return TokenUsage.total([c.token_usage for c in self.cases]) or TokenUsage()
+        return self._tally().token_usage or TokenUsage()
 
     # Document 000 ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
-        return EvalSummary.from_cases(self.cases)
+        return self._tally().summary()
 
     @property
     def eval_set_name(self) -> str:
@@ -266,8 +355,16 @@ class EvalReport(BaseModel):
         return next((c for c in self.cases if c.eval_id == eval_id), None)
 
     # Persistence -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
+    def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:
+        """Plain data; ``with_cases=False`` leaves the cases out (the run store keeps them in
+        cases.jsonl), so a million-case report is written without holding its cases."""
+        data = self.model_dump(mode="json", exclude={"cases"})
+        if with_cases:
+            fields = list(data.items())
+            at = list(type(self).model_fields).index("cases")
+            data = dict(fields[:at])
+            data["cases"] = [c.model_dump(mode="json") for c in self.cases]
+            data.update(fields[at:])
         data["totals"] = {
             "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
             "failed": self.failed, "skipped": self.skipped, "errors": self.errors,

@@ -5,10 +5,14 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
     meta.json     who ran what: suite/eval-set name, model id, judge config (no secrets),
                   versions, timestamps, the case ids and their fingerprint
     cases.jsonl   one finished CaseResult per line, written and flushed as each case ends
-    report.json   the full EvalReport, written once the run finishes
+    report.json   written once the run finishes: the summary, the counts (``tally``) and a
+                  reference to cases.jsonl (``cases_file``) rather than a copy of every case
 
 ``load_run`` prefers report.json and otherwise rebuilds the report from meta.json and
-cases.jsonl. A torn last line (the process died mid-write) is ignored.
+cases.jsonl. Either way ``report.cases`` reads cases.jsonl on demand (``StoredCases``), so
+loading a run of a million cases holds its counts, not its cases. A torn last line (the process
+died mid-write) is ignored. A report.json that carries its cases inline (older runs, or a
+report written from an in-memory list) is read as it is.
 
 Each case line is flushed to the operating system as soon as the case ends, so killing the
 process loses nothing. ``fsync`` (which only matters if the machine itself goes down) runs at
@@ -31,7 +35,8 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from referee.errors import InputError
-from referee.report.model import CaseResult, EvalReport
+from referee.report.case_file import StoredCases
+from referee.report.model import CaseResult, EvalReport, RunTally
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
@@ -179,7 +184,11 @@ class RunStore:
 
     def write_report(self, report: EvalReport) -> Path:
         self.close()
-        data = report.to_dict()
+        stored = isinstance(report.cases, StoredCases) and report.cases.path == self.cases_path
+        data = report.to_dict(with_cases=not stored)
+        if stored:
+            data["cases_file"] = CASES_FILE
+            data["tally"] = report.cases.tally.to_dict()
         for key in ("judge", "config_used", "metadata"):
             data[key] = redact_secrets(data.get(key, {}))
         # No indent: json's C encoder only runs without one (4x faster on large runs), and the
@@ -222,8 +231,10 @@ class RunStore:
             by_id[result.eval_id] = result
         return list(by_id.values())
 
-    def finished_ids(self) -> set[str]:
-        return {c.eval_id for c in self.read_cases()}
+    def finished_ids(self, *, except_errors: bool = False) -> set[str]:
+        """The ids of the recorded cases, streamed; ``except_errors`` leaves out errored ones."""
+        return {eval_id for eval_id, errored in StoredCases(self.cases_path).ids()
+                if not (except_errors and errored)}
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():
@@ -233,22 +244,22 @@ class RunStore:
     def rebuild(self) -> EvalReport:
         """The report of an interrupted run: what meta.json and cases.jsonl hold."""
         meta = self.read_meta()
-        cases = self.read_cases()
-        order = {cid: i for i, cid in enumerate(meta.get("case_ids") or [])}
-        cases.sort(key=lambda c: order.get(c.eval_id, len(order) + c.index))
-        return EvalReport(
+        cases = StoredCases(self.cases_path)
+        len(cases)  # a damaged cases.jsonl is refused here, in one line, not half-way through a view
+        report = EvalReport(
             run_id=str(meta.get("run_id") or self.run_dir.name),
             name=str(meta.get("name") or ""),
             eval_set_id=str(meta.get("eval_set_id") or ""),
             model_id=str(meta.get("model_id") or ""),
             started_at=float(meta.get("started_at") or time.time()),
             finished_at=None,
-            cases=cases,
             judge=meta.get("judge") or {},
             config_used=meta.get("config_used") or {},
             metadata={**(meta.get("metadata") or {}), "interrupted": True,
-                      "expected_cases": len(order)},
+                      "expected_cases": len(meta.get("case_ids") or [])},
         )
+        report.cases = cases
+        return report
 
 
 def _last_nonempty(lines: list[str]) -> int:
@@ -271,15 +282,27 @@ def read_report_file(path: Path) -> EvalReport:
         raise InputError(exc.msg, source=str(path), line=exc.lineno, expected=expected) from None
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", source=str(path), expected=expected) from None
-    if not isinstance(data, dict) or "run_id" not in data or not isinstance(data.get("cases"), list):
+    cases_file = data.get("cases_file") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "run_id" not in data or not (
+            isinstance(data.get("cases"), list) or isinstance(cases_file, str)):
         raise InputError("not a referee report (no run_id and list of cases)", source=str(path),
                          expected=expected)
+    tally_data = data.pop("tally", None)
     try:
-        return EvalReport.from_dict(data)
+        report = EvalReport.from_dict({k: v for k, v in data.items() if k != "cases_file"})
+        tally = RunTally.from_dict(tally_data) if isinstance(tally_data, dict) else None
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(err["msg"], source=str(path),
                          field=".".join(str(p) for p in err["loc"])) from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"unreadable tally: {exc}", source=str(path), field="tally") from None
+    if isinstance(cases_file, str) and "cases" not in data:
+        if Path(cases_file).name != cases_file:
+            raise InputError("cases_file must name a file next to report.json", source=str(path),
+                             field="cases_file", expected=CASES_FILE)
+        report.cases = StoredCases(path.parent / cases_file, tally=tally)
+    return report
 
 
 def load_run(run_dir_or_file: str | Path) -> EvalReport:

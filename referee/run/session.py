@@ -18,7 +18,8 @@ from typing import Any
 from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
 from referee.report.console import render_console
-from referee.report.model import CaseResult, EvalReport
+from referee.report.case_file import StoredCases
+from referee.report.model import CaseResult, EvalReport, RunTally
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.writers import parse_formats, write_reports
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
@@ -110,7 +111,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     if file_formats and not options.save and options.resume is None:
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
-    finished: dict[str, CaseResult] = {}
+    finished: set[str] = set()
     store: RunStore | None = None
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=describe_judges(criteria), config_used=config_used or {},
@@ -129,8 +130,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
                 expected="the same cases, in the same order")
         store = RunStore.reopen(options.resume)
-        finished = {c.eval_id: c for c in store.read_cases()
-                    if not (options.retry_errors and c.status.is_error)}
+        finished = store.finished_ids(except_errors=options.retry_errors)
         report.run_id = str(meta.get("run_id") or store.run_dir.name)
         report.started_at = float(meta.get("started_at") or report.started_at)
         report.metadata["resumed"] = True
@@ -141,8 +141,13 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
 
     engine.store = store
     last_interrupted_run_dir = None
+    # A stored run keeps its cases in cases.jsonl and only their counts here; an unsaved run
+    # has nowhere else to keep them.
+    tally = RunTally()
+    in_memory: list[CaseResult] = []
+    record = tally.add if store is not None else in_memory.append
     try:
-        report.cases = await engine.run(cases, execute, finished=finished)
+        await engine.stream(cases, execute, keys=keys, skip=finished, on_result=record)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if store is not None:
             last_interrupted_run_dir = store.run_dir
@@ -151,6 +156,11 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         if store is not None:
             store.close()  # an interrupted run keeps every case it finished, synced
     report.finished_at = time.time()
+    if store is not None:
+        # After a resume, cases.jsonl also holds the earlier cases: count from the file then.
+        report.cases = StoredCases(store.cases_path, tally=None if options.resume is not None else tally)
+    else:
+        report.cases = sorted(in_memory, key=lambda c: c.index)
 
     if store is not None:
         store.write_report(report)
