@@ -2,25 +2,41 @@
   "use strict";
   var body = document.body;
   var cases = Array.prototype.slice.call(document.querySelectorAll("details.case"));
+  var table = document.getElementById("case-table");
+  var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
   var search = document.getElementById("search");
   var shown = document.getElementById("shown");
+  var criterion = document.getElementById("criterion");
+  var outcome = document.getElementById("outcome");
   var buttons = Array.prototype.slice.call(document.querySelectorAll("button[data-filter]"));
   var active = "all";
   var texts = null;
+
+  // A case's outcome on the chosen criterion, by column: "passed failed error skipped none".
+  function criterionMatches(el) {
+    if (!criterion || criterion.value === "") { return true; }
+    var outcomes = (el.getAttribute("data-outcomes") || "").split(" ");
+    return outcomes[Number(criterion.value)] === outcome.value;
+  }
 
   function apply() {
     var query = search.value.trim().toLowerCase();
     if (query && texts === null) {
       // Built once, on first search: reading textContent of every case per keystroke is slow.
-      texts = cases.map(function (c) { return c.textContent.toLowerCase(); });
+      texts = {};
+      cases.forEach(function (c) { texts[c.getAttribute("data-case")] = c.textContent.toLowerCase(); });
     }
+    var keep = {};
     var visible = 0;
-    cases.forEach(function (c, i) {
+    cases.forEach(function (c) {
+      var key = c.getAttribute("data-case");
       var ok = (active === "all" || c.getAttribute("data-group") === active) &&
-        (!query || texts[i].indexOf(query) !== -1);
+        criterionMatches(c) && (!query || texts[key].indexOf(query) !== -1);
       c.hidden = !ok;
+      keep[key] = ok;
       if (ok) { visible += 1; }
     });
+    rows.forEach(function (r) { r.hidden = !keep[r.getAttribute("data-case")]; });
     shown.textContent = visible + " of " + cases.length + " case(s) shown";
   }
 
@@ -35,17 +51,33 @@
     if (!found) { buttons[0].setAttribute("aria-pressed", "true"); }
   }
 
-  // The view lives in the URL fragment (#filter=failed&q=refund) so it can be linked to.
+  // The view lives in the URL fragment (#filter=failed&q=refund&crit=0&outcome=failed) so it
+  // can be linked to; #case-N opens and shows case N.
   function remember() {
     var parts = [];
     if (active !== "all") { parts.push("filter=" + encodeURIComponent(active)); }
     if (search.value) { parts.push("q=" + encodeURIComponent(search.value)); }
+    if (criterion && criterion.value !== "") {
+      parts.push("crit=" + encodeURIComponent(criterion.value));
+      parts.push("outcome=" + encodeURIComponent(outcome.value));
+    }
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", parts.length ? "#" + parts.join("&") : window.location.pathname);
     }
   }
 
+  function openCase(hash) {
+    var match = /^#case-(\d+)$/.exec(hash);
+    if (!match) { return false; }
+    var target = document.getElementById("case-" + match[1]);
+    if (!target) { return false; }
+    target.open = true;
+    target.scrollIntoView();
+    return true;
+  }
+
   function restore() {
+    if (openCase(window.location.hash)) { return; }
     var params = {};
     window.location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
       var i = pair.indexOf("=");
@@ -55,6 +87,27 @@
     });
     select(params.filter || "all");
     search.value = params.q || "";
+    if (criterion && params.crit !== undefined && criterion.querySelector('option[value="' + Number(params.crit) + '"]')) {
+      criterion.value = String(Number(params.crit));
+      if (["passed", "failed", "error", "skipped"].indexOf(params.outcome) !== -1) { outcome.value = params.outcome; }
+    }
+  }
+
+  function sortBy(th) {
+    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var numeric = th.getAttribute("data-sort") === "num";
+    var ascending = th.getAttribute("aria-sort") !== "ascending";
+    Array.prototype.forEach.call(th.parentNode.children, function (other) { other.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    var sorted = rows.slice().sort(function (a, b) {
+      var x = a.cells[column].getAttribute("data-v");
+      var y = b.cells[column].getAttribute("data-v");
+      var order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
+      if (order === 0) { order = Number(a.getAttribute("data-case")) - Number(b.getAttribute("data-case")); }
+      return ascending ? order : -order;
+    });
+    var tbody = table.tBodies[0];
+    sorted.forEach(function (r) { tbody.appendChild(r); });
   }
 
   buttons.forEach(function (b) {
@@ -65,6 +118,15 @@
     });
   });
   search.addEventListener("input", function () { apply(); remember(); });
+  [criterion, outcome].forEach(function (el) {
+    if (el) { el.addEventListener("change", function () { apply(); remember(); }); }
+  });
+  if (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      th.addEventListener("click", function () { sortBy(th); });
+    });
+  }
+  window.addEventListener("hashchange", function () { openCase(window.location.hash); });
   document.getElementById("expand").addEventListener("click", function () {
     cases.forEach(function (c) { if (!c.hidden) { c.open = true; } });
   });
