@@ -43,6 +43,7 @@ class Chart:
     marks: list[Mark] = field(default_factory=list)
     labels: list[tuple[float, float, str, str]] = field(default_factory=list)  # x, y, text, anchor
     data: dict[str, str] = field(default_factory=dict)
+    legend: list[tuple[str, str]] = field(default_factory=list)  # (mark kind, words)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ def outcome_bars(rows: Sequence[OutcomeCounts]) -> Chart:
     """One stacked bar per criterion: passed, failed, errors, skipped, to the same scale."""
     plot = BAR_CHART_WIDTH - LABEL_WIDTH - 60
     height = max(1, len(rows)) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP
-    chart = Chart("outcomes", "Outcomes per criterion", BAR_CHART_WIDTH, height)
+    chart = Chart("outcomes", "Outcomes per criterion", BAR_CHART_WIDTH, height,
+                  legend=[(o, o) for o in OUTCOMES])
     widest = max((r.passed + r.failed + r.errors + r.skipped for r in rows), default=0)
     for i, row in enumerate(rows):
         y = ROW_GAP + i * (ROW_HEIGHT + ROW_GAP)
@@ -121,7 +123,8 @@ def delta_bars(rows: Sequence[Delta]) -> Chart:
     """Mean score change per criterion (B - A) around a zero line, with its 95% interval."""
     plot = BAR_CHART_WIDTH - LABEL_WIDTH - 60
     height = max(1, len(rows)) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP
-    chart = Chart("deltas", "Mean score change per criterion (B − A)", BAR_CHART_WIDTH, height)
+    chart = Chart("deltas", "Mean score change per criterion (B − A)", BAR_CHART_WIDTH, height,
+                  legend=[("up", "better"), ("down", "worse"), ("ci", "95% interval")])
     reach = max((max(abs(r.ci_low), abs(r.ci_high), abs(r.mean_delta)) for r in rows), default=0.0)
     reach = reach or 1.0
     zero = LABEL_WIDTH + plot / 2

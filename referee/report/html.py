@@ -369,6 +369,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "status": case.status.value,
         "group": _group(case.status),
         "name": case.label,
+        "name_short": case.label if len(case.label) <= 90 else case.label[:89] + "…",
         "eval_id": case.eval_id,
         "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],
@@ -517,10 +518,24 @@ def render_compare_html(comparison: "Comparison", *, a_href: str | None = None,
     counts = (f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} "
               f"improvement(s), {len(comparison.unchanged)} unchanged, {len(comparison.added)} added, "
               f"{len(comparison.removed)} removed")
+    deltas = comparison.criterion_deltas
+    chart = charts.delta_bars([charts.Delta(d.criterion, d.delta, d.ci_low, d.ci_high, d.n)
+                               for d in deltas]) if deltas else None
+
+    def case_href(run_href: str | None, index: int | None) -> str | None:
+        return f"{run_href}#case-{index}" if run_href and index is not None else None
+
     return _page(
-        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href,
+        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href, chart=chart,
+        deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
+                 "mean_b": f"{d.mean_b:.3f}", "delta": f"{d.delta:+.3f}",
+                 "ci": f"{d.ci_low:+.3f} to {d.ci_high:+.3f}", "hint": d.hint,
+                 "significant": d.significant} for d in deltas],
         changes=[{"name": c.name or c.eval_id, "eval_id": c.eval_id, "kind": c.kind,
                   "status_a": c.status_a.value if c.status_a else "—",
                   "status_b": c.status_b.value if c.status_b else "—",
+                  "href_a": case_href(a_href, c.index_a), "href_b": case_href(b_href, c.index_b),
+                  "output_a": _clip(c.output_a), "output_b": _clip(c.output_b),
+                  "diff": _diff(c.output_a, c.output_b) if c.output_changed else None,
                   "reasons": list(c.reasons)} for c in changes],
     )

@@ -11,6 +11,7 @@
   var buttons = Array.prototype.slice.call(document.querySelectorAll("button[data-filter]"));
   var active = "all";
   var texts = null;
+  var sorting = null;  // {column: n, ascending: bool} once a header was clicked
 
   // A case's outcome on the chosen criterion, by column: "passed failed error skipped none".
   function criterionMatches(el) {
@@ -61,6 +62,7 @@
       parts.push("crit=" + encodeURIComponent(criterion.value));
       parts.push("outcome=" + encodeURIComponent(outcome.value));
     }
+    if (sorting) { parts.push("sort=" + sorting.column + "&order=" + (sorting.ascending ? "asc" : "desc")); }
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", parts.length ? "#" + parts.join("&") : window.location.pathname);
     }
@@ -91,12 +93,17 @@
       criterion.value = String(Number(params.crit));
       if (["passed", "failed", "error", "skipped"].indexOf(params.outcome) !== -1) { outcome.value = params.outcome; }
     }
+    var headers = table ? table.tHead.rows[0].cells : [];
+    var column = Number(params.sort);
+    if (params.sort !== undefined && column >= 0 && column < headers.length && column === Math.floor(column)) {
+      sortBy(headers[column], params.order !== "desc");
+    }
   }
 
-  function sortBy(th) {
+  function sortBy(th, ascending) {
     var column = Array.prototype.indexOf.call(th.parentNode.children, th);
     var numeric = th.getAttribute("data-sort") === "num";
-    var ascending = th.getAttribute("aria-sort") !== "ascending";
+    sorting = {column: column, ascending: ascending};
     Array.prototype.forEach.call(th.parentNode.children, function (other) { other.removeAttribute("aria-sort"); });
     th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
     var sorted = rows.slice().sort(function (a, b) {
@@ -123,7 +130,10 @@
   });
   if (table) {
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
-      th.addEventListener("click", function () { sortBy(th); });
+      th.addEventListener("click", function () {
+        sortBy(th, th.getAttribute("aria-sort") !== "ascending");
+        remember();
+      });
     });
   }
   window.addEventListener("hashchange", function () { openCase(window.location.hash); });
