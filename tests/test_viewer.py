@@ -178,3 +178,23 @@ def test_chromium_viewer_page_runs_no_payload(viewer, tmp_path) -> None:
     assert "pwned" not in re.search(r"<title>([^<]*)</title>", dom).group(1)
     assert not re.search(r"<body[^>]*data-pwned", dom)
     assert '<b id="injected">' not in dom
+
+
+def test_interrupted_run_page_gives_the_resume_command(tmp_path) -> None:
+    runs = tmp_path / "runs"
+    report = sample_report()
+    report.metadata["target"] = "evals/checkout.py"
+    run_dir = _store(runs, report, finished=False)
+    with start_viewer(None, runs) as handle:
+        status, page, _ = _get(handle, "/run/" + report.run_id)
+    assert status == 200
+    assert f'<code class="resume">referee run evals/checkout.py --resume {run_dir}</code>' in page
+
+
+def test_index_lists_model_label_date_and_rates(viewer) -> None:
+    status, page, _ = _get(viewer, "/")
+    assert status == 200
+    row = re.search(r'<tr[^>]*><td><a href="/run/20261129-120000-abc123">.*?</tr>', page, re.S)
+    assert row is not None
+    for text in ("gpt-4o-mini", "2026-", "50.0%", "44.4%"):
+        assert text in row.group(0), text
