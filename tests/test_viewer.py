@@ -106,8 +106,11 @@ def test_compares_two_runs_side_by_side(viewer) -> None:
     assert status == 200
     assert "1 regression(s), 0 improvement(s), 2 unchanged, 6 added, 0 removed" in page
     assert '<a href="/run/20261129-130000-def456">' in page and '<a href="/run/20261129-120000-abc123">' in page
-    row = re.search(r'<tr class="k-regression">.*?</tr>', page, re.S).group(0)
+    row = re.search(r'<tr class="k-regression"[^>]*>.*?</tr>', page, re.S).group(0)
     assert "composite check" in row and "case PASSED -&gt; FAILED" in row
+    # Each side's status links to that case in its own run.
+    assert re.search(r'<a href="/run/20261129-130000-def456#case-\d+">PASSED</a>', row)
+    assert re.search(r'<a href="/run/20261129-120000-abc123#case-\d+">FAILED</a>', row)
     assert page.count('class="k-added"') == 6
     status, _, _ = _get(viewer, "/compare?a=20261129-130000-def456&b=nope")
     assert status == 404
