@@ -313,3 +313,67 @@ def test_screenshots_show_charts_on_report_compare_and_index(tmp_path) -> None:
     assert index_png.getbbox() is not None
     dark = sum(n for n, rgb in index_png.getcolors(maxcolors=1 << 20) if sum(rgb) < 200)
     assert dark > 500
+
+
+# Large runs: compressed case details ----------------------------------------------------------
+
+def _large_report(n: int = 250, hostile_at: int | None = None) -> EvalReport:
+    from test_report_samples import PAYLOAD
+
+    cases = []
+    for i in range(n):
+        output = f"answer number {i} says zebra{i}x"
+        if i == hostile_at:
+            output += PAYLOAD
+        cases.append(CaseResult(
+            index=i, eval_id=f"c{i}", name=f"case {i}", status=CaseStatus.PASSED,
+            case=EvalCase.single_turn(f"question {i}", f"answer number {i}"),
+            execution=ExecutionResult(actual_response=output),
+            criterion_results=[_crit("contains", 1.0, True)]))
+    return EvalReport(name="large", cases=cases)
+
+
+def test_large_report_ships_case_details_compressed() -> None:
+    import base64
+    import gzip
+
+    from referee.report.html import BODY_CHUNK, COMPRESS_CASES_OVER
+
+    small = render_html(_large_report(COMPRESS_CASES_OVER))
+    assert '<script type="application/gzip"' not in small and "zebra7x" in small
+    page = render_html(_large_report(250))
+    blocks = re.findall(r'<script type="application/gzip" id="bodies-(\d+)">([^<]+)</script>', page)
+    assert [b[0] for b in blocks] == ["0", "1", "2"] and BODY_CHUNK == 100
+    assert "zebra7x" not in page  # only inside a block
+    markup = gzip.decompress(base64.b64decode(blocks[2][1])).decode()
+    assert '<div class="body" data-for="249">' in markup and "zebra249x" in markup
+    assert re.search(r'<details class="case[^"]*" id="case-249" data-case="249" data-chunk="2"', page)
+    # The summary row and the table stay plain, so the page is readable before any inflation.
+    assert '<a href="#case-249">case 249</a>' in page
+
+
+def test_chromium_inflates_a_case_when_it_is_linked(tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(render_html(_large_report(250)), encoding="utf-8")
+    dom = chromium_dom(path.as_uri() + "#case-240", tmp_path)
+    assert re.search(r'<details class="case[^"]*" id="case-240"[^>]*\bopen=""', dom)
+    assert "zebra240x" in dom          # its chunk was inflated into the page
+    assert "zebra10x" not in dom       # the others were not
+
+
+def test_chromium_searches_compressed_details(tmp_path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(render_html(_large_report(250)), encoding="utf-8")
+    dom = chromium_dom(path.as_uri() + "#q=zebra230x", tmp_path)
+    assert "1 of 250 case(s) shown" in dom
+    assert [i for i, hidden in _chromium_rows(dom) if not hidden] == ["230"]
+
+
+def test_chromium_compressed_payload_stays_inert(tmp_path) -> None:
+    from test_report_html import _pwned
+
+    path = tmp_path / "report.html"
+    path.write_text(render_html(_large_report(250, hostile_at=120)), encoding="utf-8")
+    dom = chromium_dom(path.as_uri() + "#case-120", tmp_path)
+    assert "zebra120x" in dom and "onerror=" in dom  # shown as text, after inflation
+    assert _pwned(dom) == []

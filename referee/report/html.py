@@ -13,6 +13,7 @@ only filters and searches them, so a large run does not ship its results twice.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import time
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
     from referee.report.store import RunInfo
 
 ERROR_RATE_FLAG = 0.10
+# Past this many cases the case details ship gzip-compressed, BODY_CHUNK cases per block, and
+# the page inflates a block when one of its cases is opened or searched: a 2,000-case report
+# stays a few MB and opens at once, because the browser lays out only the summary rows.
+COMPRESS_CASES_OVER = 200
+BODY_CHUNK = 100
 # A single field larger than this (a runaway 1 MB output) is cut, and the cut is stated.
 MAX_FIELD_CHARS = 100_000
 
@@ -397,6 +403,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "seconds": case.duration_seconds,
         "tokens": usage.total_tokens if usage is not None else 0,
         "cost": usage.cost_usd if usage is not None and usage.cost_usd is not None else None,
+        "chunk": None,
         "cells": (cells := _criterion_cells(case, criteria or [])),
         "outcomes": [cell["outcome"] for cell in cells],
     }
@@ -489,10 +496,29 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
     summary = _summary_view(report)
+    cases = [_case_view(c, summary["criteria"]) for c in report.cases]
+    chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     return _page(
-        "report.html.j2", script=_asset("report.js"), r=summary,
-        cases=[_case_view(c, summary["criteria"]) for c in report.cases], index_href=index_href,
+        "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
+        index_href=index_href,
     )
+
+
+def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
+    """Render each case's details once, escaped as always, and pack them as base64 gzip blocks.
+
+    The page inserts a block's markup only after inflating it: it is the same autoescaped
+    markup that a small report carries inline, under the same Content-Security-Policy.
+    """
+    case_body = _env().get_template("macros.html.j2").module.case_body  # type: ignore[attr-defined]
+    chunks = []
+    for start in range(0, len(cases), BODY_CHUNK):
+        part = cases[start:start + BODY_CHUNK]
+        markup = "".join(str(case_body(c)) for c in part)
+        chunks.append(base64.b64encode(gzip.compress(markup.encode("utf-8"), mtime=0)).decode("ascii"))
+        for c in part:
+            c["chunk"] = start // BODY_CHUNK
+    return chunks
 
 
 def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) -> str:

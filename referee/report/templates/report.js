@@ -12,6 +12,39 @@
   var active = "all";
   var texts = null;
   var sorting = null;  // {column: n, ascending: bool} once a header was clicked
+  var inflated = {};   // chunk id -> Promise, for reports whose case details ship compressed
+  var compressed = document.querySelector("script[type='application/gzip']") !== null;
+
+  // A large report carries its case details as gzip blocks; a block is inflated (with the
+  // browser's own DecompressionStream) the first time one of its cases is needed.
+  function inflate(chunk) {
+    if (chunk === null || chunk === undefined) { return Promise.resolve(); }
+    if (!inflated[chunk]) {
+      var block = document.getElementById("bodies-" + chunk);
+      var binary = atob(block.textContent.trim());
+      var bytes = new Uint8Array(binary.length);
+      for (var i = 0; i < binary.length; i += 1) { bytes[i] = binary.charCodeAt(i); }
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      inflated[chunk] = new Response(stream).text().then(function (markup) {
+        var holder = document.createElement("template");
+        holder.innerHTML = markup;
+        Array.prototype.slice.call(holder.content.querySelectorAll("div.body[data-for]")).forEach(function (b) {
+          var target = document.getElementById("case-" + b.getAttribute("data-for"));
+          if (target) { target.appendChild(b); }
+        });
+        texts = null;
+      });
+    }
+    return inflated[chunk];
+  }
+
+  function inflateAll() {
+    var ids = {};
+    cases.forEach(function (c) { if (c.hasAttribute("data-chunk")) { ids[c.getAttribute("data-chunk")] = true; } });
+    return Promise.all(Object.keys(ids).map(inflate));
+  }
+
+  function chunkOf(el) { return el.hasAttribute("data-chunk") ? el.getAttribute("data-chunk") : null; }
 
   // A case's outcome on the chosen criterion, by column: "passed failed error skipped none".
   function criterionMatches(el) {
@@ -22,6 +55,11 @@
 
   function apply() {
     var query = search.value.trim().toLowerCase();
+    if (query && compressed && Object.keys(inflated).length < document.querySelectorAll("script[type='application/gzip']").length) {
+      shown.textContent = "searching…";
+      inflateAll().then(apply);
+      return;
+    }
     if (query && texts === null) {
       // Built once, on first search: reading textContent of every case per keystroke is slow.
       texts = {};
@@ -73,8 +111,10 @@
     if (!match) { return false; }
     var target = document.getElementById("case-" + match[1]);
     if (!target) { return false; }
-    target.open = true;
-    target.scrollIntoView();
+    inflate(chunkOf(target)).then(function () {
+      target.open = true;
+      target.scrollIntoView();
+    });
     return true;
   }
 
@@ -138,7 +178,14 @@
   }
   window.addEventListener("hashchange", function () { openCase(window.location.hash); });
   document.getElementById("expand").addEventListener("click", function () {
-    cases.forEach(function (c) { if (!c.hidden) { c.open = true; } });
+    cases.forEach(function (c) {
+      if (!c.hidden) { inflate(chunkOf(c)).then(function () { c.open = true; }); }
+    });
+  });
+  cases.forEach(function (c) {
+    if (c.hasAttribute("data-chunk")) {
+      c.addEventListener("toggle", function () { if (c.open) { inflate(chunkOf(c)); } });
+    }
   });
   document.getElementById("collapse").addEventListener("click", function () {
     cases.forEach(function (c) { c.open = false; });
