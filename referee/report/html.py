@@ -442,7 +442,9 @@ def resume_command(report: EvalReport) -> str:
     run_dir = report.metadata.get("run_dir")
     if not run_dir:
         return ""
-    target = report.metadata.get("target") or "TARGET"
+    target = report.metadata.get("target")
+    if not target:  # started from Python: the same call with resume=
+        return f"resume={str(run_dir)!r} in the run call, or referee run EVAL_FILE --resume {run_dir}"
     return f"referee run {target} --resume {run_dir}"
 
 
