@@ -256,7 +256,8 @@ class RunStore:
             judge=meta.get("judge") or {},
             config_used=meta.get("config_used") or {},
             metadata={**(meta.get("metadata") or {}), "interrupted": True,
-                      "expected_cases": len(meta.get("case_ids") or [])},
+                      "expected_cases": len(meta.get("case_ids") or []),
+                      "run_dir": str(self.run_dir)},
         )
         report.cases = cases
         return report
