@@ -44,24 +44,43 @@ class EvalSuite:
         self.name = name
         self.model_id = model_id
         self._cases: list[EvalCase] = []
+        self._source: Sequence[EvalCase] | None = None
         self._evaluators: list[Any] = []
 
     # Building -----------------------------------------------------------------------------
     @property
-    def cases(self) -> list[EvalCase]:
-        return list(self._cases)
+    def cases(self) -> Sequence[EvalCase]:
+        """A copy of the added cases, or the source given to ``stream_cases`` (not copied)."""
+        return self._source if self._source is not None else list(self._cases)
 
     @property
     def evaluators(self) -> list[Any]:
         return list(self._evaluators)
 
     def add_case(self, case: EvalCase) -> "EvalSuite":
+        if self._source is not None:
+            raise ValueError("this suite streams its cases from a source (stream_cases); "
+                             "add the case to that source instead")
         self._cases.append(_as_case(case, f"cases[{len(self._cases)}]"))
         return self
 
     def add_cases(self, cases: Iterable[EvalCase]) -> "EvalSuite":
         for case in cases:
             self.add_case(case)
+        return self
+
+    def stream_cases(self, source: Sequence[EvalCase]) -> "EvalSuite":
+        """Run the cases of ``source`` without holding them: for suites larger than memory.
+
+        ``source`` is a sequence that may build each case when it is indexed (from a file, a
+        database, a generator function); a run reads every case once to compute the case keys
+        and again when the case runs. It replaces any cases added with ``add_case``; a stored
+        run then keeps only counts in memory, and ``report.cases`` reads them back from disk.
+        """
+        if not isinstance(source, Sequence):
+            raise TypeError(f"stream_cases needs a sequence (len() and [i]), got {type(source).__name__}")
+        self._cases = []
+        self._source = source
         return self
 
     def add_evaluator(self, evaluator: Any) -> "EvalSuite":
@@ -126,7 +145,8 @@ class EvalSuite:
                                 retry_errors, formats, metadata)
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
-            cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
+            cases=self._source if self._source is not None else self._cases,
+            criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
         return report
 
@@ -186,5 +206,5 @@ class EvalSuite:
                           metadata=dict(metadata or {}))
 
     def __repr__(self) -> str:
-        return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "
+        return (f"EvalSuite(name={self.name!r}, cases={len(self.cases)}, "
                 f"evaluators={len(self._evaluators)})")
