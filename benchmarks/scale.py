@@ -98,18 +98,43 @@ def run_one(cases: int, runs_dir: Path) -> dict[str, Any]:
     report = suite.run(model, verbose=False, runs_dir=runs_dir, concurrency=8)
     wall = time.perf_counter() - started
     run_dir = Path(report.metadata["run_dir"])
-    case_text = sum(len(GeneratedCases(cases)[i].model_dump_json()) for i in range(min(cases, 1000)))
-    case_text_per_case = case_text / min(cases, 1000)
-    files = {p.name: p.stat().st_size for p in run_dir.iterdir()}
+    files = {p.name: p.stat().st_size for p in run_dir.iterdir()}  # the run store alone
     disk = sum(files.values())
+    own = _own_text_per_case(run_dir / "cases.jsonl")
+    run_peak = peak_rss_kb()
+
+    # Reading it back as `referee view` and the reports do: load, then the JSON and HTML files.
+    from referee.report.store import load_run
+    from referee.report.writers import write_reports
+
+    started = time.perf_counter()
+    loaded = load_run(run_dir)
+    assert loaded.total == cases and loaded.passed == report.passed
+    written = write_reports(loaded, run_dir, ["json", "html"])
+    reports_wall = time.perf_counter() - started
     return {
         "cases": cases, "passed": report.passed, "total": report.total,
-        "wall_s": round(wall, 2), "rss_peak_mb": round(peak_rss_kb() / 1024, 1),
+        "wall_s": round(wall, 2), "rss_peak_mb": round(run_peak / 1024, 1),
+        "reports_wall_s": round(reports_wall, 2),
+        "rss_peak_with_reports_mb": round(peak_rss_kb() / 1024, 1),
+        "report_files_bytes": {name: p.stat().st_size for name, p in written.items()},
         "rss_baseline_mb": round(baseline / 1024, 1),
         "files_bytes": files,
-        "case_text_bytes_per_case": round(case_text_per_case),
-        "disk_bytes_per_case_beyond_case_text": round(disk / cases - case_text_per_case),
+        "disk_bytes_per_case": round(disk / cases),
+        "case_text_bytes_per_case": round(own),
+        "disk_bytes_per_case_beyond_case_text": round(disk / cases - own),
     }
+
+
+def _own_text_per_case(cases_jsonl: Path, sample: int = 1000) -> float:
+    """Mean bytes of a case's own text as stored: the case and what the model returned."""
+    sizes = []
+    with open(cases_jsonl, encoding="utf-8") as fh:
+        for line, _ in zip(fh, range(sample)):
+            record = json.loads(line)
+            sizes.append(sum(len(json.dumps(record[k], ensure_ascii=False, separators=(",", ":")))
+                             for k in ("case", "execution")))
+    return sum(sizes) / len(sizes)
 
 
 def main() -> None:
