@@ -504,7 +504,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 # sample, in case order), then an evenly spaced sample of the others. The page says so; the
 # full record stays in cases.jsonl (`referee view`, the JSON report).
 HTML_ALL_CASES_UP_TO = 20_000
-HTML_SAMPLE_CASES = 10_000
+HTML_SAMPLE_CASES = 5_000
 
 
 def _shown_cases(report: EvalReport) -> tuple[list[CaseResult], str]:

@@ -222,11 +222,7 @@ class Engine:
         async def worker() -> None:
             for i in pending:  # shared by every worker; next() never awaits, so no race
                 result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i])
-                if self.store is not None:
-                    self.store.append_case(result)
-                if on_result is not None:
-                    on_result(result)
-                self.progress.case_finished(result)
+                self.record(result, on_result)
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(self.concurrency, todo))))
@@ -234,6 +230,17 @@ class Engine:
             self.progress.stop()
             caller.close()
         return todo
+
+    def record(self, result: CaseResult,
+               on_result: Callable[[CaseResult], None] | None = None) -> None:
+        """One finished case: to the store first (so a kill keeps it), then the caller, then
+        the progress display. Whatever runs the cases (here, or a backend's workers) calls it
+        from one place, so the store has one writer."""
+        if self.store is not None:
+            self.store.append_case(result)
+        if on_result is not None:
+            on_result(result)
+        self.progress.case_finished(result)
 
     async def run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
                        index: int = 0, key: str | None = None) -> CaseResult:

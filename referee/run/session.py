@@ -22,6 +22,7 @@ from referee.report.case_file import StoredCases
 from referee.report.model import CaseResult, EvalReport, RunTally
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.writers import parse_formats, write_reports
+from referee.run.backends import resolve_backend
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
 
@@ -51,6 +52,8 @@ class RunOptions:
     retry_errors: bool = False
     formats: Sequence[str] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Where the cases execute: None/"local" (this process), "ray", or an executor object.
+    backend: Any = None
 
 
 def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
@@ -120,6 +123,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     # must neither leave a half-made run behind nor unfinish a stored one.
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
                     progress=make_progress(options.verbose, name))
+    executor = resolve_backend(options.backend)
     if options.resume is not None:
         # Checked before reopen(), which drops a finished run's report.json: a refused
         # resume must leave the run as it was.
@@ -147,7 +151,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     in_memory: list[CaseResult] = []
     record = tally.add if store is not None else in_memory.append
     try:
-        await engine.stream(cases, execute, keys=keys, skip=finished, on_result=record)
+        await executor.stream(engine, cases, execute, keys=keys, skip=finished, on_result=record)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if store is not None:
             last_interrupted_run_dir = store.run_dir

@@ -12,6 +12,7 @@ from referee.execution import ExecutionResult
 from referee.report.model import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
+from referee.run.model_factory import with_model_factory
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
@@ -107,12 +108,14 @@ class EvalSuite:
         ))
 
     # Running ------------------------------------------------------------------------------
-    def run(self, model_fn: Callable[[str], Any], verbose: bool = True,
+    def run(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
             fail_threshold: float | None = None, max_error_rate: float | None = None, *,
             workers: int | None = None, concurrency: int | None = None,
             timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
             resume: str | Path | None = None, retry_errors: bool = False,
-            formats: Sequence[str] = (), metadata: dict[str, Any] | None = None) -> EvalReport:
+            formats: Sequence[str] = (), metadata: dict[str, Any] | None = None,
+            backend: Any = None,
+            model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -121,19 +124,26 @@ class EvalSuite:
         ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases;
         add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/EVALUATOR_ERROR, TIMEOUT)
         again too. ``metadata`` is stored with the run (meta.json and every report).
+
+        ``backend="ray"`` (or a ``referee.scale.RayBackend``) runs the cases on a Ray cluster;
+        ``model_factory`` (``'module:function'`` or a picklable function returning the model)
+        builds a model that cannot be pickled on each worker instead of passing ``model_fn``.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
-            resume=resume, retry_errors=retry_errors, formats=formats, metadata=metadata))
+            resume=resume, retry_errors=retry_errors, formats=formats, metadata=metadata,
+            backend=backend, model_factory=model_factory))
 
-    async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
+    async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
                         *, workers: int | None = None, concurrency: int | None = None,
                         timeout: float | None = None, save: bool = True,
                         runs_dir: str | Path | None = None, resume: str | Path | None = None,
                         retry_errors: bool = False, formats: Sequence[str] = (),
-                        metadata: dict[str, Any] | None = None) -> EvalReport:
+                        metadata: dict[str, Any] | None = None, backend: Any = None,
+                        model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
+        model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
         validate_gates(fail_threshold, max_error_rate)
@@ -143,6 +153,7 @@ class EvalSuite:
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
                                 retry_errors, formats, metadata)
+        options.backend = backend
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,
