@@ -84,7 +84,7 @@ def model(user_message: str) -> Any:
                            tool_calls=[ToolCall(**t) for t in calls])
 
 
-def run_one(cases: int, runs_dir: Path) -> dict[str, Any]:
+def run_one(cases: int, runs_dir: Path, reports: bool = True) -> dict[str, Any]:
     from referee import EvalSuite
     from referee.config import CriterionConfig, MatchType
     from referee.criteria.trajectory import TrajectoryMatchCriterion
@@ -110,7 +110,7 @@ def run_one(cases: int, runs_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     loaded = load_run(run_dir)
     assert loaded.total == cases and loaded.passed == report.passed
-    written = write_reports(loaded, run_dir, ["json", "html"])
+    written = write_reports(loaded, run_dir, ["json", "html"]) if reports else {}
     reports_wall = time.perf_counter() - started
     return {
         "cases": cases, "passed": report.passed, "total": report.total,
@@ -141,15 +141,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--no-reports", action="store_true",
+                        help="measure the run and load_run only, not the JSON/HTML reports")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the subprocess
     args = parser.parse_args()
     if args.one:
         with tempfile.TemporaryDirectory(prefix="referee-scale-") as tmp:
-            print(json.dumps(run_one(args.cases[0], Path(tmp))))
+            print(json.dumps(run_one(args.cases[0], Path(tmp), not args.no_reports)))
         return
     results = []
     for n in args.cases:
-        out = subprocess.run([sys.executable, "-m", "benchmarks.scale", "--one", "--cases", str(n)],
+        command = [sys.executable, "-m", "benchmarks.scale", "--one", "--cases", str(n)]
+        out = subprocess.run(command + ["--no-reports"] * args.no_reports,
                              check=True, capture_output=True, text=True).stdout
         row = json.loads(out.strip().splitlines()[-1])
         results.append(row)

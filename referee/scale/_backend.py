@@ -83,6 +83,12 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
         yield item
 
 
+def _reason(exc: BaseException) -> str:
+    """One line: Ray's task errors put the cause (e.g. the worker's ImportError) last."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+
+
 class RayBackend:
     """Runs a run's cases on a Ray cluster (``address``: an existing cluster; None: the one this
     process is connected to, or a local one started on first use).
@@ -109,6 +115,11 @@ class RayBackend:
         self.init_options = dict(init_options or {})
         self.tasks_started = 0
         self.tasks_failed = 0
+
+    def send_by_value(self, module: Any) -> None:
+        """Ship ``module``'s functions with the tasks instead of importing it on the workers:
+        for a file loaded by path (``referee run evals.py``), which workers cannot import."""
+        self.ray.cloudpickle.register_pickle_by_value(module)
 
     def _connect(self) -> None:
         ray = self.ray
@@ -187,8 +198,7 @@ class RayBackend:
                     except Exception as exc:  # the task raised, or its worker was lost
                         del running[gen]
                         self.tasks_failed += 1
-                        self._retry(shard, f"{type(exc).__name__}: {exc}", waiting, record,
-                                    keys, cases)
+                        self._retry(shard, _reason(exc), waiting, record, keys, cases)
         finally:
             for gen in running:
                 try:
@@ -200,7 +210,7 @@ class RayBackend:
     def _retry(shard: _Shard, reason: str, waiting: deque[_Shard],
                record: Callable[[CaseResult], None], keys: Sequence[str],
                cases: Sequence[EvalCase]) -> None:
-        shard.last_error = reason.splitlines()[0][:300] if reason else "unknown failure"
+        shard.last_error = reason[:300] if reason else "unknown failure"
         if shard.attempt < MAX_SHARD_ATTEMPTS:
             shard.attempt += 1
             waiting.append(shard)

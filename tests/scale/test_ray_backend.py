@@ -109,3 +109,34 @@ def test_a_model_that_cannot_be_pickled_is_built_on_each_worker(ray_cluster: str
 def test_bad_backend_names_are_one_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown backend 'spark'; expected one of: local, ray"):
         suite(1).run(answer, verbose=False, save=False, backend="spark")
+
+
+def test_referee_run_ray_runs_on_the_cluster_at_address(ray_cluster: str, tmp_path: Path) -> None:
+    target = tmp_path / "evals.py"
+    # Nothing here is importable on the workers: the model travels by value, as a user's would.
+    target.write_text(
+        "from referee import EvalCase, EvalSuite\n"
+        "from referee.evaluators.deterministic import Contains\n"
+        "suite = EvalSuite('cli').add_cases([EvalCase(input=f'question {i}') for i in range(30)])\n"
+        "suite.add_evaluator(Contains(['answer']))\n"
+        "def model(question):\n"
+        "    n = int(question.split()[1])\n"
+        "    return f'answer {n}' if n % 7 else f'nothing for {n}'\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1]), str(HERE)])}
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from referee.cli import main; sys.exit(main())",
+         "run", str(target), "--ray", ray_cluster,
+         "--out", str(tmp_path / "runs"), "-q"],
+        env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("25 passed, 5 failed, 0 errors, 0 skipped of 30")
+
+
+def test_importing_referee_never_imports_ray() -> None:
+    code = ("import sys, referee, referee.run.backends, referee.scale, referee.report.store\n"
+            "from referee import EvalSuite, AgentEvaluator\n"
+            "assert 'ray' not in sys.modules, 'ray was imported'\n")
+    env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
