@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport
-from referee.result import CriterionResult
+from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
+from referee.result import CriterionResult, unique_labels
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]
 
@@ -99,7 +99,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         def run(r: EvalReport) -> dict[str, Any]:
-            return {"run_id": r.run_id, "name": r.name, "total": r.total, "passed": r.passed,
+            return {"run_id": r.run_id, "name": r.name, "total": r.total,
+                    "evaluated": r.evaluated, "passed": r.passed,
                     "failed": r.failed, "errors": r.errors, "pass_rate": r.pass_rate,
                     "error_rate": r.error_rate}
 
@@ -117,11 +118,14 @@ class Comparison:
 
     def render_text(self) -> str:
         a, b = self.a, self.b
+        def head(side: str, r: EvalReport) -> str:
+            return (f"{side}: {r.run_id} {r.name}".rstrip()
+                    + f"  pass rate {format_rate(r.pass_rate, r.evaluated)}, error rate "
+                    f"{format_rate(r.error_rate, r.total)}, {r.total} case(s)")
+
         lines = [
-            f"A: {a.run_id} {a.name}".rstrip() + f"  pass rate {a.pass_rate:.1%}, error rate "
-            f"{a.error_rate:.1%}, {a.total} case(s)",
-            f"B: {b.run_id} {b.name}".rstrip() + f"  pass rate {b.pass_rate:.1%}, error rate "
-            f"{b.error_rate:.1%}, {b.total} case(s)",
+            head("A", a),
+            head("B", b),
             f"{len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.unchanged)} unchanged, {len(self.added)} added, {len(self.removed)} removed",
         ]
@@ -147,19 +151,24 @@ class Comparison:
 
 
 def _scored(r: CriterionResult | None) -> bool:
-    return (r is not None and not r.skipped and r.error is None and r.error_kind is None
-            and not r.details.get("judge_unavailable"))
+    return r is not None and r.is_scored
+
+
+def _labelled(case: CaseResult) -> dict[str, CriterionResult]:
+    """Results by unique label, so two namesake criteria (stored before labels) stay apart."""
+    results = case.criterion_results
+    return dict(zip(unique_labels([r.criterion for r in results]), results))
 
 
 def _criterion_changes(a: CaseResult, b: CaseResult) -> list[CriterionChange]:
-    by_b = {r.criterion: r for r in b.criterion_results}
+    by_b = _labelled(b)
     changes = []
-    for ra in a.criterion_results:
-        rb = by_b.get(ra.criterion)
+    for label, ra in _labelled(a).items():
+        rb = by_b.get(label)
         if not _scored(ra) and not _scored(rb):
             continue
         changes.append(CriterionChange(
-            criterion=ra.criterion,
+            criterion=label,
             score_a=ra.score if _scored(ra) else None,
             score_b=rb.score if rb is not None and _scored(rb) else None,
             threshold=rb.threshold if rb is not None else ra.threshold,

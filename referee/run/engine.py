@@ -22,7 +22,7 @@ from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.usage import TokenUsage
 
@@ -85,31 +85,36 @@ def case_keys(cases: Sequence[EvalCase]) -> list[str]:
 
 # Status mapping (docs/architecture.md) ------------------------------------------------------
 
-def is_judge_error(result: CriterionResult) -> bool:
-    return result.error_kind == "judge" or bool(result.details.get("judge_unavailable"))
-
-
 def case_status(results: Sequence[CriterionResult]) -> CaseStatus:
-    if any(is_judge_error(r) for r in results):
-        return CaseStatus.JUDGE_ERROR
-    if any(r.error_kind == "evaluator" for r in results):
-        return CaseStatus.EVALUATOR_ERROR
-    scored = [r for r in results if not r.skipped]
-    if not scored:
-        return CaseStatus.SKIPPED
-    if any(not r.passed for r in scored):
+    """A known failure beats an unknown: FAILED > JUDGE_ERROR > EVALUATOR_ERROR > PASSED/SKIPPED.
+
+    (MODEL_ERROR and TIMEOUT come first, but they are decided before any criterion runs.)
+    """
+    if any(r.is_scored and not r.passed for r in results):
         return CaseStatus.FAILED
+    if any(r.is_judge_error for r in results):
+        return CaseStatus.JUDGE_ERROR
+    if any(r.is_error for r in results):
+        return CaseStatus.EVALUATOR_ERROR
+    if not any(r.is_scored for r in results):
+        return CaseStatus.SKIPPED
     return CaseStatus.PASSED
 
 
 def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> str | None:
     if status == CaseStatus.JUDGE_ERROR:
-        bad = [r for r in results if is_judge_error(r)]
+        bad = [r for r in results if r.is_judge_error]
     elif status == CaseStatus.EVALUATOR_ERROR:
-        bad = [r for r in results if r.error_kind == "evaluator"]
+        bad = [r for r in results if r.is_error]
     else:
         return None
     return "; ".join(f"{r.criterion}: {r.explanation or 'error'}" for r in bad)
+
+
+def _with_unique_labels(results: Sequence[CriterionResult]) -> list[CriterionResult]:
+    labels = unique_labels([r.criterion for r in results])
+    return [r if r.criterion == label else r.model_copy(update={"criterion": label})
+            for r, label in zip(results, labels)]
 
 
 def _criterion_name(criterion: Any) -> str:
@@ -121,6 +126,20 @@ def _criterion_threshold(criterion: Any) -> float:
         return float(getattr(criterion, "threshold", 0.0) or 0.0)
     except Exception:  # a broken threshold property is the evaluator's fault, reported elsewhere
         return 0.0
+
+
+def is_enabled(criterion: Any) -> bool:
+    """``CriterionConfig(enabled=False)`` switches a criterion off wherever it runs."""
+    config = getattr(criterion, "config", None)
+    return bool(getattr(config, "enabled", True))
+
+
+def disabled_result(criterion: Any) -> CriterionResult:
+    """A switched-off criterion is reported, as disabled, and never scored."""
+    reason = "disabled (CriterionConfig(enabled=False)); not scored"
+    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
+                           threshold=_criterion_threshold(criterion), skipped=True,
+                           details={"reason": reason, "skipped": True, "disabled": True})
 
 
 def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
@@ -273,6 +292,7 @@ class Engine:
         scored = await asyncio.gather(*(
             self._score(i, criterion, execution, case) for i, criterion in enumerate(self.criteria)
         ))
+        scored = _with_unique_labels(scored)
         status = case_status(scored)
         return self._case(case, index, key, status, execution=execution,
                           criterion_results=list(scored), error=_error_summary(scored, status),
