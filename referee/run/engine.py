@@ -199,7 +199,7 @@ class Engine:
 
         async def one(i: int, criterion: Any) -> None:
             prepare = getattr(criterion, "prepare", None)
-            if prepare is None:
+            if prepare is None or not is_enabled(criterion):
                 return
             try:
                 value = prepare()
