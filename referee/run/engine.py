@@ -300,6 +300,8 @@ class Engine:
 
     async def _score(self, i: int, criterion: Any, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:
+        if not is_enabled(criterion):
+            return disabled_result(criterion)
         failure = self._prepare_failures.get(i)
         if failure is not None:
             return error_result(criterion, failure)
