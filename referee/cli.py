@@ -323,8 +323,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
-        print(f"{run.run_id}  {run.name or '-'}  pass {format_rate(run.pass_rate, run.passed + run.failed)}"
-              f"  errors {format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
+        pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
+        print(f"{run.run_id}  {run.name or '-'}  pass {pass_rate}  errors "
+              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
