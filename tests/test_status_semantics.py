@@ -222,3 +222,16 @@ async def test_agent_evaluator_honours_enabled_false_on_criteria_passed_directly
     assert case.status == CaseStatus.SKIPPED
     (result,) = case.criterion_results
     assert result.details["disabled"] is True and math.isclose(result.score, 0.0)
+
+
+def test_the_stored_judge_description_keeps_namesakes_apart() -> None:
+    from referee.evaluators import CustomRubric
+    from referee.judge import JudgeConfig
+    from referee.run.session import describe_judges
+
+    first = CustomRubric([("Polite?", True)], judge=JudgeConfig(provider="openai", model="gpt-4o"))
+    second = CustomRubric([("Polite?", True)],
+                          judge=JudgeConfig(provider="anthropic", model="claude-haiku-4-5"))
+    per = describe_judges([first, second])["per_criterion"]
+    assert list(per) == ["custom_rubric", "custom_rubric#2"]
+    assert [cfg["model"] for cfg in per.values()] == ["gpt-4o", "claude-haiku-4-5"]
