@@ -135,3 +135,7 @@ def test_a_run_where_every_case_errored_exits_3_with_one_line(tmp_path: Path, ga
     assert props["pass_rate"] == "n/a" and props["evaluated"] == "0"
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "<b>n/a</b>" in html and not ZERO_PERCENT.search(html)
+    if not gate:
+        listed = subprocess.run([sys.executable, "-m", "referee", "list", "--dir", str(runs)],
+                                env=env, capture_output=True, text=True, timeout=60)
+        assert "  pass n/a  errors 100.0%  0/3" in listed.stdout, listed.stdout
