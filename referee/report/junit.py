@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
-from referee.result import CriterionResult, unique_labels
+from referee.result import CriterionResult
 
 # XML 1.0 forbids most control characters; a model output containing one must not make the
 # whole file unparseable.
@@ -61,11 +61,14 @@ def render_junit(report: EvalReport) -> str:
     suite_name = report.name or report.eval_set_id or report.run_id
     known = list(report.summary.criterion_stats)
     suite = ET.Element("testsuite", name=_clean(suite_name))
+    if report.model_id:
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="model_id", value=_clean(report.model_id))
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     total_time = 0.0
     for case in report.cases:
-        # Stored runs from before unique labels may repeat a name; each result is its own test.
-        labels = unique_labels([r.criterion for r in case.criterion_results])
+        # Criterion results carry unique labels (CaseResult), so each is its own test.
+        labels = [r.criterion for r in case.criterion_results]
         entries: list[tuple[str, CriterionResult | None]] = list(zip(labels, case.criterion_results))
         if case.status.is_error or case.status == CaseStatus.SKIPPED:
             # The criteria that never ran still count, so the case fails visibly in CI.

@@ -15,11 +15,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
 from referee.usage import TokenUsage
 
 
@@ -58,6 +58,18 @@ class CaseResult(BaseModel):
     duration_seconds: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _label_namesakes(self) -> "CaseResult":
+        """Two criteria of one name are two results: ``contains`` and ``contains#2``
+        (docs/architecture.md). Runs stored before labels get them when loaded."""
+        results = self.criterion_results
+        labels = unique_labels([r.criterion for r in results])
+        if any(r.criterion != label for r, label in zip(results, labels)):
+            self.criterion_results = [
+                r if r.criterion == label else r.model_copy(update={"criterion": label})
+                for r, label in zip(results, labels)]
+        return self
 
     @property
     def label(self) -> str:

@@ -22,7 +22,7 @@ from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
-from referee.result import CriterionResult, unique_labels
+from referee.result import CriterionResult
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.usage import TokenUsage
 
@@ -109,12 +109,6 @@ def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> st
     else:
         return None
     return "; ".join(f"{r.criterion}: {r.explanation or 'error'}" for r in bad)
-
-
-def _with_unique_labels(results: Sequence[CriterionResult]) -> list[CriterionResult]:
-    labels = unique_labels([r.criterion for r in results])
-    return [r if r.criterion == label else r.model_copy(update={"criterion": label})
-            for r, label in zip(results, labels)]
 
 
 def _criterion_name(criterion: Any) -> str:
@@ -292,7 +286,6 @@ class Engine:
         scored = await asyncio.gather(*(
             self._score(i, criterion, execution, case) for i, criterion in enumerate(self.criteria)
         ))
-        scored = _with_unique_labels(scored)
         status = case_status(scored)
         return self._case(case, index, key, status, execution=execution,
                           criterion_results=list(scored), error=_error_summary(scored, status),
