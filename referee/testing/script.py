@@ -5,6 +5,7 @@ Shared by the loopback HTTP server and the in-process fake so both are scripted 
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import deque
@@ -13,14 +14,38 @@ from typing import Any, Callable, Union
 
 
 @dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call the scripted model asks for; ``call_id`` defaults to a fresh ``call_...``."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
-    """A successful judge reply. Token counts default to word counts of the prompt and text."""
+    """A successful judge reply. Token counts default to word counts of the prompt and text.
+
+    With ``tool_calls`` it is an assistant turn that calls tools (an agent's model step): every
+    API answers with its own tool-call shape, and ``text`` (empty by default there) rides along.
+    """
 
     text: str = "Yes"
     input_tokens: int | None = None
     output_tokens: int | None = None
     thinking: str | None = None  # a reasoning block sent before the answer, where the API has one
     latency_s: float = 0.0
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+
+    @classmethod
+    def calling(cls, *calls: ScriptedToolCall | tuple[str, dict[str, Any]], text: str = "",
+                **fields: Any) -> "Reply":
+        """An assistant turn that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
+        scripted = tuple(c if isinstance(c, ScriptedToolCall) else ScriptedToolCall(*c)
+                         for c in calls)
+        if not scripted:
+            raise ValueError("Reply.calling needs at least one tool call")
+        return cls(text=text, tool_calls=scripted, **fields)
 
 
 @dataclass(frozen=True)
@@ -103,6 +128,43 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     connection_id: int = 0
+
+    @property
+    def tool_outputs(self) -> list[str]:
+        """Tool results the client sent back in this request, oldest first (any of the APIs).
+
+        An agent's loop asks again once its tools answered: a responder can tell a first
+        request from a follow-up by this list, without parsing each API's body itself.
+        """
+        outputs: list[str] = []
+        for message in self.body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "tool":  # Chat Completions
+                outputs.append(_plain_text(message.get("content")))
+            elif isinstance(message.get("content"), list):  # Anthropic tool_result blocks
+                outputs.extend(_plain_text(block.get("content")) for block in message["content"]
+                               if isinstance(block, dict) and block.get("type") == "tool_result")
+        raw_input = self.body.get("input")
+        for item in raw_input if isinstance(raw_input, list) else []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":  # Responses
+                outputs.append(_plain_text(item.get("output")))
+        for content in self.body.get("contents") or []:  # Gemini functionResponse parts
+            for part in content.get("parts") or [] if isinstance(content, dict) else []:
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                if isinstance(response, dict):
+                    outputs.append(_plain_text(response.get("response")))
+        return outputs
+
+
+def _plain_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_plain_text(v.get("text") if isinstance(v, dict) else v) for v in value)
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True)
 
 
 Outcome = Union[str, Reply, Fault]
