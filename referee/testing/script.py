@@ -131,30 +131,49 @@ class RecordedRequest:
 
     @property
     def tool_outputs(self) -> list[str]:
-        """Tool results the client sent back in this request, oldest first (any of the APIs).
+        """Tool results sent back since the last user message, oldest first (any of the APIs).
 
-        An agent's loop asks again once its tools answered: a responder can tell a first
-        request from a follow-up by this list, without parsing each API's body itself.
+        An agent's loop asks again once its tools answered: a responder tells the first request
+        of a user turn (empty list) from the follow-up without parsing each API's body itself.
         """
         outputs: list[str] = []
-        for message in self.body.get("messages") or []:
-            if not isinstance(message, dict):
-                continue
-            if message.get("role") == "tool":  # Chat Completions
-                outputs.append(_plain_text(message.get("content")))
-            elif isinstance(message.get("content"), list):  # Anthropic tool_result blocks
-                outputs.extend(_plain_text(block.get("content")) for block in message["content"]
-                               if isinstance(block, dict) and block.get("type") == "tool_result")
-        raw_input = self.body.get("input")
-        for item in raw_input if isinstance(raw_input, list) else []:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":  # Responses
-                outputs.append(_plain_text(item.get("output")))
-        for content in self.body.get("contents") or []:  # Gemini functionResponse parts
-            for part in content.get("parts") or [] if isinstance(content, dict) else []:
-                response = part.get("functionResponse") if isinstance(part, dict) else None
-                if isinstance(response, dict):
-                    outputs.append(_plain_text(response.get("response")))
+        for item in _conversation_items(self.body):
+            if item[0] == "user":
+                outputs.clear()
+            else:
+                outputs.append(item[1])
         return outputs
+
+
+def _conversation_items(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """("user", text) and ("tool", result) entries of a request body, in order."""
+    items: list[tuple[str, str]] = []
+    for message in body.get("messages") or []:  # Chat Completions, Anthropic
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if message.get("role") == "tool":
+            items.append(("tool", _plain_text(content)))
+        elif message.get("role") == "user":
+            results = [block for block in content if isinstance(block, dict)
+                       and block.get("type") == "tool_result"] if isinstance(content, list) else []
+            items.extend(("tool", _plain_text(block.get("content"))) for block in results)
+            if not results:
+                items.append(("user", _plain_text(content)))
+    raw_input = body.get("input")
+    for item in raw_input if isinstance(raw_input, list) else []:  # Responses
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            items.append(("tool", _plain_text(item.get("output"))))
+        elif isinstance(item, dict) and item.get("role") == "user":
+            items.append(("user", _plain_text(item.get("content"))))
+    for content in body.get("contents") or []:  # Gemini
+        parts = content.get("parts") or [] if isinstance(content, dict) else []
+        responses = [p["functionResponse"] for p in parts
+                     if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        items.extend(("tool", _plain_text(r.get("response"))) for r in responses)
+        if not responses and isinstance(content, dict) and content.get("role", "user") == "user":
+            items.append(("user", _plain_text(parts)))
+    return items
 
 
 def _plain_text(value: Any) -> str:
