@@ -9,7 +9,7 @@ its own case (its user turns, plus any case fields written next to the recording
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,12 +192,13 @@ def pair_runs(runs: Sequence[RecordedRun], cases: Sequence[EvalCase] | None = No
     return pairs, notes
 
 
-def load_cases_for_traces(cases: Any) -> list[EvalCase] | None:
+def _load_cases(cases: Any) -> tuple[str | None, list[EvalCase] | None]:
+    """(name, cases) of an EvalSet, case file or list of cases; (None, None) for none."""
     if cases is None:
-        return None
+        return None, None
     from referee.run.agent import load_cases
 
-    return load_cases(cases)[1]
+    return load_cases(cases)
 
 
 async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, cases: Any = None,
@@ -206,13 +207,15 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
                              runs_dir: str | Path | None = None, concurrency: int | None = None,
                              formats: Sequence[str] = (), resume: str | Path | None = None,
                              fail_threshold: float | None = None,
-                             max_error_rate: float | None = None) -> Any:
+                             max_error_rate: float | None = None,
+                             on_note: Callable[[list[str]], None] | None = None) -> Any:
     """Score recorded runs with any criteria; nothing is re-run (the report's model: recorded).
 
     ``traces``: a trace file or RecordedRuns. ``cases``: an EvalSet, case file or list of
     cases to pair by id (default: each record is its own case). ``criteria``: criterion or
     evaluator instances; ``config``: an EvalConfig whose criteria are added (the default
-    config when neither is given).
+    config when neither is given). ``on_note`` receives, before scoring, what the traces left
+    unsaid or unpaired (each note is also kept in the report).
     """
     from referee.config import EvalConfig
     from referee.criteria.registry import build_criteria
@@ -223,7 +226,14 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
     validate_gates(fail_threshold, max_error_rate)
     source = str(traces) if isinstance(traces, (str, Path)) else "the recorded runs"
     runs = read_traces(traces) if isinstance(traces, (str, Path)) else list(traces)
-    pairs, notes = pair_runs(runs, load_cases_for_traces(cases), source=source)
+    set_name, case_list = _load_cases(cases)
+    pairs, notes = pair_runs(runs, case_list, source=source)
+    if on_note is not None:
+        run_notes = [note for run in runs for note in run.notes]
+        errors = [f"{run.where}: {run.execution.error}" if not run.execution.error.startswith(
+            run.where) else run.execution.error for run in runs if run.execution.error]
+        if errors or run_notes or notes:
+            on_note(errors + run_notes + notes)
     chosen = list(criteria or [])
     if config is not None or not chosen:
         chosen = build_criteria(config if config is not None else EvalConfig.default()) + chosen
@@ -237,7 +247,8 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
                          metadata={"traces": source, "trace_notes": notes} if notes
                          else {"traces": source})
     config_used = config.model_dump(mode="json") if hasattr(config, "model_dump") else None
-    report = await run_stored(name=name or Path(source).stem, model_id=RECORDED_MODEL_ID,
+    report = await run_stored(name=name or set_name or Path(source).stem,
+                              model_id=RECORDED_MODEL_ID,
                               cases=[case for case, _ in pairs], criteria=chosen,
                               execute=execute, options=options, config_used=config_used)
     apply_gates(report, fail_threshold, max_error_rate)

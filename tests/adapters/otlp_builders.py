@@ -24,9 +24,12 @@ def any_value(value: Any) -> dict[str, Any]:
 def span(trace: str, span_id: str, name: str, start: int, *, parent: str = "",
          end: int | None = None, events: list[tuple[str, dict[str, Any]]] = (),
          **attributes: Any) -> dict[str, Any]:
-    """A span; attribute names use '__' for '.' (gen_ai__tool__name -> gen_ai.tool.name)."""
+    """A span; attribute names use '__' for '.' (gen_ai__tool__name -> gen_ai.tool.name).
+
+    Span ids are made unique per trace (the trace's first 8 characters, then ``span_id``)."""
     return {
-        "traceId": trace, "spanId": span_id, "parentSpanId": parent, "name": name, "kind": 1,
+        "traceId": trace, "spanId": trace[:8] + span_id[:8],
+        "parentSpanId": trace[:8] + parent[:8] if parent else "", "name": name, "kind": 1,
         "startTimeUnixNano": str(start * 1_000_000), "endTimeUnixNano": str(
             (end if end is not None else start + 1) * 1_000_000),
         "attributes": [{"key": k.replace("__", "."), "value": any_value(v)}
