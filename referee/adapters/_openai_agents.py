@@ -29,6 +29,15 @@ def _final_text(output: Any) -> str:
     return json.dumps(output, default=str)
 
 
+def _raw_field(raw: Any, *names: str) -> Any:
+    """A field of a raw Responses item, which the SDK keeps as a model or a plain dict."""
+    for name in names:
+        value = raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
+        if value is not None:
+            return value
+    return None
+
+
 def execution_from_run_result(result: Any) -> ExecutionResult:
     """A finished ``Runner.run`` result as referee's ExecutionResult."""
     items = require_extra("agents.items", EXTRA)
@@ -39,18 +48,17 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
         if not visits and getattr(item, "agent", None) is not None:
             visits.append(item.agent.name)  # the agent that started the run
         if isinstance(item, items.ToolCallItem):
-            raw = item.raw_item
-            arguments = raw.get("arguments") if isinstance(raw, dict) else getattr(
-                raw, "arguments", None)
-            call = ToolCall(name=item.tool_name or type(raw).__name__,
-                            args=parse_arguments(arguments, "openai-agents run",
-                                                 f"{item.tool_name}.arguments"),
-                            call_id=item.call_id)
+            name = _raw_field(item.raw_item, "name") or type(item.raw_item).__name__
+            call = ToolCall(name=name,
+                            args=parse_arguments(_raw_field(item.raw_item, "arguments"),
+                                                 "openai-agents run", f"{name}.arguments"),
+                            call_id=_raw_field(item.raw_item, "call_id", "id"))
             calls.append(call)
             if call.call_id is not None:
                 by_id[call.call_id] = call
-        elif isinstance(item, items.ToolCallOutputItem) and item.call_id in by_id:
-            by_id[item.call_id].result = item.output
+        elif (isinstance(item, items.ToolCallOutputItem)
+              and _raw_field(item.raw_item, "call_id", "id") in by_id):
+            by_id[_raw_field(item.raw_item, "call_id", "id")].result = item.output
         elif isinstance(item, items.HandoffOutputItem):
             visits.append(item.target_agent.name)
     if not visits and getattr(result, "last_agent", None) is not None:
