@@ -386,7 +386,13 @@ def _tool_from_span(span: _Span, model_calls: dict[str, tuple[str, Any]],
     found_id = span.first(_TOOL_ID_KEYS)
     call_id = str(found_id[1]) if found_id else None
     found_args = span.first(_TOOL_ARGUMENT_KEYS)
-    if found_args is not None:
+    if found_args is not None and found_args[0] == "input.value" and not _is_json_object(
+            found_args[1]):
+        # OpenInference's input.value is whatever the tool took, often plain text.
+        notes.append(f"{span.where}: input.value is not a JSON object, so the arguments of "
+                     f"{name!r} are unknown, left empty")
+        args = {}
+    elif found_args is not None:
         args = parse_arguments(found_args[1], span.where, f"attributes.{found_args[0]}")
     elif call_id in model_calls:
         args = parse_arguments(model_calls[call_id][1], span.where,
@@ -406,6 +412,15 @@ def _tool_from_span(span: _Span, model_calls: dict[str, tuple[str, Any]],
         notes.append(f"{span.where}: gen_ai.tool.call.result not recorded (an opt-in "
                      f"attribute); the result of {name!r} is unknown")
     return ToolCall(name=name, args=args, result=result, call_id=call_id)
+
+
+def _is_json_object(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return True
+    try:
+        return isinstance(json.loads(value), dict)
+    except (TypeError, ValueError):
+        return False
 
 
 def _conversation_id(spans: list[_Span]) -> str | None:

@@ -155,3 +155,15 @@ def test_a_broken_span_fails_its_own_run_in_one_line(tmp_path):
         f"{traces}: resourceSpans[0].scopeSpans[0].spans[11] (span 88888888" "44444444 "
         f"'chat gpt-4o'): field 'attributes.gen_ai.usage.input_tokens.intValue': got 'many' "
         f"(expected an integer)")
+
+
+def test_an_openinference_tool_input_that_is_not_json_is_noted(tmp_path):
+    t = "7" * 32
+    traces = _write(
+        tmp_path / "text_tool.json",
+        span(t, "31", "search", 0, end=3, openinference__span__kind="TOOL", tool__name="search",
+             input__value="cheap flights to Lisbon", output__value="3 results"))
+    (run,) = read_traces(traces)
+    (call,) = run.execution.tool_calls
+    assert (call.name, call.args, call.result) == ("search", {}, "3 results")
+    assert "input.value is not a JSON object" in run.execution.metadata[TRACE_NOTES_KEY][0]
