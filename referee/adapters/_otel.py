@@ -272,7 +272,7 @@ def _messages(span: _Span, direction: str) -> list[_Message]:
             return [_flat_message(raw) for raw in flat]
     # Older still: a span event carrying the JSON list (gen_ai.content.prompt/completion).
     event_key = "gen_ai.prompt" if direction == "input" else "gen_ai.completion"
-    for name, attrs in span.events:
+    for _, attrs in span.events:
         if attrs.get(event_key) is not None:
             return [_flat_message(raw) for raw in _json_list(attrs[event_key], span.where,
                                                              event_key)

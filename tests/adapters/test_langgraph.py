@@ -11,7 +11,7 @@ langchain_openai = pytest.importorskip("langchain_openai")
 
 from langchain_core.messages import SystemMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode, tools_condition  # noqa: E402
 
 from referee import AgentEvaluator, EvalCase, Invocation, ToolCall  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from otlp_builders import current_genai_trace, export, messages_json, span
+from otlp_builders import current_genai_trace, export, span
 
 from referee.adapters import TRACE_NOTES_KEY, read_traces, score_traces
 from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType
