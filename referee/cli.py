@@ -234,7 +234,8 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
         from referee.run.suite import EvalSuite
 
         if args.config:
-            raise CliError("--config goes with a case file or the traces alone, not a Python target")
+            raise CliError("--config goes with a case file or the traces alone, "
+                           "not a Python target")
         module = load_python_file(target)
         suite, evaluator = getattr(module, "suite", None), getattr(module, "evaluator", None)
         if isinstance(suite, EvalSuite):

@@ -63,7 +63,8 @@ TRACE_READERS: list[TraceReader] = []
 def register_trace_reader(reader: TraceReader) -> TraceReader:
     """Add a trace format; readers are tried in registration order, the first sniff wins."""
     if not isinstance(reader, TraceReader):
-        raise TypeError(f"{reader!r} is not a TraceReader (name, sniff(records), read(records, source))")
+        raise TypeError(f"{reader!r} is not a TraceReader "
+                        f"(name, sniff(records), read(records, source))")
     TRACE_READERS.append(reader)
     return reader
 

@@ -211,7 +211,8 @@ def _json_list(value: Any, where: str, key: str) -> list[Any]:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg})", source=where,
-                             field=f"attributes.{key}", expected="a JSON list of messages") from None
+                             field=f"attributes.{key}",
+                             expected="a JSON list of messages") from None
     if isinstance(value, Mapping):
         value = [value]
     if not isinstance(value, list):
@@ -298,7 +299,8 @@ def _usage(spans: list[_Span]) -> TokenUsage | None:
     def of(selected: list[_Span]) -> TokenUsage | None:
         usages = []
         for span in selected:
-            inputs, outputs = _int_attr(span, _INPUT_TOKEN_KEYS), _int_attr(span, _OUTPUT_TOKEN_KEYS)
+            inputs = _int_attr(span, _INPUT_TOKEN_KEYS)
+            outputs = _int_attr(span, _OUTPUT_TOKEN_KEYS)
             if inputs is not None or outputs is not None:
                 usages.append(TokenUsage(input_tokens=inputs or 0, output_tokens=outputs or 0,
                                          requests=1 if span.kind == "llm" else 0))

@@ -156,7 +156,8 @@ def read_traces(path: str | Path) -> list[RecordedRun]:
 
 
 def pair_runs(runs: Sequence[RecordedRun], cases: Sequence[EvalCase] | None = None, *,
-              source: str = "the traces") -> tuple[list[tuple[EvalCase, ExecutionResult]], list[str]]:
+              source: str = "the traces",
+              ) -> tuple[list[tuple[EvalCase, ExecutionResult]], list[str]]:
     """(case, recorded execution) pairs, and notes on what could not be paired.
 
     With ``cases``, each case takes the run with its ``eval_id``; a case without one is kept

@@ -80,7 +80,8 @@ def test_traces_refuse_an_agent_and_name_bad_files(tmp_path, capsys):
     assert code == 2 and "re-runs nothing; drop --agent" in err
 
     code, _, err = run_cli(capsys, "run", "--traces", str(tmp_path / "absent.jsonl"))
-    assert code == 2 and err.strip() == f"referee: error: --traces {tmp_path / 'absent.jsonl'}: no such file"
+    absent = tmp_path / "absent.jsonl"
+    assert code == 2 and err.strip() == f"referee: error: --traces {absent}: no such file"
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x"}]}]}]}')

@@ -165,3 +165,37 @@ def test_duplicate_ids_and_unreadable_files_are_one_line_errors(tmp_path):
     other.write_text('{"rows": []}', encoding="utf-8")
     with pytest.raises(InputError, match="neither OpenAI-style message lists nor OTLP/JSON"):
         read_traces(other)
+
+
+def test_a_registered_trace_reader_reads_its_own_format(tmp_path):
+    from referee.adapters import RecordedRun, register_trace_reader
+    from referee.adapters._base import TRACE_READERS
+    from referee.execution import ExecutionResult
+
+    class CsvLikeReader:
+        name = "answers"
+
+        def sniff(self, records):
+            return isinstance(records[0], dict) and "answer" in records[0]
+
+        def read(self, records, source):
+            return [RecordedRun(str(value["id"]), ExecutionResult(actual_response=value["answer"]),
+                                f"{source}:{line}", user_turns=[value["question"]])
+                    for line, value in records]
+
+    with pytest.raises(TypeError, match="is not a TraceReader"):
+        register_trace_reader(object())
+    reader = register_trace_reader(CsvLikeReader())
+    try:
+        traces = _write_jsonl(tmp_path / "answers.jsonl", [
+            {"id": 1, "question": "2+2?", "answer": "4"}, {"id": 2, "question": "3+3?",
+                                                           "answer": "6"}])
+        runs = read_traces(traces)
+        assert [(r.run_id, r.where, r.execution.actual_response) for r in runs] == [
+            ("1", f"{traces}:1", "4"), ("2", f"{traces}:2", "6")]
+        report = score_traces(runs, criteria=[ContainsKeywordsCriterion(
+            config=CriterionConfig(threshold=1.0, keywords=["4"]))], save=False, verbose=False)
+        assert [c.status for c in report.cases] == [CaseStatus.PASSED, CaseStatus.FAILED]
+        assert report.cases[0].case.input == "2+2?"
+    finally:
+        TRACE_READERS.remove(reader)
