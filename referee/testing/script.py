@@ -40,7 +40,7 @@ class Reply:
     @classmethod
     def calling(cls, *calls: ScriptedToolCall | tuple[str, dict[str, Any]], text: str = "",
                 **fields: Any) -> "Reply":
-        """An assistant turn that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
+        """A turn that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
         scripted = tuple(c if isinstance(c, ScriptedToolCall) else ScriptedToolCall(*c)
                          for c in calls)
         if not scripted:
