@@ -1,4 +1,4 @@
-"""The ``referee`` command: run, view, compare and list stored runs.
+"""The ``referee`` command: run, view, compare and list stored runs; calibrate evaluators.
 
 ``referee run`` accepts either
 
@@ -105,21 +105,27 @@ def load_python_file(path: Path) -> ModuleType:
     return module
 
 
-def load_callable(spec: str) -> Any:
-    """``FILE.py:NAME`` or ``package.module:NAME``."""
+def load_module_of(spec: str, option: str) -> tuple[ModuleType, str]:
+    """The module of ``FILE.py:NAME`` or ``package.module:NAME``, and NAME."""
     where, sep, attr = spec.rpartition(":")
     if not sep or not where or not attr:
-        raise CliError(f"--agent {spec!r}: expected FILE.py:FUNCTION or module:FUNCTION")
+        raise CliError(f"{option} {spec!r}: expected FILE.py:NAME or module:NAME")
     if where.endswith(".py"):
-        module = load_python_file(Path(where))
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise CliError(f"--agent {spec!r}: cannot import {where}: {exc}") from None
+        return load_python_file(Path(where)), attr
+    try:
+        return importlib.import_module(where), attr
+    except ImportError as exc:
+        raise CliError(f"{option} {spec!r}: cannot import {where}: {exc}") from None
+
+
+def load_callable(spec: str) -> Any:
+    """``FILE.py:NAME`` or ``package.module:NAME``."""
+    if ":" not in spec.strip(":"):
+        raise CliError(f"--agent {spec!r}: expected FILE.py:FUNCTION or module:FUNCTION")
+    module, attr = load_module_of(spec, "--agent")
     value = getattr(module, attr, None)
     if not callable(value):
-        raise CliError(f"--agent {spec!r}: {where} has no callable {attr!r}")
+        raise CliError(f"--agent {spec!r}: {spec.rpartition(':')[0]} has no callable {attr!r}")
     return value
 
 
@@ -367,6 +373,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from referee.calibrate._command import run_command
+
+    return run_command(args, load_module_of)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Evaluate LLM applications and agents.")
     parser.add_argument("--version", action="version", version=f"referee {__version__}")
@@ -424,6 +436,11 @@ def build_parser() -> argparse.ArgumentParser:
                              description=LIST_DESCRIPTION)
     listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
     listing.set_defaults(func=cmd_list)
+
+    from referee.calibrate._command import add_parser as add_calibrate_parser
+
+    add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction).set_defaults(
+        func=cmd_calibrate)
     return parser
 
 
