@@ -167,3 +167,32 @@ def test_an_openinference_tool_input_that_is_not_json_is_noted(tmp_path):
     (call,) = run.execution.tool_calls
     assert (call.name, call.args, call.result) == ("search", {}, "3 results")
     assert "input.value is not a JSON object" in run.execution.metadata[TRACE_NOTES_KEY][0]
+
+
+def test_model_only_spans_with_content_events_give_the_trajectory(tmp_path):
+    """Only the model was instrumented (no execute_tool spans), with the early GenAI convention
+    of prompt/completion JSON in span events: the model's tool calls are the trajectory."""
+    t = "6" * 32
+    call = {"id": "ev-1", "type": "function",
+            "function": {"name": "convert", "arguments": '{"amount": 5, "to": "EUR"}'}}
+    traces = _write(
+        tmp_path / "events.json",
+        span(t, "41", "chat gpt-4", 0, end=4, gen_ai__system="openai",
+             gen_ai__operation__name="chat",
+             events=[("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(
+                         [{"role": "user", "content": "5 USD in EUR?"}])}),
+                     ("gen_ai.content.completion", {"gen_ai.completion": json.dumps(
+                         [{"role": "assistant", "content": None, "tool_calls": [call]}])})]),
+        span(t, "42", "chat gpt-4", 5, end=9, gen_ai__operation__name="chat",
+             events=[("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(
+                         [{"role": "user", "content": "5 USD in EUR?"},
+                          {"role": "assistant", "tool_calls": [call]},
+                          {"role": "tool", "tool_call_id": "ev-1", "content": "4.61"}])}),
+                     ("gen_ai.content.completion", {"gen_ai.completion": json.dumps(
+                         [{"role": "assistant", "content": "That is 4.61 EUR."}])})]))
+    (run,) = read_traces(traces)
+    assert run.user_turns == ["5 USD in EUR?"]
+    assert [(c.name, c.args, c.result, c.call_id) for c in run.execution.tool_calls] == [
+        ("convert", {"amount": 5, "to": "EUR"}, "4.61", "ev-1")]
+    assert run.execution.actual_response == "That is 4.61 EUR."
+    assert run.execution.node_visits == []
