@@ -6,7 +6,7 @@
   or ``evaluator`` (an AgentEvaluator) and ``eval_set`` (an EvalSet, a case file path or a list
   of cases); or
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
-  and ``--config EVAL_CONFIG.json`` (document 000's EvalConfig).
+  and ``--config EVAL_CONFIG.json`` (the AgentEvaluator API's EvalConfig).
 
 Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
 unfinished candidate), 2 bad input,
@@ -41,7 +41,8 @@ TARGET is either
     or `evaluator` (an AgentEvaluator) and `eval_set` (an EvalSet, a case file path or a
     list of cases); or
   * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) run with
-    --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (document 000).
+    --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (an EvalConfig of
+    the 10xgraph-style AgentEvaluator API).
 
 With --traces FILE nothing is run: recorded runs (message lists or OTLP/JSON spans) are
 scored as they are, paired by id with TARGET's cases when TARGET is given, and the report's
@@ -161,16 +162,24 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _run_metadata(args: argparse.Namespace) -> dict[str, Any]:
+    """What the run directory should remember of the command line: its target, for --resume."""
+    return {"target": args.target}
+
+
 def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
                     formats: list[str]) -> Any:
     """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
     if args.timeout is not None:
         evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
+    if args.label:
+        evaluator.model_id = args.label
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
         retry_errors=args.retry_errors, formats=formats,
-        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
+        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
+        metadata=_run_metadata(args))
 
 
 def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
@@ -184,10 +193,13 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         model = getattr(module, "model", None)
         if not callable(model):
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
+        if args.label:
+            suite.model_id = args.label
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, formats=formats)
+                               retry_errors=args.retry_errors, formats=formats,
+                               metadata=_run_metadata(args))
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -307,10 +319,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run_dir:
             print(f"referee: the run is stored in {run_dir}", file=sys.stderr)
         return EXIT_GATE
+    run_dir = report.metadata.get("run_dir", "")
     if args.quiet:
-        run_dir = report.metadata.get("run_dir", "")
         print(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
               f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
+    elif "console" not in formats and run_dir:
+        # The chosen formats went to files; stdout stays clean, and stderr says where they are.
+        print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
+              file=sys.stderr)
     return 0
 
 
@@ -346,6 +362,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.store import load_run
 
     comparison = compare_reports(load_run(args.a), load_run(args.b))
+    if args.html:
+        from referee.report.html import render_compare_html
+
+        Path(args.html).write_text(render_compare_html(comparison), encoding="utf-8")
     if args.json:
         import json
 
@@ -368,7 +388,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
-        print(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
+        model = f"  [{run.model_id}]" if run.model_id else ""
+        print(f"{run.run_id}  {run.name or '-'}{model}  pass {run.pass_rate:.1%}  errors "
               f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
@@ -397,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", metavar="FILE.py:FUNCTION",
                      help="the agent under test, when TARGET is a case file")
     run.add_argument("--config", metavar="EVAL_CONFIG.json",
-                     help="document-000 EvalConfig for a case file (default: EvalConfig.default())")
+                     help="an AgentEvaluator EvalConfig for a case file (default: EvalConfig.default())")
     run.add_argument("--out", "--runs-dir", dest="runs_dir", metavar="DIR",
                      help="where run directories go (default .referee/runs or $REFEREE_RUNS_DIR)")
     run.add_argument("--concurrency", type=_positive_int, metavar="N",
@@ -408,11 +429,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
-                     help=f"reports to produce, comma-separated (default {DEFAULT_FORMATS})")
+                     help=f"reports to produce, comma-separated: console prints the summary, "
+                          f"json/junit/html write files (default {DEFAULT_FORMATS})")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume: also run again the cases that ended in an error")
+    run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
+                     help="the model or variant label stored with the run and shown in every "
+                          "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
     run.set_defaults(func=cmd_run)
@@ -430,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", metavar="A", help="baseline run directory or report file")
     compare.add_argument("b", metavar="B", help="candidate run directory or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument("--html", metavar="FILE",
+                         help="also write the comparison as a self-contained HTML page")
     compare.set_defaults(func=cmd_compare)
 
     listing = sub.add_parser("list", help="list stored runs, newest first",
