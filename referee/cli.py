@@ -8,9 +8,9 @@
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
   and ``--config EVAL_CONFIG.json`` (the AgentEvaluator API's EvalConfig).
 
-Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
-unfinished candidate), 2 bad input,
-130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+Exit codes (``referee run --help`` lists them for users): 0 success, 1 a gate rejected the run
+or ``compare`` found regressions (or an unfinished candidate), 2 bad input, 3 nothing could be
+evaluated, 130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
 from __future__ import annotations
@@ -22,13 +22,17 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
 
+if TYPE_CHECKING:
+    from referee.report.model import EvalReport
+
 EXIT_GATE = 1
 EXIT_INPUT = 2
+EXIT_NOTHING_EVALUATED = 3
 EXIT_INTERRUPTED = 130
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
@@ -49,8 +53,14 @@ scored as they are, paired by id with TARGET's cases when TARGET is given, and t
 model is "recorded".
 
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
-Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
-cases are kept; --resume RUN_DIR completes the run)."""
+
+Exit codes:
+  0    the run finished and no gate rejected it
+  1    a gate rejected the run (--fail-threshold, --max-error-rate)
+  2    bad input (the target, a case or config file, an option); nothing was run
+  3    nothing could be evaluated: no cases, or every case errored or was skipped
+       (with or without a gate; the run is still stored and reported)
+  130  interrupted (finished cases are kept; --resume RUN_DIR completes the run)"""
 VIEW_DESCRIPTION = (
     "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
@@ -314,6 +324,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         report = run_sync(pending)
     except EvalGateFailure as exc:
+        if getattr(exc.report, "evaluated", None) == 0:
+            # No pass rate to gate on: say that, rather than "0.0% < threshold".
+            return _nothing_evaluated(exc.report)
         print(f"referee: {exc}", file=sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
@@ -327,7 +340,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The chosen formats went to files; stdout stays clean, and stderr says where they are.
         print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
               file=sys.stderr)
+    if report.evaluated == 0:
+        return _nothing_evaluated(report)
     return 0
+
+
+def _nothing_evaluated(report: "EvalReport") -> int:
+    """A run without one evaluated case has no verdict; CI must not read it as a pass."""
+    from referee.report.model import nothing_evaluated_reason
+
+    run_dir = report.metadata.get("run_dir")
+    where = f"; the run is stored in {run_dir}" if run_dir else ""
+    print(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", file=sys.stderr)
+    return EXIT_NOTHING_EVALUATED
 
 
 def _runs_dir(value: str | None) -> Path:
@@ -385,12 +410,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs under {runs_dir}")
         return 0
+    from referee.report.model import format_rate
+
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
         model = f"  [{run.model_id}]" if run.model_id else ""
-        print(f"{run.run_id}  {run.name or '-'}{model}  pass {run.pass_rate:.1%}  errors "
-              f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
+        pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
+        print(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
+              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
