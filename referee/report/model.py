@@ -16,11 +16,11 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
 from referee.usage import TokenUsage
 
 
@@ -60,6 +60,18 @@ class CaseResult(BaseModel):
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _label_namesakes(self) -> "CaseResult":
+        """Two criteria of one name are two results: ``contains`` and ``contains#2``
+        (docs/architecture.md). Runs stored before labels get them when loaded."""
+        results = self.criterion_results
+        labels = unique_labels([r.criterion for r in results])
+        if any(r.criterion != label for r, label in zip(results, labels)):
+            self.criterion_results = [
+                r if r.criterion == label else r.model_copy(update={"criterion": label})
+                for r, label in zip(results, labels)]
+        return self
+
     @property
     def label(self) -> str:
         """The case as reports name it: its name, else its first user message, else its id."""
@@ -93,12 +105,21 @@ class CaseResult(BaseModel):
         return next((r for r in self.criterion_results if r.criterion == name), None)
 
 
+def format_rate(rate: float, denominator: int) -> str:
+    """A rate as reports print it: "n/a" when nothing was there to count, never "0.0%"."""
+    return "n/a" if denominator == 0 else f"{rate * 100:.1f}%"
+
+
 class CriterionStats(BaseModel):
+    """One criterion over a run. ``avg_score`` and ``pass_rate`` cover its ``scored`` results
+    only (passed + failed): an errored or skipped result is not a 0.0."""
+
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    scored: int = 0
     avg_score: float = 0.0
     pass_rate: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
@@ -160,6 +181,8 @@ class RunTally:
         self.status_counts: Counter[CaseStatus] = Counter()
         self.duration_sum = 0.0
         self.token_usage: TokenUsage | None = None
+        # Criterion results that could not be scored on a case that FAILED on another one.
+        self.criterion_errors_on_failed = 0
         self._criteria: dict[str, _CriterionTally] = {}
 
     @classmethod
@@ -184,15 +207,15 @@ class RunTally:
                 s.token_usage = r.token_usage + s.token_usage
             if r.skipped:
                 s.skipped += 1
-                continue
-            if r.error is not None or r.error_kind is not None:
+            elif r.is_error:
                 s.errors += 1
-            elif r.passed:
-                s.passed += 1
+                if case.status == CaseStatus.FAILED:
+                    self.criterion_errors_on_failed += 1
             else:
-                s.failed += 1
-            s.score_sum += r.score
-            s.scored += 1
+                s.passed += r.passed
+                s.failed += not r.passed
+                s.score_sum += r.score
+                s.scored += 1
 
     def count(self, status: CaseStatus) -> int:
         return self.status_counts[status]
@@ -201,6 +224,10 @@ class RunTally:
     def errors(self) -> int:
         return sum(self.status_counts[s] for s in ERROR_STATUSES)
 
+    @property
+    def criterion_errors(self) -> int:
+        return sum(s.errors for s in self._criteria.values())
+
     def summary(self) -> EvalSummary:
         total = self.cases
         passed = self.count(CaseStatus.PASSED)
@@ -208,11 +235,11 @@ class RunTally:
         evaluated = passed + failed
         stats: dict[str, CriterionStats] = {}
         for name, s in self._criteria.items():
-            judged = s.passed + s.failed
             stats[name] = CriterionStats(
                 total=s.total, passed=s.passed, failed=s.failed, errors=s.errors,
-                skipped=s.skipped, avg_score=s.score_sum / s.scored if s.scored else 0.0,
-                pass_rate=s.passed / judged if judged else 0.0, token_usage=s.token_usage)
+                skipped=s.skipped, scored=s.scored,
+                avg_score=s.score_sum / s.scored if s.scored else 0.0,
+                pass_rate=s.passed / s.scored if s.scored else 0.0, token_usage=s.token_usage)
         return EvalSummary(
             total_cases=total, passed_cases=passed, failed_cases=failed,
             error_cases=self.errors, skipped_cases=self.count(CaseStatus.SKIPPED),
@@ -228,6 +255,7 @@ class RunTally:
             "cases": self.cases,
             "status_counts": {s.value: n for s, n in self.status_counts.items() if n},
             "duration_sum": self.duration_sum,
+            "criterion_errors_on_failed": self.criterion_errors_on_failed,
             "token_usage": self.token_usage.model_dump(mode="json") if self.token_usage else None,
             "criteria": {
                 name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
@@ -243,6 +271,7 @@ class RunTally:
         tally.status_counts = Counter({CaseStatus(k): int(n)
                                        for k, n in (data.get("status_counts") or {}).items()})
         tally.duration_sum = float(data.get("duration_sum") or 0.0)
+        tally.criterion_errors_on_failed = int(data.get("criterion_errors_on_failed") or 0)
         usage = data.get("token_usage")
         tally.token_usage = TokenUsage.model_validate(usage) if usage else None
         for name, values in (data.get("criteria") or {}).items():
@@ -313,12 +342,20 @@ class EvalReport(BaseModel):
         return self._tally().errors
 
     @property
+    def criterion_errors(self) -> int:
+        """Criterion results that could not be scored, on any case: a judge outage stays
+        visible even where a known failure decided the case's status."""
+        return self._tally().criterion_errors
+
+    @property
     def errors_by_kind(self) -> dict[str, int]:
         counts = self._tally().status_counts
         return dict(sorted((s.value.lower(), n) for s, n in counts.items() if s.is_error and n))
 
     @property
     def pass_rate(self) -> float:
+        """passed / evaluated; 0.0 when nothing was evaluated (reports print "n/a" then:
+        tell the two apart with ``evaluated == 0``)."""
         return self.passed / self.evaluated if self.evaluated else 0.0
 
     @property
@@ -369,7 +406,7 @@ class EvalReport(BaseModel):
             "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
             "failed": self.failed, "skipped": self.skipped, "errors": self.errors,
             "errors_by_kind": self.errors_by_kind, "pass_rate": self.pass_rate,
-            "error_rate": self.error_rate,
+            "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
         return data
@@ -388,3 +425,25 @@ class EvalReport(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> "EvalReport":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def nothing_evaluated_reason(report: EvalReport) -> str:
+    """Why a run has no pass rate: no cases, or every case errored or was skipped."""
+    if report.total == 0:
+        return "the run has no cases"
+    parts = []
+    if report.errors:
+        kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
+        parts.append(f"{report.errors} errored ({kinds})")
+    if report.skipped:
+        parts.append(f"{report.skipped} skipped")
+    return f"none of the {report.total} case(s) could be evaluated: {', '.join(parts)}"
+
+
+def criterion_errors_line(report: EvalReport) -> str:
+    """How many criterion results could not be scored, including on cases that FAILED anyway."""
+    on_failed = report._tally().criterion_errors_on_failed
+    line = f"{report.criterion_errors} criterion errors"
+    if on_failed:
+        line += f" ({on_failed} on cases that FAILED on another criterion)"
+    return line
