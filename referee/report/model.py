@@ -11,9 +11,9 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
