@@ -363,6 +363,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
+        "warnings": report.warnings,
         "expected_cases": report.metadata.get("expected_cases", "?"),
         "total": report.total,
         "evaluated": report.evaluated,
