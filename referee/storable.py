@@ -7,7 +7,8 @@ such value is replaced by a faithful stand-in, and lists every replacement as a
 ``Conversion`` (where it was, what it was, what was stored instead), so that the stored run
 says which values are stand-ins.
 
-Stand-ins: ``repr()`` for an object; the text for bytes that are UTF-8, else base64;
+Stand-ins: ``repr()`` for an object; base64 for bytes that are not UTF-8 (UTF-8 bytes are
+stored as their text, as pydantic always stores them, and are not listed);
 U+FFFD for each lone surrogate (a surrogate pair becomes its character); the strings
 ``"NaN"``/``"Infinity"``/``"-Infinity"`` for a non-finite float where any value is allowed,
 else ``null`` or ``0.0``. Values JSON can hold through pydantic (datetimes, enums, paths,
@@ -17,6 +18,7 @@ dataclasses, sets) are left for pydantic to store as it always does.
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import re
 import types
@@ -24,7 +26,7 @@ import typing
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -49,8 +51,65 @@ def make_storable(model: M) -> tuple[M, list[Conversion]]:
 
     The original (often the user's own object) is never modified.
     """
+    if _json_holds(model):
+        return model, []
     found: list[Conversion] = []
     return _model(model, "", found), found
+
+
+def _json_holds(model: BaseModel) -> bool:
+    """Whether JSON holds every value as is: the common case, checked at pydantic's speed.
+
+    Serialising fails on objects, bytes that are not UTF-8 and surrogates. Non-finite floats
+    in free-form (``Any``) values come out as the strings "NaN"/"Infinity" of a model
+    configured with ``ser_json_inf_nan="strings"`` (a plain string "NaN" only costs the full
+    walk); non-finite floats in typed fields are looked at directly.
+    """
+    if type(model).model_config.get("ser_json_inf_nan") != "strings":
+        return False
+    try:
+        line = model.model_dump_json()
+    except (PydanticSerializationError, ValueError):
+        return False
+    if '"NaN"' in line or 'Infinity"' in line:
+        return False
+    return _typed_floats_finite(model)
+
+
+def _typed_floats_finite(model: BaseModel) -> bool:
+    for name, kind in _float_plan(type(model)):
+        value = getattr(model, name)
+        if kind == "float":
+            if isinstance(value, float) and not math.isfinite(value):
+                return False
+        elif isinstance(value, BaseModel):
+            if not _typed_floats_finite(value):
+                return False
+        elif isinstance(value, (list, tuple)):
+            if not all(_typed_floats_finite(v) for v in value if isinstance(v, BaseModel)):
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _float_plan(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """The fields of ``cls`` that are typed floats, or models that (deep down) have some."""
+    plan = []
+    for name, field in cls.model_fields.items():
+        parts = _annotation_parts(field.annotation)
+        if float in parts:
+            plan.append((name, "float"))
+        elif any(isinstance(p, type) and issubclass(p, BaseModel) and p is not cls
+                 and _float_plan(p) for p in parts):
+            plan.append((name, "model"))
+    return tuple(plan)
+
+
+def _annotation_parts(annotation: Any) -> set[Any]:
+    parts = {annotation}
+    for arg in typing.get_args(annotation):
+        parts |= _annotation_parts(arg)
+    return parts
 
 
 def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
@@ -147,8 +206,7 @@ def _bytes(value: bytes, path: str, found: list[Conversion]) -> str:
     except UnicodeDecodeError:
         found.append(Conversion(path=path, found=f"bytes ({len(value)})", stored_as="base64"))
         return base64.b64encode(value).decode("ascii")
-    found.append(Conversion(path=path, found=f"bytes ({len(value)})", stored_as="UTF-8 text"))
-    return _text(text, path, found)
+    return _text(text, path, found)  # what pydantic stores for UTF-8 bytes: no stand-in
 
 
 def _safe_repr(value: Any) -> str:

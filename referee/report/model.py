@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
@@ -51,6 +51,10 @@ ERROR_STATUSES = frozenset(
 
 
 class CaseResult(BaseModel):
+    # A non-finite float in a free-form value serialises as "NaN"/"Infinity" (not a silent
+    # null), which lets the engine's storable check see it at pydantic's speed.
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
     index: int = 0
     eval_id: str
     name: str = ""
