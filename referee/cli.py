@@ -10,7 +10,8 @@
 
 Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
 unfinished candidate), 2 bad input,
-130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+130 interrupted (Ctrl-C, or the run store could not be written; ``--resume`` completes it).
+Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ TARGET is either
     --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (document 000).
 
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
-Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
-cases are kept; --resume RUN_DIR completes the run)."""
+Exit codes: 0 done, 1 a gate rejected the run, 2 bad input (also: the run directory is
+being written by another live process), 130 interrupted: Ctrl-C, or the run directory could
+not be written (a full disk); finished cases are kept and --resume RUN_DIR completes the run."""
 VIEW_DESCRIPTION = (
     "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
@@ -56,7 +58,8 @@ COMPARE_DESCRIPTION = (
     "(interrupted) run, 0 otherwise, 2 on bad input.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
-    "(error rate >= 10% flagged) and whether the run was interrupted.")
+    "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
+    "run that cannot be read whole (every other run is listed as usual).")
 
 
 class CliError(Exception):
@@ -159,7 +162,7 @@ def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
-        retry_errors=args.retry_errors, formats=formats,
+        retry_errors=args.retry_errors, rescore=args.rescore, formats=formats,
         fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
 
 
@@ -177,7 +180,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, formats=formats)
+                               retry_errors=args.retry_errors, rescore=args.rescore,
+                               formats=formats)
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -213,6 +217,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         formats = [f for f in formats if f != "console"]
     if args.retry_errors and args.resume is None:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
+    if args.rescore and args.resume is None:
+        raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     target = Path(args.target)
@@ -225,10 +231,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    from referee.report.store import RunStoreWriteError
     from referee.run.sync import run_sync
 
     try:
         report = run_sync(pending)
+    except RunStoreWriteError as exc:
+        # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
+        return _fail(str(exc), EXIT_INTERRUPTED)
     except EvalGateFailure as exc:
         print(f"referee: {exc}", file=sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
@@ -296,6 +306,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
+        if run.damaged:
+            more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
+            state += f"  (damaged: {run.damaged[0]}{more})"
         print(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
               f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
     return 0
@@ -330,6 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume: also run again the cases that ended in an error")
+    run.add_argument("--rescore", action="store_true",
+                     help="with --resume: score the stored outputs with the criteria given now "
+                          "(resuming with changed criteria is refused otherwise); the model "
+                          "runs only for cases that have no output yet")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
     run.set_defaults(func=cmd_run)

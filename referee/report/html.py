@@ -400,7 +400,8 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
         "total": run.total, "passed": run.passed, "failed": run.failed, "errors": run.errors,
         "pass_rate": _pct(run.pass_rate), "error_rate": _pct(run.error_rate),
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
-        "state": "finished" if run.finished else "interrupted",
+        "state": ("finished" if run.finished else "interrupted")
+                 + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
 

@@ -281,8 +281,11 @@ class Engine:
         await asyncio.gather(*(one(i, c) for i, c in enumerate(self.criteria)))
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
-                  finished: dict[str, CaseResult] | None = None) -> list[CaseResult]:
-        """Every case's result, in case order. ``finished`` (by case key) are not run again."""
+                  finished: dict[str, CaseResult] | None = None,
+                  outputs: dict[str, ExecutionResult] | None = None) -> list[CaseResult]:
+        """Every case's result, in case order. ``finished`` (by case key) are not run again;
+        ``outputs`` (by case key) are scored without calling the model (re-scoring)."""
+        outputs = outputs or {}
         await self.prepare()
         keys = case_keys(cases)
         finished = finished or {}
@@ -303,26 +306,42 @@ class Engine:
                     i = todo.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i])
+                result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i],
+                                             output=outputs.get(keys[i]))
                 results[i] = result
                 if self.store is not None:
                     self.store.append_case(result)
                 self.progress.case_finished(result)
 
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo.qsize()))]
         try:
-            workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo.qsize()))]
             await asyncio.gather(*workers)
+        except BaseException:
+            # A worker failed outside any case (the run store cannot be written): stop the rest.
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         finally:
             self.progress.stop()
             caller.close()
         return [r for r in results if r is not None]
 
     async def run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
-                       index: int = 0, key: str | None = None) -> CaseResult:
-        """One case, whatever happens: its status says what went wrong."""
+                       index: int = 0, key: str | None = None,
+                       output: ExecutionResult | None = None) -> CaseResult:
+        """One case, whatever happens: its status says what went wrong.
+
+        With ``output`` (a stored run being re-scored) the model is not called.
+        """
         started = time.perf_counter()
         partial: dict[str, Any] = {}
         key = key or case.eval_id
+        if output is not None:
+            known = output
+
+            async def execute(case: EvalCase, caller: ModelCaller) -> Any:
+                return known
         try:
             if self.timeout is None:
                 result = await self._run_case(case, execute, caller, index, key, partial)
