@@ -131,7 +131,11 @@ SLOW_SUITE = textwrap.dedent("""
     suite.add_evaluator(Contains(["30 days"]))
 
     def model(prompt):
-        time.sleep(float(os.environ.get("MODEL_DELAY_S", "0")))
+        # Held until the test lets go (RELEASE_FILE appears), so the run is surely still going.
+        release = os.environ.get("RELEASE_FILE")
+        deadline = time.monotonic() + 60
+        while release and not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.02)
         return "Refunds within 30 days. " + "padding " * 40
 """)
 
@@ -162,7 +166,8 @@ def _interrupted_run(tmp_path: Path, n: int, monkeypatch) -> tuple[Path, Path]:
 
 def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path: Path, monkeypatch) -> None:
     suite_file, run_dir = _interrupted_run(tmp_path, 8, monkeypatch)
-    env = _env(N_CASES="8", MODEL_DELAY_S="0.4")
+    release = tmp_path / "release"
+    env = _env(N_CASES="8", RELEASE_FILE=str(release))
     first = _cli("run", str(suite_file), "--resume", str(run_dir), "--concurrency", "1", "-q",
                  "--format", "json", env=env)
     try:
@@ -174,9 +179,11 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path: Path, mon
                       "json", env=env)
         out, err = second.communicate(timeout=60)
         assert second.returncode == 2, err
-        assert first.poll() is None, "the second process waited for the first to finish"
+        assert first.poll() is None
         [line] = err.strip().splitlines()
         assert f"being written by process {first.pid}" in line and str(run_dir) in line
+        assert (run_dir / "cases.jsonl").read_text() == ""  # the refused one wrote nothing
+        release.write_text("go")
         out, err = first.communicate(timeout=120)
     finally:
         if first.poll() is None:
