@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,34 +111,43 @@ def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
              "settings": _settings(c)} for c in criteria]
 
 
-def _settings(criterion: Any) -> dict[str, Any]:
+def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
     try:
         attrs = vars(criterion)
     except TypeError:  # __slots__ or a C type: nothing to compare but the class
         attrs = {}
-    settings = {k: _plain(v) for k, v in sorted(attrs.items()) if not k.startswith("_")}
+    settings = {k: _plain(v, depth) for k, v in sorted(attrs.items()) if not k.startswith("_")}
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
     return redact_secrets(settings)
 
 
-def _plain(value: Any) -> Any:
+# A password in a URL (a judge's base_url) never reaches meta.json.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
     """A JSON value that names ``value`` the same way in every process."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, float)):
         return value
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(r"\1***@", value)
     if hasattr(value, "model_dump"):
         try:
-            return _plain(value.model_dump(mode="json"))
+            return _plain(value.model_dump(mode="json"), depth)
         except Exception:
             return type(value).__qualname__
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, depth) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        items = [_plain(v) for v in value]
+        items = [_plain(v, depth) for v in value]
         return sorted(items, key=canonical_json) if isinstance(value, (set, frozenset)) else items
     if isinstance(value, Enum):
-        return _plain(value.value)
+        return _plain(value.value, depth)
+    if callable(getattr(value, "evaluate", None)) and depth < 4:
+        # A criterion inside a criterion (composite, weighted): its own settings count too.
+        return {"class": type(value).__qualname__, "settings": _settings(value, depth + 1)}
     # Callables and other objects: by name, never by repr (it holds a memory address).
     return getattr(value, "__qualname__", None) or type(value).__qualname__
 
