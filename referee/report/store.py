@@ -6,9 +6,17 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
                   versions, timestamps, the case ids and their fingerprint
     cases.jsonl   one finished CaseResult per line, written and flushed as each case ends
     report.json   the full EvalReport, written once the run finishes
+    .lock         while a process writes the run: its pid and host (one writer per run)
+    cases.damaged.jsonl   lines a resume found unreadable and set aside
 
 ``load_run`` prefers report.json and otherwise rebuilds the report from meta.json and
-cases.jsonl. A torn last line (the process died mid-write) is ignored.
+cases.jsonl. Damage is handled line by line and run by run: an unreadable line (a torn tail
+after a kill, a cut multi-byte character, a garbled record) is left out and named in the
+report's ``metadata["damaged"]``, and ``list_runs`` lists a run it cannot read at all as
+damaged instead of failing or hiding it. Resuming runs the left-out cases again.
+
+Any OSError while writing becomes ``RunStoreWriteError``, which names the run directory and
+says that ``--resume`` completes the run.
 
 Each case line is flushed to the operating system as soon as the case ends, so killing the
 process loses nothing. ``fsync`` (which only matters if the machine itself goes down) runs at
