@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -17,7 +19,7 @@ from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
 from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.report.json_report import render_json
-from referee.report.store import RunStore, list_runs, load_run
+from referee.report.store import LOCK_FILE, RunInUse, RunStore, list_runs, load_run
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -277,3 +279,32 @@ def test_resume_with_retry_errors_runs_only_the_errored_cases_again(tmp_path):
     assert load_run(run_dir).passed == 6
     with pytest.raises(ValueError, match="retry_errors=True goes with resume"):
         suite.run(outage, verbose=False, runs_dir=tmp_path, retry_errors=True)
+
+
+def test_many_takers_of_a_dead_writers_lock_leave_exactly_one_writer(tmp_path):
+    report = EvalReport(name="x")
+    store = RunStore.create(tmp_path, report, case_ids=["a"])
+    store.release()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store.run_dir / LOCK_FILE).write_text(f"{dead.pid} {socket.gethostname()}\n")
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def take() -> None:
+        start.wait()
+        try:
+            RunStore(store.run_dir).lock()
+            outcomes.append("writer")
+        except RunInUse as exc:
+            outcomes.append(str(exc))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert outcomes.count("writer") == 1, outcomes
+    assert all(f"process {os.getpid()}" in o or "another process" in o
+               for o in outcomes if o != "writer"), outcomes
+    assert [p.name for p in store.run_dir.iterdir() if p.name.startswith(LOCK_FILE)] == [LOCK_FILE]

@@ -35,6 +35,7 @@ import re
 import socket
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -142,7 +143,7 @@ class RunStore:
     """Reads and writes one run directory.
 
     A store that writes (``create``/``reopen``) holds the directory's lock file, which names
-    the writing process; ``close()`` releases it. Readers take no lock.
+    the writing process; ``release()`` gives it up. Readers take no lock.
     """
 
     def __init__(self, run_dir: str | Path) -> None:
@@ -227,18 +228,13 @@ class RunStore:
             try:
                 fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = self._lock_holder()
+                seen, holder = self._lock_holder()
                 if holder is not None:
-                    pid, host = holder
                     raise RunInUse(
-                        f"the run is being written by process {pid} on {host} (lock file "
-                        f"{self.lock_path}); wait for it to end, or delete the lock file if "
-                        f"no such process is running it", source=str(self.run_dir))
-                # Dead holder: move its lock aside under a name of our own, then try again.
-                stale = self.lock_path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}")
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(self.lock_path, stale)
-                    stale.unlink()
+                        f"the run is being written by {holder} (lock file {self.lock_path}); "
+                        f"wait for it to end, or delete the lock file if no such process is "
+                        f"running it", source=str(self.run_dir))
+                self._take_over(seen)
                 continue
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(me)
@@ -247,24 +243,42 @@ class RunStore:
         raise RunInUse("could not take the run's lock file; another process keeps taking it",
                        source=str(self.lock_path))
 
-    def _lock_holder(self) -> tuple[int, str] | None:
-        """(pid, host) of a live holder; None when the lock is stale or gone."""
+    def _lock_holder(self) -> tuple[str | None, str | None]:
+        """(the lock file's text, its live holder in words); no holder when it is stale."""
         try:
             text = self.lock_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
-            return None
+            return None, None
         fields = text.split()
         if not fields or not fields[0].isdigit():
             # Being written this instant, or garbage: a young one is someone's, an old one no one's.
             try:
                 age = time.time() - self.lock_path.stat().st_mtime
             except FileNotFoundError:
-                return None
-            return (0, "an unknown host") if age < 10 else None
+                return None, None
+            return text, ("another process" if age < 10 else None)
         pid, host = int(fields[0]), fields[1] if len(fields) > 1 else socket.gethostname()
+        holder = f"process {pid} on {host}"
         if host != socket.gethostname():
-            return pid, host  # cannot tell whether it lives: assume it does
-        return (pid, host) if _pid_alive(pid) else None
+            return text, holder  # cannot tell whether it lives: assume it does
+        return text, (holder if _pid_alive(pid) else None)
+
+    def _take_over(self, seen: str | None) -> None:
+        """Remove a dead holder's lock, and only it: a rival may have just replaced it."""
+        if seen is None:
+            return
+        stale = self.lock_path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.replace(self.lock_path, stale)
+        except FileNotFoundError:
+            return
+        try:
+            if stale.read_text(encoding="utf-8", errors="replace") != seen:
+                # A live rival's fresh lock: put it back where it was (unless taken again).
+                with contextlib.suppress(FileExistsError):
+                    os.link(stale, self.lock_path)
+        finally:
+            stale.unlink()
 
     def unlock(self) -> None:
         if self._locked:
