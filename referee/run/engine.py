@@ -104,26 +104,46 @@ class ModelCaller:
 
 
 async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
-    """Await the model's awaitable in a task of its own, so that a CancelledError it lets
-    escape is told apart from the cancellation of this case (a timeout, Ctrl-C)."""
+    """Await the model's awaitable so that anything it raises stays an ``Exception``, and a
+    CancelledError it lets escape is told apart from the cancellation of this case (a
+    timeout, Ctrl-C). Ctrl-C's KeyboardInterrupt on the loop's thread passes through."""
+    task = asyncio.current_task()
+    if task is None or not hasattr(task, "cancelling"):
+        return await _guarded_in_own_task(start)
+    try:
+        return await start()
+    except asyncio.CancelledError:
+        if task.cancelling() == 0:  # nobody cancelled this case: the model raised it
+            raise ModelFailure(
+                asyncio.CancelledError("the model raised asyncio.CancelledError")) from None
+        raise
+    except (Exception, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # SystemExit and the like would take down the event loop
+        raise ModelFailure(exc) from None
+
+
+async def _guarded_in_own_task(start: Callable[[], Awaitable[Any]]) -> Any:
+    """Python 3.10, where a task does not count cancellations: the model runs in a task of
+    its own, and one that ends cancelled while this case was not is the model's doing."""
 
     async def run() -> Any:
         try:
             return await start()
         except (Exception, asyncio.CancelledError, KeyboardInterrupt):
             raise
-        except BaseException as exc:  # SystemExit and the like would take down the event loop
+        except BaseException as exc:
             raise ModelFailure(exc) from None
 
-    task = asyncio.ensure_future(run())
+    inner = asyncio.ensure_future(run())
     try:
-        await asyncio.wait({task})
+        await asyncio.wait({inner})
     except asyncio.CancelledError:
-        task.cancel()
+        inner.cancel()
         raise
-    if task.cancelled():
+    if inner.cancelled():
         raise ModelFailure(asyncio.CancelledError("the model raised asyncio.CancelledError"))
-    return task.result()
+    return inner.result()
 
 
 def _is_async_callable(fn: Any) -> bool:

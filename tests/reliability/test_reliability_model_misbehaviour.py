@@ -20,6 +20,7 @@ from referee.execution import RESPONSE_KEYS
 from referee.report.model import CaseStatus
 from referee.result import CriterionResult
 from referee.criteria.base import BaseCriterion
+from referee.run import engine
 
 GOOD = "Refunds are accepted within 30 days."
 
@@ -135,8 +136,18 @@ async def _async_model(prompt: str) -> str:
     return GOOD
 
 
+@pytest.fixture(params=["task-counts-cancellations", "own-task"])
+def guard(request, monkeypatch) -> str:
+    """Both ways of telling a model's CancelledError from the case's: Python 3.11+ asks the
+    task how often it was cancelled; 3.10 runs the model in a task of its own."""
+    if request.param == "own-task":
+        monkeypatch.setattr(engine, "_guarded", engine._guarded_in_own_task)
+    return request.param
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
-def test_every_exception_a_model_raises_is_its_case_model_error(tmp_path: Path, kind: str) -> None:
+def test_every_exception_a_model_raises_is_its_case_model_error(tmp_path: Path, kind: str,
+                                                                 guard: str) -> None:
     cases = RAISES if kind == "sync" else ASYNC_RAISES
     suite = EvalSuite(f"raises-{kind}")
     suite.add_cases([EvalCase(input=name, name=name) for name in cases])
@@ -152,7 +163,7 @@ def test_every_exception_a_model_raises_is_its_case_model_error(tmp_path: Path, 
             assert word in (case.error or ""), (case.name, case.error)
 
 
-def test_a_model_that_escapes_cancellation_of_its_own_does_not_cancel_the_run() -> None:
+def test_a_model_that_escapes_cancellation_of_its_own_does_not_cancel_the_run(guard: str) -> None:
     """CancelledError from a model awaiting something that was cancelled under it."""
 
     async def model(prompt: str) -> str:
@@ -169,6 +180,19 @@ def test_a_model_that_escapes_cancellation_of_its_own_does_not_cancel_the_run() 
     assert [c.status for c in report.cases] == [CaseStatus.PASSED, CaseStatus.MODEL_ERROR,
                                                 CaseStatus.PASSED]
     assert "CancelledError" in (report.cases[1].error or "")
+
+
+def test_an_async_model_past_its_timeout_is_still_a_timeout(guard: str) -> None:
+    async def model(prompt: str) -> str:
+        if prompt == "slow":
+            await asyncio.sleep(3600)
+        return GOOD
+
+    suite = EvalSuite("async-timeout")
+    suite.add_cases([EvalCase(input=p, name=p) for p in ("slow", "quick")])
+    suite.add_evaluator(Contains(["30 days"]))
+    report = suite.run(model, verbose=False, save=False, timeout=0.5)
+    assert [c.status for c in report.cases] == [CaseStatus.TIMEOUT, CaseStatus.PASSED]
 
 
 class BrokenMessageCriterion(BaseCriterion):
