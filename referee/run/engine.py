@@ -13,6 +13,7 @@ import contextvars
 import functools
 import inspect
 import math
+import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -41,13 +42,59 @@ class ModelFailure(Exception):
         self.raised = raised
 
 
+class _DaemonWorkers:
+    """Daemon threads for sync model calls, reused while idle and replaced while stuck.
+
+    A call goes to an idle thread when there is one and to a new thread otherwise, so a
+    thread stuck in a hung model never makes another call wait, however many are stuck. The
+    threads are daemons: nothing joins them at exit. A thread idle for ``IDLE_S`` ends.
+    """
+
+    IDLE_S = 30.0
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no queued job is promised to
+        self._started = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if spawn:
+                self._started += 1
+                name = f"referee-model-{self._started}"
+            else:
+                self._idle -= 1  # promised to this job
+        self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no job is promised to an idle thread: this one ends
+                        self._idle -= 1
+                        return
+                continue
+            job()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()
+
+
 class ModelCaller:
     """Calls the model or agent under test, sync or async, without blocking the event loop.
 
-    Each sync call runs on a thread of its own, a daemon thread: a hung sync model cannot be
+    Sync calls run on daemon threads (``_DaemonWorkers``): a hung sync model cannot be
     killed, but its stuck thread holds no slot that other cases need (the engine's workers
-    bound how many cases run at once) and does not keep the process alive at exit.
-    ``max_workers`` is accepted for compatibility and not needed.
+    bound how many cases run at once; a busy thread is never waited for) and does not keep
+    the process alive at exit. ``max_workers`` is accepted for compatibility and not needed.
 
     Anything the model raises reaches the caller as an ``Exception`` (non-``Exception``
     throwables are wrapped in ``ModelFailure``), so it can only ever be that case's error;
@@ -55,7 +102,7 @@ class ModelCaller:
     """
 
     def __init__(self, max_workers: int | None = None) -> None:
-        self._threads_started = 0
+        self._workers = _WORKERS
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if _is_async_callable(fn):
@@ -81,7 +128,7 @@ class ModelCaller:
             else:
                 future.set_exception(value)
 
-        def target() -> None:
+        def job() -> None:
             try:
                 outcome = (True, context.run(fn, *args))
             except Exception as exc:
@@ -93,14 +140,11 @@ class ModelCaller:
             except RuntimeError:  # the loop is gone: the run ended while this call hung
                 pass
 
-        self._threads_started += 1
-        thread = threading.Thread(target=target, daemon=True,
-                                  name=f"referee-model-{self._threads_started}")
-        thread.start()
+        self._workers.submit(job)
         return await future
 
     def close(self) -> None:
-        """Nothing to release: a thread still stuck in a model is a daemon and is left behind."""
+        """Nothing to release: the threads are shared, and a stuck one is left behind."""
 
 
 async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:

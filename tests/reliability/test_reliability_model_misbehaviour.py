@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,25 @@ def test_a_dict_without_a_response_key_is_a_model_error_naming_the_accepted_keys
         assert "no response key" in case.error
         assert all(key in case.error for key in RESPONSE_KEYS), case.error
     assert "'answer'" in got["unknown-key"].error
+
+
+def test_model_threads_are_reused_when_idle_and_replaced_when_stuck() -> None:
+    import threading
+
+    workers = engine._DaemonWorkers()
+    release = threading.Event()
+    try:
+        for _ in range(3):  # three hung calls, each holding its thread
+            workers.submit(lambda: release.wait(60))
+        for _ in range(20):  # one call at a time after them: never waits for the stuck three
+            done = threading.Event()
+            workers.submit(done.set)
+            assert done.wait(30), "a call waited behind stuck threads"
+            deadline = time.monotonic() + 30
+            while workers._idle == 0 and time.monotonic() < deadline:  # back in the pool
+                time.sleep(0.001)
+        # The twenty calls shared one thread: three stuck, one reused.
+        assert workers._started == 4
+        assert all(t.daemon for t in threading.enumerate() if t.name.startswith("referee-model"))
+    finally:
+        release.set()
