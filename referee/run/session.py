@@ -123,6 +123,11 @@ def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
     return redact_secrets(settings)
 
 
+# How a judge is reached and paced, not what it judges: a resume may change these freely
+# (a restarted local server, more retries after an outage).
+_OPERATIONAL = frozenset({"base_url", "timeout", "max_concurrency", "max_retries",
+                          "retry_max_total_s", "cache", "cache_path", "rpm", "tpm"})
+
 # A password in a URL (a judge's base_url) never reaches meta.json.
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
 
@@ -135,9 +140,12 @@ def _plain(value: Any, depth: int = 0) -> Any:
         return _URL_PASSWORD.sub(r"\1***@", value)
     if hasattr(value, "model_dump"):
         try:
-            return _plain(value.model_dump(mode="json"), depth)
+            data = value.model_dump(mode="json")
         except Exception:
             return type(value).__qualname__
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in _OPERATIONAL}
+        return _plain(data, depth)
     if isinstance(value, dict):
         return {str(k): _plain(v, depth) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -162,12 +170,23 @@ def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, An
         name = before.get("name")
         if before.get("class") != now.get("class"):
             return f"criterion {name!r} is now a {now.get('class')} (was {before.get('class')})"
-        old, new = before.get("settings") or {}, now.get("settings") or {}
-        for key in sorted(set(old) | set(new)):
-            if canonical_json(old.get(key)) != canonical_json(new.get(key)):
-                return (f"criterion {name!r} {key}: {_short(old.get(key))} -> "
-                        f"{_short(new.get(key))}")
+        found = _first_difference(before.get("settings") or {}, now.get("settings") or {}, "")
+        if found is not None:
+            where, old, new = found
+            return f"criterion {name!r} {where}: {_short(old)} -> {_short(new)}"
     return None
+
+
+def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any] | None:
+    """(dotted path, old, new) of the first setting that differs, going into nested settings."""
+    if canonical_json(old) == canonical_json(new):
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            found = _first_difference(old.get(key), new.get(key), f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    return where, old, new
 
 
 def _short(value: Any, limit: int = 80) -> str:

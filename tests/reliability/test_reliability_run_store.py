@@ -293,3 +293,31 @@ def test_resume_refuses_changed_criteria_unless_rescore(tmp_path: Path, capsys) 
     assert main(["run", str(suite_file), "--resume", str(run_dir), "--rescore", "-q",
                  "--format", "json"]) == 0
     assert capsys.readouterr().out.startswith("4 passed, 0 failed, 0 errors")
+
+
+def test_what_counts_as_changed_criteria() -> None:
+    from pydantic import SecretStr
+
+    from referee.evaluators import CustomRubric, GEval
+    from referee.judge import JudgeConfig
+    from referee.run.session import criteria_difference, describe_criteria
+
+    def rubric(**judge: object) -> CustomRubric:
+        settings = {"provider": "openai", "model": "gpt-4o-mini", "api_key": SecretStr("sk-x1"),
+                    "base_url": "http://user:hunter2@127.0.0.1:8001/v1", **judge}
+        config = JudgeConfig(**settings)
+        return CustomRubric([("Is it polite?", True)], judge=config)
+
+    stored = describe_criteria([rubric(max_retries=1), GEval("concise")])
+    assert "hunter2" not in json.dumps(stored) and "sk-x1" not in json.dumps(stored)
+    # How the judge is reached and paced may change on resume...
+    same = describe_criteria([rubric(max_retries=5, timeout=9.0), GEval("concise")])
+    assert criteria_difference(stored, same) is None
+    # ...what it judges, and how, may not.
+    other_model = describe_criteria([rubric(model="gpt-4o", max_retries=1), GEval("concise")])
+    assert criteria_difference(stored, other_model) == \
+        'criterion \'custom_rubric\' judge.model: "gpt-4o-mini" -> "gpt-4o"'
+    other_runs = describe_criteria([rubric(max_retries=1), GEval("concise", runs=3)])
+    assert criteria_difference(stored, other_runs) == "criterion 'g_eval' runs: 2 -> 3"
+    swapped = criteria_difference(stored, describe_criteria([GEval("concise"), rubric()]))
+    assert swapped.startswith("the stored run has 2 criteria")
