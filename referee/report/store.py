@@ -440,7 +440,7 @@ class RunStore:
         order = {cid: i for i, cid in enumerate(meta.get("case_ids") or [])}
         cases.sort(key=lambda c: order.get(c.eval_id, len(order) + c.index))
         metadata = {**(meta.get("metadata") or {}), "interrupted": True,
-                    "expected_cases": len(order)}
+                    "expected_cases": len(order), "run_dir": str(self.run_dir)}
         if self.damage:
             metadata["damaged"] = list(self.damage)
         return EvalReport(

@@ -135,7 +135,8 @@ class AgentEvaluator:
                        output_dir: str | Path | None = None, *, resume: str | Path | None = None,
                        retry_errors: bool = False, rescore: bool = False,
                        formats: Sequence[str] = (), fail_threshold: float | None = None,
-                       max_error_rate: float | None = None) -> EvalReport:
+                       max_error_rate: float | None = None,
+                       metadata: dict[str, Any] | None = None) -> EvalReport:
         """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
 
         Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
@@ -143,7 +144,7 @@ class AgentEvaluator:
         ``resume=RUN_DIR`` finishes an interrupted run, and ``retry_errors=True`` also runs its
         errored cases again; ``rescore=True`` scores the stored outputs with this evaluator's
         criteria (resuming with other criteria is refused otherwise) without calling the agent
-        again.
+        again. ``metadata`` is stored with the run (meta.json and every report).
         """
         validate_gates(fail_threshold, max_error_rate)
         name, cases = load_cases(eval_set)
@@ -160,6 +161,7 @@ class AgentEvaluator:
             verbose=self.config.verbose if verbose is None else verbose,
             save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
             retry_errors=retry_errors, rescore=rescore, formats=tuple(formats),
+            metadata=dict(metadata or {}),
         )
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,

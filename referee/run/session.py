@@ -272,7 +272,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     finally:
         if store is not None:
             store.release()  # an interrupted run keeps every case it finished, synced
-    if options.verbose or "console" in formats:
+    # Formats, when given, decide what is printed; without them ``verbose`` does (Python API).
+    if "console" in formats or (options.verbose and not formats):
         print_summary(report)
     return report
 
