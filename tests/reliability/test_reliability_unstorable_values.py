@@ -77,7 +77,7 @@ def test_unstorable_values_are_stored_as_marked_stand_ins(tmp_path: Path, capsys
     suite.add_evaluator(Contains(["30 days"]))
     suite.add_evaluator(DetailedCriterion())
     report = suite.run(hostile_model, verbose=True, runs_dir=tmp_path,
-                       formats=["json", "junit", "html"])
+                       formats=["console", "json", "junit", "html"])
 
     got = {c.name: c for c in report.cases}
     assert got["hostile"].status == CaseStatus.PASSED
