@@ -170,6 +170,9 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             style="bold yellow",
         ))
 
+    for warning in report.warnings:
+        console.print(Text(f"Warning: {_clip(warning, 2 * MAX_REASON_CHARS)}", style="yellow"))
+
     # Counted from the totals and listed from a stream: a large run is never held to print it.
     not_passed_count = report.total - report.passed - report.skipped
     not_passed = list(itertools.islice(

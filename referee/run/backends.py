@@ -1,7 +1,7 @@
 """Where a run's cases execute: the local engine (the default) or a backend such as Ray.
 
 A backend gets the engine (criteria prepared on this machine, the store, the progress display),
-the cases with their keys, and the keys to skip (resume). It runs the others wherever it likes
+the cases with their keys, the keys to skip (resume) and the stored outputs to re-score (``--rescore``). It runs the others wherever it likes
 and hands every finished ``CaseResult`` to ``engine.record`` on this machine, which keeps the
 run store's single writer, resume and the reports the same whatever ran the cases.
 """
@@ -9,10 +9,11 @@ run store's single writer, resume and the reports the same whatever ran the case
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol
 
 from referee.case import EvalCase
+from referee.execution import ExecutionResult
 from referee.report.model import CaseResult
 from referee.run.engine import Engine, Execute
 
@@ -20,7 +21,8 @@ from referee.run.engine import Engine, Execute
 class CaseExecutor(Protocol):
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None]) -> int: ...
+                     on_result: Callable[[CaseResult], None],
+                     outputs: Mapping[str, ExecutionResult] | None = None) -> int: ...
 
 
 class LocalExecutor:
@@ -28,8 +30,10 @@ class LocalExecutor:
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None]) -> int:
-        return await engine.stream(cases, execute, keys=keys, skip=skip, on_result=on_result)
+                     on_result: Callable[[CaseResult], None],
+                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+        return await engine.stream(cases, execute, keys=keys, skip=skip, on_result=on_result,
+                                   outputs=outputs)
 
 
 # Backends that live in optional packages: (module, class, extra). The module is imported only

@@ -16,11 +16,12 @@ import asyncio
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.case import EvalCase
+from referee.execution import ExecutionResult
 from referee.report.model import CaseResult, CaseStatus
 from referee.run.engine import Engine, Execute
 from referee.scale._ray import require_ray
@@ -50,7 +51,7 @@ class _Shard:
 
 
 def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
-                   keys: list[str]) -> Iterator[str]:
+                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[str]:
     """On the worker: run the shard on referee's engine, yield each case's JSON as it ends."""
     from referee.run.sync import run_sync
 
@@ -67,7 +68,8 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
 
     def runner() -> None:
         try:
-            run_sync(engine.stream(cases, spec.execute, keys=keys, on_result=collect))
+            run_sync(engine.stream(cases, spec.execute, keys=keys, on_result=collect,
+                                   outputs=outputs))
         except BaseException as exc:  # handed to the generator, which raises it in the task
             finished.put(exc)
         finally:
@@ -129,14 +131,15 @@ class RayBackend:
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None]) -> int:
+                     on_result: Callable[[CaseResult], None],
+                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
         await engine.prepare()  # once, here: the workers get the prepared criteria
         todo = [i for i, key in enumerate(keys) if key not in skip]
         engine.progress.start(len(keys), len(keys) - len(todo))
         stop = threading.Event()
         try:
             await asyncio.to_thread(self._drive, engine, cases, execute, keys, todo,
-                                    on_result, stop)
+                                    on_result, stop, outputs or {})
         finally:
             stop.set()  # a cancelled run (Ctrl-C) stops handing out shards and cancels tasks
             engine.progress.stop()
@@ -144,7 +147,7 @@ class RayBackend:
 
     def _drive(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
                keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
-               stop: threading.Event) -> None:
+               stop: threading.Event, outputs: Mapping[str, ExecutionResult]) -> None:
         ray = self.ray
         self._connect()
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
@@ -166,8 +169,9 @@ class RayBackend:
             shard.indices = pending
             if not pending:
                 return
-            gen = run_shard.remote(spec_ref, [cases[i] for i in pending], pending,
-                                   [keys[i] for i in pending])
+            shard_keys = [keys[i] for i in pending]
+            gen = run_shard.remote(spec_ref, [cases[i] for i in pending], pending, shard_keys,
+                                   {k: outputs[k] for k in shard_keys if k in outputs})
             running[gen] = shard
             self.tasks_started += 1
 
