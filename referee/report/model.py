@@ -193,6 +193,10 @@ class RunTally:
         self.token_usage: TokenUsage | None = None
         # Criterion results that could not be scored on a case that FAILED on another one.
         self.criterion_errors_on_failed = 0
+        # Values stored as marked stand-ins: how many, on how many cases, the first few named.
+        self.converted_values = 0
+        self.converted_cases = 0
+        self.converted_named: list[str] = []
         self._criteria: dict[str, _CriterionTally] = {}
 
     @classmethod
@@ -205,6 +209,11 @@ class RunTally:
     def add(self, case: CaseResult) -> None:
         self.cases += 1
         self.status_counts[case.status] += 1
+        if case.converted:
+            self.converted_cases += 1
+            self.converted_values += len(case.converted)
+            for value in case.converted[:MAX_NAMED_CONVERSIONS - len(self.converted_named)]:
+                self.converted_named.append(f"{case.label!r} {value.describe()}")
         self.duration_sum += case.duration_seconds
         if case.token_usage is not None:
             self.token_usage = case.token_usage + self.token_usage
@@ -266,6 +275,8 @@ class RunTally:
             "status_counts": {s.value: n for s, n in self.status_counts.items() if n},
             "duration_sum": self.duration_sum,
             "criterion_errors_on_failed": self.criterion_errors_on_failed,
+            "converted": {"values": self.converted_values, "cases": self.converted_cases,
+                          "named": list(self.converted_named)},
             "token_usage": self.token_usage.model_dump(mode="json") if self.token_usage else None,
             "criteria": {
                 name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
@@ -282,6 +293,10 @@ class RunTally:
                                        for k, n in (data.get("status_counts") or {}).items()})
         tally.duration_sum = float(data.get("duration_sum") or 0.0)
         tally.criterion_errors_on_failed = int(data.get("criterion_errors_on_failed") or 0)
+        converted = data.get("converted") or {}
+        tally.converted_values = int(converted.get("values") or 0)
+        tally.converted_cases = int(converted.get("cases") or 0)
+        tally.converted_named = [str(n) for n in converted.get("named") or []]
         usage = data.get("token_usage")
         tally.token_usage = TokenUsage.model_validate(usage) if usage else None
         for name, values in (data.get("criteria") or {}).items():
@@ -378,14 +393,14 @@ class EvalReport(BaseModel):
         run store, and stand-ins for values that JSON could not hold (one line, naming the
         first few)."""
         damaged = [str(d) for d in self.metadata.get("damaged") or []]
-        converted = [(c, v) for c in self.cases for v in c.converted]
-        if not converted:
+        tally = self._tally()
+        if not tally.converted_values:
             return damaged
-        cases = len({id(c) for c, _ in converted})
-        named = "; ".join(f"{c.label!r} {v.describe()}" for c, v in converted[:MAX_NAMED_CONVERSIONS])
-        more = len(converted) - MAX_NAMED_CONVERSIONS
+        cases = tally.converted_cases
+        named = "; ".join(tally.converted_named)
+        more = tally.converted_values - MAX_NAMED_CONVERSIONS
         tail = f"; and {more} more" if more > 0 else ""
-        return damaged + [f"{len(converted)} value(s) in {cases} case(s) could not be stored as JSON and "
+        return damaged + [f"{tally.converted_values} value(s) in {cases} case(s) could not be stored as JSON and "
                 f"were stored as marked stand-ins (each case's 'converted' lists them): "
                 f"{named}{tail}"]
 
