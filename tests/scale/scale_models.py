@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from referee import EvalCase, EvalSuite, ExecutionResult
@@ -27,14 +28,15 @@ class Logged:
         self.log, self.kill_at, self.delay_s = str(log), kill_at, delay_s
 
     def __call__(self, question: str) -> ExecutionResult:
-        import time
-
         n = int(question.split()[1])
         with open(self.log, "a", encoding="utf-8") as fh:
             fh.write(f"{n} {os.getpid()}\n")
         marker = Path(self.log + f".killed-{n}")
         if n == self.kill_at and not marker.exists():
             marker.touch()
+            # Long enough for the cases before it to reach the driver and be recorded; a case
+            # that finished but was not yet recorded may run again, a recorded one may not.
+            time.sleep(2.0)
             os._exit(1)  # the worker process dies mid-shard, as a crash or a lost node would
         if self.delay_s:
             time.sleep(self.delay_s)
