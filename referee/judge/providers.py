@@ -11,7 +11,7 @@ import inspect
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from referee.judge.config import JudgeConfig, _register_provider_name
 from referee.judge.retry import MalformedReply
@@ -35,6 +35,8 @@ class RawReply:
     input_tokens: int
     output_tokens: int
     model: str
+    # The reply's HTTP headers where the SDK exposes them: the provider's rate-limit state.
+    headers: Mapping[str, str] | None = None
 
 
 class ProviderSetupError(Exception):
@@ -50,6 +52,12 @@ class ProviderAdapter(Protocol):
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         """One attempt, no retries."""
+
+
+async def _parsed(raw: Any) -> Any:
+    """The typed reply of an SDK ``with_raw_response`` call (whose headers the caller keeps)."""
+    parsed = raw.parse()
+    return await parsed if inspect.isawaitable(parsed) else parsed
 
 
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
@@ -129,7 +137,7 @@ class OpenAIAdapter:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
-                        model=data.get("model") or request.model)
+                        model=data.get("model") or request.model, headers=response.headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
@@ -142,7 +150,8 @@ class OpenAIAdapter:
             params["instructions"] = system
         if request.json_mode:
             params["text"] = {"format": {"type": "json_object"}}
-        response = await client.responses.create(**params)
+        raw = await client.responses.with_raw_response.create(**params)
+        response = await _parsed(raw)
         output = getattr(response, "output", None)
         if not isinstance(output, list):
             raise MalformedReply("Responses API reply has no output list")
@@ -156,7 +165,8 @@ class OpenAIAdapter:
         usage = getattr(response, "usage", None)
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model)
+                        model=getattr(response, "model", None) or request.model,
+                        headers=raw.headers)
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,7 +208,8 @@ class AnthropicAdapter:
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         if system:
             params["system"] = system
-        response = await client.messages.create(**params)
+        raw = await client.messages.with_raw_response.create(**params)
+        response = await _parsed(raw)
         content = getattr(response, "content", None)
         if not isinstance(content, list):
             raise MalformedReply("Messages reply has no content list")
@@ -208,7 +219,8 @@ class AnthropicAdapter:
         usage = getattr(response, "usage", None)
         return RawReply(text=text, input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model)
+                        model=getattr(response, "model", None) or request.model,
+                        headers=raw.headers)
 
 
 def _use_vertex() -> bool:
@@ -279,10 +291,12 @@ class GoogleAdapter:
                     continue  # thought summaries are not the answer
                 parts.append(getattr(part, "text", None) or "")
         usage = getattr(response, "usage_metadata", None)
+        http = getattr(response, "sdk_http_response", None)
         return RawReply(text="".join(parts),
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
-                        model=getattr(response, "model_version", None) or request.model)
+                        model=getattr(response, "model_version", None) or request.model,
+                        headers=getattr(http, "headers", None))
 
 
 _ADAPTERS: dict[str, ProviderAdapter] = {
