@@ -47,6 +47,9 @@ RATE_LIMIT_BACKOFF_S = 0.5
 RATE_LIMIT_BACKOFF_CAP_S = 20.0
 # A user-set per-minute budget may burst this many seconds' worth at once.
 BUDGET_BURST_S = 1.0
+# Of a provider's bucket (learned from its headers) use at most this share for bursts: the rest
+# absorbs the jitter between when we send and when the provider counts.
+LEARNED_BURST_SHARE = 0.5
 
 OutcomeKind = Literal["ok", "rate_limited", "overloaded", "failed", "cancelled"]
 
@@ -499,7 +502,8 @@ class EndpointLimiter:
                 if (bucket is not None and limit and bucket.rate * 60.0 == limit
                         and remaining is not None and reset):
                     # What is left plus what refills until the reset: the provider's bucket size.
-                    bucket.retune(limit, min(remaining + reset * bucket.rate, limit), now)
+                    size = min(remaining + reset * bucket.rate, limit)
+                    bucket.retune(limit, size * LEARNED_BURST_SHARE, now)
         # The provider counted this request when it arrived; everything we sent after it may
         # not have reached it yet, so take it off what the provider says is left.
         if self._requests is not None and headers.remaining_requests is not None:
