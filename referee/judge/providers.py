@@ -7,9 +7,12 @@ stacked on retries multiply load exactly when a provider is already struggling.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
+import json
 import os
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
@@ -77,6 +80,40 @@ def _openai_json_system(request: JudgeRequest) -> str | None:
     return system
 
 
+@functools.lru_cache(maxsize=None)
+def _aiohttp_installed() -> bool:
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def _aiohttp_http_client(sdk: Any, timeout: float) -> Any:
+    """The SDK's own aiohttp-backed HTTP client, when the SDK and aiohttp provide one.
+
+    Per request it costs a third of the CPU of the default transport, whose connection pool
+    rescans every connection on each request; at judge concurrency that CPU bounds throughput.
+    """
+    factory = getattr(sdk, "DefaultAioHttpClient", None)
+    if factory is None or not _aiohttp_installed():
+        return None
+    try:
+        return factory(timeout=timeout)
+    except Exception:  # an SDK whose aiohttp extra is incomplete: its default transport it is
+        return None
+
+
+@dataclass(frozen=True)
+class _DirectChat:
+    """Chat Completions sent straight through the SDK client's own HTTP client, with its URL
+    and headers: the SDK's request pipeline (options models, header merging, auth-retry
+    wrappers) costs more event-loop CPU per call than everything else referee does."""
+
+    http: Any
+    url: Any      # the SDK's URL type, parsed once
+    headers: Any  # the SDK's Headers type, normalised once
+
+
+_direct_chat: "weakref.WeakKeyDictionary[Any, _DirectChat]" = weakref.WeakKeyDictionary()
+
+
 class OpenAIAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
@@ -93,8 +130,19 @@ class OpenAIAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                  timeout=cfg.effective_timeout)
+        http = _aiohttp_http_client(openai, cfg.effective_timeout)
+        extra = {"http_client": http} if http is not None else {}
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
+                                    timeout=cfg.effective_timeout, **extra)
+        auth = client.auth_headers
+        if http is not None and isinstance(auth, dict):
+            # The SDK's platform headers (X-Stainless-*) are left out: each header is parsed
+            # and normalised again on every request.
+            headers = {k: v for k, v in {**client.default_headers, **auth}.items()
+                       if isinstance(v, str) and not k.lower().startswith("x-stainless")}
+            _direct_chat[client] = _DirectChat(http, client.base_url.join("chat/completions"),
+                                               type(http.headers)(headers))
+        return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         if request.api_style == "responses":
@@ -117,12 +165,19 @@ class OpenAIAdapter:
             body["response_format"] = {"type": "json_object"}
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
-        # CPU, not the provider, bounds throughput. post() keeps the SDK's client, auth, errors
-        # and timeouts, and the reply is read as the JSON it is.
-        import httpx
+        # CPU, not the provider, bounds throughput. The reply is read as the JSON it is.
+        direct = _direct_chat.get(client)
+        if direct is not None:
+            response = await direct.http.post(direct.url, content=json.dumps(body).encode(),
+                                              headers=direct.headers, timeout=request.timeout)
+            if not 200 <= response.status_code < 300:
+                raise client._make_status_error_from_response(response)
+        else:
+            import httpx
 
-        response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                     options={"timeout": request.timeout})
+            # post() keeps the SDK's client, auth, errors and timeouts.
+            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
+                                         options={"timeout": request.timeout})
         try:
             data = response.json()
         except ValueError as exc:
@@ -191,8 +246,10 @@ class AnthropicAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import anthropic
 
+        http = _aiohttp_http_client(anthropic, cfg.effective_timeout)
+        extra = {"http_client": http} if http is not None else {}
         return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                        timeout=cfg.effective_timeout)
+                                        timeout=cfg.effective_timeout, **extra)
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {

@@ -15,10 +15,10 @@ RETRY_AFTER_CAP_S = 60.0
 # 503 Service Unavailable, Anthropic's 529 Overloaded.
 OVERLOADED_STATUS = frozenset({503, 529})
 
-# Transport failures of httpx (and its successor httpx2, used by newer SDKs), matched by
-# class name so neither package has to be imported here.
+# Transport failures of httpx (and its successor httpx2, used by newer SDKs) and aiohttp (the
+# SDKs' faster transport), matched by class name so no such package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
-                              "RemoteProtocolError", "ProtocolError"})
+                              "RemoteProtocolError", "ProtocolError", "ClientPayloadError"})
 
 
 @dataclass(frozen=True)
