@@ -35,7 +35,7 @@ from benchmarks.peers import DEFAULT_VENV, REPO_ROOT, ensure_peers
 from benchmarks.replies import reply_for
 
 SYSTEMS = ("referee", "referee-batched", "multivon-eval", "deepeval")
-WORKLOADS = ("W1", "W2", "W3", "W4", "W6")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W6", "CPU")
 # W6's enforced limits: requests per minute, and as many tokens per minute as this many tokens
 # per request allow (a little above what referee's W1 requests need, so both limits matter).
 W6_TOKENS_PER_REQUEST = 250
@@ -99,6 +99,8 @@ class Row:
     limit_tpm: float | None = None
     rate_limited: int = 0
     throughput: float | None = None
+    # CPU: the steady-state CPU time of the referee process per judge request it made.
+    cpu_ms_per_request: float | None = None
     ratio_to_referee: float | None = None
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the run produced no measurement: why
@@ -190,7 +192,7 @@ class Harness:
         return str(self.peer_python)
 
     def run_one(self, workload: str, system: str, kind: str, cases: int, *,
-                cache_dir: Path | None = None, record: bool = True) -> Row:
+                cache_dir: Path | None = None, record: bool = True, warmup_cases: int = 0) -> Row:
         self._runs += 1
         tag = f"{workload}-{system}-{cases}-{self._runs}"
         report, out = self.workdir / f"{tag}.report.json", self.workdir / f"{tag}.out.json"
@@ -203,6 +205,8 @@ class Harness:
             command += ["--cache-dir", str(cache_dir)]
         if system == "referee-batched":
             command.append("--batched")
+        if warmup_cases:
+            command += ["--warmup-cases", str(warmup_cases)]
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENAI_BASE_URL", "JUDGE_PROVIDER", "JUDGE_MODEL", "REFEREE_CACHE",
                             "REFEREE_CACHE_DIR", "MULTIVON_JUDGE_CACHE", "MULTIVON_CACHE_DIR")}
@@ -232,6 +236,8 @@ class Harness:
                   passed_evaluations=data["passed_evaluations"],
                   errored_evaluations=data["errored_evaluations"], settings=data["settings"],
                   errored_cases=data.get("errored_cases", 0),
+                  cpu_ms_per_request=(1000 * data["cpu_s"] / data["live_judge_requests"]
+                                      if data.get("live_judge_requests") else None),
                   rate_limited=self.server.rate_limited_count,
                   criteria_only_evaluations=data.get("criteria_only_evaluations", 0),
                   criteria_only_cpu_s=data.get("criteria_only_cpu_s", 0.0),
@@ -308,6 +314,15 @@ class Harness:
                 finally:
                     self.server.set_rate_limit()
                 rate_limited_throughput(row, rpm, tpm)
+
+    def cpu(self, systems: list[str]) -> None:
+        """Event-loop CPU per judge request at steady state: W1 after untimed warm-up cases, so
+        imports and client set-up are not counted. referee systems only (the runner's
+        --warmup-cases); the W1 rows give every system's whole-run CPU."""
+        for system in systems:
+            if system.startswith("referee"):
+                self.run_one("CPU", system, "rag", self.sizes.rag, cache_dir=self.fresh_cache(system),
+                             warmup_cases=10)
 
     def fresh_cache(self, system: str) -> Path:
         path = Path(tempfile.mkdtemp(prefix=f"cache-{system}-", dir=self.workdir))
@@ -436,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (W1 20, W2 200, W4 10/20/50)")
     parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency (default 50)")
     parser.add_argument("--workloads", type=_csv, default=list(WORKLOADS),
-                        help="comma-separated subset of W1,W2,W3,W4,W6 (default all)")
+                        help="comma-separated subset of W1,W2,W3,W4,W6,CPU (default all)")
     parser.add_argument("--systems", type=_csv, default=list(SYSTEMS),
                         help=f"comma-separated subset of {','.join(SYSTEMS)} (default all)")
     parser.add_argument("--rag-cases", type=int, help="W1/W3 size (default 200)")
@@ -462,7 +477,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2
-    print(format_table([r for r in rows if r.workload != "W6"], args.latency_ms))
+    print(format_table([r for r in rows if r.workload not in ("W6", "CPU")], args.latency_ms))
+    for r in rows:
+        if r.workload == "CPU" and r.cpu_ms_per_request is not None:
+            timed = round(r.cpu_s * 1000 / r.cpu_ms_per_request) if r.cpu_ms_per_request else 0
+            print(f"\nCPU: {r.system}: {r.cpu_ms_per_request:.2f} ms of process CPU per judge "
+                  f"request at steady state ({timed:,} requests, {r.cases} cases after "
+                  f"10 warm-up cases, {r.cpu_s:.2f} s CPU)")
     rate_limited = format_rate_limited(rows)
     if rate_limited:
         print("\n" + rate_limited)
