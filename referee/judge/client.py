@@ -279,15 +279,15 @@ class Judge:
 
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
         """Attempts until a reply. A 429 sets the pace: the endpoint pauses and the request
-        waits its turn again, for up to ``rate_limit_wait_s``; other failures get ``max_retries``
-        retries within ``retry_max_total_s`` of the first one."""
+        waits its turn again, as long as its 429 pauses add up to at most ``rate_limit_wait_s``;
+        other failures get ``max_retries`` retries within ``retry_max_total_s`` of the first."""
         assert self._endpoint is not None
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
         policy = self._policy()
         tokens = estimate_tokens(request)
-        started = time.monotonic()
-        rate_limit_deadline = started + self.config.effective_rate_limit_wait_s
+        rate_limit_budget = self.config.effective_rate_limit_wait_s
+        rate_limit_waited = 0.0
         outage_deadline: float | None = None
         attempt = failures = 0
         while True:
@@ -319,15 +319,18 @@ class Judge:
                     raise self._unavailable(f"{summary}, not retryable", exc) from None
                 now = time.monotonic()
                 if info.rate_limited:
-                    # The endpoint has paused (settle); the next lease waits it out.
-                    if now + (info.retry_after or 0.0) > rate_limit_deadline:
+                    # The endpoint has paused (settle); the next lease waits it out. Counting
+                    # the pauses rather than the clock keeps the budget about the provider.
+                    wait = max(budget_pause(budget), info.retry_after or 0.0)
+                    if rate_limit_waited + wait > rate_limit_budget:
                         raise self._unavailable(
-                            f"{summary}: still rate limited after {now - started:.0f}s, "
-                            f"rate-limit wait budget ({self.config.effective_rate_limit_wait_s:g}s) "
-                            "exhausted", exc) from None
+                            f"{summary}: still rate limited after {attempt} attempt(s) and "
+                            f"{rate_limit_waited:.1f}s of pauses, rate-limit wait budget "
+                            f"({rate_limit_budget:g}s) exhausted", exc) from None
+                    rate_limit_waited += wait
                     # INFO, not WARNING: being paced is routine and a run may see hundreds.
                     logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
-                                self.model, info.summary, budget_pause(budget))
+                                self.model, info.summary, wait)
                     continue
                 failures += 1
                 if outage_deadline is None:
