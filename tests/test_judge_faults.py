@@ -181,7 +181,7 @@ async def test_default_concurrency_adapts_up_to_the_ceiling(judge_server: Script
     cfg = judge_server.judge_config(provider="openai")  # no max_concurrency: adaptive
     judge = get_judge(cfg)
     assert cfg.max_concurrency is None and judge.max_concurrency == 64
-    assert judge.concurrency_limit == 4  # it starts low
+    assert judge.concurrency_limit == 8  # it starts low
     replies = await asyncio.gather(*(judge.complete(f"q{i}") for i in range(300)))
     assert len(replies) == 300 and judge_server.request_count == 300
     # With no 429 and a steady latency it grew past the old fixed 16, never past 64.

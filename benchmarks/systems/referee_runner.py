@@ -40,7 +40,7 @@ def run_rag(args, result: RunnerResult):
                    runs_dir=tempfile.mkdtemp(prefix="referee-bench-runs-"))
         result.notes.append(f"{args.warmup_cases} warm-up cases run first, untimed")
     result.settings = ("EvalSuite.run defaults: 8 cases at once, adaptive judge concurrency "
-                       "(starts at 4, ceiling 64 per endpoint), "
+                       "(starts at 8, ceiling 64 per endpoint), "
                        "questions of a case concurrent, "
                        + ("judge cache on" if args.cache_dir else "judge cache off")
                        + (", batched QAG" if args.batched else ", one request per question"))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Mapping, Protocol
 
 # Adaptive concurrency: where it starts, how far it may grow by default, how it reacts.
-INITIAL_CONCURRENCY = 4
+INITIAL_CONCURRENCY = 8
 DEFAULT_CONCURRENCY_CEILING = 64
 # Growth stops while the smoothed latency is above this multiple of the recent floor: more
 # requests in flight would only queue somewhere (the provider, or this process's CPU).
