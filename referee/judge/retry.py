@@ -18,7 +18,9 @@ OVERLOADED_STATUS = frozenset({503, 529})
 # Transport failures of httpx (and its successor httpx2, used by newer SDKs) and aiohttp (the
 # SDKs' faster transport), matched by class name so no such package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
-                              "RemoteProtocolError", "ProtocolError", "ClientPayloadError"})
+                              "RemoteProtocolError", "ProtocolError",
+                              # aiohttp (google-genai uses it when installed): a body cut short
+                              "ClientPayloadError"})
 
 
 @dataclass(frozen=True)
