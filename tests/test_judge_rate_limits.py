@@ -22,7 +22,7 @@ from referee.judge.limiter import (
     Permit,
     read_rate_limit_headers,
 )
-from referee.testing import Fault, Reply, ScriptedJudgeServer
+from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -198,3 +198,14 @@ async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
         limiter_module.set_budget_factory(None)
     assert reply.text == "Yes"
     assert leases == [10 + 16, 10 + 16] and outcomes == ["rate_limited", "ok"]
+
+
+async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
+    fake = FakeJudge("Yes")
+    fake.set_rate_limit(rpm=600)  # ten a second, a burst of ten
+    judge = get_judge(fake.judge_config(max_concurrency=20))
+    replies = await _ask(judge, 14)
+    assert [r.text for r in replies] == ["Yes"] * 14
+    # The burst went through, the rest were refused once, waited the endpoint's pause, and got in.
+    assert fake.rate_limited_count >= 1
+    assert fake.request_count - fake.rate_limited_count == 14
