@@ -183,30 +183,30 @@ class JudgeConfig(BaseModel):
         return self.api_key.get_secret_value() if self.api_key is not None else None
 
 
-def _env_int(name: str) -> int | None:
+def _env_positive(name: str, kind: type[int] | type[float]) -> float | None:
+    """A positive int/float environment setting, or None when unset; else one clear error."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < 1:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"environment variable {name}={raw!r} is not {what}") from None
+    if kind is int and value < 1:
         raise ValueError(f"environment variable {name} must be at least 1, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"environment variable {name} must be a positive number, got {raw}")
     return value
+
+
+def _env_int(name: str) -> int | None:
+    value = _env_positive(name, int)
+    return None if value is None else int(value)
 
 
 def _env_number(name: str) -> float | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"environment variable {name} must be a positive number, got {raw}")
-    return value
+    return _env_positive(name, float)
 
 
 _global_lock = threading.Lock()
