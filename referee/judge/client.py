@@ -321,7 +321,8 @@ class Judge:
                 if info.rate_limited:
                     # The endpoint has paused (settle); the next lease waits it out. Counting
                     # the pauses rather than the clock keeps the budget about the provider.
-                    wait = max(budget_pause(budget), info.retry_after or 0.0)
+                    wait = max(budget.paused_for(),
+                               min(info.retry_after or 0.0, _retry.RETRY_AFTER_CAP_S))
                     if rate_limit_waited + wait > rate_limit_budget:
                         raise self._unavailable(
                             f"{summary}: still rate limited after {attempt} attempt(s) and "
@@ -362,11 +363,6 @@ def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
     if kind != "failed" and info.retry_after is not None:
         retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
-
-
-def budget_pause(budget: object) -> float:
-    paused_for = getattr(budget, "paused_for", None)
-    return paused_for() if callable(paused_for) else 0.0
 
 
 def _loop_flights() -> dict[str, asyncio.Future[str]]:

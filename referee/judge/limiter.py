@@ -187,7 +187,12 @@ class EndpointBudget(Protocol):
     @property
     def active(self) -> int: ...
 
+    @property
+    def settings(self) -> BudgetSettings: ...
+
     def configure(self, settings: BudgetSettings) -> None: ...
+
+    def paused_for(self) -> float: ...
 
     async def lease(self, tokens: int) -> Permit: ...
 
@@ -471,7 +476,7 @@ class EndpointLimiter:
             now = time.monotonic()
             if outcome.headers is not None:
                 self._learn_locked(permit, outcome.headers, now)
-            if outcome.tokens is not None and self._tokens is not None:
+            if outcome.tokens is not None and self._tokens is not None and permit.token_mark:
                 # The estimate made before the call, corrected by what the provider counted.
                 self._tokens.refund(permit.tokens - outcome.tokens)
             if outcome.kind == "ok":
