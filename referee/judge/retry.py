@@ -179,8 +179,19 @@ def classify(exc: BaseException) -> FailureInfo:
     if _is_transport_error(exc):
         kind = "timeout" if "timeout" in type(exc).__name__.lower() or isinstance(
             exc, (TimeoutError, asyncio.TimeoutError)) else "connection error"
+        if kind == "timeout" and _reset_underneath(exc):
+            kind = "connection error"  # the SDK's aiohttp transport reports resets as timeouts
         return FailureInfo(True, None, None, f"{kind} ({type(exc).__name__})")
     return FailureInfo(False, None, None, type(exc).__name__)
+
+
+def _reset_underneath(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(5):  # a short chain; never loop on a cycle
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+            return True
+    return "Connection reset" in str(exc)
 
 
 async def sleep(seconds: float) -> None:
