@@ -383,6 +383,8 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def format_table(rows: list[Row], latency_ms: float) -> str:
+    """The main table; W6 and CPU rows have their own (format_rate_limited, main)."""
+    rows = [r for r in rows if r.workload not in ("W6", "CPU")]
     header = ("workload", "system", "cases", "wall s", "x referee", "judge req", "judge tokens",
               "in flight", "ideal s", "efficiency", "peak RSS MB", "RSS/case KB",
               "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals")
@@ -477,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2
-    print(format_table([r for r in rows if r.workload not in ("W6", "CPU")], args.latency_ms))
+    print(format_table(rows, args.latency_ms))
     for r in rows:
         if r.workload == "CPU" and r.cpu_ms_per_request is not None:
             timed = round(r.cpu_s * 1000 / r.cpu_ms_per_request) if r.cpu_ms_per_request else 0
