@@ -272,6 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         owner._enter()
+        self._in_flight = True
         try:
             request = owner._record(self, path, provider, api_style, model, prompt, system,
                                     temperature, max_tokens, body)
@@ -290,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._answer(request, outcome, limits)
         finally:
-            owner._leave()
+            self._leave_in_flight()
 
     def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
                 limits: RateLimitState | None = None) -> None:
@@ -354,9 +355,17 @@ class _Handler(BaseHTTPRequestHandler):
                    headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
+    def _leave_in_flight(self) -> None:
+        # Before the answer goes out: a client that reads it and sends its next request at once
+        # must not find this one still counted (max_in_flight would overstate its concurrency).
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.owner._leave()
+
     def _send_raw(self, status: int, payload: bytes, content_type: str,
                   headers: dict[str, str] | None = None) -> None:
         try:
+            self._leave_in_flight()
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
