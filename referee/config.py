@@ -32,6 +32,9 @@ class MatchType(str, Enum):
 
 
 class Rubric(BaseModel):
+    # NaN passes every range check ("nan < 1" is false): no config takes NaN or inf at all.
+    model_config = ConfigDict(allow_inf_nan=False)
+
     rubric_id: str
     content: str
     weight: float = 1.0
@@ -43,7 +46,7 @@ class Rubric(BaseModel):
 
 class CriterionConfig(BaseModel):
     # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     threshold: float = 0.8
     match_type: MatchType = MatchType.EXACT
@@ -137,7 +140,7 @@ class CriterionConfig(BaseModel):
 class CriteriaConfig(BaseModel):
     """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     tool_name_match: CriterionConfig | None = None
     trajectory: CriterionConfig | None = None
@@ -160,7 +163,7 @@ class CriteriaConfig(BaseModel):
 
 
 class UserSimulatorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = DEFAULT_JUDGE_MODEL
     max_turns: int = 10
@@ -182,7 +185,7 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
 
 
 class EvalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
     user_simulator_config: UserSimulatorConfig | None = None

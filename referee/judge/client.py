@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 import threading
 import time
 import weakref
@@ -18,7 +17,14 @@ from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import EndpointLimiter
 from referee.judge.pricing import usage_for
-from referee.judge.providers import JudgeRequest, ProviderSetupError, RawReply, adapter_for
+from referee.judge.providers import (
+    PLACEHOLDER_API_KEY,
+    JudgeRequest,
+    ProviderSetupError,
+    RawReply,
+    adapter_for,
+)
+from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
@@ -46,6 +52,8 @@ class _Endpoint:
         self.provider = provider
         self.base_url = base_url
         self._api_key = api_key
+        if api_key != PLACEHOLDER_API_KEY:
+            remember_secret(api_key)
         self.limiter = EndpointLimiter(limit)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
@@ -136,20 +144,9 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     return endpoint
 
 
-# Key-shaped tokens (OpenAI/Anthropic "sk-...", Google "AIza...") in provider error text.
-_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{20,})")
-
-
-def _redact(text: str, secret: str | None) -> str:
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return _KEY_SHAPED.sub("***", text)
-
-
 def _detail(exc: BaseException) -> str:
-    """A short, single-line excerpt of the provider's own error text."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
+    """A short, single-line excerpt of the provider's own error text, secrets removed first."""
+    return clip(str(exc), 200)
 
 
 class Judge:
@@ -188,11 +185,9 @@ class Judge:
                                   max_total_s=self.config.effective_retry_max_total_s)
 
     def _unavailable(self, message: str, cause: BaseException | None) -> JudgeUnavailable:
-        text = f"judge {self.provider}/{self.model} unavailable: {message}"
-        # The key in use may have come from the environment, not the config: redact both.
-        for secret in (self.config.api_key_value(),
-                       self._endpoint.api_key if self._endpoint is not None else None):
-            text = _redact(text, secret)
+        # The key in use (from the config, the environment or a custom adapter) is a
+        # remembered secret, so redact() removes it along with any key-shaped token.
+        text = redact(f"judge {self.provider}/{self.model} unavailable: {message}")
         return JudgeUnavailable(text, provider=self.provider, model=self.model, cause=cause)
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from referee.redact import mask_url, remember_secret, url_password
+
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
 # Document 001: "None = inherit"; these are the effective values when no layer sets them.
@@ -46,7 +48,8 @@ class JudgeConfig(BaseModel):
     are carried for the evaluators; the judge layer itself does not act on them.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN passes every range check ("nan <= 0" is false), so it is refused outright, as is inf.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     provider: str = "anthropic"
     model: str = "claude-haiku-4-5"
@@ -73,6 +76,24 @@ class JudgeConfig(BaseModel):
             known = ", ".join(sorted(set(BUILTIN_PROVIDERS) | _extra_providers))
             raise ValueError(f"unknown judge provider {value!r} (expected one of: {known})")
         return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _remember_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            remember_secret(value.get_secret_value())
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _remember_url_password(cls, value: str) -> str:
+        remember_secret(url_password(value))
+        return value.strip()
+
+    def __repr_args__(self) -> Any:
+        # A password written into base_url is never printed.
+        for name, value in super().__repr_args__():
+            yield name, (mask_url(value) if name == "base_url" and value else value)
 
     @field_validator("model")
     @classmethod

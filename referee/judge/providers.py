@@ -7,6 +7,7 @@ stacked on retries multiply load exactly when a provider is already struggling.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import re
@@ -52,6 +53,8 @@ class ProviderAdapter(Protocol):
         """One attempt, no retries."""
 
 
+# Sent to keyless OpenAI-compatible endpoints; not a secret.
+PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
 # Reasoning models reject `temperature` and take `max_completion_tokens` in Chat Completions.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
@@ -79,7 +82,7 @@ class OpenAIAdapter:
                     "no OpenAI API key: set OPENAI_API_KEY or JudgeConfig(api_key=...)")
             # Local OpenAI-compatible servers (Ollama, vLLM, ...) ignore the key but the SDK
             # insists on one.
-            api_key = "not-needed"
+            api_key = PLACEHOLDER_API_KEY
         return base_url, api_key
 
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
@@ -218,7 +221,9 @@ def _use_vertex() -> bool:
 
 def _import_genai() -> Any:
     try:
-        from google import genai
+        # import_module, not "from google import genai": the latter is satisfied by the
+        # attribute an earlier import left on the google package even when the module is gone.
+        genai = importlib.import_module("google.genai")
     except ImportError:
         raise ProviderSetupError(
             "the google judge provider needs the google-genai package: "

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.report.model import CaseResult, CaseStatus, CriterionStats, EvalReport
-from referee.report.store import redact_secrets
+from referee.redact import redact_secrets
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
 # `view --dir` flag and the fail_threshold warning use the same line).

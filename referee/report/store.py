@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from referee.errors import InputError
+from referee.redact import redact_secrets
 from referee.report.model import CaseResult, EvalReport
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
@@ -38,21 +38,6 @@ META_FILE = "meta.json"
 CASES_FILE = "cases.jsonl"
 REPORT_FILE = "report.json"
 FSYNC_INTERVAL_S = 1.0
-
-# Keys whose values must never reach disk, matched case-insensitively anywhere in a mapping.
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|token$|password|authorization|credential)", re.I)
-
-
-def redact_secrets(value: Any) -> Any:
-    """A copy of ``value`` with every secret-looking key dropped (API keys, tokens, headers)."""
-    if isinstance(value, dict):
-        return {
-            k: redact_secrets(v) for k, v in value.items()
-            if not (isinstance(k, str) and _SECRET_KEY.search(k))
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact_secrets(v) for v in value]
-    return value
 
 
 def case_fingerprint(case_ids: Iterable[str]) -> str:

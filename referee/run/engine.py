@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -156,7 +157,7 @@ class Engine:
                  store: RunStore | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if timeout is not None and timeout <= 0:
+        if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
         # A malformed REFEREE_CACHE would otherwise fail every judged case one by one.
         cache_enabled_by_env()
