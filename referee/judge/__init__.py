@@ -7,7 +7,7 @@ verdict parsing.
 
 from referee.errors import JudgeUnavailable
 from referee.judge.cache import JudgeCache, default_cache_path, get_cache
-from referee.judge.client import Judge, JudgeReply, get_judge
+from referee.judge.client import Judge, JudgeReply, get_judge, unreadable_replies
 from referee.judge.config import (
     DEFAULT_MODELS,
     JudgeConfig,
@@ -51,4 +51,5 @@ __all__ = [
     "register_provider",
     "resolve_judge_config",
     "set_price",
+    "unreadable_replies",
 ]

@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,14 @@ logger = logging.getLogger("referee.judge")
 DEFAULT_CACHE_ENABLED = True
 
 
+# How much of a reply that yielded no verdict is kept as evidence (after redaction).
+EVIDENCE_CHARS = 300
+
+# accept(text): whether a reply yielded what the caller asked for (a verdict, a score, the
+# questions). Only accepted replies are cached or replayed from the cache.
+ReplyCheck = Callable[[str], bool]
+
+
 @dataclass(frozen=True)
 class JudgeReply:
     text: str
@@ -43,6 +52,56 @@ class JudgeReply:
     model: str
     latency_s: float
     attempts: int = 1
+    # The provider stopped the reply at this max_tokens: the text is cut off.
+    truncated_at: int | None = None
+
+    def unreadable(self, problem: str) -> JudgeUnavailable:
+        """The error for this reply when it yielded no verdict or score (see
+        ``unreadable_replies``)."""
+        return unreadable_replies([self], problem)
+
+    @property
+    def excerpt(self) -> str:
+        """The start of the text, secrets removed: evidence for ``details``."""
+        return clip(self.text, EVIDENCE_CHARS, one_line=False)
+
+
+def unreadable_replies(replies: Sequence[JudgeReply], problem: str, *,
+                       owner: str | None = None) -> JudgeUnavailable:
+    """The error for replies that together yielded no verdict or score.
+
+    When the provider cut one off, the error says "judge reply truncated at max_tokens=N"
+    instead of ``problem``. It carries the replies' usage (they were paid for) and, in
+    ``details``, a redacted excerpt of each (``raw_reply``, or ``raw_replies`` for several).
+    """
+    cut = next((r for r in replies if r.truncated_at is not None), None)
+    reason = (f"judge reply truncated at max_tokens={cut.truncated_at}" if cut is not None
+              else clip(problem, EVIDENCE_CHARS))
+    if owner:
+        reason = f"{owner}: {reason}"
+    details: dict[str, Any] = (
+        {"raw_reply": replies[0].excerpt} if len(replies) == 1
+        else {"raw_replies": [r.excerpt for r in replies]})
+    if cut is not None:
+        details["truncated_at_max_tokens"] = cut.truncated_at
+    first = replies[0] if replies else None
+    return JudgeUnavailable(reason, provider=first.provider if first else None,
+                            model=first.model if first else None,
+                            token_usage=TokenUsage.total([r.usage for r in replies]),
+                            details=details)
+
+
+def _accepted(text: str, accept: ReplyCheck | None) -> bool:
+    if not text.strip():
+        # An empty reply is a glitch more often than an answer; replaying it forever would
+        # turn one bad moment into a permanent UNKNOWN.
+        return False
+    if accept is None:
+        return True
+    try:
+        return bool(accept(text))
+    except Exception:  # a check that cannot read the reply has not accepted it
+        return False
 
 
 class _Endpoint:
@@ -192,8 +251,15 @@ class Judge:
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
                        sample_index: int = 0, temperature: float | None = None,
-                       max_tokens: int | None = None) -> JudgeReply:
-        """One judge reply; raises JudgeUnavailable when the provider cannot give one."""
+                       max_tokens: int | None = None,
+                       accept: ReplyCheck | None = None) -> JudgeReply:
+        """One judge reply; raises JudgeUnavailable when the provider cannot give one.
+
+        ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
+        interprets the reply, decides. Only such replies are cached, and a cached reply it does
+        not accept is asked again. Empty, cut-off (``truncated_at``) and non-text replies are
+        never cached; a non-text reply raises JudgeUnavailable with its usage.
+        """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         if not isinstance(sample_index, int) or sample_index < 0:
@@ -214,7 +280,7 @@ class Judge:
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index)
             hit = cache.get(key)
-            if hit is not None:
+            if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
             shared = await _join_flight(key)
             if shared is not None:
@@ -228,17 +294,22 @@ class Judge:
                 _end_flight(key, flight, None)  # those waiting make their own attempt
             raise
         latency = time.monotonic() - started
-        # An empty reply is a glitch more often than an answer; replaying it forever would turn
-        # one bad moment into a permanent UNKNOWN.
-        if cache is not None and raw.text.strip():
+        reply = JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
+                                                          raw.output_tokens),
+                           cached=False, provider=cfg.provider, model=cfg.model,
+                           latency_s=latency, attempts=attempts,
+                           truncated_at=request.max_tokens if raw.truncated else None)
+        usable = (raw.content_error is None and not raw.truncated
+                  and _accepted(raw.text, accept))
+        if cache is not None and usable:
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
         if flight is not None:
-            _end_flight(key, flight, raw.text)
-        return JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
-                                                         raw.output_tokens),
-                          cached=False, provider=cfg.provider, model=cfg.model,
-                          latency_s=latency, attempts=attempts)
+            # Those waiting on a reply that yielded nothing make their own attempt.
+            _end_flight(key, flight, raw.text if usable else None)
+        if raw.content_error is not None:
+            raise reply.unreadable(raw.content_error)
+        return reply
 
     def _cached_reply(self, text: str) -> JudgeReply:
         cfg = self.config

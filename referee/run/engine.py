@@ -130,9 +130,14 @@ def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
     text = str(exc) or type(exc).__name__
     if kind == "evaluator":
         text = f"{type(exc).__name__}: {text}"
+    # A judge reply that yielded no verdict was still paid for, and its excerpt is the evidence.
+    usage = getattr(exc, "token_usage", None)
+    details = getattr(exc, "details", None)
     return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
                            threshold=_criterion_threshold(criterion), error=text,
-                           error_kind=kind)
+                           error_kind=kind,
+                           details=dict(details) if isinstance(details, dict) else {},
+                           token_usage=usage if isinstance(usage, TokenUsage) else None)
 
 
 def _normalise(criterion: Any, value: Any) -> CriterionResult:

@@ -100,8 +100,11 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
         return {
             "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
             "model": request.model,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": text, "refusal": None}}],
+            "choices": [{"index": 0, "finish_reason": "length" if reply.cut_off else "stop",
+                         "logprobs": None,
+                         "message": {"role": "assistant", "refusal": None, "content": (
+                             text if reply.content_json is None
+                             else json.loads(reply.content_json))}}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens},
         }
@@ -114,9 +117,11 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
                        "role": "assistant",
                        "content": [{"type": "output_text", "text": text, "annotations": []}]})
         return {
-            "id": f"resp_{ident}", "object": "response", "created_at": now, "status": "completed",
+            "id": f"resp_{ident}", "object": "response", "created_at": now,
+            "status": "incomplete" if reply.cut_off else "completed",
             "model": request.model, "output": output, "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+            "tool_choice": "auto", "tools": [], "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if reply.cut_off else None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "input_tokens_details": {"cached_tokens": 0},
@@ -130,7 +135,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
         content.append({"type": "text", "text": text})
         return {
             "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
-            "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+            "content": content, "stop_reason": "max_tokens" if reply.cut_off else "end_turn",
+            "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         }
     parts: list[dict[str, Any]] = []
@@ -138,8 +144,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
         parts.append({"text": reply.thinking, "thought": True})
     parts.append({"text": text})
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                        "index": 0}],
+        "candidates": [{"content": {"role": "model", "parts": parts},
+                        "finishReason": "MAX_TOKENS" if reply.cut_off else "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
                           "totalTokenCount": input_tokens + output_tokens},
         "modelVersion": request.model,
