@@ -23,10 +23,12 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence, TextIO
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
+from referee.redact import redact
+from referee.terminal import terminal_safe
 
 EXIT_GATE = 1
 EXIT_INPUT = 2
@@ -236,15 +238,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         report = run_sync(pending)
     except EvalGateFailure as exc:
-        print(f"referee: {exc}", file=sys.stderr)
+        _say(f"referee: {exc}", sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
-            print(f"referee: the run is stored in {run_dir}", file=sys.stderr)
+            _say(f"referee: the run is stored in {run_dir}", sys.stderr)
         return EXIT_GATE
     if args.quiet:
         run_dir = report.metadata.get("run_dir", "")
-        print(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
-              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
+        _say(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
+             f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
     return 0
 
 
@@ -285,7 +287,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         print(json.dumps(comparison.to_dict(), indent=2))
     else:
-        sys.stdout.write(comparison.render_text())
+        sys.stdout.write(terminal_safe(comparison.render_text()))
     return 0 if comparison.acceptable else EXIT_GATE
 
 
@@ -302,8 +304,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
-        print(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
-              f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
+        _say(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
+             f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
@@ -409,8 +411,14 @@ def _fail(message: str, code: int) -> int:
 
         traceback.print_exc()
     first_line = message.strip().splitlines()[0] if message.strip() else "failed"
-    print(f"referee: error: {first_line}", file=sys.stderr)
+    _say(f"referee: error: {first_line}", sys.stderr)
     return code
+
+
+def _say(line: str, stream: TextIO | None = None) -> None:
+    """Print a line made of untrusted parts (case and run names, errors): no secret and no
+    terminal escape sequence gets through."""
+    print(terminal_safe(redact(line)), file=stream or sys.stdout)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,8 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from referee.redact import clip, redact_secrets
 from referee.report.model import CaseResult, CaseStatus, CriterionStats, EvalReport
-from referee.redact import redact_secrets
+from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
 # `view --dir` flag and the fail_threshold warning use the same line).
@@ -32,17 +32,14 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-# Model output may carry terminal escape sequences; printed raw they could rewrite the screen.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _plain(text: str) -> str:
-    return _CONTROL.sub("\ufffd", text)
+    # Model output and case names may carry escape sequences; printed raw they could rewrite
+    # the screen.
+    return terminal_safe(text)
 
 
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    text = " ".join(_plain(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(terminal_safe(text), limit)
 
 
 def judge_label(judge: dict[str, Any] | None) -> str:
