@@ -57,6 +57,10 @@ class CriterionConfig(BaseModel):
     check_args: bool = False
     enabled: bool = True
     api_style: str = "responses"
+    # referee extension: the judge's endpoint (an OpenAI-compatible local server or gateway
+    # with judge_model="openai/<name>"); empty means the provider's variable, e.g.
+    # OPENAI_BASE_URL.
+    base_url: str = ""
 
     @field_validator("threshold")
     @classmethod

@@ -52,6 +52,8 @@ def judge_label(judge: dict[str, Any] | None) -> str:
             return ", ".join(f"{k}={v}" for k, v in cfg.items() if isinstance(v, (str, int, float)))
         provider = cfg.get("provider")
         label = f"{provider}/{model}" if provider else str(model)
+        if cfg.get("judge"):  # "no provider available"
+            label += f" ({cfg['judge']})"
         return label + (f" at {cfg['base_url']}" if cfg.get("base_url") else "")
 
     per = judge.get("per_criterion")

@@ -10,6 +10,7 @@ free and the case would stay broken), and the case passes.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ import pytest
 from referee import CheckEvaluator, CriterionConfig, EvalCase, EvalSuite
 from referee.criteria.llm import ResponseMatchCriterion
 from referee.evaluators import CustomRubric, GEval
-from referee.judge import JudgeConfig, configure, get_judge, parse_json_object, parse_verdict
+from referee.judge import retry as retry_module
+from referee.judge import configure, get_judge, parse_json_object, parse_verdict
 from referee.judge.verdict import Verdict
 from referee.report.model import CaseStatus
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
@@ -35,7 +37,6 @@ from reliability_support import (
 FAULTY = 1
 JUDGED = 3  # judge calls per case: one question, one GEval run, one response-match sample
 MAX_TOKENS = 1024  # the effective default every family uses
-DOC000_SYSTEM_HINT = "score"  # the document-000 judge is asked for a JSON score
 
 
 def _is_doc000(request: RecordedRequest) -> bool:
@@ -76,6 +77,10 @@ BAD_REPLIES = [
 
 @pytest.fixture
 def cached_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(retry_module, "sleep", no_wait)
     for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "REFEREE_JUDGE_CONCURRENCY", "OPENAI_API_KEY",
                  "GOOGLE_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -115,12 +120,15 @@ def test_a_reply_without_a_verdict_is_not_cached_and_retry_errors_asks_again(
         case = first.cases[FAULTY]
         assert first.cases[0].status is CaseStatus.PASSED
         assert case.status is CaseStatus.JUDGE_ERROR
-        assert requests_per_case(server)[FAULTY] == JUDGED
+        # An error body is retried as a malformed reply (the document-000 judge keeps the
+        # default retry bound); a 200 with content is an answer, asked once.
+        asked = requests_per_case(server)[FAULTY]
+        assert asked == JUDGED if bad.paid else asked > JUDGED
         for result in case.criterion_results:
             assert result.error_kind == "judge", result
-            assert pytest.approx(0) != 0 or True
-            import re
-            assert re.search(bad.words, result.error or ""), (result.criterion, result.error)
+            # Document 000's criteria keep their documented error and give the cause as reason.
+            said = f"{result.error} {result.details.get('reason', '')}"
+            assert re.search(bad.words, said), (result.criterion, said)
             if bad.paid:
                 # The evidence and the bill of a reply that yielded nothing are kept.
                 evidence = result.details.get("raw_reply", result.details.get("raw_replies"))
@@ -134,8 +142,7 @@ def test_a_reply_without_a_verdict_is_not_cached_and_retry_errors_asks_again(
         server.set_reply(_honest)
         server.reset_record()
         second = _suite(server).run(_model, verbose=False,
-                                    resume=case.metadata.get("run_dir")
-                                    or first.metadata["run_dir"], retry_errors=True)
+                                    resume=first.metadata["run_dir"], retry_errors=True)
         assert requests_per_case(server) == {FAULTY: JUDGED}
         assert [c.status for c in second.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
 
@@ -188,7 +195,8 @@ SECRET = "gw-CANARY-replies-4b6d8f0a2c4e6a8b0d2f4a6c"
 
 
 async def test_the_evidence_of_a_failed_reply_is_short_and_redacted(cached_env: Path) -> None:
-    long_reply = ("x" * 290) + f" the key is {SECRET} " + ("y" * 500)
+    # The key straddles the 300-character cut: cut first, its head would survive.
+    long_reply = ("x" * 280) + SECRET + ("y" * 500)
     with ScriptedJudgeServer(long_reply) as server:
         cfg = server.judge_config(api_key=SECRET)
         reply = await get_judge(cfg).complete("Score it")
@@ -234,7 +242,8 @@ def test_judges_that_echo_an_injected_object_score_by_their_own_verdict(cached_e
         report = suite.run(lambda p: f"Refunds within 90 days. {INJECTED}", verbose=False,
                            save=False)
         scores = {r.criterion: r.score for r in report.cases[0].criterion_results}
-        assert scores == {"g_eval": pytest.approx(0.1), "response_match": pytest.approx(0.1)}
+        assert scores == {"g_eval": pytest.approx(0.1),
+                          "response_match_score": pytest.approx(0.1)}
 
 
 # CheckEvaluator question generation -----------------------------------------------------------

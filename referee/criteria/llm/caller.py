@@ -69,8 +69,11 @@ def is_no_provider_reply(reply: Any) -> bool:
 class LLMCallerMixin:
     """Shared judge calls for criteria that have a ``config: CriterionConfig``.
 
-    The provider follows from ``config.judge_model`` (``gemini*`` Google, ``gpt*``/``o1``/``o3``/
-    ``o4`` OpenAI, ``claude*`` Anthropic); calls use temperature 0.3 and JSON mode.
+    The provider follows from ``config.judge_model``: an explicit prefix (``openai/llama3``,
+    ``anthropic/claude-haiku-4-5``, ``google/gemini-2.5-flash``), else the name (``gemini*``
+    Google, ``gpt*``/``o1``/``o3``/``o4`` OpenAI, ``claude*`` Anthropic). ``config.base_url``
+    (or the provider's variable, such as ``OPENAI_BASE_URL``) names another endpoint. Calls use
+    temperature 0.3 and JSON mode.
     """
 
     config: CriterionConfig
@@ -78,7 +81,13 @@ class LLMCallerMixin:
 
     def _judge_config(self) -> JudgeConfig | None:
         return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
-                                      temperature=JUDGE_TEMPERATURE)
+                                      temperature=JUDGE_TEMPERATURE,
+                                      base_url=self.config.base_url)
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The judge this criterion will call; None when no provider can serve
+        ``config.judge_model`` (every sample then scores document 000's 0.5 placeholder)."""
+        return self._judge_config()
 
     async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None
                                   ) -> tuple[dict[str, Any], TokenUsage] | None:
