@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from referee.errors import InputError
+from referee.redact import mask_url_fields, remember_secret, url_password
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -75,6 +76,15 @@ class CriterionConfig(BaseModel):
         if value < 1:
             raise ValueError(f"num_samples must be at least 1, got {value}")
         return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _remember_url_password(cls, value: str) -> str:
+        remember_secret(url_password(value))
+        return value.strip()
+
+    def __repr_args__(self) -> Any:
+        return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
 
     @field_validator("api_style")
     @classmethod

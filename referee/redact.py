@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -70,6 +71,13 @@ def mask_url(url: str) -> str:
         host = f"[{host}]"
     port = f":{parts.port}" if parts.port is not None else ""
     return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}{port}"))
+
+
+def mask_url_fields(fields: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:
+    """A pydantic model's ``__repr_args__`` with the password of its ``base_url`` masked."""
+    for name, value in fields:
+        yield name, (mask_url(value) if name == "base_url" and isinstance(value, str)
+                     else value)
 
 
 def known_secrets() -> list[str]:

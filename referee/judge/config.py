@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from referee.redact import mask_url, remember_secret, url_password
+from referee.redact import mask_url_fields, remember_secret, url_password
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
@@ -91,9 +91,7 @@ class JudgeConfig(BaseModel):
         return value.strip()
 
     def __repr_args__(self) -> Any:
-        # A password written into base_url is never printed.
-        for name, value in super().__repr_args__():
-            yield name, (mask_url(value) if name == "base_url" and value else value)
+        return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
 
     @field_validator("model")
     @classmethod
