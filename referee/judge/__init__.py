@@ -17,6 +17,7 @@ from referee.judge.config import (
     provider_available,
     provider_for_model,
     resolve_judge_config,
+    split_judge_model,
 )
 from referee.judge.pricing import estimate_cost, price_of, set_price
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
@@ -51,5 +52,6 @@ __all__ = [
     "register_provider",
     "resolve_judge_config",
     "set_price",
+    "split_judge_model",
     "unreadable_replies",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,10 @@ def test_a_reply_without_a_verdict_is_not_cached_and_retry_errors_asks_again(
         if bad.paid:
             assert case.token_usage is not None and case.token_usage.requests == JUDGED
             assert first.token_usage.requests == 2 * JUDGED
+
+        # Only the healthy case's three replies were stored.
+        with sqlite3.connect(cached_env / "cache" / "judge_cache.sqlite3") as db:
+            assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (JUDGED,)
 
         # The judge heals; only the errored case runs again, and it must really ask.
         server.set_reply(_honest)
