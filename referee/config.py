@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from referee.errors import InputError
-from referee.redact import mask_url_fields, remember_secret, url_password
+from referee.redact import BaseURL, mask_url_fields
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -61,7 +61,7 @@ class CriterionConfig(BaseModel):
     # referee extension: the judge's endpoint (an OpenAI-compatible local server or gateway
     # with judge_model="openai/<name>"); empty means the provider's variable, e.g.
     # OPENAI_BASE_URL.
-    base_url: str = ""
+    base_url: BaseURL = ""
 
     @field_validator("threshold")
     @classmethod
@@ -76,12 +76,6 @@ class CriterionConfig(BaseModel):
         if value < 1:
             raise ValueError(f"num_samples must be at least 1, got {value}")
         return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _remember_url_password(cls, value: str) -> str:
-        remember_secret(url_password(value))
-        return value.strip()
 
     def __repr_args__(self) -> Any:
         return mask_url_fields(super().__repr_args__())  # a base_url password is never printed

@@ -17,8 +17,10 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import AfterValidator
 
 MASK = "***"
 
@@ -71,6 +73,15 @@ def mask_url(url: str) -> str:
         host = f"[{host}]"
     port = f":{parts.port}" if parts.port is not None else ""
     return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}{port}"))
+
+
+def _remember_url_password(url: str) -> str:
+    remember_secret(url_password(url))
+    return url.strip()
+
+
+# The type of a ``base_url`` field: a password written into it becomes a remembered secret.
+BaseURL = Annotated[str, AfterValidator(_remember_url_password)]
 
 
 def mask_url_fields(fields: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[str | None, Any]]:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from referee.redact import mask_url_fields, remember_secret, url_password
+from referee.redact import BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
@@ -53,7 +53,7 @@ class JudgeConfig(BaseModel):
 
     provider: str = "anthropic"
     model: str = "claude-haiku-4-5"
-    base_url: str = ""
+    base_url: BaseURL = ""
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float | None = None
@@ -83,12 +83,6 @@ class JudgeConfig(BaseModel):
         if value is not None:
             remember_secret(value.get_secret_value())
         return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _remember_url_password(cls, value: str) -> str:
-        remember_secret(url_password(value))
-        return value.strip()
 
     def __repr_args__(self) -> Any:
         return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
