@@ -264,3 +264,17 @@ def test_a_password_in_a_base_url_is_never_stored_or_printed(
         if path.is_file():
             blobs[path.name] = path.read_text(encoding="utf-8", errors="replace")
     assert [name for name, blob in blobs.items() if PASSWORD in blob] == []
+
+
+def test_a_key_at_the_cut_of_a_long_html_field_is_redacted_whole(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from referee.evaluators.deterministic import Contains
+    from referee.report.html import MAX_FIELD_CHARS
+
+    monkeypatch.setenv("OPENAI_API_KEY", GATEWAY_KEY)
+    output = "x" * (MAX_FIELD_CHARS - 10) + GATEWAY_KEY + "y" * 50  # the key straddles the cut
+    suite = EvalSuite("long").add_cases([EvalCase(input="q")])
+    suite.add_evaluators(Contains("30 days"))
+    suite.run(lambda p: output, verbose=False, runs_dir=tmp_path, formats=["html"])
+    [page] = list(tmp_path.rglob("report.html"))
+    assert _leaks_in_part(page.read_text(encoding="utf-8"), GATEWAY_KEY) == []
