@@ -15,11 +15,11 @@ RETRY_AFTER_CAP_S = 60.0
 
 # Transport failures of httpx (and its successor httpx2, used by newer SDKs), matched by
 # class name so neither package has to be imported here.
-# aiohttp (which google-genai uses when it is installed) reports a body cut short as
-# ClientPayloadError and a dropped connection as ServerDisconnectedError.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
-                              "RemoteProtocolError", "ProtocolError", "ClientPayloadError",
-                              "ServerDisconnectedError"})
+                              "RemoteProtocolError", "ProtocolError",
+                              # aiohttp (google-genai uses it when installed): a body cut
+                              # short, a dropped connection
+                              "ClientPayloadError", "ServerDisconnectedError"})
 
 
 @dataclass(frozen=True)
