@@ -8,6 +8,7 @@ OpenAI key; ``referee run`` names every judged criterion's judge before the firs
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -139,7 +140,7 @@ def test_referee_run_names_each_judge_before_the_first_case(no_keys, tmp_path: P
                                "base_url": server.base_url()},
             "llm_judge": {"judge_model": "gemini-2.5-flash", "num_samples": 1},
         }}))
-        env = {k: v for k, v in __import__("os").environ.items() if k not in KEY_VARS}
+        env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
         env.update(PYTHONPATH=str(ROOT), REFEREE_CACHE="0")
         done = subprocess.run(
             [sys.executable, "-m", "referee.cli", "run", str(tmp_path / "cases.jsonl"),
