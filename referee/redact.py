@@ -91,6 +91,11 @@ def mask_url_fields(fields: Iterable[tuple[str | None, Any]]) -> Iterator[tuple[
                      else value)
 
 
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it shown as ``***``."""
+    return _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
+
+
 def known_secrets() -> list[str]:
     """Every literal secret to remove, longest first (so a key that contains another goes whole)."""
     found: set[str] = set()
@@ -114,8 +119,7 @@ def redact(text: str) -> str:
     for secret in known_secrets():
         if secret in text:
             text = text.replace(secret, MASK)
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
-    return _KEY_SHAPED.sub(MASK, text)
+    return _KEY_SHAPED.sub(MASK, mask_url_passwords(text))
 
 
 def clip(text: str, limit: int, *, one_line: bool = True) -> str:
