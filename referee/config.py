@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from referee.errors import InputError
+from referee.redact import BaseURL, mask_url_fields
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -32,6 +33,9 @@ class MatchType(str, Enum):
 
 
 class Rubric(BaseModel):
+    # NaN passes every range check ("nan < 1" is false): no config takes NaN or inf at all.
+    model_config = ConfigDict(allow_inf_nan=False)
+
     rubric_id: str
     content: str
     weight: float = 1.0
@@ -43,7 +47,7 @@ class Rubric(BaseModel):
 
 class CriterionConfig(BaseModel):
     # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     threshold: float = 0.8
     match_type: MatchType = MatchType.EXACT
@@ -54,6 +58,10 @@ class CriterionConfig(BaseModel):
     check_args: bool = False
     enabled: bool = True
     api_style: str = "responses"
+    # referee extension: the judge's endpoint (an OpenAI-compatible local server or gateway
+    # with judge_model="openai/<name>"); empty means the provider's variable, e.g.
+    # OPENAI_BASE_URL.
+    base_url: BaseURL = ""
 
     @field_validator("threshold")
     @classmethod
@@ -68,6 +76,9 @@ class CriterionConfig(BaseModel):
         if value < 1:
             raise ValueError(f"num_samples must be at least 1, got {value}")
         return value
+
+    def __repr_args__(self) -> Any:
+        return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
 
     @field_validator("api_style")
     @classmethod
@@ -137,7 +148,7 @@ class CriterionConfig(BaseModel):
 class CriteriaConfig(BaseModel):
     """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     tool_name_match: CriterionConfig | None = None
     trajectory: CriterionConfig | None = None
@@ -160,7 +171,7 @@ class CriteriaConfig(BaseModel):
 
 
 class UserSimulatorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = DEFAULT_JUDGE_MODEL
     max_turns: int = 10
@@ -182,7 +193,7 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
 
 
 class EvalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
     user_simulator_config: UserSimulatorConfig | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RefereeError(Exception):
     """Base class for referee's own errors."""
@@ -14,11 +16,16 @@ class JudgeUnavailable(RefereeError):
     """
 
     def __init__(self, message: str, *, provider: str | None = None, model: str | None = None,
-                 cause: BaseException | None = None) -> None:
+                 cause: BaseException | None = None, token_usage: Any = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.provider = provider
         self.model = model
         self.cause = cause
+        # A reply that was paid for but yielded no verdict: its TokenUsage still counts, and
+        # ``details`` keeps the evidence (a redacted excerpt of the raw reply).
+        self.token_usage = token_usage
+        self.details = dict(details or {})
 
 
 class EvalGateFailure(RefereeError):

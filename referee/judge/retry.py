@@ -17,8 +17,9 @@ RETRY_AFTER_CAP_S = 60.0
 # class name so neither package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
                               "RemoteProtocolError", "ProtocolError",
-                              # aiohttp (google-genai uses it when installed): a body cut short
-                              "ClientPayloadError"})
+                              # aiohttp (google-genai uses it when installed): a body cut
+                              # short, a dropped connection
+                              "ClientPayloadError", "ServerDisconnectedError"})
 
 
 @dataclass(frozen=True)
