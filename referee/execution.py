@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, Field
 
+from referee._strict import StrictModel
 from referee.case import ToolCall
 from referee.usage import TokenUsage
 
 
-class TurnResult(BaseModel):
+class TurnResult(StrictModel):
     """One turn of a multi-turn run."""
 
     user_content: str = ""
@@ -19,15 +20,42 @@ class TurnResult(BaseModel):
     node_visits: list[str] = Field(default_factory=list)
 
 
-class ExecutionResult(BaseModel):
+# 10xgraph's ExecutionResult fields that referee has no field for; they are kept in metadata.
+_KEPT_IN_METADATA = ("messages", "trajectory", "node_responses")
+
+
+class ExecutionResult(StrictModel):
+    """What the model or agent did. 10xgraph's ``duration_seconds`` is read as ``latency_s``;
+    its ``messages``, ``trajectory`` and ``node_responses`` are kept in ``metadata``."""
+
+    _input_aliases = frozenset(_KEPT_IN_METADATA)
+
     actual_response: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     node_visits: list[str] = Field(default_factory=list)
     turns: list[TurnResult] = Field(default_factory=list)
-    latency_s: float | None = None
+    latency_s: float | None = Field(default=None,
+                                    validation_alias=AliasChoices("latency_s", "duration_seconds"))
     token_usage: TokenUsage | None = None
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        kept = {key: data.pop(key) for key in _KEPT_IN_METADATA if key in data}
+        if kept:
+            data["metadata"] = {**(data.get("metadata") or {}), **kept}
+        return data
+
+    @property
+    def duration_seconds(self) -> float:
+        return self.latency_s or 0.0
+
+    def get_tool_names(self) -> list[str]:
+        return [call.name for call in self.tool_calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
     @classmethod
     def coerce(cls, value: Any) -> "ExecutionResult":

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from referee._strict import StrictModel
 from referee.usage import TokenUsage
 
 ErrorKind = Literal["judge", "evaluator"]
 
 
-class CriterionResult(BaseModel):
+class CriterionResult(StrictModel):
+    """One criterion's verdict on one case.
+
+    multivon's ``EvalResult(evaluator=, score=, passed=, reason=, metadata=)`` builds the same
+    model: ``evaluator`` is ``criterion``, ``reason`` and ``metadata`` land in ``details``.
+    """
+
+    _input_aliases = frozenset({"evaluator", "reason", "metadata"})
+
     criterion: str
     score: float
     passed: bool
-    threshold: float
+    threshold: float = 0.0
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     token_usage: TokenUsage | None = None
@@ -23,6 +32,47 @@ class CriterionResult(BaseModel):
     # tell a judge outage (JUDGE_ERROR) from a broken evaluator (EVALUATOR_ERROR).
     skipped: bool = False
     error_kind: ErrorKind | None = None
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "evaluator" in data:
+            if "criterion" in data:
+                raise ValueError("'evaluator' and 'criterion' name the same thing; give one")
+            data["criterion"] = data.pop("evaluator")
+        if "metadata" in data:
+            details = data.get("details") or {}
+            data["details"] = {**(data.pop("metadata") or {}), **details}
+        if "reason" in data:
+            reason = data.pop("reason")
+            if reason:
+                data["details"] = {**(data.get("details") or {}), "reason": reason}
+        return data
+
+    @classmethod
+    def success(cls, criterion: str, score: float, threshold: float,
+                details: dict[str, Any] | None = None,
+                token_usage: TokenUsage | None = None) -> "CriterionResult":
+        """10xgraph: a scored result that passes when ``score >= threshold``."""
+        return cls(criterion=criterion, score=score, passed=score >= threshold,
+                   threshold=threshold, details=details or {}, token_usage=token_usage)
+
+    @classmethod
+    def failure(cls, criterion: str, error: str, threshold: float = 0.0) -> "CriterionResult":
+        """10xgraph: the criterion could not score the case (an evaluator error)."""
+        return cls(criterion=criterion, score=0.0, passed=False, threshold=threshold,
+                   error=error, error_kind="evaluator")
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None or self.error_kind is not None
+
+    @property
+    def evaluator(self) -> str:
+        return self.criterion
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.details
 
     @property
     def reason(self) -> str:

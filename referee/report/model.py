@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
@@ -24,6 +24,10 @@ from referee.usage import TokenUsage
 
 
 class CaseStatus(str, Enum):
+    """A case's outcome. multivon's ``EvalStatus`` is this enum: its lower-case values
+    (``"passed"``, ``"failed_quality"``, ...) compare equal and convert (``CaseStatus("passed")``),
+    and ``FAILED_QUALITY`` is ``FAILED``; the stored value stays upper-case."""
+
     PASSED = "PASSED"
     FAILED = "FAILED"
     MODEL_ERROR = "MODEL_ERROR"
@@ -31,6 +35,29 @@ class CaseStatus(str, Enum):
     EVALUATOR_ERROR = "EVALUATOR_ERROR"
     TIMEOUT = "TIMEOUT"
     SKIPPED = "SKIPPED"
+    FAILED_QUALITY = "FAILED"  # multivon's name for FAILED (an alias, not a new status)
+
+    @classmethod
+    def _missing_(cls, value: object) -> "CaseStatus | None":
+        if isinstance(value, str):
+            return _PEER_STATUS_VALUES.get(value.lower()) or cls.__members__.get(value.upper())
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str) and not isinstance(other, CaseStatus):
+            return other == self.value or _PEER_STATUS_VALUES.get(other) is self
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    @property
+    def peer_value(self) -> str:
+        """The value multivon's EvalStatus would have (``"passed"``, ``"failed_quality"``)."""
+        return "failed_quality" if self is CaseStatus.FAILED else self.value.lower()
 
     @property
     def is_error(self) -> bool:
@@ -44,6 +71,12 @@ class CaseStatus(str, Enum):
 ERROR_STATUSES = frozenset(
     {CaseStatus.MODEL_ERROR, CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR, CaseStatus.TIMEOUT}
 )
+_PEER_STATUS_VALUES = {"failed_quality": CaseStatus.FAILED,
+                       **{status.value.lower(): status for status in CaseStatus}}
+
+# multivon's names for the same enum and sets.
+EvalStatus = CaseStatus
+EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
 
 
 class CaseResult(BaseModel):
@@ -58,6 +91,52 @@ class CaseResult(BaseModel):
     duration_seconds: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_peer_case_result(cls, data: Any) -> Any:
+        """10xgraph's ``EvalCaseResult(eval_id=, passed=, actual_response=, ...)`` builds a
+        CaseResult: ``passed`` (with ``error``) gives the status, the actual output becomes the
+        execution, and the fields referee has no place for are kept in ``metadata``."""
+        if not isinstance(data, dict) or "status" in data or "passed" not in data:
+            return data
+        data = dict(data)
+        passed = data.pop("passed")
+        data["status"] = (CaseStatus.PASSED if passed else
+                          CaseStatus.EVALUATOR_ERROR if data.get("error") else CaseStatus.FAILED)
+        run = {key: data.pop(peer) for peer, key in _PEER_EXECUTION_FIELDS.items() if peer in data}
+        if run and data.get("execution") is None:
+            data["execution"] = run
+        kept = {key: data.pop(key) for key in _PEER_CASE_RESULT_EXTRAS if key in data}
+        if kept:
+            data["metadata"] = {**(data.get("metadata") or {}), **kept}
+        return data
+
+    @classmethod
+    def success(cls, eval_id: str, criterion_results: list[CriterionResult],
+                **fields: Any) -> "CaseResult":
+        """10xgraph: a case that ran; it passed when every criterion did."""
+        return cls(eval_id=eval_id, criterion_results=criterion_results,
+                   passed=all(r.passed for r in criterion_results), **fields)
+
+    @classmethod
+    def failure(cls, eval_id: str, error: str, name: str = "",
+                duration_seconds: float = 0.0) -> "CaseResult":
+        """10xgraph: a case that could not be evaluated."""
+        return cls(eval_id=eval_id, name=name, status=CaseStatus.EVALUATOR_ERROR, error=error,
+                   duration_seconds=duration_seconds)
+
+    @property
+    def actual_tool_calls(self) -> list[Any]:
+        return list(self.execution.tool_calls) if self.execution else []
+
+    @property
+    def node_visits(self) -> list[str]:
+        return list(self.execution.node_visits) if self.execution else []
+
+    @property
+    def passed_criteria(self) -> list[CriterionResult]:
+        return [r for r in self.criterion_results if r.passed]
 
     @property
     def label(self) -> str:
@@ -90,6 +169,14 @@ class CaseResult(BaseModel):
 
     def get_criterion_result(self, name: str) -> CriterionResult | None:
         return next((r for r in self.criterion_results if r.criterion == name), None)
+
+
+# 10xgraph's EvalCaseResult fields: those that describe the run, and those kept in metadata.
+_PEER_EXECUTION_FIELDS = {"actual_response": "actual_response", "actual_tool_calls": "tool_calls",
+                          "node_visits": "node_visits"}
+_PEER_CASE_RESULT_EXTRAS = ("actual_trajectory", "messages", "node_responses", "turn_results",
+                            "agent_token_usage", "node_details")
+EvalCaseResult = CaseResult
 
 
 class CriterionStats(BaseModel):
@@ -130,6 +217,11 @@ class EvalSummary(BaseModel):
     @property
     def failed(self) -> int:
         return self.failed_cases
+
+    @classmethod
+    def from_results(cls, results: list[CaseResult]) -> "EvalSummary":
+        """10xgraph's name for :meth:`from_cases`."""
+        return cls.from_cases(results)
 
     @classmethod
     def from_cases(cls, cases: list[CaseResult]) -> "EvalSummary":
@@ -195,6 +287,18 @@ class EvalReport(BaseModel):
     @property
     def results(self) -> list[CaseResult]:
         return self.cases
+
+    @property
+    def case_results(self) -> list[CaseResult]:
+        """multivon's name for the per-case results."""
+        return self.cases
+
+    @classmethod
+    def create(cls, eval_set_id: str, results: list[CaseResult], eval_set_name: str = "",
+               config_used: dict[str, Any] | None = None) -> "EvalReport":
+        """10xgraph: a report over case results already computed."""
+        return cls(eval_set_id=eval_set_id, name=eval_set_name, cases=list(results),
+                   config_used=config_used or {})
 
     @property
     def total(self) -> int:
