@@ -15,6 +15,8 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "referee.case",
     "Invocation": "referee.case",
     "EvalCase": "referee.case",
+    "MessageContent": "referee.case",
+    "SessionInput": "referee.case",
     "EvalSet": "referee.evalset",
     "ExecutionResult": "referee.execution",
     "TurnResult": "referee.execution",
@@ -26,6 +28,13 @@ _EXPORTS: dict[str, str] = {
     "JudgeUnavailable": "referee.errors",
     "EvalGateFailure": "referee.errors",
     "InputError": "referee.errors",
+    # multivon's names for the same hierarchy
+    "MultivonError": "referee.errors",
+    "CalibrationMissing": "referee.errors",
+    "EvaluatorPrereqMissing": "referee.errors",
+    "CacheError": "referee.errors",
+    "SecretsError": "referee.errors",
+    "ComplianceError": "referee.errors",
     # document-000 configuration
     "CriterionConfig": "referee.config",
     "CriteriaConfig": "referee.config",
@@ -71,6 +80,21 @@ _EXPORTS: dict[str, str] = {
     "GEval": "referee.evaluators",
     "CheckEvaluator": "referee.evaluators",
     "threshold_table": "referee.evaluators",
+    # document-001 deterministic and text-metric evaluators, top level as in multivon
+    "NotEmpty": "referee.evaluators",
+    "ExactMatch": "referee.evaluators",
+    "Contains": "referee.evaluators",
+    "RegexMatch": "referee.evaluators",
+    "StartsWith": "referee.evaluators",
+    "JSONSchema": "referee.evaluators",
+    "JSONSchemaEval": "referee.evaluators",
+    "WordCount": "referee.evaluators",
+    "Latency": "referee.evaluators",
+    "MaxLatency": "referee.evaluators",
+    "Levenshtein": "referee.evaluators",
+    "BLEU": "referee.evaluators",
+    "ROUGE": "referee.evaluators",
+    "ChrfScore": "referee.evaluators",
     # running and reporting
     "EvalSuite": "referee.run",
     "AgentEvaluator": "referee.run",
@@ -80,6 +104,10 @@ _EXPORTS: dict[str, str] = {
     "EvalSummary": "referee.report",
     "CaseResult": "referee.report",
     "CaseStatus": "referee.report",
+    "EvalCaseResult": "referee.report.model",
+    "EvalStatus": "referee.report.model",
+    "EVALUATION_STATUSES": "referee.report.model",
+    "ERROR_STATUSES": "referee.report.model",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

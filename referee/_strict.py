@@ -28,7 +28,7 @@ def snake_case(name: str) -> str:
 
 
 def nearest_name(key: str, accepted: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.7)
     return close[0] if close else None
 
 
