@@ -158,10 +158,12 @@ def read_case(data: dict[str, Any]) -> dict[str, Any]:
     """EvalCase input with ADK's case keys moved to referee fields and ``metadata['adk']``."""
     if "conversation" in data and data["conversation"] is None:
         data = {k: v for k, v in data.items() if k != "conversation"}  # a scenario case
-    if not CASE_KEYS & data.keys():
+    if not CASE_KEYS & data.keys() and data.get("session_input", {}) is not None:
         return data
     data = dict(data)
     kept = {key: data.pop(key) for key in sorted(CASE_KEYS) if key in data}
+    if "session_input" in data and data["session_input"] is None:
+        kept["session_input"] = data.pop("session_input")  # written back as the null it was
     scenario = kept.get("conversation_scenario")
     if scenario is not None:
         prompt = _get(scenario, "starting_prompt")
@@ -175,6 +177,8 @@ def read_case(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # Writing -------------------------------------------------------------------------------------
+
+_ABSENT = object()
 
 
 def _write_turn(turn: "Invocation") -> dict[str, Any]:
@@ -200,8 +204,8 @@ def _write_turn(turn: "Invocation") -> dict[str, Any]:
     else:
         out["final_response"] = text_content(expected, "model")
     calls = [c.model_dump(mode="json", exclude_defaults=True) for c in turn.expected_tool_trajectory]
-    raw = kept.pop("intermediate_data", None)
-    if raw is not None and [ToolCall.model_validate(c) for c in tool_calls(raw)] == \
+    raw = kept.pop("intermediate_data", _ABSENT)
+    if raw is not _ABSENT and [ToolCall.model_validate(c) for c in tool_calls(raw)] == \
             turn.expected_tool_trajectory:
         out["intermediate_data"] = raw
     elif calls:
@@ -224,6 +228,8 @@ def write_case(case: "EvalCase") -> dict[str, Any]:
     kept = dict(case.metadata.get(ADK, {}))
     out: dict[str, Any] = {"eval_id": case.eval_id}
     scenario = kept.pop("conversation_scenario", None)
+    if scenario is None and "conversation_scenario" in case.metadata.get(ADK, {}):
+        out["conversation_scenario"] = None  # ADK's dump writes the null
     turn = case.conversation[0] if len(case.conversation) == 1 else None
     plain_scenario_turn = (turn is not None and turn.user_text == _get(scenario, "starting_prompt")
                            and not turn.expected_final_response

@@ -461,6 +461,8 @@ def _is_shorthand(case: EvalCase, allow_expectations: bool) -> bool:
 def _case_dict(case: EvalCase) -> dict[str, Any]:
     data = case.model_dump(mode="json", exclude_defaults=True)
     data["eval_id"] = case.eval_id
+    if case.session_input is not None:  # what was given, defaults included, as ADK wrote it
+        data["session_input"] = case.session_input.model_dump(mode="json", exclude_unset=True)
     if _is_shorthand(case, allow_expectations=False):
         data.pop("conversation", None)
     return data
