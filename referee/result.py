@@ -33,6 +33,20 @@ class CriterionResult(StrictModel):
     skipped: bool = False
     error_kind: ErrorKind | None = None
 
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's EvalResult is a dataclass: EvalResult("name", 0.9, True, "reason", {...}).
+        if positional:
+            names = ("evaluator" if "criterion" not in fields else "criterion", "score", "passed",
+                     "reason", "metadata")
+            if len(positional) > len(names):
+                raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional "
+                                "arguments (evaluator, score, passed, reason, metadata)")
+            for key, value in zip(names, positional):
+                if key in fields:
+                    raise TypeError(f"{type(self).__name__} got {key!r} twice")
+                fields[key] = value
+        super().__init__(**fields)
+
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         if "evaluator" in data:

@@ -98,7 +98,11 @@ class CaseResult(BaseModel):
         """10xgraph's ``EvalCaseResult(eval_id=, passed=, actual_response=, ...)`` builds a
         CaseResult: ``passed`` (with ``error``) gives the status, the actual output becomes the
         execution, and the fields referee has no place for are kept in ``metadata``."""
-        if not isinstance(data, dict) or "status" in data or "passed" not in data:
+        if not isinstance(data, dict) or "status" in data:
+            return data
+        if _MULTIVON_CASE_RESULT_FIELDS & data.keys():
+            return _from_multivon_case_result(data)
+        if "passed" not in data:
             return data
         data = dict(data)
         passed = data.pop("passed")
@@ -125,6 +129,19 @@ class CaseResult(BaseModel):
         """10xgraph: a case that could not be evaluated."""
         return cls(eval_id=eval_id, name=name, status=CaseStatus.EVALUATOR_ERROR, error=error,
                    duration_seconds=duration_seconds)
+
+    @property
+    def case_input(self) -> str:
+        return (self.case.input or "") if self.case is not None else ""
+
+    @property
+    def actual_output(self) -> str:
+        return self.actual_response
+
+    @property
+    def latency_ms(self) -> float:
+        latency = self.execution.latency_s if self.execution else None
+        return latency * 1000.0 if latency is not None else 0.0
 
     @property
     def actual_tool_calls(self) -> list[Any]:
@@ -177,6 +194,52 @@ _PEER_EXECUTION_FIELDS = {"actual_response": "actual_response", "actual_tool_cal
 _PEER_CASE_RESULT_EXTRAS = ("actual_trajectory", "messages", "node_responses", "turn_results",
                             "agent_token_usage", "node_details")
 EvalCaseResult = CaseResult
+# multivon's CaseResult fields; its status follows from the error fields and the results.
+_MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "results", "model_error",
+                                          "judge_error", "evaluator_error", "latency_ms"})
+
+
+def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
+    """multivon's ``CaseResult(case_input=, actual_output=, results=, model_error=, ...)`` as a
+    CaseResult. The status follows referee's precedence (a model error, then a failed result,
+    then a judge error, then an evaluator error), not multivon's, where a judge error hides a
+    failure; ``skipped=True`` with nothing else is SKIPPED."""
+    data = dict(data)
+    results = [r if isinstance(r, CriterionResult) else CriterionResult.model_validate(r)
+               for r in data.pop("results", None) or []]
+    errors = {kind: data.pop(kind, None) for kind in ("model_error", "judge_error",
+                                                      "evaluator_error")}
+    skipped = data.pop("skipped", False)
+    scored_failure = any(not r.passed and not r.skipped and r.error is None for r in results)
+    if errors["model_error"]:
+        status = CaseStatus.MODEL_ERROR
+    elif skipped:
+        status = CaseStatus.SKIPPED
+    elif scored_failure:
+        status = CaseStatus.FAILED
+    elif errors["judge_error"]:
+        status = CaseStatus.JUDGE_ERROR
+    elif errors["evaluator_error"]:
+        status = CaseStatus.EVALUATOR_ERROR
+    else:
+        status = CaseStatus.PASSED
+    case_input = data.pop("case_input", None)
+    tags = data.pop("tags", None) or []
+    if data.get("case") is None and case_input is not None:
+        data["case"] = EvalCase(input=case_input, tags=tags,
+                                **({"eval_id": data["case_id"]} if data.get("case_id") else {}))
+    latency_ms = data.pop("latency_ms", None)
+    if data.get("execution") is None:
+        data["execution"] = ExecutionResult(
+            actual_response=data.pop("actual_output", "") or "",
+            latency_s=latency_ms / 1000.0 if latency_ms else None)
+    data.pop("actual_output", None)
+    case_id = data.pop("case_id", None)
+    data.setdefault("eval_id", case_id or (data["case"].eval_id if data.get("case") else ""))
+    data["error"] = data.get("error") or next((e for e in errors.values() if e), None)
+    data["criterion_results"] = results
+    data["status"] = status
+    return data
 
 
 class CriterionStats(BaseModel):
@@ -283,6 +346,18 @@ class EvalReport(BaseModel):
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_multivon_report(cls, data: Any) -> Any:
+        """multivon's ``EvalReport(suite_name=, case_results=[...])``."""
+        if isinstance(data, dict) and ("suite_name" in data or "case_results" in data):
+            data = dict(data)
+            if "suite_name" in data:
+                data.setdefault("name", data.pop("suite_name"))
+            if "case_results" in data:
+                data.setdefault("cases", data.pop("case_results"))
+        return data
+
     # Counts (document 001) -------------------------------------------------------------
     @property
     def results(self) -> list[CaseResult]:
@@ -339,6 +414,13 @@ class EvalReport(BaseModel):
     @property
     def error_rate(self) -> float:
         return self.errors / self.total if self.total else 0.0
+
+    @property
+    def avg_score(self) -> float:
+        """multivon: the mean criterion score over evaluated cases (errors and skips left out)."""
+        scores = [r.score for c in self.cases if c.status.is_evaluated
+                  for r in c.criterion_results if not r.skipped and not r.is_error]
+        return sum(scores) / len(scores) if scores else 0.0
 
     @property
     def duration_seconds(self) -> float:
