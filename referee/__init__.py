@@ -20,6 +20,8 @@ _EXPORTS: dict[str, str] = {
     "EvalSet": "referee.evalset",
     "ExecutionResult": "referee.execution",
     "TurnResult": "referee.execution",
+    "TrajectoryStep": "referee.execution",
+    "StepType": "referee.execution",
     "CriterionResult": "referee.result",
     "EvalResult": "referee.result",
     "TokenUsage": "referee.usage",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pydantic import AliasChoices, Field
@@ -9,6 +10,36 @@ from pydantic import AliasChoices, Field
 from referee._strict import StrictModel
 from referee.case import ToolCall
 from referee.usage import TokenUsage
+
+
+class StepType(str, Enum):
+    """Kinds of step in 10xgraph's recorded trajectory."""
+
+    NODE = "node"
+    TOOL = "tool"
+    MESSAGE = "message"
+    CONDITIONAL = "conditional"
+
+
+class TrajectoryStep(StrictModel):
+    """One step of a run as 10xgraph records it. An ExecutionResult given a ``trajectory``
+    takes its node visits and tool calls from the NODE and TOOL steps (unless given too)."""
+
+    step_type: StepType
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    timestamp: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def node(cls, name: str, timestamp: float | None = None, **metadata: Any) -> "TrajectoryStep":
+        return cls(step_type=StepType.NODE, name=name, timestamp=timestamp, metadata=metadata)
+
+    @classmethod
+    def tool(cls, name: str, args: dict[str, Any] | None = None, timestamp: float | None = None,
+             **metadata: Any) -> "TrajectoryStep":
+        return cls(step_type=StepType.TOOL, name=name, args=args or {}, timestamp=timestamp,
+                   metadata=metadata)
 
 
 class TurnResult(StrictModel):
@@ -42,6 +73,14 @@ class ExecutionResult(StrictModel):
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        steps = [s if isinstance(s, TrajectoryStep) else TrajectoryStep.model_validate(s)
+                 for s in data.get("trajectory") or []]
+        if steps and "tool_calls" not in data:
+            data["tool_calls"] = [ToolCall(name=s.name, args=s.args,
+                                           call_id=s.metadata.get("tool_call_id"))
+                                  for s in steps if s.step_type == StepType.TOOL]
+        if steps and "node_visits" not in data:
+            data["node_visits"] = [s.name for s in steps if s.step_type == StepType.NODE]
         kept = {key: data.pop(key) for key in _KEPT_IN_METADATA if key in data}
         if kept:
             data["metadata"] = {**(data.get("metadata") or {}), **kept}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 
 class TokenUsage(BaseModel):
@@ -18,6 +18,7 @@ class TokenUsage(BaseModel):
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
 
+    @computed_field  # type: ignore[prop-decorator]  # serialised, as 10xgraph's to_dict has it
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
@@ -29,9 +30,11 @@ class TokenUsage(BaseModel):
                 "cache_creation_tokens": self.cache_creation_tokens,
                 "total_tokens": self.total_tokens}
 
-    def __add__(self, other: "TokenUsage | None") -> "TokenUsage":
-        if other is None or (isinstance(other, int) and other == 0):  # sum() starts from 0
+    def __add__(self, other: "TokenUsage | int | None") -> "TokenUsage":
+        if other is None or (type(other) is int and other == 0):  # sum() starts from 0
             return self.model_copy()
+        if not isinstance(other, TokenUsage):
+            return NotImplemented
         if self.cost_usd is None and other.cost_usd is None:
             cost = None
         else:

@@ -268,6 +268,8 @@ class EvalSummary(BaseModel):
     total_duration_seconds: float = 0.0
     criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
     total_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    per_case_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
+    avg_tokens_per_case: float = 0.0
 
     @property
     def total(self) -> int:
@@ -331,6 +333,9 @@ class EvalSummary(BaseModel):
             total_duration_seconds=sum(durations),
             criterion_stats=stats,
             total_token_usage=usage,
+            per_case_token_usage={c.eval_id: c.token_usage for c in cases
+                                  if c.token_usage is not None},
+            avg_tokens_per_case=usage.total_tokens / total if total else 0.0,
         )
 
 
