@@ -82,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "GEval": "referee.evaluators",
     "CheckEvaluator": "referee.evaluators",
     "threshold_table": "referee.evaluators",
+    "calibrated_threshold": "referee.evaluators.calibration",
     # document-001 deterministic and text-metric evaluators, top level as in multivon
     "NotEmpty": "referee.evaluators",
     "ExactMatch": "referee.evaluators",
