@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from referee._strict import move_alias
+
 if TYPE_CHECKING:
     from referee.case import EvalCase, Invocation
 
@@ -128,9 +130,8 @@ def read_turn(data: dict[str, Any]) -> dict[str, Any]:
     data = dict(data)
     kept: dict[str, Any] = {}
     if "final_response" in data:
-        raw = data.pop("final_response")
-        if data.get("expected_final_response") is not None:
-            raise ValueError("'final_response' and 'expected_final_response' say the same thing")
+        move_alias(data, "final_response", "expected_final_response")
+        raw = data.pop("expected_final_response")
         if raw is not None:
             text = content_text(raw)
             data["expected_final_response"] = text

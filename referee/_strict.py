@@ -56,6 +56,15 @@ def unknown_field(error: dict[str, Any]) -> UnknownFieldError | None:
     return cause if isinstance(cause, UnknownFieldError) else None
 
 
+def move_alias(data: dict[str, Any], alias: str, field: str) -> None:
+    """Read ``alias`` (a peer's spelling) as ``field``; giving both is an error, not a choice."""
+    if alias not in data:
+        return
+    if field in data:
+        raise ValueError(f"{alias!r} and {field!r} name the same field; give one of them")
+    data[field] = data.pop(alias)
+
+
 class StrictModel(BaseModel):
     """A pydantic model whose constructor and ``model_validate`` refuse unknown keys."""
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from referee import _adk
-from referee._strict import StrictModel
+from referee._strict import StrictModel, move_alias
 
 # Long enough to tell cases apart in a report line, short enough to keep the line on one row.
 DISPLAY_NAME_CHARS = 60
@@ -233,15 +233,11 @@ class EvalCase(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
+        names = data.get("expected_tool_calls")
+        if isinstance(names, list):  # multivon lists the expected tools by name
+            data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
         for alias, field in _CASE_KEYWORD_ALIASES.items():
-            if alias not in data:
-                continue
-            if field in data:
-                raise ValueError(f"{alias!r} and {field!r} say the same thing; give one of them")
-            value = data.pop(alias)
-            if alias == "expected_tool_calls" and isinstance(value, list):
-                value = [{"name": v} if isinstance(v, str) else v for v in value]
-            data[field] = value
+            move_alias(data, alias, field)
         shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
         shorthand = {k: v for k, v in shorthand.items() if v}
         if shorthand:

@@ -39,7 +39,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from referee import _adk
-from referee._strict import StrictModel, nearest_name, snake_case, unknown_field
+from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.errors import InputError
 
@@ -70,10 +70,7 @@ class EvalSet(StrictModel):
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        if "cases" in data:
-            if "eval_cases" in data:
-                raise ValueError("'cases' and 'eval_cases' both list the cases; give one")
-            data["eval_cases"] = data.pop("cases")
+        move_alias(data, "cases", "eval_cases")
         for key in ("name", "description"):
             if key in data and data[key] is None:  # ADK writes null for an unnamed set
                 data[key] = ""

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from referee._strict import StrictModel
+from referee._strict import StrictModel, move_alias
 from referee.usage import TokenUsage
 
 ErrorKind = Literal["judge", "evaluator"]
@@ -49,10 +49,7 @@ class CriterionResult(StrictModel):
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        if "evaluator" in data:
-            if "criterion" in data:
-                raise ValueError("'evaluator' and 'criterion' name the same thing; give one")
-            data["criterion"] = data.pop("evaluator")
+        move_alias(data, "evaluator", "criterion")
         if "metadata" in data:
             details = data.get("details") or {}
             data["details"] = {**(data.pop("metadata") or {}), **details}

@@ -55,7 +55,7 @@ def test_single_turn_positional_order_three_or_more_is_10xgraphs():
 
 
 def test_single_turn_rejects_two_spellings_of_one_field():
-    with pytest.raises(ValueError, match="'expected_response' and 'expected_output' say the same"):
+    with pytest.raises(ValueError, match="'expected_response' and 'expected_output' name the same field"):
         EvalCase.single_turn(input="q", expected_output="a", expected_response="b")
 
 

@@ -104,7 +104,7 @@ def test_eval_result_constructor_keywords_and_positions():
         assert not result.passed and result.score == 0.4
     with pytest.raises(TypeError, match="at most 5 positional"):
         EvalResult("a", 1.0, True, "", {}, "extra")
-    with pytest.raises(ValueError, match="'evaluator' and 'criterion' name the same thing"):
+    with pytest.raises(ValueError, match="'evaluator' and 'criterion' name the same field"):
         EvalResult(evaluator="a", criterion="b", score=1.0, passed=True)
 
 
