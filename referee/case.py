@@ -25,6 +25,14 @@ _NON_TEXT_PART_KEYS = frozenset({"function_call", "functionCall", "function_resp
                                  "fileData", "executable_code", "code_execution_result"})
 
 
+_CHAT_MESSAGE_KEYS = frozenset({"role", "content", "metadata"})
+
+
+def _is_chat_message(value: dict[str, Any]) -> bool:
+    """A {role, content} message (MessageContent's dump; ``role`` may be left out)."""
+    return "content" in value and value.keys() <= _CHAT_MESSAGE_KEYS
+
+
 class Text(str):
     """Text that also answers 10xgraph's ``MessageContent.get_text()``, so code written for
     ``turn.user_content.get_text()`` or ``turn.expected_final_response.get_text()`` keeps working
@@ -51,7 +59,7 @@ def content_text(value: Any) -> str:
             return value["text"] if isinstance(value["text"], str) else ""
         if "parts" in value:
             return content_text(value["parts"])
-        if "content" in value and "role" in value:
+        if _is_chat_message(value):
             return content_text(value["content"])
         if _NON_TEXT_PART_KEYS & value.keys():
             return ""  # a function call or an attachment is no part of the text
@@ -136,7 +144,7 @@ def _message_text(value: Any) -> Any:
     read as its text; anything else is left for the field to validate."""
     if isinstance(value, MessageContent):
         return value.get_text()
-    if isinstance(value, dict) and ("parts" in value or {"role", "content"} <= value.keys()):
+    if isinstance(value, dict) and ("parts" in value or _is_chat_message(value)):
         return content_text(value)
     return value
 
@@ -164,7 +172,7 @@ class Invocation(StrictModel):
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_turn(data)
         content = data.get("user_content")
-        if isinstance(content, dict) and {"role", "content"} <= content.keys() and "parts" not in content:
+        if isinstance(content, dict) and _is_chat_message(content):
             data["user_content"] = MessageContent.model_validate(content)
         elif isinstance(content, dict):
             data["user_content"] = _adk.collapse_plain_content(content, role="user")

@@ -71,7 +71,7 @@ def test_multi_turn_with_pairs_and_tools_on_the_first_turn():
     assert len(EvalCase.multi_turn([Invocation.simple("a"), "b"], eval_id="x").conversation) == 2
 
 
-def test_invocation_simple_and_message_content_as_user_content():
+def test_invocation_simple_and_message_content_as_user_content(tmp_path):
     turn = Invocation.simple("Track parcel 9", "In Oslo.", [ToolCall(name="track")], ["router"])
     assert turn.user_text == "Track parcel 9" and turn.expected_final_response == "In Oslo."
     assert turn.expected_node_order == ["router"]
@@ -86,6 +86,11 @@ def test_invocation_simple_and_message_content_as_user_content():
     again = EvalCase.model_validate(json.loads(case.model_dump_json()))
     assert again.input == "Hello there" and isinstance(again.conversation[0].user_content,
                                                        MessageContent)
+    # Saved without defaults (role "user" left out), the message still reads back as one.
+    path = tmp_path / "cases.jsonl"
+    EvalSet(eval_cases=[case]).save(path)
+    loaded = EvalSet.load(path).eval_cases[0]
+    assert loaded.conversation[0].user_content == message and loaded.input == "Hello there"
 
 
 def test_tool_call_matches_follows_10xgraphs_rule():
