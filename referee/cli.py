@@ -44,6 +44,10 @@ TARGET is either
     --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (an EvalConfig of
     the 10xgraph-style AgentEvaluator API).
 
+With --traces FILE nothing is run: recorded runs (message lists or OTLP/JSON spans) are
+scored as they are, paired by id with TARGET's cases when TARGET is given, and the report's
+model is "recorded".
+
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
 Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
 cases are kept; --resume RUN_DIR completes the run)."""
@@ -220,6 +224,64 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
                            args, formats)
 
 
+MAX_NOTES_SHOWN = 20
+
+
+def _print_trace_notes(notes: list[str]) -> None:
+    for note in notes[:MAX_NOTES_SHOWN]:
+        print(f"referee: note: {note}", file=sys.stderr)
+    if len(notes) > MAX_NOTES_SHOWN:
+        print(f"referee: note: ... and {len(notes) - MAX_NOTES_SHOWN} more (see each case's "
+              f"execution.metadata.trace_notes in report.json)", file=sys.stderr)
+
+
+def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: list[str]) -> Any:
+    """Score recorded runs: cases from TARGET (a case file or a .py) or from the traces."""
+    from referee.adapters import score_traces_async
+
+    if args.agent:
+        raise CliError("--traces scores recorded runs and re-runs nothing; drop --agent")
+    traces = Path(args.traces)
+    if not traces.is_file():
+        raise CliError(f"--traces {traces}: no such file")
+    cases: Any = None
+    criteria: list[Any] | None = None
+    name = None
+    if target is not None and target.suffix == ".py":
+        from referee.run.agent import AgentEvaluator
+        from referee.run.suite import EvalSuite
+
+        if args.config:
+            raise CliError("--config goes with a case file or the traces alone, "
+                           "not a Python target")
+        module = load_python_file(target)
+        suite, evaluator = getattr(module, "suite", None), getattr(module, "evaluator", None)
+        if isinstance(suite, EvalSuite):
+            criteria, cases, name = suite.evaluators, suite.cases or None, suite.name
+        elif isinstance(evaluator, AgentEvaluator):
+            criteria, cases = evaluator.criteria, getattr(module, "eval_set", None)
+        else:
+            raise CliError(f"{target}: defines neither `suite` (an EvalSuite) nor `evaluator` "
+                           f"(an AgentEvaluator) whose criteria score the traces")
+    elif target is not None:
+        if not target.name.endswith(CASE_FILE_SUFFIXES):
+            raise CliError(f"{target}: expected a case file ({', '.join(CASE_FILE_SUFFIXES)}) "
+                           f"or a Python file to pair with --traces")
+        if not target.is_file():
+            raise CliError(f"{target}: no such file")
+        cases = target
+    config = None
+    if args.config:
+        from referee.config import EvalConfig
+
+        config = EvalConfig.from_file(args.config)
+    return score_traces_async(
+        traces, cases=cases, criteria=criteria, config=config, name=name,
+        verbose=not args.quiet, runs_dir=args.runs_dir, concurrency=args.concurrency,
+        formats=formats, resume=args.resume, fail_threshold=args.fail_threshold,
+        max_error_rate=args.max_error_rate, on_note=_print_trace_notes)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from referee.report.writers import parse_formats
 
@@ -233,8 +295,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
-    target = Path(args.target)
-    if target.suffix == ".py":
+    target = Path(args.target) if args.target else None
+    if args.traces:
+        pending = _run_from_traces(target, args, formats)
+    elif target is None:
+        raise CliError("run needs a TARGET (a .py file or a case file), or --traces FILE")
+    elif target.suffix == ".py":
         if args.agent or args.config:
             raise CliError("--agent and --config go with a case file, not a Python target")
         pending = _run_from_python(target, args, formats)
@@ -342,8 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an eval suite or an eval set and store the run",
                          description=RUN_DESCRIPTION,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("target", metavar="TARGET",
-                     help="a .py file defining suite+model or evaluator+eval_set, or a case file")
+    run.add_argument("target", metavar="TARGET", nargs="?",
+                     help="a .py file defining suite+model or evaluator+eval_set, or a case file "
+                          "(optional with --traces)")
+    run.add_argument("--traces", metavar="FILE",
+                     help="score recorded runs instead of running anything: OpenAI-style message "
+                          "lists or OTLP/JSON spans (JSON or JSONL); paired by id with TARGET's "
+                          "cases, or each record is its own case")
     run.add_argument("--agent", metavar="FILE.py:FUNCTION",
                      help="the agent under test, when TARGET is a case file")
     run.add_argument("--config", metavar="EVAL_CONFIG.json",
