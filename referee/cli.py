@@ -8,9 +8,10 @@
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
   and ``--config EVAL_CONFIG.json`` (the AgentEvaluator API's EvalConfig).
 
-Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
-unfinished candidate), 2 bad input,
-130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+Exit codes (``referee run --help`` lists them for users): 0 success, 1 a gate rejected the run
+or ``compare`` found regressions (or an unfinished candidate), 2 bad input, 3 nothing could be
+evaluated, 130 interrupted (Ctrl-C, or the run store could not be written; ``--resume``
+completes it). Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
 
+if TYPE_CHECKING:
+    from referee.report.model import EvalReport
+
 EXIT_GATE = 1
 EXIT_INPUT = 2
+EXIT_NOTHING_EVALUATED = 3
 EXIT_INTERRUPTED = 130
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
@@ -49,8 +54,16 @@ scored as they are, paired by id with TARGET's cases when TARGET is given, and t
 model is "recorded".
 
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
-Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
-cases are kept; --resume RUN_DIR completes the run)."""
+
+Exit codes:
+  0    the run finished and no gate rejected it
+  1    a gate rejected the run (--fail-threshold, --max-error-rate)
+  2    bad input (the target, a case or config file, an option; or the run directory is
+       being written by another live process); nothing was run
+  3    nothing could be evaluated: no cases, or every case errored or was skipped
+       (with or without a gate; the run is still stored and reported)
+  130  interrupted: Ctrl-C, or the run directory could not be written (a full disk);
+       finished cases are kept and --resume RUN_DIR completes the run"""
 VIEW_DESCRIPTION = (
     "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
@@ -61,7 +74,8 @@ COMPARE_DESCRIPTION = (
     "(interrupted) run, 0 otherwise, 2 on bad input.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
-    "(error rate >= 10% flagged) and whether the run was interrupted.")
+    "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
+    "run that cannot be read whole (every other run is listed as usual).")
 
 
 class CliError(Exception):
@@ -177,7 +191,7 @@ def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
-        retry_errors=args.retry_errors, formats=formats,
+        retry_errors=args.retry_errors, rescore=args.rescore, formats=formats,
         fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
         metadata=_run_metadata(args))
 
@@ -198,8 +212,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, formats=formats,
-                               metadata=_run_metadata(args))
+                               retry_errors=args.retry_errors, rescore=args.rescore,
+                               formats=formats, metadata=_run_metadata(args))
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -293,6 +307,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         formats = [f for f in formats if f != "console"]
     if args.retry_errors and args.resume is None:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
+    if args.rescore and args.resume is None:
+        raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     target = Path(args.target) if args.target else None
@@ -309,11 +325,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    from referee.report.store import RunStoreWriteError
     from referee.run.sync import run_sync
 
     try:
         report = run_sync(pending)
+    except RunStoreWriteError as exc:
+        # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
+        return _fail(str(exc), EXIT_INTERRUPTED)
     except EvalGateFailure as exc:
+        if getattr(exc.report, "evaluated", None) == 0:
+            # No pass rate to gate on: say that, rather than "0.0% < threshold".
+            return _nothing_evaluated(exc.report)
         print(f"referee: {exc}", file=sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
@@ -327,7 +350,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The chosen formats went to files; stdout stays clean, and stderr says where they are.
         print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
               file=sys.stderr)
+    if report.evaluated == 0:
+        return _nothing_evaluated(report)
     return 0
+
+
+def _nothing_evaluated(report: "EvalReport") -> int:
+    """A run without one evaluated case has no verdict; CI must not read it as a pass."""
+    from referee.report.model import nothing_evaluated_reason
+
+    run_dir = report.metadata.get("run_dir")
+    where = f"; the run is stored in {run_dir}" if run_dir else ""
+    print(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", file=sys.stderr)
+    return EXIT_NOTHING_EVALUATED
 
 
 def _runs_dir(value: str | None) -> Path:
@@ -385,12 +420,18 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs under {runs_dir}")
         return 0
+    from referee.report.model import format_rate
+
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
+        if run.damaged:
+            more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
+            state += f"  (damaged: {run.damaged[0]}{more})"
         model = f"  [{run.model_id}]" if run.model_id else ""
-        print(f"{run.run_id}  {run.name or '-'}{model}  pass {run.pass_rate:.1%}  errors "
-              f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
+        pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
+        print(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
+              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
@@ -435,6 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume: also run again the cases that ended in an error")
+    run.add_argument("--rescore", action="store_true",
+                     help="with --resume: score the stored outputs with the criteria given now "
+                          "(resuming with changed criteria is refused otherwise); the model "
+                          "runs only for cases that have no output yet")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")

@@ -15,12 +15,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
+from referee.storable import Conversion
 from referee.usage import TokenUsage
+
+
+MAX_NAMED_CONVERSIONS = 5
 
 
 class CaseStatus(str, Enum):
@@ -80,6 +84,10 @@ EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
 
 
 class CaseResult(BaseModel):
+    # A non-finite float in a free-form value serialises as "NaN"/"Infinity" (not a silent
+    # null), which lets the engine's storable check see it at pydantic's speed.
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
     index: int = 0
     eval_id: str
     name: str = ""
@@ -91,6 +99,20 @@ class CaseResult(BaseModel):
     duration_seconds: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
+    converted: list[Conversion] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _label_namesakes(self) -> "CaseResult":
+        """Two criteria of one name are two results: ``contains`` and ``contains#2``
+        (docs/architecture.md). Runs stored before labels get them when loaded."""
+        results = self.criterion_results
+        labels = unique_labels([r.criterion for r in results])
+        if any(r.criterion != label for r, label in zip(results, labels)):
+            self.criterion_results = [
+                r if r.criterion == label else r.model_copy(update={"criterion": label})
+                for r, label in zip(results, labels)]
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -242,12 +264,21 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def format_rate(rate: float, denominator: int) -> str:
+    """A rate as reports print it: "n/a" when nothing was there to count, never "0.0%"."""
+    return "n/a" if denominator == 0 else f"{rate * 100:.1f}%"
+
+
 class CriterionStats(BaseModel):
+    """One criterion over a run. ``avg_score`` and ``pass_rate`` cover its ``scored`` results
+    only (passed + failed): an errored or skipped result is not a 0.0."""
+
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    scored: int = 0
     avg_score: float = 0.0
     pass_rate: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
@@ -306,19 +337,17 @@ class EvalSummary(BaseModel):
                     s.token_usage = r.token_usage + s.token_usage
                 if r.skipped:
                     s.skipped += 1
-                    continue
-                if r.error is not None or r.error_kind is not None:
+                elif r.is_error:
                     s.errors += 1
-                elif r.passed:
-                    s.passed += 1
                 else:
-                    s.failed += 1
-                scores.setdefault(r.criterion, []).append(r.score)
+                    s.passed += r.passed
+                    s.failed += not r.passed
+                    scores.setdefault(r.criterion, []).append(r.score)
         for name, s in stats.items():
             vals = scores.get(name, [])
+            s.scored = len(vals)
             s.avg_score = sum(vals) / len(vals) if vals else 0.0
-            judged = s.passed + s.failed
-            s.pass_rate = s.passed / judged if judged else 0.0
+            s.pass_rate = s.passed / s.scored if s.scored else 0.0
         durations = [c.duration_seconds for c in cases]
         usage = TokenUsage.total([c.token_usage for c in cases]) or TokenUsage()
         return cls(
@@ -408,12 +437,20 @@ class EvalReport(BaseModel):
         return sum(1 for c in self.cases if c.status.is_error)
 
     @property
+    def criterion_errors(self) -> int:
+        """Criterion results that could not be scored, on any case: a judge outage stays
+        visible even where a known failure decided the case's status."""
+        return sum(1 for c in self.cases for r in c.criterion_results if r.is_error)
+
+    @property
     def errors_by_kind(self) -> dict[str, int]:
         counts = Counter(c.status.value.lower() for c in self.cases if c.status.is_error)
         return dict(sorted(counts.items()))
 
     @property
     def pass_rate(self) -> float:
+        """passed / evaluated; 0.0 when nothing was evaluated (reports print "n/a" then:
+        tell the two apart with ``evaluated == 0``)."""
         return self.passed / self.evaluated if self.evaluated else 0.0
 
     @property
@@ -426,6 +463,23 @@ class EvalReport(BaseModel):
         scores = [r.score for c in self.cases if c.status.is_evaluated
                   for r in c.criterion_results if not r.skipped and not r.is_error]
         return sum(scores) / len(scores) if scores else 0.0
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader must know before trusting the stored values: damage found in the
+        run store, and stand-ins for values that JSON could not hold (one line, naming the
+        first few)."""
+        damaged = [str(d) for d in self.metadata.get("damaged") or []]
+        converted = [(c, v) for c in self.cases for v in c.converted]
+        if not converted:
+            return damaged
+        cases = len({id(c) for c, _ in converted})
+        named = "; ".join(f"{c.label!r} {v.describe()}" for c, v in converted[:MAX_NAMED_CONVERSIONS])
+        more = len(converted) - MAX_NAMED_CONVERSIONS
+        tail = f"; and {more} more" if more > 0 else ""
+        return damaged + [f"{len(converted)} value(s) in {cases} case(s) could not be stored as JSON and "
+                f"were stored as marked stand-ins (each case's 'converted' lists them): "
+                f"{named}{tail}"]
 
     @property
     def duration_seconds(self) -> float:
@@ -463,9 +517,10 @@ class EvalReport(BaseModel):
             "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
             "failed": self.failed, "skipped": self.skipped, "errors": self.errors,
             "errors_by_kind": self.errors_by_kind, "pass_rate": self.pass_rate,
-            "error_rate": self.error_rate,
+            "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
+        data["warnings"] = self.warnings
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -476,9 +531,32 @@ class EvalReport(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
-        data = {k: v for k, v in data.items() if k not in ("totals", "summary")}
+        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "warnings")}
         return cls.model_validate(data)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "EvalReport":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def nothing_evaluated_reason(report: EvalReport) -> str:
+    """Why a run has no pass rate: no cases, or every case errored or was skipped."""
+    if report.total == 0:
+        return "the run has no cases"
+    parts = []
+    if report.errors:
+        kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
+        parts.append(f"{report.errors} errored ({kinds})")
+    if report.skipped:
+        parts.append(f"{report.skipped} skipped")
+    return f"none of the {report.total} case(s) could be evaluated: {', '.join(parts)}"
+
+
+def criterion_errors_line(report: EvalReport) -> str:
+    """How many criterion results could not be scored, including on cases that FAILED anyway."""
+    on_failed = sum(1 for c in report.cases if c.status == CaseStatus.FAILED
+                    for r in c.criterion_results if r.is_error)
+    line = f"{report.criterion_errors} criterion errors"
+    if on_failed:
+        line += f" ({on_failed} on cases that FAILED on another criterion)"
+    return line
