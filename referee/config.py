@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from referee._strict import StrictModel, unknown_field
 from referee.errors import InputError
 from referee.redact import BaseURL, mask_url_fields
 
@@ -32,7 +33,7 @@ class MatchType(str, Enum):
         return None
 
 
-class Rubric(BaseModel):
+class Rubric(StrictModel):
     # NaN passes every range check ("nan < 1" is false): no config takes NaN or inf at all.
     model_config = ConfigDict(allow_inf_nan=False)
 
@@ -45,7 +46,7 @@ class Rubric(BaseModel):
         return cls(rubric_id=rubric_id, content=content, weight=weight)
 
 
-class CriterionConfig(BaseModel):
+class CriterionConfig(StrictModel):
     # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -145,7 +146,7 @@ class CriterionConfig(BaseModel):
         return cls(threshold=threshold, judge_model=judge_model)
 
 
-class CriteriaConfig(BaseModel):
+class CriteriaConfig(StrictModel):
     """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -170,7 +171,7 @@ class CriteriaConfig(BaseModel):
         ]
 
 
-class UserSimulatorConfig(BaseModel):
+class UserSimulatorConfig(StrictModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = DEFAULT_JUDGE_MODEL
@@ -192,7 +193,7 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-class EvalConfig(BaseModel):
+class EvalConfig(StrictModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
@@ -239,6 +240,11 @@ class EvalConfig(BaseModel):
             err = exc.errors()[0]
             loc = tuple(err["loc"])
             expected = None
+            unknown = unknown_field(err)
+            if unknown is not None:
+                raise InputError(unknown.detail, source=str(path),
+                                 field=".".join(str(p) for p in (*loc, unknown.field)),
+                                 expected="one of: " + ", ".join(unknown.accepted)) from None
             if err["type"] == "extra_forbidden":
                 # "Extra inputs are not permitted" alone does not say what the names could be.
                 known = _field_names_at(cls, loc[:-1])

@@ -8,7 +8,9 @@ import re
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator
+
+from referee._strict import StrictModel
 
 from referee.redact import BaseURL, mask_url_fields, remember_secret
 
@@ -39,7 +41,7 @@ def _register_provider_name(name: str) -> None:
     _extra_providers.add(name)
 
 
-class JudgeConfig(BaseModel):
+class JudgeConfig(StrictModel):
     """Which model judges, and how it is called.
 
     ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
@@ -164,6 +166,12 @@ class JudgeConfig(BaseModel):
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
 
+    def resolve(self) -> "JudgeConfig":
+        """multivon's ``JudgeConfig.resolve()``: this config with what it leaves unset filled
+        from JUDGE_PROVIDER/JUDGE_MODEL (and OPENAI_BASE_URL) and the defaults. ``configure()``
+        is not consulted here; :func:`resolve_judge_config` adds that layer."""
+        return _resolve_layers((_env_layer(), self))
+
 
 def _env_int(name: str) -> int | None:
     raw = os.environ.get(name, "").strip()
@@ -235,8 +243,12 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
+    return _resolve_layers((_env_layer(), get_configured(), judge))
+
+
+def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     merged: dict[str, Any] = {name: getattr(JudgeConfig(), name) for name in JudgeConfig.model_fields}
-    for layer in (_env_layer(), get_configured(), judge):
+    for layer in layers:
         if layer is not None:
             _apply_layer(merged, layer)
     if merged["provider"] == "openai" and not merged["base_url"]:
