@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,14 @@ from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
 from referee.judge.pricing import usage_for
-from referee.judge.providers import JudgeRequest, ProviderSetupError, RawReply, adapter_for
+from referee.judge.providers import (
+    PLACEHOLDER_API_KEY,
+    JudgeRequest,
+    ProviderSetupError,
+    RawReply,
+    adapter_for,
+)
+from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
@@ -26,6 +33,14 @@ logger = logging.getLogger("referee.judge")
 # Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
 # prompt, parameters and sample index, so it only ever replays an identical request.
 DEFAULT_CACHE_ENABLED = True
+
+
+# How much of a reply that yielded no verdict is kept as evidence (after redaction).
+EVIDENCE_CHARS = 300
+
+# accept(text): whether a reply yielded what the caller asked for (a verdict, a score, the
+# questions). Only accepted replies are cached or replayed from the cache.
+ReplyCheck = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,56 @@ class JudgeReply:
     model: str
     latency_s: float
     attempts: int = 1
+    # The provider stopped the reply at this max_tokens: the text is cut off.
+    truncated_at: int | None = None
+
+    def unreadable(self, problem: str) -> JudgeUnavailable:
+        """The error for this reply when it yielded no verdict or score (see
+        ``unreadable_replies``)."""
+        return unreadable_replies([self], problem)
+
+    @property
+    def excerpt(self) -> str:
+        """The start of the text, secrets removed: evidence for ``details``."""
+        return clip(self.text, EVIDENCE_CHARS, one_line=False)
+
+
+def unreadable_replies(replies: Sequence[JudgeReply], problem: str, *,
+                       owner: str | None = None) -> JudgeUnavailable:
+    """The error for replies that together yielded no verdict or score.
+
+    When the provider cut one off, the error says "judge reply truncated at max_tokens=N"
+    instead of ``problem``. It carries the replies' usage (they were paid for) and, in
+    ``details``, a redacted excerpt of each (``raw_reply``, or ``raw_replies`` for several).
+    """
+    cut = next((r for r in replies if r.truncated_at is not None), None)
+    reason = (f"judge reply truncated at max_tokens={cut.truncated_at}" if cut is not None
+              else clip(problem, EVIDENCE_CHARS))
+    if owner:
+        reason = f"{owner}: {reason}"
+    details: dict[str, Any] = (
+        {"raw_reply": replies[0].excerpt} if len(replies) == 1
+        else {"raw_replies": [r.excerpt for r in replies]})
+    if cut is not None:
+        details["truncated_at_max_tokens"] = cut.truncated_at
+    first = replies[0] if replies else None
+    return JudgeUnavailable(reason, provider=first.provider if first else None,
+                            model=first.model if first else None,
+                            token_usage=TokenUsage.total([r.usage for r in replies]),
+                            details=details)
+
+
+def _accepted(text: str, accept: ReplyCheck | None) -> bool:
+    if not text.strip():
+        # An empty reply is a glitch more often than an answer; replaying it forever would
+        # turn one bad moment into a permanent UNKNOWN.
+        return False
+    if accept is None:
+        return True
+    try:
+        return bool(accept(text))
+    except Exception:  # a check that cannot read the reply has not accepted it
+        return False
 
 
 class _Endpoint:
@@ -47,6 +112,8 @@ class _Endpoint:
         self.provider = provider
         self.base_url = base_url
         self._api_key = api_key
+        if api_key != PLACEHOLDER_API_KEY:
+            remember_secret(api_key)
         self.limiter = new_budget(settings)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
@@ -155,20 +222,9 @@ def estimate_tokens(request: JudgeRequest) -> int:
     return (len(request.prompt) + len(request.system or "")) // 4 + min(request.max_tokens, 16)
 
 
-# Key-shaped tokens (OpenAI/Anthropic "sk-...", Google "AIza...") in provider error text.
-_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{20,})")
-
-
-def _redact(text: str, secret: str | None) -> str:
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return _KEY_SHAPED.sub("***", text)
-
-
 def _detail(exc: BaseException) -> str:
-    """A short, single-line excerpt of the provider's own error text."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
+    """A short, single-line excerpt of the provider's own error text, secrets removed first."""
+    return clip(str(exc), 200)
 
 
 class Judge:
@@ -215,17 +271,22 @@ class Judge:
                                   max_total_s=self.config.effective_retry_max_total_s)
 
     def _unavailable(self, message: str, cause: BaseException | None) -> JudgeUnavailable:
-        text = f"judge {self.provider}/{self.model} unavailable: {message}"
-        # The key in use may have come from the environment, not the config: redact both.
-        for secret in (self.config.api_key_value(),
-                       self._endpoint.api_key if self._endpoint is not None else None):
-            text = _redact(text, secret)
+        # The key in use (from the config, the environment or a custom adapter) is a
+        # remembered secret, so redact() removes it along with any key-shaped token.
+        text = redact(f"judge {self.provider}/{self.model} unavailable: {message}")
         return JudgeUnavailable(text, provider=self.provider, model=self.model, cause=cause)
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
                        sample_index: int = 0, temperature: float | None = None,
-                       max_tokens: int | None = None) -> JudgeReply:
-        """One judge reply; raises JudgeUnavailable when the provider cannot give one."""
+                       max_tokens: int | None = None,
+                       accept: ReplyCheck | None = None) -> JudgeReply:
+        """One judge reply; raises JudgeUnavailable when the provider cannot give one.
+
+        ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
+        interprets the reply, decides. Only such replies are cached, and a cached reply it does
+        not accept is asked again. Empty, cut-off (``truncated_at``) and non-text replies are
+        never cached; a non-text reply raises JudgeUnavailable with its usage.
+        """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         if not isinstance(sample_index, int) or sample_index < 0:
@@ -246,7 +307,7 @@ class Judge:
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index)
             hit = cache.get(key)
-            if hit is not None:
+            if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
             shared = await _join_flight(key)
             if shared is not None:
@@ -260,17 +321,22 @@ class Judge:
                 _end_flight(key, flight, None)  # those waiting make their own attempt
             raise
         latency = time.monotonic() - started
-        # An empty reply is a glitch more often than an answer; replaying it forever would turn
-        # one bad moment into a permanent UNKNOWN.
-        if cache is not None and raw.text.strip():
+        reply = JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
+                                                          raw.output_tokens),
+                           cached=False, provider=cfg.provider, model=cfg.model,
+                           latency_s=latency, attempts=attempts,
+                           truncated_at=request.max_tokens if raw.truncated else None)
+        usable = (raw.content_error is None and not raw.truncated
+                  and _accepted(raw.text, accept))
+        if cache is not None and usable:
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
         if flight is not None:
-            _end_flight(key, flight, raw.text)
-        return JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
-                                                         raw.output_tokens),
-                          cached=False, provider=cfg.provider, model=cfg.model,
-                          latency_s=latency, attempts=attempts)
+            # Those waiting on a reply that yielded nothing make their own attempt.
+            _end_flight(key, flight, raw.text if usable else None)
+        if raw.content_error is not None:
+            raise reply.unreadable(raw.content_error)
+        return reply
 
     def _cached_reply(self, text: str) -> JudgeReply:
         cfg = self.config

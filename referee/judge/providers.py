@@ -7,6 +7,7 @@ stacked on retries multiply load exactly when a provider is already struggling.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import inspect
 import json
@@ -38,6 +39,11 @@ class RawReply:
     input_tokens: int
     output_tokens: int
     model: str
+    # The provider stopped at max_tokens (finish_reason "length", stop_reason "max_tokens",
+    # MAX_TOKENS): the text is cut off.
+    truncated: bool = False
+    # Why the answer carries no text (content null, an object, a number), when it does not.
+    content_error: str | None = None
     # The reply's HTTP headers where the SDK exposes them: the provider's rate-limit state.
     headers: Mapping[str, str] | None = None
 
@@ -63,6 +69,8 @@ async def _parsed(raw: Any) -> Any:
     return await parsed if inspect.isawaitable(parsed) else parsed
 
 
+# Sent to keyless OpenAI-compatible endpoints; not a secret.
+PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
 # Reasoning models reject `temperature` and take `max_completion_tokens` in Chat Completions.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
@@ -124,7 +132,7 @@ class OpenAIAdapter:
                     "no OpenAI API key: set OPENAI_API_KEY or JudgeConfig(api_key=...)")
             # Local OpenAI-compatible servers (Ollama, vLLM, ...) ignore the key but the SDK
             # insists on one.
-            api_key = "not-needed"
+            api_key = PLACEHOLDER_API_KEY
         return base_url, api_key
 
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
@@ -185,14 +193,17 @@ class OpenAIAdapter:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedReply("Chat Completions reply has no choices")
-        text = ""
+        text, content_error, truncated = "", None, False
         if choices and isinstance(choices[0], dict):
             message = choices[0].get("message")
-            text = (message.get("content") if isinstance(message, dict) else None) or ""
+            text, content_error = _chat_text(message if isinstance(message, dict) else {})
+            truncated = choices[0].get("finish_reason") == "length"
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
-                        model=data.get("model") or request.model, headers=response.headers)
+                        model=data.get("model") or request.model, truncated=truncated,
+                        content_error=content_error,
+                        headers=response.headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
@@ -218,10 +229,43 @@ class OpenAIAdapter:
                 if getattr(block, "type", None) == "output_text":
                     parts.append(getattr(block, "text", "") or "")
         usage = getattr(response, "usage", None)
+        incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
+                        truncated=incomplete == "max_output_tokens",
                         headers=raw.headers)
+
+
+def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
+    """(text, why there is none) of a Chat Completions message.
+
+    Servers that are only OpenAI-compatible send content as a list of parts, or as JSON that
+    is not text at all; parts are joined, anything else is named rather than read as an answer.
+    """
+    content = message.get("content")
+    if isinstance(content, str):
+        return content, None
+    if isinstance(content, list) and all(
+            isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))
+            for p in content):
+        return "".join(p if isinstance(p, str) else p["text"] for p in content), None
+    if content is None:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            return "", f"the judge refused: {refusal.strip()}"
+        return "", "the reply's content is null, not text"
+    if isinstance(content, dict):
+        kind = "an object"
+    elif isinstance(content, list):
+        kind = "a list of non-text parts"
+    elif isinstance(content, bool):
+        kind = "a boolean"
+    elif isinstance(content, (int, float)):
+        kind = "a number"
+    else:
+        kind = type(content).__name__
+    return "", f"the reply's content is {kind}, not text: {json.dumps(content, default=str)}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -277,6 +321,7 @@ class AnthropicAdapter:
         return RawReply(text=text, input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
+                        truncated=getattr(response, "stop_reason", None) == "max_tokens",
                         headers=raw.headers)
 
 
@@ -287,7 +332,9 @@ def _use_vertex() -> bool:
 
 def _import_genai() -> Any:
     try:
-        from google import genai
+        # import_module, not "from google import genai": the latter is satisfied by the
+        # attribute an earlier import left on the google package even when the module is gone.
+        genai = importlib.import_module("google.genai")
     except ImportError:
         raise ProviderSetupError(
             "the google judge provider needs the google-genai package: "
@@ -341,7 +388,10 @@ class GoogleAdapter:
         if candidates is None:
             raise MalformedReply("generateContent reply has no candidates")
         parts: list[str] = []
+        truncated = False
         if candidates:
+            reason = getattr(candidates[0], "finish_reason", None)
+            truncated = str(getattr(reason, "name", reason)) == "MAX_TOKENS"
             content = getattr(candidates[0], "content", None)
             for part in getattr(content, "parts", None) or []:
                 if getattr(part, "thought", False):
@@ -353,6 +403,7 @@ class GoogleAdapter:
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
                         model=getattr(response, "model_version", None) or request.model,
+                        truncated=truncated,
                         headers=getattr(http, "headers", None))
 
 

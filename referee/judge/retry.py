@@ -19,8 +19,9 @@ OVERLOADED_STATUS = frozenset({503, 529})
 # SDKs' faster transport), matched by class name so no such package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
                               "RemoteProtocolError", "ProtocolError",
-                              # aiohttp (google-genai uses it when installed): a body cut short
-                              "ClientPayloadError"})
+                              # aiohttp (google-genai uses it when installed): a body cut
+                              # short, a dropped connection
+                              "ClientPayloadError", "ServerDisconnectedError"})
 
 
 @dataclass(frozen=True)

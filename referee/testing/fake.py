@@ -112,7 +112,8 @@ class FakeJudge(ScriptedJudge):
             await asyncio.sleep(outcome.latency_s)
         input_tokens, output_tokens = token_counts(outcome, recorded)
         return RawReply(text=outcome.text, input_tokens=input_tokens,
-                        output_tokens=output_tokens, model=recorded.model)
+                        output_tokens=output_tokens, model=recorded.model,
+                        truncated=outcome.cut_off)
 
 
 class _FakeAdapter:

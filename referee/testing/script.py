@@ -37,6 +37,12 @@ class Reply:
     output_tokens: int | None = None
     thinking: str | None = None  # a reasoning block sent before the answer, where the API has one
     latency_s: float = 0.0
+    # True: the provider says it cut the reply off at max_tokens (finish_reason "length",
+    # stop_reason "max_tokens", finishReason MAX_TOKENS, Responses status "incomplete").
+    cut_off: bool = False
+    # Chat Completions only: the message's content as this JSON text instead of ``text``
+    # ("null", an object, a number, a list of parts), as OpenAI-compatible servers may send.
+    content_json: str | None = None
     tool_calls: tuple[ScriptedToolCall, ...] = ()
 
     @classmethod

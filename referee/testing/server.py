@@ -105,8 +105,9 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
         return {
             "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
             "model": request.model,
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
-                         "logprobs": None, "message": _chat_message(text, calls)}],
+            "choices": [{"index": 0, "finish_reason": (
+                "length" if reply.cut_off else "tool_calls" if calls else "stop"),
+                         "logprobs": None, "message": _chat_message(text, calls, reply)}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens},
         }
@@ -123,9 +124,11 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
                        "name": call.name, "arguments": json.dumps(call.arguments),
                        "status": "completed"} for call_id, call in calls)
         return {
-            "id": f"resp_{ident}", "object": "response", "created_at": now, "status": "completed",
+            "id": f"resp_{ident}", "object": "response", "created_at": now,
+            "status": "incomplete" if reply.cut_off else "completed",
             "model": request.model, "output": output, "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+            "tool_choice": "auto", "tools": [], "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if reply.cut_off else None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "input_tokens_details": {"cached_tokens": 0},
@@ -142,7 +145,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
                         "input": call.arguments} for call_id, call in calls)
         return {
             "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
-            "content": content, "stop_reason": "tool_use" if calls else "end_turn",
+            "content": content, "stop_reason": (
+                "max_tokens" if reply.cut_off else "tool_use" if calls else "end_turn"),
             "stop_sequence": None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         }
@@ -154,18 +158,24 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
     parts.extend({"functionCall": {"id": call_id, "name": call.name, "args": call.arguments}}
                  for call_id, call in calls)
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                        "index": 0}],
+        "candidates": [{"content": {"role": "model", "parts": parts},
+                        "finishReason": "MAX_TOKENS" if reply.cut_off else "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
                           "totalTokenCount": input_tokens + output_tokens},
         "modelVersion": request.model,
     }
 
 
-def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]]) -> dict[str, Any]:
-    """A Chat Completions assistant message; with tool calls, empty text is sent as null."""
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None,
-                               "refusal": None}
+def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]],
+                  reply: Reply) -> dict[str, Any]:
+    """A Chat Completions assistant message; with tool calls, empty text is sent as null.
+
+    ``reply.content_json`` replaces the content as given (null, an object, a list of parts).
+    """
+    content = text if text or not calls else None
+    if reply.content_json is not None:
+        content = json.loads(reply.content_json)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if calls:
         message["tool_calls"] = [
             {"id": call_id, "type": "function",
