@@ -16,7 +16,7 @@ from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
 from referee.judge.config import JudgeConfig
-from referee.judge.limiter import EndpointLimiter
+from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
 from referee.judge.pricing import usage_for
 from referee.judge.providers import (
     PLACEHOLDER_API_KEY,
@@ -107,13 +107,14 @@ def _accepted(text: str, accept: ReplyCheck | None) -> bool:
 class _Endpoint:
     """Everything shared by the judges of one (provider, base_url, credentials)."""
 
-    def __init__(self, provider: str, base_url: str, api_key: str | None, limit: int) -> None:
+    def __init__(self, provider: str, base_url: str, api_key: str | None,
+                 settings: BudgetSettings) -> None:
         self.provider = provider
         self.base_url = base_url
         self._api_key = api_key
         if api_key != PLACEHOLDER_API_KEY:
             remember_secret(api_key)
-        self.limiter = EndpointLimiter(limit)
+        self.limiter = new_budget(settings)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
         # gets its own client. The client refers back to its loop, so the weak key alone never
@@ -195,12 +196,30 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     key = (cfg.provider, base_url, fingerprint)
     with _endpoints_lock:
         endpoint = _endpoints.get(key)
+        settings = _budget_settings(cfg)
         if endpoint is None:
-            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key,
-                                                   cfg.effective_max_concurrency)
-        elif cfg.max_concurrency is not None and cfg.max_concurrency != endpoint.limiter.limit:
-            endpoint.limiter.set_limit(cfg.max_concurrency)
+            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings)
+        elif _explicit_budget(cfg) and settings != endpoint.limiter.settings:
+            # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
+            endpoint.limiter.configure(settings)
     return endpoint
+
+
+def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
+    return BudgetSettings(max_concurrency=cfg.effective_max_concurrency,
+                          pinned=cfg.concurrency_pinned, rpm=cfg.effective_rpm,
+                          tpm=cfg.effective_tpm)
+
+
+def _explicit_budget(cfg: JudgeConfig) -> bool:
+    return (cfg.concurrency_pinned or cfg.effective_rpm is not None
+            or cfg.effective_tpm is not None)
+
+
+def estimate_tokens(request: JudgeRequest) -> int:
+    """A cheap guess of the tokens a request will be billed, corrected once the reply says:
+    about four characters per prompt token, plus a short answer."""
+    return (len(request.prompt) + len(request.system or "")) // 4 + min(request.max_tokens, 16)
 
 
 def _detail(exc: BaseException) -> str:
@@ -231,6 +250,14 @@ class Judge:
 
     @property
     def max_concurrency(self) -> int:
+        """The endpoint's pinned limit, or the ceiling its adaptive limit may grow to."""
+        if self._endpoint is None:
+            return self.config.effective_max_concurrency
+        return self._endpoint.limiter.settings.max_concurrency
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Requests the endpoint lets into flight right now."""
         return self._endpoint.limiter.limit if self._endpoint else self.config.effective_max_concurrency
 
     def _cache_enabled(self) -> bool:
@@ -317,46 +344,91 @@ class Judge:
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
+        """Attempts until a reply. A 429 sets the pace: the endpoint pauses and the request
+        waits its turn again, as long as its 429 pauses add up to at most ``rate_limit_wait_s``;
+        other failures get ``max_retries`` retries within ``retry_max_total_s`` of the first."""
         assert self._endpoint is not None
-        endpoint = self._endpoint
+        budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
         policy = self._policy()
-        deadline = time.monotonic() + policy.max_total_s
-        attempt = 0
+        tokens = estimate_tokens(request)
+        rate_limit_budget = self.config.effective_rate_limit_wait_s
+        rate_limit_waited = 0.0
+        outage_deadline: float | None = None
+        attempt = failures = 0
         while True:
             attempt += 1
+            permit = await budget.lease(tokens)
+            sent = time.monotonic()
             try:
-                async with endpoint.limiter:
-                    client = endpoint.client(self.config)
-                    # The SDK enforces the timeout too; this bound also covers a stalled body.
-                    raw = await asyncio.wait_for(adapter.call(client, request),
-                                                 timeout=request.timeout + 5.0)
-                return raw, attempt
+                client = self._endpoint.client(self.config)
+                # The SDK enforces the timeout too; this bound also covers a stalled body.
+                raw = await asyncio.wait_for(adapter.call(client, request),
+                                             timeout=request.timeout + 5.0)
             except asyncio.CancelledError:
+                budget.settle(permit, Outcome("cancelled"))
                 raise
             except ProviderSetupError as exc:
+                budget.settle(permit, Outcome("failed"))
                 raise self._unavailable(str(exc), exc) from None
             except Exception as exc:
                 if not _retry.is_provider_failure(exc):
+                    budget.settle(permit, Outcome("failed"))
                     raise  # a bug, not an outage: it must surface as an evaluator error
                 info = _retry.classify(exc)
+                budget.settle(permit, _failure_outcome(info, time.monotonic() - sent))
                 detail = _detail(exc)
                 summary = f"{info.summary}: {detail}" if detail else info.summary
                 if not info.retryable:
                     # from None: a chained traceback would print the provider's own,
                     # unredacted text (which may echo the key); it stays on .cause.
                     raise self._unavailable(f"{summary}, not retryable", exc) from None
-                delay = policy.delay(attempt - 1, info.retry_after)
-                out_of_attempts = attempt > policy.max_retries
-                out_of_time = time.monotonic() + delay > deadline
+                now = time.monotonic()
+                if info.rate_limited:
+                    # The endpoint has paused (settle); the next lease waits it out. Counting
+                    # the pauses rather than the clock keeps the budget about the provider.
+                    wait = max(budget.paused_for(),
+                               min(info.retry_after or 0.0, _retry.RETRY_AFTER_CAP_S))
+                    if rate_limit_waited + wait > rate_limit_budget:
+                        raise self._unavailable(
+                            f"{summary}: still rate limited after {attempt} attempt(s) and "
+                            f"{rate_limit_waited:.1f}s of pauses, rate-limit wait budget "
+                            f"({rate_limit_budget:g}s) exhausted", exc) from None
+                    rate_limit_waited += wait
+                    # INFO, not WARNING: being paced is routine and a run may see hundreds.
+                    logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
+                                self.model, info.summary, wait)
+                    continue
+                failures += 1
+                if outage_deadline is None:
+                    outage_deadline = now + policy.max_total_s
+                delay = policy.delay(failures - 1, info.retry_after)
+                out_of_attempts = failures > policy.max_retries
+                out_of_time = now + delay > outage_deadline
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
                         f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from None
-                # INFO, not WARNING: a handled retry is routine and a run may see hundreds.
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
-                               self.model, info.summary, attempt, policy.max_retries, delay)
-            await _retry.sleep(delay)
+                            self.model, info.summary, failures, policy.max_retries, delay)
+                if not (info.overloaded and info.retry_after is not None):
+                    await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
+                continue
+            budget.settle(permit, Outcome(
+                "ok", latency_s=time.monotonic() - sent,
+                tokens=raw.input_tokens + raw.output_tokens or None,
+                headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
+            return raw, attempt
+
+
+def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
+    kind = "rate_limited" if info.rate_limited else "overloaded" if info.overloaded else "failed"
+    headers = read_rate_limit_headers(info.headers) if info.headers else None
+    # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
+    retry_after = None
+    if kind != "failed" and info.retry_after is not None:
+        retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
+    return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 
 
 def _loop_flights() -> dict[str, asyncio.Future[str]]:

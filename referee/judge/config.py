@@ -22,9 +22,12 @@ EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
 # Not in document 001's table; the published implementation's default sample count.
 EFFECTIVE_RELIABILITY_SAMPLE = 5
-DEFAULT_MAX_CONCURRENCY = 16
+# Unset, max_concurrency adapts per endpoint up to this ceiling; set, it pins the limit.
+DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_RETRY_MAX_TOTAL_S = 120.0
+# A 429 is the provider setting the pace: keep going at its pace for this long before giving up.
+DEFAULT_RATE_LIMIT_WAIT_S = 600.0
 
 # A provider switched in one layer must not inherit another provider's model name.
 DEFAULT_MODELS = {
@@ -65,8 +68,11 @@ class JudgeConfig(StrictModel):
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     api_style: Literal["chat", "responses"] = "chat"
     max_concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
     max_retries: int | None = None
     retry_max_total_s: float | None = None
+    rate_limit_wait_s: float | None = None
     cache: bool | None = None
     cache_path: str | None = None
 
@@ -117,7 +123,14 @@ class JudgeConfig(StrictModel):
             raise ValueError(f"max_retries must be at least 0, got {value}")
         return value
 
-    @field_validator("timeout", "retry_max_total_s")
+    @field_validator("rpm", "tpm")
+    @classmethod
+    def _positive_budget(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value < float("inf"):
+            raise ValueError(f"must be a positive number per minute, got {value}")
+        return value
+
+    @field_validator("timeout", "retry_max_total_s", "rate_limit_wait_s")
     @classmethod
     def _positive_seconds(cls, value: float | None) -> float | None:
         if value is not None and value <= 0:
@@ -150,10 +163,28 @@ class JudgeConfig(StrictModel):
 
     @property
     def effective_max_concurrency(self) -> int:
+        """The pinned limit, or the ceiling adaptive concurrency grows to."""
         if self.max_concurrency is not None:
             return self.max_concurrency
         env = _env_int("REFEREE_JUDGE_CONCURRENCY")
         return env if env is not None else DEFAULT_MAX_CONCURRENCY
+
+    @property
+    def concurrency_pinned(self) -> bool:
+        """An explicit max_concurrency (or REFEREE_JUDGE_CONCURRENCY) fixes the limit exactly."""
+        return self.max_concurrency is not None or _env_int("REFEREE_JUDGE_CONCURRENCY") is not None
+
+    @property
+    def effective_rpm(self) -> float | None:
+        return self.rpm if self.rpm is not None else _env_number("REFEREE_JUDGE_RPM")
+
+    @property
+    def effective_tpm(self) -> float | None:
+        return self.tpm if self.tpm is not None else _env_number("REFEREE_JUDGE_TPM")
+
+    @property
+    def effective_rate_limit_wait_s(self) -> float:
+        return DEFAULT_RATE_LIMIT_WAIT_S if self.rate_limit_wait_s is None else self.rate_limit_wait_s
 
     @property
     def effective_max_retries(self) -> int:
@@ -173,17 +204,30 @@ class JudgeConfig(StrictModel):
         return _resolve_layers((_env_layer(), self))
 
 
-def _env_int(name: str) -> int | None:
+def _env_positive(name: str, kind: type[int] | type[float]) -> float | None:
+    """A positive int/float environment setting, or None when unset; else one clear error."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < 1:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"environment variable {name}={raw!r} is not {what}") from None
+    if kind is int and value < 1:
         raise ValueError(f"environment variable {name} must be at least 1, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"environment variable {name} must be a positive number, got {raw}")
     return value
+
+
+def _env_int(name: str) -> int | None:
+    value = _env_positive(name, int)
+    return None if value is None else int(value)
+
+
+def _env_number(name: str) -> float | None:
+    return _env_positive(name, float)
 
 
 _global_lock = threading.Lock()

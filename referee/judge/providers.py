@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import json
 import os
 import re
+import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from referee.judge.config import JudgeConfig, _register_provider_name
 from referee.judge.retry import MalformedReply
@@ -42,6 +44,8 @@ class RawReply:
     truncated: bool = False
     # Why the answer carries no text (content null, an object, a number), when it does not.
     content_error: str | None = None
+    # The reply's HTTP headers where the SDK exposes them: the provider's rate-limit state.
+    headers: Mapping[str, str] | None = None
 
 
 class ProviderSetupError(Exception):
@@ -57,6 +61,12 @@ class ProviderAdapter(Protocol):
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         """One attempt, no retries."""
+
+
+async def _parsed(raw: Any) -> Any:
+    """The typed reply of an SDK ``with_raw_response`` call (whose headers the caller keeps)."""
+    parsed = raw.parse()
+    return await parsed if inspect.isawaitable(parsed) else parsed
 
 
 # Sent to keyless OpenAI-compatible endpoints; not a secret.
@@ -78,6 +88,40 @@ def _openai_json_system(request: JudgeRequest) -> str | None:
     return system
 
 
+@functools.lru_cache(maxsize=None)
+def _aiohttp_installed() -> bool:
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def _aiohttp_http_client(sdk: Any, timeout: float) -> Any:
+    """The SDK's own aiohttp-backed HTTP client, when the SDK and aiohttp provide one.
+
+    Per request it costs a third of the CPU of the default transport, whose connection pool
+    rescans every connection on each request; at judge concurrency that CPU bounds throughput.
+    """
+    factory = getattr(sdk, "DefaultAioHttpClient", None)
+    if factory is None or not _aiohttp_installed():
+        return None
+    try:
+        return factory(timeout=timeout)
+    except Exception:  # an SDK whose aiohttp extra is incomplete: its default transport it is
+        return None
+
+
+@dataclass(frozen=True)
+class _DirectChat:
+    """Chat Completions sent straight through the SDK client's own HTTP client, with its URL
+    and headers: the SDK's request pipeline (options models, header merging, auth-retry
+    wrappers) costs more event-loop CPU per call than everything else referee does."""
+
+    http: Any
+    url: Any      # the SDK's URL type, parsed once
+    headers: Any  # the SDK's Headers type, normalised once
+
+
+_direct_chat: "weakref.WeakKeyDictionary[Any, _DirectChat]" = weakref.WeakKeyDictionary()
+
+
 class OpenAIAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
@@ -94,8 +138,19 @@ class OpenAIAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                  timeout=cfg.effective_timeout)
+        http = _aiohttp_http_client(openai, cfg.effective_timeout)
+        extra = {"http_client": http} if http is not None else {}
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
+                                    timeout=cfg.effective_timeout, **extra)
+        auth = client.auth_headers
+        if http is not None and isinstance(auth, dict):
+            # The SDK's platform headers (X-Stainless-*) are left out: each header is parsed
+            # and normalised again on every request.
+            headers = {k: v for k, v in {**client.default_headers, **auth}.items()
+                       if isinstance(v, str) and not k.lower().startswith("x-stainless")}
+            _direct_chat[client] = _DirectChat(http, client.base_url.join("chat/completions"),
+                                               type(http.headers)(headers))
+        return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         if request.api_style == "responses":
@@ -118,12 +173,19 @@ class OpenAIAdapter:
             body["response_format"] = {"type": "json_object"}
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
-        # CPU, not the provider, bounds throughput. post() keeps the SDK's client, auth, errors
-        # and timeouts, and the reply is read as the JSON it is.
-        import httpx
+        # CPU, not the provider, bounds throughput. The reply is read as the JSON it is.
+        direct = _direct_chat.get(client)
+        if direct is not None:
+            response = await direct.http.post(direct.url, content=json.dumps(body).encode(),
+                                              headers=direct.headers, timeout=request.timeout)
+            if not 200 <= response.status_code < 300:
+                raise client._make_status_error_from_response(response)
+        else:
+            import httpx
 
-        response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                     options={"timeout": request.timeout})
+            # post() keeps the SDK's client, auth, errors and timeouts.
+            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
+                                         options={"timeout": request.timeout})
         try:
             data = response.json()
         except ValueError as exc:
@@ -140,7 +202,8 @@ class OpenAIAdapter:
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
                         model=data.get("model") or request.model, truncated=truncated,
-                        content_error=content_error)
+                        content_error=content_error,
+                        headers=response.headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
@@ -153,7 +216,8 @@ class OpenAIAdapter:
             params["instructions"] = system
         if request.json_mode:
             params["text"] = {"format": {"type": "json_object"}}
-        response = await client.responses.create(**params)
+        raw = await client.responses.with_raw_response.create(**params)
+        response = await _parsed(raw)
         output = getattr(response, "output", None)
         if not isinstance(output, list):
             raise MalformedReply("Responses API reply has no output list")
@@ -169,7 +233,8 @@ class OpenAIAdapter:
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
-                        truncated=incomplete == "max_output_tokens")
+                        truncated=incomplete == "max_output_tokens",
+                        headers=raw.headers)
 
 
 def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
@@ -225,8 +290,10 @@ class AnthropicAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import anthropic
 
+        http = _aiohttp_http_client(anthropic, cfg.effective_timeout)
+        extra = {"http_client": http} if http is not None else {}
         return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                        timeout=cfg.effective_timeout)
+                                        timeout=cfg.effective_timeout, **extra)
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {
@@ -242,7 +309,8 @@ class AnthropicAdapter:
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         if system:
             params["system"] = system
-        response = await client.messages.create(**params)
+        raw = await client.messages.with_raw_response.create(**params)
+        response = await _parsed(raw)
         content = getattr(response, "content", None)
         if not isinstance(content, list):
             raise MalformedReply("Messages reply has no content list")
@@ -253,7 +321,8 @@ class AnthropicAdapter:
         return RawReply(text=text, input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
-                        truncated=getattr(response, "stop_reason", None) == "max_tokens")
+                        truncated=getattr(response, "stop_reason", None) == "max_tokens",
+                        headers=raw.headers)
 
 
 def _use_vertex() -> bool:
@@ -329,11 +398,13 @@ class GoogleAdapter:
                     continue  # thought summaries are not the answer
                 parts.append(getattr(part, "text", None) or "")
         usage = getattr(response, "usage_metadata", None)
+        http = getattr(response, "sdk_http_response", None)
         return RawReply(text="".join(parts),
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
                         model=getattr(response, "model_version", None) or request.model,
-                        truncated=truncated)
+                        truncated=truncated,
+                        headers=getattr(http, "headers", None))
 
 
 _ADAPTERS: dict[str, ProviderAdapter] = {

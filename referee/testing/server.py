@@ -6,7 +6,9 @@ record of every request with concurrency counters.
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import socket
 import struct
 import threading
@@ -22,6 +24,7 @@ from referee.judge.config import DEFAULT_MODELS, JudgeConfig
 from referee.testing.script import (
     Fault,
     Outcome,
+    RateLimitState,
     RecordedRequest,
     Reply,
     Responder,
@@ -195,6 +198,48 @@ def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:
                       "code": str(status)}}
 
 
+def _duration(seconds: float) -> str:
+    """OpenAI's reset format: ``"20ms"``, ``"1.5s"``, ``"6m0s"``."""
+    if seconds < 1.0:
+        return f"{math.ceil(seconds * 1000)}ms"
+    if seconds < 60.0:
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(seconds // 60)}m{seconds % 60:.0f}s"
+
+
+def _instant(seconds: float) -> str:
+    """Anthropic's reset format: an RFC 3339 UTC instant."""
+    when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _rate_limit_headers(provider: str, state: RateLimitState) -> dict[str, str]:
+    """The rate-limit headers each provider sends; on a 429 also when to retry."""
+    headers: dict[str, str] = {}
+    if provider == "openai":
+        for kind, limit, remaining, reset in (
+                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
+                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
+            if limit:
+                headers[f"x-ratelimit-limit-{kind}"] = str(int(limit))
+                headers[f"x-ratelimit-remaining-{kind}"] = str(max(int(remaining), 0))
+                headers[f"x-ratelimit-reset-{kind}"] = _duration(reset)
+    elif provider == "anthropic":
+        for kind, limit, remaining, reset in (
+                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
+                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
+            if limit:
+                prefix = f"anthropic-ratelimit-{kind}"
+                headers[f"{prefix}-limit"] = str(int(limit))
+                headers[f"{prefix}-remaining"] = str(max(int(remaining), 0))
+                headers[f"{prefix}-reset"] = _instant(reset)
+    if not state.admitted:
+        if provider == "openai":
+            headers["retry-after-ms"] = str(max(math.ceil(state.retry_after_s * 1000), 1))
+        headers["retry-after"] = str(max(math.ceil(state.retry_after_s), 1))
+    return headers
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
     # Headers and body go out in two writes; with Nagle on, each keep-alive reply then waits
@@ -237,9 +282,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         owner._enter()
+        self._in_flight = True
         try:
             request = owner._record(self, path, provider, api_style, model, prompt, system,
                                     temperature, max_tokens, body)
+            limits = owner._admit(request)
+            if limits is not None and not limits.admitted:
+                self._send_json(429, _error_body(provider, 429, "scripted rate limit reached"),
+                                _rate_limit_headers(provider, limits))
+                return
             try:
                 outcome = owner.script.decide(request)
             except Exception as exc:
@@ -248,16 +299,21 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(500, _error_body(
                     provider, 500, f"scripted responder raised {type(exc).__name__}: {exc}"))
                 return
-            self._answer(request, outcome)
+            self._answer(request, outcome, limits)
         finally:
-            owner._leave()
+            self._leave_in_flight()
 
-    def _answer(self, request: RecordedRequest, outcome: Reply | Fault) -> None:
+    def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
+                limits: RateLimitState | None = None) -> None:
         owner = self.server.owner
         if isinstance(outcome, Reply):
             if outcome.latency_s:
                 owner._stopping.wait(outcome.latency_s)
-            self._send_json(200, _success_body(request, outcome, outcome.text))
+            headers = None
+            if limits is not None:
+                owner._charge_reply(request, outcome)
+                headers = _rate_limit_headers(request.provider, limits)
+            self._send_json(200, _success_body(request, outcome, outcome.text), headers)
             return
         fault = outcome
         if fault.kind == "latency":
@@ -309,9 +365,17 @@ class _Handler(BaseHTTPRequestHandler):
                    headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
+    def _leave_in_flight(self) -> None:
+        # Before the answer goes out: a client that reads it and sends its next request at once
+        # must not find this one still counted (max_in_flight would overstate its concurrency).
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.owner._leave()
+
     def _send_raw(self, status: int, payload: bytes, content_type: str,
                   headers: dict[str, str] | None = None) -> None:
         try:
+            self._leave_in_flight()
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
