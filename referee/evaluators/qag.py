@@ -16,7 +16,7 @@ import json
 import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Sequence, TypeVar
+from typing import Any, Awaitable, Sequence
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -40,16 +40,16 @@ from referee.evaluators.prompts import (
 from referee.execution import ExecutionResult
 from referee.judge import (
     JudgeConfig,
+    JudgeReply,
     Verdict,
     get_judge,
     parse_json_object,
     parse_verdict,
     resolve_judge_config,
+    unreadable_replies,
 )
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
-
-T = TypeVar("T")
 
 # Missed questions quoted in a result's reason; every question is in details["questions"].
 MISSED_SHOWN = 2
@@ -80,15 +80,19 @@ def check_threshold(owner: str, threshold: float | None) -> float | None:
     return value
 
 
-async def gather_all(awaitables: Sequence[Awaitable[T]]) -> list[T]:
-    """Run concurrently; wait for every call, then re-raise the first failure.
+async def gather_all(awaitables: Sequence[Awaitable[JudgeReply]]) -> list[JudgeReply]:
+    """Run judge calls concurrently; wait for every call, then re-raise the first failure.
 
     Waiting for the siblings (instead of abandoning them as plain gather does) means no judge
-    call outlives the evaluation that asked for it.
+    call outlives the evaluation that asked for it. A judge failure carries the usage of the
+    siblings that did answer: they were paid for.
     """
     outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
+            if isinstance(outcome, JudgeUnavailable):
+                spent = [o.usage for o in outcomes if isinstance(o, JudgeReply)]
+                outcome.token_usage = TokenUsage.total([outcome.token_usage, *spent])
             raise outcome
     return list(outcomes)  # type: ignore[arg-type]
 
@@ -109,18 +113,21 @@ def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dic
     }
 
 
+def _yields_verdict(text: str) -> bool:
+    return parse_verdict(text) is not Verdict.UNKNOWN
+
+
 async def ask_each(cfg: JudgeConfig, questions: Sequence[Question]
-                   ) -> tuple[list[dict[str, Any]], TokenUsage | None]:
+                   ) -> tuple[list[dict[str, Any]], list[JudgeReply]]:
     judge = get_judge(cfg)
-
-    async def ask(index: int, question: Question) -> tuple[dict[str, Any], TokenUsage | None]:
-        # sample_index = position: two identical questions in one evaluator stay two calls.
-        reply = await judge.complete(question_prompt(question.text, question.blocks),
-                                     system=QUESTION_SYSTEM, json_mode=False, sample_index=index)
-        return _record(question, parse_verdict(reply.text), reply.text, reply.cached), reply.usage
-
-    answered = await gather_all([ask(i, q) for i, q in enumerate(questions)])
-    return [rec for rec, _ in answered], TokenUsage.total([usage for _, usage in answered])
+    # sample_index = position: two identical questions in one evaluator stay two calls.
+    replies = await gather_all([
+        judge.complete(question_prompt(q.text, q.blocks), system=QUESTION_SYSTEM,
+                       json_mode=False, sample_index=i, accept=_yields_verdict)
+        for i, q in enumerate(questions)])
+    records = [_record(q, parse_verdict(r.text), r.text, r.cached)
+               for q, r in zip(questions, replies)]
+    return records, replies
 
 
 def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
@@ -134,7 +141,7 @@ def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
 def _batch_answers(text: str, count: int) -> dict[int, Any]:
     """Answers by 1-based question id; empty when the reply holds no usable JSON."""
     try:
-        data = parse_json_object(text)
+        data = parse_json_object(text, ("answers",))
     except ValueError:
         return {}
     answers = data.get("answers", data) if isinstance(data, dict) else None
@@ -172,17 +179,24 @@ def _answer_verdict(value: Any) -> Verdict:
 
 
 async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question]
-                      ) -> tuple[list[dict[str, Any]], TokenUsage | None, str]:
+                      ) -> tuple[list[dict[str, Any]], JudgeReply]:
     judge = get_judge(cfg)
     prompt = batch_prompt([q.text for q in questions], _union_blocks(questions))
-    reply = await judge.complete(prompt, system=BATCH_SYSTEM, json_mode=True, sample_index=0)
-    answers = _batch_answers(reply.text, len(questions))
+    count = len(questions)
+
+    def yields_verdict(text: str) -> bool:
+        return any(_answer_verdict(v) is not Verdict.UNKNOWN
+                   for v in _batch_answers(text, count).values())
+
+    reply = await judge.complete(prompt, system=BATCH_SYSTEM, json_mode=True, sample_index=0,
+                                 accept=yields_verdict)
+    answers = _batch_answers(reply.text, count)
     records = []
     for ident, question in enumerate(questions, start=1):
         value = answers.get(ident)
         raw = json.dumps(value, ensure_ascii=False) if ident in answers else ""
         records.append(_record(question, _answer_verdict(value), raw, reply.cached))
-    return records, reply.usage, reply.text
+    return records, reply
 
 
 def unknown_note(unknown: int, total: int) -> str:
@@ -203,17 +217,17 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         raise ValueError(f"{owner}: no questions to ask")
     batch_reply = None
     if batch:
-        records, usage, batch_reply = await ask_batched(cfg, questions)
+        records, batch_reply = await ask_batched(cfg, questions)
+        replies = [batch_reply]
     else:
-        records, usage = await ask_each(cfg, questions)
+        records, replies = await ask_each(cfg, questions)
+    usage = TokenUsage.total([r.usage for r in replies])
     total = len(records)
     unknown = sum(1 for r in records if r["matched"] is None)
     if unknown == total:
-        raise JudgeUnavailable(
-            f"{owner}: every judge verdict was unparseable ({total} of {total} question(s) "
-            "UNKNOWN), so the case has no score",
-            provider=cfg.provider, model=cfg.model,
-        )
+        raise unreadable_replies(
+            replies, f"every judge verdict was unparseable ({total} of {total} question(s) "
+            "UNKNOWN), so the case has no score", owner=owner)
     matched = sum(1 for r in records if r["matched"])
     answered = total - unknown
     score = matched / answered
@@ -238,7 +252,7 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         "judge_model": cfg.model,
     }
     if batch_reply is not None:
-        details["batch_reply"] = batch_reply
+        details["batch_reply"] = batch_reply.text
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
