@@ -14,6 +14,7 @@ import json
 import os
 import re
 import weakref
+from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
@@ -93,14 +94,18 @@ def _aiohttp_installed() -> bool:
     return importlib.util.find_spec("aiohttp") is not None
 
 
-def _aiohttp_http_client(sdk: Any, timeout: float) -> Any:
+def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str | None = None) -> Any:
     """The SDK's own aiohttp-backed HTTP client, when the SDK and aiohttp provide one.
 
     Per request it costs a third of the CPU of the default transport, whose connection pool
     rescans every connection on each request; at judge concurrency that CPU bounds throughput.
+    A base URL with credentials in it (a gateway's ``user:pass@host``) keeps the default
+    transport: aiohttp refuses URL credentials next to the SDK's Authorization header.
     """
     factory = getattr(sdk, "DefaultAioHttpClient", None)
     if factory is None or not _aiohttp_installed():
+        return None
+    if base_url and "@" in (urlsplit(base_url).netloc or ""):
         return None
     try:
         return factory(timeout=timeout)
@@ -138,7 +143,7 @@ class OpenAIAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import openai
 
-        http = _aiohttp_http_client(openai, cfg.effective_timeout)
+        http = _aiohttp_http_client(openai, cfg.effective_timeout, base_url)
         extra = {"http_client": http} if http is not None else {}
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
                                     timeout=cfg.effective_timeout, **extra)
@@ -290,7 +295,7 @@ class AnthropicAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import anthropic
 
-        http = _aiohttp_http_client(anthropic, cfg.effective_timeout)
+        http = _aiohttp_http_client(anthropic, cfg.effective_timeout, base_url)
         extra = {"http_client": http} if http is not None else {}
         return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
                                         timeout=cfg.effective_timeout, **extra)
