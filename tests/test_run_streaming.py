@@ -96,6 +96,8 @@ def test_report_json_refers_to_cases_jsonl_and_loads_back_the_same(tmp_path: Pat
     assert loaded.errors_by_kind == report.errors_by_kind
     assert list(loaded.cases) == list(report.cases)
     assert loaded.get_case_result(report.cases[3].eval_id).actual_response == "answer 3"
+    dumped = json.loads(loaded.model_dump_json())  # pydantic's own dump reads the cases too
+    assert [c["index"] for c in dumped["cases"]] == list(range(40))
     [info] = list_runs(tmp_path)
     assert (info.total, info.passed, info.failed, info.finished) == (40, 32, 8, True)
 

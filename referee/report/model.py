@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
@@ -501,6 +501,12 @@ class EvalReport(BaseModel):
             if "case_results" in data:
                 data.setdefault("cases", data.pop("case_results"))
         return data
+
+    @field_serializer("cases", mode="wrap")
+    def _dump_cases(self, cases: Any, handler: Any) -> Any:
+        # A stored run's cases are read from cases.jsonl (StoredCases); dumping the whole
+        # report reads them all, as a list would have held them.
+        return handler(cases if isinstance(cases, list) else list(cases))
 
     # Counts (document 001) -------------------------------------------------------------
     @property
