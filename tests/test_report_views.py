@@ -377,3 +377,22 @@ def test_chromium_compressed_payload_stays_inert(tmp_path) -> None:
     dom = chromium_dom(path.as_uri() + "#case-120", tmp_path)
     assert "zebra120x" in dom and "onerror=" in dom  # shown as text, after inflation
     assert _pwned(dom) == []
+
+
+def test_chromium_lists_a_large_run_a_page_at_a_time(tmp_path) -> None:
+    from referee.report.html import PAGE_ROWS
+
+    page = render_html(_large_report(250))
+    # Laid out hidden from the start, so the first layout covers one page of rows.
+    assert len(re.findall(r'<tr data-case="\d+"[^>]* hidden>', page)) == 250 - PAGE_ROWS
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    dom = chromium_dom(path.as_uri(), tmp_path)
+    assert "250 of 250 case(s) shown" in dom
+    listed = [i for i, hidden in _chromium_rows(dom) if not hidden]
+    assert listed == [str(i) for i in range(PAGE_ROWS)]
+    assert re.search(r'<button type="button" id="more">show 50 more of 50</button>', dom)
+    # A search lists its matches whatever page they were on.
+    dom = chromium_dom(path.as_uri() + "#q=zebra245x", tmp_path)
+    assert [i for i, hidden in _chromium_rows(dom) if not hidden] == ["245"]
+    assert re.search(r'<button type="button" id="more" hidden="">', dom)

@@ -43,6 +43,9 @@ ERROR_RATE_FLAG = 0.10
 # stays a few MB and opens at once, because the browser lays out only the summary rows.
 COMPRESS_CASES_OVER = 200
 BODY_CHUNK = 100
+# The case table and list of such a run show this many matching cases at a time ("show more"
+# adds as many again): laying out thousands of table rows at once is what makes a page slow.
+PAGE_ROWS = 200
 # A single field larger than this (a runaway 1 MB output) is cut, and the cut is stated.
 MAX_FIELD_CHARS = 100_000
 
@@ -544,7 +547,7 @@ def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     return _page(
         "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
-        sample_note=sample_note, index_href=index_href,
+        sample_note=sample_note, page_rows=PAGE_ROWS if chunks else 0, index_href=index_href,
     )
 
 

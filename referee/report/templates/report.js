@@ -12,6 +12,9 @@
   var active = "all";
   var texts = null;
   var sorting = null;  // {column: n, ascending: bool} once a header was clicked
+  var more = document.getElementById("more");
+  var page = table && table.getAttribute("data-page") ? Number(table.getAttribute("data-page")) : 0;
+  var limit = page || Infinity;  // how many matching cases are listed now
   var inflated = {};   // chunk id -> Promise, for reports whose case details ship compressed
   var compressed = document.querySelector("script[type='application/gzip']") !== null;
 
@@ -71,12 +74,22 @@
       var key = c.getAttribute("data-case");
       var ok = (active === "all" || c.getAttribute("data-group") === active) &&
         criterionMatches(c) && (!query || texts[key].indexOf(query) !== -1);
-      c.hidden = !ok;
+      // A large run lists the first `limit` matches; "show more" lists more.
+      c.hidden = !ok || visible >= limit;
       keep[key] = ok;
       if (ok) { visible += 1; }
     });
-    rows.forEach(function (r) { r.hidden = !keep[r.getAttribute("data-case")]; });
+    var listed = 0;
+    (table ? Array.prototype.slice.call(table.tBodies[0].rows) : []).forEach(function (r) {
+      var ok = keep[r.getAttribute("data-case")];
+      r.hidden = !ok || listed >= limit;
+      if (ok) { listed += 1; }
+    });
     shown.textContent = visible + " of " + cases.length + " case(s) shown";
+    if (more) {
+      more.hidden = visible <= limit;
+      more.textContent = "show " + Math.min(page, Math.max(0, visible - limit)) + " more of " + (visible - limit);
+    }
   }
 
   function select(filter) {
@@ -112,6 +125,9 @@
     var target = document.getElementById("case-" + match[1]);
     if (!target) { return false; }
     inflate(chunkOf(target)).then(function () {
+      target.hidden = false;
+      var row = table ? table.querySelector('tr[data-case="' + match[1] + '"]') : null;
+      if (row) { row.hidden = false; }
       target.open = true;
       target.scrollIntoView();
     });
@@ -172,11 +188,15 @@
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
       th.addEventListener("click", function () {
         sortBy(th, th.getAttribute("aria-sort") !== "ascending");
+        apply();
         remember();
       });
     });
   }
   window.addEventListener("hashchange", function () { openCase(window.location.hash); });
+  if (more) {
+    more.addEventListener("click", function () { limit += page; apply(); });
+  }
   document.getElementById("expand").addEventListener("click", function () {
     cases.forEach(function (c) {
       if (!c.hidden) { inflate(chunkOf(c)).then(function () { c.open = true; }); }
