@@ -6,15 +6,31 @@ from pydantic import BaseModel
 
 
 class TokenUsage(BaseModel):
+    """Tokens and requests spent, with the input split the way providers bill it.
+
+    ``input_tokens`` counts every prompt token, whatever its rate. Of those,
+    ``cached_input_tokens`` were read from the provider's prompt cache (billed at the cached
+    rate) and ``cache_write_tokens`` were written to it (Anthropic bills them above the input
+    rate); the rest are plain input. ``cached_requests`` are replies served by referee's own
+    reply cache, which cost nothing.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     cached_requests: int = 0
     cost_usd: float | None = None
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens billed at the plain input rate."""
+        return max(self.input_tokens - self.cached_input_tokens - self.cache_write_tokens, 0)
 
     def __add__(self, other: "TokenUsage | None") -> "TokenUsage":
         if other is None:
@@ -29,6 +45,8 @@ class TokenUsage(BaseModel):
             requests=self.requests + other.requests,
             cached_requests=self.cached_requests + other.cached_requests,
             cost_usd=cost,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     __radd__ = __add__

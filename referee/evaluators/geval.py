@@ -12,8 +12,8 @@ from typing import Any
 
 from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
-from referee.evaluators.prompts import GEVAL_SYSTEM, geval_prompt
-from referee.evaluators.qag import JudgeEvaluator, case_blocks, gather_all
+from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
+from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, parse_json_object
 from referee.result import CriterionResult
@@ -59,11 +59,13 @@ class GEval(JudgeEvaluator):
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         cfg = self.judge_config()
         judge = get_judge(cfg)
-        blocks = case_blocks(actual, expected)
+        prefix = material_prefix(case_blocks(actual, expected))
+        group = case_cache_group(expected)
 
         async def one_run(index: int) -> dict[str, Any]:
-            reply = await judge.complete(geval_prompt(self.criteria, blocks, index),
-                                         system=GEVAL_SYSTEM, json_mode=True, sample_index=index)
+            reply = await judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
+                                         prompt_prefix=prefix, cache_group=group,
+                                         json_mode=True, sample_index=index)
             score, reason = _run_score(reply.text)
             return {"run": index, "score": score, "reason": reason, "raw_reply": reply.text,
                     "cached": reply.cached, "usage": reply.usage}

@@ -11,6 +11,7 @@ not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 from abc import abstractmethod
@@ -19,15 +20,15 @@ from typing import Any, Awaitable, Sequence, TypeVar
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
-from referee.criteria.base import BaseCriterion
+from referee.criteria.base import CURRENT_CASE, BaseCriterion
 from referee.errors import JudgeUnavailable
 from referee.evaluators.calibration import calibrated_threshold
 from referee.evaluators.prompts import (
-    BATCH_SYSTEM,
-    QUESTION_SYSTEM,
+    JUDGE_SYSTEM,
     DataBlock,
-    batch_prompt,
-    question_prompt,
+    batch_task,
+    material_prefix,
+    question_task,
 )
 from referee.execution import ExecutionResult
 from referee.judge import (
@@ -97,14 +98,22 @@ def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dic
     }
 
 
-async def ask_each(cfg: JudgeConfig, questions: Sequence[Question]
+def case_cache_group(expected: EvalCase) -> str:
+    """One provider prompt-cache key per case (OpenAI's ``prompt_cache_key``)."""
+    return "referee-" + hashlib.sha256(expected.eval_id.encode("utf-8")).hexdigest()[:24]
+
+
+async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
+                   cache_group: str | None = None
                    ) -> tuple[list[dict[str, Any]], TokenUsage | None]:
     judge = get_judge(cfg)
 
     async def ask(index: int, question: Question) -> tuple[dict[str, Any], TokenUsage | None]:
         # sample_index = position: two identical questions in one evaluator stay two calls.
-        reply = await judge.complete(question_prompt(question.text, question.blocks),
-                                     system=QUESTION_SYSTEM, json_mode=False, sample_index=index)
+        reply = await judge.complete(question_task(question.text), system=JUDGE_SYSTEM,
+                                     prompt_prefix=material_prefix(question.blocks),
+                                     cache_group=cache_group, json_mode=False,
+                                     sample_index=index)
         return _record(question, parse_verdict(reply.text), reply.text, reply.cached), reply.usage
 
     answered = await gather_all([ask(i, q) for i, q in enumerate(questions)])
@@ -159,11 +168,13 @@ def _answer_verdict(value: Any) -> Verdict:
     return Verdict.UNKNOWN
 
 
-async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question]
+async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
+                      cache_group: str | None = None
                       ) -> tuple[list[dict[str, Any]], TokenUsage | None, str]:
     judge = get_judge(cfg)
-    prompt = batch_prompt([q.text for q in questions], _union_blocks(questions))
-    reply = await judge.complete(prompt, system=BATCH_SYSTEM, json_mode=True, sample_index=0)
+    reply = await judge.complete(batch_task([q.text for q in questions]), system=JUDGE_SYSTEM,
+                                 prompt_prefix=material_prefix(_union_blocks(questions)),
+                                 cache_group=cache_group, json_mode=True, sample_index=0)
     answers = _batch_answers(reply.text, len(questions))
     records = []
     for ident, question in enumerate(questions, start=1):
@@ -185,15 +196,23 @@ class QAGOutcome:
 
 
 async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *,
-                  batch: bool = False) -> QAGOutcome:
+                  batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
     """Ask ``questions`` and score them; raises JudgeUnavailable when no verdict is readable."""
     if not questions:
         raise ValueError(f"{owner}: no questions to ask")
     batch_reply = None
     if batch:
-        records, usage, batch_reply = await ask_batched(cfg, questions)
+        records, usage, batch_reply = await ask_batched(cfg, questions, cache_group=cache_group)
     else:
-        records, usage = await ask_each(cfg, questions)
+        records, usage = await ask_each(cfg, questions, cache_group=cache_group)
+    return score_records(owner, cfg, records, usage,
+                         mode="batched" if batch else "per_question", batch_reply=batch_reply)
+
+
+def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
+                  usage: TokenUsage | None, *, mode: str,
+                  batch_reply: str | None = None) -> QAGOutcome:
+    """The QAG score of answered questions; JudgeUnavailable when none has a verdict."""
     total = len(records)
     unknown = sum(1 for r in records if r["matched"] is None)
     if unknown == total:
@@ -221,7 +240,7 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         "matched": matched,
         "answered": answered,
         "unknown": unknown,
-        "mode": "batched" if batch else "per_question",
+        "mode": mode,
         "judge_provider": cfg.provider,
         "judge_model": cfg.model,
     }
@@ -291,9 +310,9 @@ class QAGEvaluator(JudgeEvaluator):
     required_fields: tuple[str, ...] = ()
 
     def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None, *,
-                 batch: bool = False) -> None:
+                 batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
-        self.batch = bool(batch)
+        self.batch = check_batch(type(self).__name__, batch)
 
     def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
         """Why this case cannot be scored (naming the missing field), or None."""
@@ -313,13 +332,99 @@ class QAGEvaluator(JudgeEvaluator):
         if missing is not None:
             return self._skipped(missing)
         cfg = self.judge_config()
-        outcome = await run_qag(self.name, cfg, self.questions(actual, expected), batch=self.batch)
+        group = case_cache_group(expected)
+        scope = CURRENT_CASE.get()
+        if self.batch == CASE_BATCH and scope is not None:
+            outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
+        else:
+            outcome = await run_qag(self.name, cfg, self.questions(actual, expected),
+                                    batch=bool(self.batch), cache_group=group)
         details = outcome.details
         extra = self.extra_details(actual, expected)
         details.update(extra)
         if extra.get("note"):
             details["reason"] = f"{details['reason']}; {extra['note']}"
         return self._scored(cfg, outcome.score, details, outcome.token_usage)
+
+
+CASE_BATCH = "case"
+
+
+def check_batch(owner: str, batch: Any) -> bool | str:
+    """``False`` (a request per question), ``True`` (per evaluator) or ``"case"``."""
+    if isinstance(batch, bool):
+        return batch
+    if batch == CASE_BATCH:
+        return CASE_BATCH
+    raise ValueError(f"{owner}: batch must be False, True or 'case', got {batch!r}")
+
+
+def _judge_identity(cfg: JudgeConfig) -> tuple[Any, ...]:
+    return (cfg.provider, cfg.model, cfg.base_url, cfg.api_style, cfg.effective_temperature,
+            cfg.effective_max_tokens)
+
+
+async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: ExecutionResult,
+                        expected: EvalCase, shared: dict[Any, Any],
+                        criteria: Sequence[Any]) -> QAGOutcome:
+    """Case-level batch: one request per case for all ``batch="case"`` evaluators that use the
+    same judge and the same material; each evaluator then scores its own questions.
+
+    The first of them to run asks for all; the others wait for its answer. The request's usage
+    is counted once, on the first evaluator of each group (``details["case_batch"]`` names the
+    evaluators it served).
+    """
+    key = ("qag-case-batch", _judge_identity(cfg))
+    work = shared.get(key)
+    if work is None:
+        work = shared[key] = asyncio.get_running_loop().create_future()
+        try:
+            work.set_result(await _ask_case(cfg, actual, expected, criteria))
+        except BaseException as exc:
+            work.set_exception(exc)
+            work.exception()  # retrieved here too, so an unshared failure is not "never retrieved"
+            raise
+    answers: dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]] = (
+        await asyncio.shield(work))
+    records, usage, reply, served = answers[id(evaluator)]
+    outcome = score_records(evaluator.name, cfg, records, usage, mode="case_batched",
+                            batch_reply=reply)
+    outcome.details["case_batch"] = served
+    return outcome
+
+
+async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCase,
+                    criteria: Sequence[Any]
+                    ) -> dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]]:
+    identity = _judge_identity(cfg)
+    by_material: dict[str, list[tuple[QAGEvaluator, list[Question]]]] = {}
+    for criterion in criteria:
+        if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
+                or criterion.missing_input(actual, expected) is not None
+                or _judge_identity(criterion.judge_config()) != identity):
+            continue
+        questions = criterion.questions(actual, expected)
+        if questions:
+            prefix = material_prefix(_union_blocks(questions))
+            by_material.setdefault(prefix, []).append((criterion, questions))
+    group = case_cache_group(expected)
+
+    async def ask_group(members: list[tuple[QAGEvaluator, list[Question]]]
+                        ) -> list[tuple[int, tuple[list[dict[str, Any]], TokenUsage | None, str,
+                                                   list[str]]]]:
+        asked = [q for _, questions in members for q in questions]
+        records, usage, reply = await ask_batched(cfg, asked, cache_group=group)
+        served = [member.name for member, _ in members]
+        out, start = [], 0
+        for position, (member, questions) in enumerate(members):
+            mine = records[start:start + len(questions)]
+            start += len(questions)
+            out.append((id(member), (mine, usage if position == 0 else TokenUsage(), reply,
+                                     served)))
+        return out
+
+    groups = await gather_all([ask_group(members) for members in by_material.values()])
+    return {ident: answer for grouped in groups for ident, answer in grouped}
 
 
 # Data blocks every evaluator draws from: one label per kind of material, so questions can name it.

@@ -27,14 +27,25 @@ class JudgeRequest:
     max_tokens: int
     timeout: float
     api_style: str
+    # The user message is prompt_prefix + prompt. The prefix is the part shared by sibling
+    # requests (a case's material); adapters mark it for the provider's prompt cache.
+    prompt_prefix: str = ""
+    cache_breakpoint: bool = False  # Anthropic: put cache_control at the end of the prefix
+    cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
+
+    @property
+    def user_text(self) -> str:
+        return self.prompt_prefix + self.prompt
 
 
 @dataclass(frozen=True)
 class RawReply:
     text: str
-    input_tokens: int
+    input_tokens: int  # every prompt token, cached ones included
     output_tokens: int
     model: str
+    cached_input_tokens: int = 0  # read from the provider's prompt cache
+    cache_write_tokens: int = 0   # written to it
 
 
 class ProviderSetupError(Exception):
@@ -64,7 +75,7 @@ def _int(value: Any) -> int:
 def _openai_json_system(request: JudgeRequest) -> str | None:
     """OpenAI's JSON mode rejects requests whose messages never mention JSON."""
     system = request.system
-    if request.json_mode and "json" not in f"{system or ''} {request.prompt}".lower():
+    if request.json_mode and "json" not in f"{system or ''} {request.user_text}".lower():
         system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
     return system
 
@@ -98,8 +109,10 @@ class OpenAIAdapter:
         system = _openai_json_system(request)
         if system:
             messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": request.prompt})
+        messages.append({"role": "user", "content": request.user_text})
         body: dict[str, Any] = {"model": request.model, "messages": messages}
+        if request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if _OPENAI_REASONING.match(request.model):
             body["max_completion_tokens"] = request.max_tokens
         else:
@@ -127,14 +140,18 @@ class OpenAIAdapter:
             message = choices[0].get("message")
             text = (message.get("content") if isinstance(message, dict) else None) or ""
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens", 0)) if isinstance(details, dict) else 0
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
-                        model=data.get("model") or request.model)
+                        model=data.get("model") or request.model, cached_input_tokens=cached)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
-        params: dict[str, Any] = {"model": request.model, "input": request.prompt,
+        params: dict[str, Any] = {"model": request.model, "input": request.user_text,
                                   "max_output_tokens": request.max_tokens,
                                   "timeout": request.timeout}
+        if request.cache_key:
+            params["prompt_cache_key"] = request.cache_key
         if not _OPENAI_REASONING.match(request.model):
             params["temperature"] = request.temperature
         system = _openai_json_system(request)
@@ -154,9 +171,11 @@ class OpenAIAdapter:
                 if getattr(block, "type", None) == "output_text":
                     parts.append(getattr(block, "text", "") or "")
         usage = getattr(response, "usage", None)
+        details = getattr(usage, "input_tokens_details", None)
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model)
+                        model=getattr(response, "model", None) or request.model,
+                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,17 +204,27 @@ class AnthropicAdapter:
                                         timeout=cfg.effective_timeout)
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
+        # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
+        # With a shared prefix it goes at the very end, so that the system text stays
+        # byte-identical between a case's JSON and plain requests and their prefix is shared.
+        system = request.system
+        prompt = request.prompt
+        if request.json_mode and request.prompt_prefix:
+            prompt = f"{prompt}\n\n{_JSON_INSTRUCTION}"
+        elif request.json_mode:
+            system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
+        content: Any = request.prompt_prefix + prompt
+        if request.cache_breakpoint and request.prompt_prefix:
+            content = [{"type": "text", "text": request.prompt_prefix,
+                        "cache_control": {"type": "ephemeral"}},
+                       {"type": "text", "text": prompt}]
         params: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": "user", "content": content}],
             "timeout": request.timeout,
         }
         if _accepts_temperature(client):
             params["temperature"] = request.temperature
-        # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
-        system = request.system
-        if request.json_mode:
-            system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         if system:
             params["system"] = system
         response = await client.messages.create(**params)
@@ -206,9 +235,14 @@ class AnthropicAdapter:
         text = "".join(getattr(block, "text", "") or "" for block in content
                        if getattr(block, "type", None) == "text")
         usage = getattr(response, "usage", None)
-        return RawReply(text=text, input_tokens=_int(getattr(usage, "input_tokens", 0)),
+        # Anthropic's input_tokens leaves out what was read from or written to the cache.
+        read = _int(getattr(usage, "cache_read_input_tokens", 0))
+        written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+        return RawReply(text=text,
+                        input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + written,
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model)
+                        model=getattr(response, "model", None) or request.model,
+                        cached_input_tokens=read, cache_write_tokens=written)
 
 
 def _use_vertex() -> bool:
@@ -266,7 +300,7 @@ class GoogleAdapter:
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )
         response = await client.aio.models.generate_content(model=request.model,
-                                                            contents=request.prompt,
+                                                            contents=request.user_text,
                                                             config=config)
         candidates = getattr(response, "candidates", None)
         if candidates is None:
@@ -282,7 +316,8 @@ class GoogleAdapter:
         return RawReply(text="".join(parts),
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
-                        model=getattr(response, "model_version", None) or request.model)
+                        model=getattr(response, "model_version", None) or request.model,
+                        cached_input_tokens=_int(getattr(usage, "cached_content_token_count", 0)))
 
 
 _ADAPTERS: dict[str, ProviderAdapter] = {

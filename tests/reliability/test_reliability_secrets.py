@@ -63,7 +63,7 @@ class LeakyJudge:
         if case in THROTTLED and request.prompt not in self.throttled:
             self.throttled.add(request.prompt)
             return Fault.rate_limit(retry_after=0)
-        if "exactly one word" in (request.system or ""):
+        if "exactly one word" in request.prompt:
             return "Yes"
         return json.dumps({"score": 0.9, "reason": "matches", "reasoning": "matches"})
 
