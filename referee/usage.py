@@ -32,6 +32,18 @@ class TokenUsage(BaseModel):
         """Input tokens billed at the plain input rate."""
         return max(self.input_tokens - self.cached_input_tokens - self.cache_write_tokens, 0)
 
+    def describe(self) -> str:
+        """One line for reports: requests, tokens by kind, and cost when known."""
+        text = (f"{self.requests} request(s) ({self.cached_requests} from the reply cache), "
+                f"{self.input_tokens} input")
+        if self.cached_input_tokens or self.cache_write_tokens:
+            text += (f" ({self.cached_input_tokens} prompt-cached, "
+                     f"{self.cache_write_tokens} written to the prompt cache)")
+        text += f" + {self.output_tokens} output tokens"
+        if self.cost_usd is not None:
+            text += f", ${self.cost_usd:.4f}"
+        return text
+
     def __add__(self, other: "TokenUsage | None") -> "TokenUsage":
         if other is None:
             return self.model_copy()

@@ -243,7 +243,15 @@ class EvalReport(BaseModel):
 
     @property
     def token_usage(self) -> TokenUsage:
+        """What the judge spent: every judged criterion of every case."""
         return TokenUsage.total([c.token_usage for c in self.cases]) or TokenUsage()
+
+    @property
+    def model_token_usage(self) -> TokenUsage | None:
+        """What the model under test reported spending (``ExecutionResult.token_usage``),
+        kept apart from the judge's spend; None when it reported nothing."""
+        return TokenUsage.total([c.execution.token_usage for c in self.cases
+                                 if c.execution is not None])
 
     # Document 000 ----------------------------------------------------------------------
     @property
@@ -275,6 +283,11 @@ class EvalReport(BaseModel):
             "error_rate": self.error_rate,
         }
         data["summary"] = self.summary.model_dump(mode="json")
+        model_usage = self.model_token_usage
+        data["spend"] = {
+            "judge": self.token_usage.model_dump(mode="json"),
+            "model_under_test": None if model_usage is None else model_usage.model_dump(mode="json"),
+        }
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -285,7 +298,7 @@ class EvalReport(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
-        data = {k: v for k, v in data.items() if k not in ("totals", "summary")}
+        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "spend")}
         return cls.model_validate(data)
 
     @classmethod
