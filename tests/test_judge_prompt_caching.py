@@ -164,7 +164,7 @@ def _yes_no(request) -> str:
     return "No"
 
 
-def test_case_level_batch_asks_once_per_material_and_scores_each_evaluator():
+def test_case_level_batch_asks_once_per_case_and_scores_each_evaluator():
     with ScriptedJudgeServer(_yes_no) as server:
         cfg = server.judge_config(provider="openai")
         evaluators = [Faithfulness(judge=cfg, batch="case"), Hallucination(judge=cfg, batch="case"),
@@ -174,19 +174,21 @@ def test_case_level_batch_asks_once_per_material_and_scores_each_evaluator():
         suite.add_evaluators(*evaluators)
         report = suite.run(lambda prompt: "Ten business days.", verbose=False, save=False)
         requests = server.requests
-    # Faithfulness and Hallucination share their material: three requests, not four or 16.
-    assert len(requests) == 3
-    shared = next(r for r in requests if "<<<BEGIN CONTEXT" in r.prompt)
-    assert "Answer all 8 question(s)" in shared.prompt
+    # One request for the case, over the union of the four evaluators' material.
+    [shared] = requests
+    assert "Answer all 16 question(s)" in shared.prompt
+    for label in ("CONTEXT", "USER INPUT", "REFERENCE ANSWER", "MODEL OUTPUT"):
+        assert shared.prompt.count(f"<<<BEGIN {label} ") == 1
     [case] = report.cases
     results = {r.criterion: r for r in case.criterion_results}
     # Every answer is "no": questions expecting "no" matched, the others did not.
     assert results["faithfulness"].details["matched"] == 2
     assert results["hallucination"].details["matched"] == 3
     assert results["faithfulness"].details["mode"] == "case_batched"
-    assert results["faithfulness"].details["case_batch"] == ["faithfulness", "hallucination"]
+    assert results["answer_accuracy"].details["case_batch"] == [
+        "faithfulness", "hallucination", "relevance", "answer_accuracy"]
     # The shared request's usage is counted once.
-    assert case.token_usage.requests == 3
+    assert case.token_usage.requests == 1
     assert case.token_usage.input_tokens == sum(r.input_tokens for r in requests)
 
 

@@ -368,11 +368,11 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
                         expected: EvalCase, shared: dict[Any, Any],
                         criteria: Sequence[Any]) -> QAGOutcome:
     """Case-level batch: one request per case for all ``batch="case"`` evaluators that use the
-    same judge and the same material; each evaluator then scores its own questions.
+    same judge, over the union of their material; each evaluator then scores its own questions.
 
     The first of them to run asks for all; the others wait for its answer. The request's usage
-    is counted once, on the first evaluator of each group (``details["case_batch"]`` names the
-    evaluators it served).
+    is counted once, on the first evaluator (``details["case_batch"]`` names the evaluators it
+    served).
     """
     key = ("qag-case-batch", _judge_identity(cfg))
     work = shared.get(key)
@@ -397,7 +397,7 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
                     criteria: Sequence[Any]
                     ) -> dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]]:
     identity = _judge_identity(cfg)
-    by_material: dict[str, list[tuple[QAGEvaluator, list[Question]]]] = {}
+    members: list[tuple[QAGEvaluator, list[Question]]] = []
     for criterion in criteria:
         if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
                 or criterion.missing_input(actual, expected) is not None
@@ -405,26 +405,19 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
             continue
         questions = criterion.questions(actual, expected)
         if questions:
-            prefix = material_prefix(_union_blocks(questions))
-            by_material.setdefault(prefix, []).append((criterion, questions))
-    group = case_cache_group(expected)
-
-    async def ask_group(members: list[tuple[QAGEvaluator, list[Question]]]
-                        ) -> list[tuple[int, tuple[list[dict[str, Any]], TokenUsage | None, str,
-                                                   list[str]]]]:
-        asked = [q for _, questions in members for q in questions]
-        records, usage, reply = await ask_batched(cfg, asked, cache_group=group)
-        served = [member.name for member, _ in members]
-        out, start = [], 0
-        for position, (member, questions) in enumerate(members):
-            mine = records[start:start + len(questions)]
-            start += len(questions)
-            out.append((id(member), (mine, usage if position == 0 else TokenUsage(), reply,
-                                     served)))
-        return out
-
-    groups = await gather_all([ask_group(members) for members in by_material.values()])
-    return {ident: answer for grouped in groups for ident, answer in grouped}
+            members.append((criterion, questions))
+    # One request shows the union of the material (ask_batched): Relevance's questions then
+    # see the context too. That trade-off is an open question (docs/judge.md).
+    asked = [q for _, questions in members for q in questions]
+    records, usage, reply = await ask_batched(cfg, asked, cache_group=case_cache_group(expected))
+    served = [member.name for member, _ in members]
+    answers: dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]] = {}
+    start = 0
+    for position, (member, questions) in enumerate(members):
+        answers[id(member)] = (records[start:start + len(questions)],
+                               usage if position == 0 else TokenUsage(), reply, served)
+        start += len(questions)
+    return answers
 
 
 # Data blocks every evaluator draws from: one label per kind of material, so questions can name it.
