@@ -127,9 +127,13 @@ def loop_warmer() -> PrefixWarmer:
     return warmer
 
 
-def prefix_key(*parts: str) -> str:
+def warm_up(provider: str, model: str, *prefix_parts: str
+            ) -> contextlib.AbstractAsyncContextManager[None]:
+    """The turn of one request whose prefix (``prefix_parts``: endpoint, system, shared text)
+    is cacheable at ``provider``: first alone, then its siblings together (``PrefixWarmer``)."""
+    rules = caching_rules(provider, model)
     digest = hashlib.sha256()
-    for part in parts:
+    for part in (provider, model, *prefix_parts):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x00")
-    return digest.hexdigest()
+    return loop_warmer().turn(digest.hexdigest(), rules.ttl_s if rules is not None else 0.0)

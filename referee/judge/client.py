@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
@@ -15,7 +16,7 @@ from typing import Any
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
-from referee.judge.caching import caching_rules, loop_warmer, prefix_key, worth_caching
+from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import EndpointLimiter
 from referee.judge.pricing import usage_for
@@ -218,7 +219,7 @@ class Judge:
         cacheable = bool(prompt_prefix) and worth_caching(cfg.provider, cfg.model,
                                                           (system or "") + prompt_prefix)
         request = JudgeRequest(
-            model=cfg.model, prompt=prompt, system=system, json_mode=json_mode,
+            model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
             temperature=cfg.effective_temperature if temperature is None else temperature,
             max_tokens=cfg.effective_max_tokens if max_tokens is None else max_tokens,
             timeout=cfg.effective_timeout, api_style=cfg.api_style,
@@ -240,13 +241,9 @@ class Judge:
         flight = _start_flight(key) if cache is not None else None
         started = time.monotonic()
         try:
-            if cacheable:
-                rules = caching_rules(cfg.provider, cfg.model)
-                warm = prefix_key(cfg.provider, cfg.model, self._endpoint.base_url,
-                                  system or "", prompt_prefix)
-                async with loop_warmer().turn(warm, rules.ttl_s if rules else 0.0):
-                    raw, attempts = await self._call_with_retries(request)
-            else:
+            turn = (warm_up(cfg.provider, cfg.model, self._endpoint.base_url, system or "",
+                             prompt_prefix) if cacheable else contextlib.nullcontext())
+            async with turn:
                 raw, attempts = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:

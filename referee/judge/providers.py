@@ -27,15 +27,11 @@ class JudgeRequest:
     max_tokens: int
     timeout: float
     api_style: str
-    # The user message is prompt_prefix + prompt. The prefix is the part shared by sibling
-    # requests (a case's material); adapters mark it for the provider's prompt cache.
+    # How much of the start of ``prompt`` sibling requests share (a case's material), so that
+    # adapters can mark it for the provider's prompt cache; ``prompt`` is always the whole text.
     prompt_prefix: str = ""
     cache_breakpoint: bool = False  # Anthropic: put cache_control at the end of the prefix
     cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
-
-    @property
-    def user_text(self) -> str:
-        return self.prompt_prefix + self.prompt
 
 
 @dataclass(frozen=True)
@@ -75,7 +71,7 @@ def _int(value: Any) -> int:
 def _openai_json_system(request: JudgeRequest) -> str | None:
     """OpenAI's JSON mode rejects requests whose messages never mention JSON."""
     system = request.system
-    if request.json_mode and "json" not in f"{system or ''} {request.user_text}".lower():
+    if request.json_mode and "json" not in f"{system or ''} {request.prompt}".lower():
         system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
     return system
 
@@ -109,7 +105,7 @@ class OpenAIAdapter:
         system = _openai_json_system(request)
         if system:
             messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": request.user_text})
+        messages.append({"role": "user", "content": request.prompt})
         body: dict[str, Any] = {"model": request.model, "messages": messages}
         if request.cache_key:
             body["prompt_cache_key"] = request.cache_key
@@ -147,7 +143,7 @@ class OpenAIAdapter:
                         model=data.get("model") or request.model, cached_input_tokens=cached)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
-        params: dict[str, Any] = {"model": request.model, "input": request.user_text,
+        params: dict[str, Any] = {"model": request.model, "input": request.prompt,
                                   "max_output_tokens": request.max_tokens,
                                   "timeout": request.timeout}
         if request.cache_key:
@@ -208,16 +204,16 @@ class AnthropicAdapter:
         # With a shared prefix it goes at the very end, so that the system text stays
         # byte-identical between a case's JSON and plain requests and their prefix is shared.
         system = request.system
+        prefix = request.prompt_prefix if request.prompt.startswith(request.prompt_prefix) else ""
         prompt = request.prompt
-        if request.json_mode and request.prompt_prefix:
+        if request.json_mode and prefix:
             prompt = f"{prompt}\n\n{_JSON_INSTRUCTION}"
         elif request.json_mode:
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
-        content: Any = request.prompt_prefix + prompt
-        if request.cache_breakpoint and request.prompt_prefix:
-            content = [{"type": "text", "text": request.prompt_prefix,
-                        "cache_control": {"type": "ephemeral"}},
-                       {"type": "text", "text": prompt}]
+        content: Any = prompt
+        if request.cache_breakpoint and prefix:
+            content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
+                       {"type": "text", "text": prompt[len(prefix):]}]
         params: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
             "messages": [{"role": "user", "content": content}],
@@ -300,7 +296,7 @@ class GoogleAdapter:
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )
         response = await client.aio.models.generate_content(model=request.model,
-                                                            contents=request.user_text,
+                                                            contents=request.prompt,
                                                             config=config)
         candidates = getattr(response, "candidates", None)
         if candidates is None:
