@@ -27,11 +27,10 @@ W2_CRITERIA = 4
 
 @pytest.fixture(scope="module")
 def rows():
-    sizes = Sizes(rag=3, agent=5, scaling=(2, 3), long_rag=2)
+    sizes = Sizes(rag=3, agent=5, scaling=(2, 3))
     with Harness(latency_ms=1.0, sizes=sizes, peer_python=None, timeout_s=120,
                  log=lambda message: None) as harness:
         harness.w1(["referee", "referee-batched"])
-        harness.w5(["referee-case-batched"])
         harness.w2(["referee"])
         harness.w3(["referee"])
         harness.w4(["referee"])
@@ -142,7 +141,12 @@ def test_unscriptable_prompt_is_an_error_not_a_guess():
         replies.reply_for({"messages": [{"role": "user", "content": "Write a poem."}]})
 
 
-def test_w5_bills_each_provider_from_a_run_on_its_own_wire(rows):
+@pytest.mark.timeout(300)  # three runs of the referee runner, one per judge wire
+def test_w5_bills_each_provider_from_a_run_on_its_own_wire():
+    with Harness(latency_ms=1.0, sizes=Sizes(long_rag=2), peer_python=None, timeout_s=120,
+                 log=lambda message: None) as harness:
+        harness.w5(["referee-case-batched"])
+        rows = harness.finish()
     row = _row(rows, "W5", "referee-case-batched", 2)
     assert row.judge_requests == 2  # one request per case
     assert row.bill is not None and row.bill.prompt_chars > 2 * 6000  # ~1,500 tokens of context
