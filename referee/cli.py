@@ -1,4 +1,4 @@
-"""The ``referee`` command: run, view, compare and list stored runs.
+"""The ``referee`` command: run, view, compare and list stored runs; calibrate evaluators.
 
 ``referee run`` accepts either
 
@@ -6,7 +6,7 @@
   or ``evaluator`` (an AgentEvaluator) and ``eval_set`` (an EvalSet, a case file path or a list
   of cases); or
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
-  and ``--config EVAL_CONFIG.json`` (document 000's EvalConfig).
+  and ``--config EVAL_CONFIG.json`` (the AgentEvaluator API's EvalConfig).
 
 Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
 unfinished candidate), 2 bad input,
@@ -41,7 +41,8 @@ TARGET is either
     or `evaluator` (an AgentEvaluator) and `eval_set` (an EvalSet, a case file path or a
     list of cases); or
   * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) run with
-    --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (document 000).
+    --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (an EvalConfig of
+    the 10xgraph-style AgentEvaluator API).
 
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
 Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
@@ -101,21 +102,27 @@ def load_python_file(path: Path) -> ModuleType:
     return module
 
 
-def load_callable(spec: str) -> Any:
-    """``FILE.py:NAME`` or ``package.module:NAME``."""
+def load_module_of(spec: str, option: str) -> tuple[ModuleType, str]:
+    """The module of ``FILE.py:NAME`` or ``package.module:NAME``, and NAME."""
     where, sep, attr = spec.rpartition(":")
     if not sep or not where or not attr:
-        raise CliError(f"--agent {spec!r}: expected FILE.py:FUNCTION or module:FUNCTION")
+        raise CliError(f"{option} {spec!r}: expected FILE.py:NAME or module:NAME")
     if where.endswith(".py"):
-        module = load_python_file(Path(where))
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise CliError(f"--agent {spec!r}: cannot import {where}: {exc}") from None
+        return load_python_file(Path(where)), attr
+    try:
+        return importlib.import_module(where), attr
+    except ImportError as exc:
+        raise CliError(f"{option} {spec!r}: cannot import {where}: {exc}") from None
+
+
+def load_callable(spec: str) -> Any:
+    """``FILE.py:NAME`` or ``package.module:NAME``."""
+    if ":" not in spec.strip(":"):
+        raise CliError(f"--agent {spec!r}: expected FILE.py:FUNCTION or module:FUNCTION")
+    module, attr = load_module_of(spec, "--agent")
     value = getattr(module, attr, None)
     if not callable(value):
-        raise CliError(f"--agent {spec!r}: {where} has no callable {attr!r}")
+        raise CliError(f"--agent {spec!r}: {spec.rpartition(':')[0]} has no callable {attr!r}")
     return value
 
 
@@ -151,16 +158,24 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _run_metadata(args: argparse.Namespace) -> dict[str, Any]:
+    """What the run directory should remember of the command line: its target, for --resume."""
+    return {"target": args.target}
+
+
 def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
                     formats: list[str]) -> Any:
     """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
     if args.timeout is not None:
         evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
+    if args.label:
+        evaluator.model_id = args.label
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
         retry_errors=args.retry_errors, formats=formats,
-        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate)
+        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
+        metadata=_run_metadata(args))
 
 
 def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
@@ -174,10 +189,13 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         model = getattr(module, "model", None)
         if not callable(model):
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
+        if args.label:
+            suite.model_id = args.label
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, formats=formats)
+                               retry_errors=args.retry_errors, formats=formats,
+                               metadata=_run_metadata(args))
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -235,10 +253,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run_dir:
             print(f"referee: the run is stored in {run_dir}", file=sys.stderr)
         return EXIT_GATE
+    run_dir = report.metadata.get("run_dir", "")
     if args.quiet:
-        run_dir = report.metadata.get("run_dir", "")
         print(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
               f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
+    elif "console" not in formats and run_dir:
+        # The chosen formats went to files; stdout stays clean, and stderr says where they are.
+        print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
+              file=sys.stderr)
     return 0
 
 
@@ -274,6 +296,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.store import load_run
 
     comparison = compare_reports(load_run(args.a), load_run(args.b))
+    if args.html:
+        from referee.report.html import render_compare_html
+
+        Path(args.html).write_text(render_compare_html(comparison), encoding="utf-8")
     if args.json:
         import json
 
@@ -296,9 +322,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
-        print(f"{run.run_id}  {run.name or '-'}  pass {run.pass_rate:.1%}  errors "
+        model = f"  [{run.model_id}]" if run.model_id else ""
+        print(f"{run.run_id}  {run.name or '-'}{model}  pass {run.pass_rate:.1%}  errors "
               f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
     return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from referee.calibrate._command import run_command
+
+    return run_command(args, load_module_of)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -314,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", metavar="FILE.py:FUNCTION",
                      help="the agent under test, when TARGET is a case file")
     run.add_argument("--config", metavar="EVAL_CONFIG.json",
-                     help="document-000 EvalConfig for a case file (default: EvalConfig.default())")
+                     help="an AgentEvaluator EvalConfig for a case file (default: EvalConfig.default())")
     run.add_argument("--out", "--runs-dir", dest="runs_dir", metavar="DIR",
                      help="where run directories go (default .referee/runs or $REFEREE_RUNS_DIR)")
     run.add_argument("--concurrency", type=_positive_int, metavar="N",
@@ -325,11 +358,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
-                     help=f"reports to produce, comma-separated (default {DEFAULT_FORMATS})")
+                     help=f"reports to produce, comma-separated: console prints the summary, "
+                          f"json/junit/html write files (default {DEFAULT_FORMATS})")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume: also run again the cases that ended in an error")
+    run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
+                     help="the model or variant label stored with the run and shown in every "
+                          "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
     run.set_defaults(func=cmd_run)
@@ -347,12 +384,19 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", metavar="A", help="baseline run directory or report file")
     compare.add_argument("b", metavar="B", help="candidate run directory or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument("--html", metavar="FILE",
+                         help="also write the comparison as a self-contained HTML page")
     compare.set_defaults(func=cmd_compare)
 
     listing = sub.add_parser("list", help="list stored runs, newest first",
                              description=LIST_DESCRIPTION)
     listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
     listing.set_defaults(func=cmd_list)
+
+    from referee.calibrate._command import add_parser as add_calibrate_parser
+
+    add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction).set_defaults(
+        func=cmd_calibrate)
     return parser
 
 

@@ -272,3 +272,56 @@ def test_the_installed_command_and_the_viewer_serve_the_index(tmp_path):
         viewer.terminate()
         viewer.wait(30)
         viewer.stderr.close()
+
+
+def test_label_is_stored_and_shown(tmp_path, capsys, suite_file):
+    runs = tmp_path / "runs"
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--out", str(runs),
+                             "--label", "variant-b", "--format", "console,html,junit")
+    assert code == 0, err
+    run_dir = only_run_dir(runs)
+    assert json.loads((run_dir / "meta.json").read_text())["model_id"] == "variant-b"
+    assert json.loads((run_dir / "report.json").read_text())["model_id"] == "variant-b"
+    assert "model: variant-b" in out
+    assert "variant-b" in (run_dir / "report.html").read_text()
+    assert '<property name="model_id" value="variant-b"' in (run_dir / "junit.xml").read_text()
+    assert run_cli(capsys, "list", "--dir", str(runs))[1].count("[variant-b]") == 1
+
+
+def test_format_decides_what_is_printed(tmp_path, capsys, suite_file):
+    runs = tmp_path / "runs"
+    code, out, err = run_cli(capsys, "run", str(suite_file), "--out", str(runs), "--format", "json")
+    assert code == 0, err
+    assert out == ""  # no console summary: only the file that was asked for
+    run_dir = only_run_dir(runs)
+    assert f"json report(s) written to {run_dir}" in err
+    assert (run_dir / "results.json").is_file() and not (run_dir / "report.html").exists()
+
+
+def test_piped_output_is_not_folded_and_names_cases_alike(tmp_path):
+    """In a CI log (stdout not a terminal) a long failure line stays one line, and the progress
+    lines name a case the way the failure list does: its name, else its input, else its id."""
+    long_input = "Where is the order that I placed last Tuesday for the blue ceramic teapot " * 2
+    suite = tmp_path / "long_suite.py"
+    suite.write_text(textwrap.dedent(f"""
+        from referee import EvalCase, EvalSuite
+        from referee.evaluators.deterministic import Contains
+        suite = EvalSuite("long-names")
+        suite.add_cases([EvalCase(input={long_input.strip()!r})])
+        suite.add_evaluator(Contains([f"keyword-number-{{i}}" for i in range(12)]))
+        def model(prompt):
+            return "not yet"
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "run", str(suite), "--out", str(tmp_path / "runs"),
+         "--format", "console"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    label = long_input.strip()[:50]
+    failure_lines = [line for line in proc.stdout.splitlines() if "FAILED" in line]
+    assert failure_lines and label in failure_lines[0], proc.stdout
+    progress = [line for line in proc.stderr.splitlines() if "FAILED" in line]
+    assert progress and label in progress[0], proc.stderr
+    reason = [line for line in proc.stdout.splitlines() if "contains (0.00 < 1.00)" in line]
+    assert reason and len(reason[0]) > 100, proc.stdout  # one line, not folded at 80 columns

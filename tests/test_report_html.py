@@ -18,7 +18,9 @@ from test_report_samples import (IMG_PAYLOAD, PAYLOAD, RAW_HTTP_MARKER, SCRIPT_P
 def _pwned(dom: str) -> list[str]:
     """Traces a payload would have left in the rendered DOM."""
     traces = []
-    if re.search(r"<title>[^<]*pwned", dom):
+    # The page's own title is the first <title>; the charts' SVG <title>s may quote a case name.
+    page_title = re.search(r"<title>([^<]*)</title>", dom)
+    if page_title and "pwned" in page_title.group(1):
         traces.append("title changed")
     if re.search(r"<body[^>]*data-pwned", dom):
         traces.append("body attribute set")
@@ -52,7 +54,8 @@ def test_html_shows_summary_and_case_details() -> None:
                  "Book a table", "planner → booking", "judge unreachable after 3 attempts (HTTP 503)"):
         assert text in page, text
     assert page.count('<details class="case') == 9
-    assert len(re.findall(r'data-group="error"', page)) == 4
+    assert len(re.findall(r'<details class="case[^>]*data-group="error"', page)) == 4
+    assert len(re.findall(r'<tr data-case="\d+" data-group="error"', page)) == 4
     assert RAW_HTTP_MARKER not in page
 
 
@@ -60,7 +63,10 @@ def test_html_escapes_every_payload() -> None:
     page = render_html(sample_report())
     body = page.split("<body", 1)[1].rsplit("<script>", 1)[0]
     assert SCRIPT_PAYLOAD not in body and IMG_PAYLOAD not in body
-    assert "<img" not in body and "<svg" not in body and "<b id=" not in body
+    assert "<img" not in body and "<b id=" not in body
+    # The report's own charts are the only SVG: none comes from a payload.
+    assert body.count("<svg") == body.count('<figure class="chart"')
+    assert "<svg onload" not in body
     assert "&lt;/script&gt;&lt;script&gt;document.title=" in body
     assert "&lt;img src=x onerror=" in body
     # The payload's own "&amp;" must come out as the literal text "&amp;".
@@ -132,6 +138,7 @@ def test_chromium_filters_from_the_url_fragment(tmp_path) -> None:
     dom = chromium_dom(path.as_uri() + "#filter=error&q=upstream", tmp_path)
     assert "1 of 9 case(s) shown" in dom
     assert re.search(r'<button type="button" data-filter="error" aria-pressed="true">', dom)
-    visible = re.findall(r'<details class="case[^"]*" data-group="(\w+)" data-status="(\w+)">', dom)
+    visible = re.findall(r'<details class="case[^"]*" id="case-\d+" data-case="\d+" '
+                         r'data-group="(\w+)" data-status="(\w+)"[^>]*?(?<!hidden="")>', dom)
     assert visible == [("error", "MODEL_ERROR")]
     assert len(re.findall(r"<details[^>]*hidden", dom)) == 8

@@ -106,8 +106,11 @@ def test_compares_two_runs_side_by_side(viewer) -> None:
     assert status == 200
     assert "1 regression(s), 0 improvement(s), 2 unchanged, 6 added, 0 removed" in page
     assert '<a href="/run/20261129-130000-def456">' in page and '<a href="/run/20261129-120000-abc123">' in page
-    row = re.search(r'<tr class="k-regression">.*?</tr>', page, re.S).group(0)
+    row = re.search(r'<tr class="k-regression"[^>]*>.*?</tr>', page, re.S).group(0)
     assert "composite check" in row and "case PASSED -&gt; FAILED" in row
+    # Each side's status links to that case in its own run.
+    assert re.search(r'<a href="/run/20261129-130000-def456#case-\d+">PASSED</a>', row)
+    assert re.search(r'<a href="/run/20261129-120000-abc123#case-\d+">FAILED</a>', row)
     assert page.count('class="k-added"') == 6
     status, _, _ = _get(viewer, "/compare?a=20261129-130000-def456&b=nope")
     assert status == 404
@@ -174,6 +177,27 @@ def test_opens_a_pinned_run_outside_the_runs_dir(tmp_path) -> None:
 def test_chromium_viewer_page_runs_no_payload(viewer, tmp_path) -> None:
     dom = chromium_dom(viewer.base_url + "/run/20261129-120000-abc123", tmp_path)
     assert re.search(r'<body[^>]*data-js="on"', dom), "the report's own script did not run"
-    assert not re.search(r"<title>[^<]*pwned", dom)
+    # The page's title is the first <title>; a chart's SVG <title> may quote a hostile name as text.
+    assert "pwned" not in re.search(r"<title>([^<]*)</title>", dom).group(1)
     assert not re.search(r"<body[^>]*data-pwned", dom)
     assert '<b id="injected">' not in dom
+
+
+def test_interrupted_run_page_gives_the_resume_command(tmp_path) -> None:
+    runs = tmp_path / "runs"
+    report = sample_report()
+    report.metadata["target"] = "evals/checkout.py"
+    run_dir = _store(runs, report, finished=False)
+    with start_viewer(None, runs) as handle:
+        status, page, _ = _get(handle, "/run/" + report.run_id)
+    assert status == 200
+    assert f'<code class="resume">referee run evals/checkout.py --resume {run_dir}</code>' in page
+
+
+def test_index_lists_model_label_date_and_rates(viewer) -> None:
+    status, page, _ = _get(viewer, "/")
+    assert status == 200
+    row = re.search(r'<tr[^>]*><td><a href="/run/20261129-120000-abc123">.*?</tr>', page, re.S)
+    assert row is not None
+    for text in ("gpt-4o-mini", "2026-", "50.0%", "44.4%"):
+        assert text in row.group(0), text

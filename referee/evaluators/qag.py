@@ -22,7 +22,14 @@ from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.criteria.base import CURRENT_CASE, BaseCriterion
 from referee.errors import JudgeUnavailable
-from referee.evaluators.calibration import calibrated_threshold
+from referee.evaluators.calibration import (
+    NO_QUESTION_SET,
+    CalibrationEntry,
+    calibrated_threshold,
+    calibration_file_configured,
+    calibration_file_path,
+    file_threshold,
+)
 from referee.evaluators.prompts import (
     JUDGE_SYSTEM,
     DataBlock,
@@ -57,12 +64,16 @@ class Question:
     blocks: tuple[DataBlock, ...] = field(default=())
 
 
+# threshold= value that opts in to the calibration file written by ``referee calibrate``.
+CALIBRATED = "calibrated"
+
+
 def check_threshold(owner: str, threshold: float | None) -> float | None:
     if threshold is None:
         return None
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"{owner}: threshold must be a number between 0.0 and 1.0, "
-                        f"got {threshold!r}")
+        raise TypeError(f"{owner}: threshold must be a number between 0.0 and 1.0 (or "
+                        f"'{CALIBRATED}'), got {threshold!r}")
     value = float(threshold)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{owner}: threshold must be between 0.0 and 1.0, got {threshold!r}")
@@ -257,8 +268,13 @@ class JudgeEvaluator(BaseCriterion):
     # Set on the evaluators document 001 calibrates per judge model.
     calibration_key: str | None = None
 
-    def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None) -> None:
-        self._explicit_threshold = check_threshold(type(self).__name__, threshold)
+    def __init__(self, threshold: float | str | None = None,
+                 judge: JudgeConfig | None = None) -> None:
+        # threshold="calibrated": the calibration file's entry for this evaluator, judge and
+        # question set, and an error when there is none (a silent fallback would hide it).
+        self._calibration_required = threshold == CALIBRATED
+        self._explicit_threshold = check_threshold(
+            type(self).__name__, None if self._calibration_required else threshold)  # type: ignore[arg-type]
         self.judge = judge
         super().__init__(CriterionConfig(threshold=self._explicit_threshold
                                          if self._explicit_threshold is not None
@@ -267,34 +283,70 @@ class JudgeEvaluator(BaseCriterion):
     def judge_config(self) -> JudgeConfig:
         return resolve_judge_config(self.judge)
 
+    def question_set(self) -> str:
+        """Identifies the questions this evaluator asks; a calibration holds for that set only."""
+        return NO_QUESTION_SET
+
+    @property
+    def calibration_required(self) -> bool:
+        """Whether ``threshold="calibrated"`` was asked for (a calibration-file entry must exist)."""
+        return self._calibration_required
+
+    def calibration_entry(self, cfg: JudgeConfig) -> CalibrationEntry | None:
+        """The calibration-file entry that sets this evaluator's threshold for judge ``cfg``.
+
+        Consulted with ``threshold="calibrated"`` (the entry must exist) or when
+        $REFEREE_CALIBRATION_FILE names a file (an entry, when there is one, wins over the
+        built-in table); never when ``threshold=`` is a number.
+        """
+        if self._explicit_threshold is not None:
+            return None
+        return file_threshold(self.name, cfg.provider, cfg.model, self.question_set(),
+                              required=self._calibration_required)
+
     def threshold_for(self, cfg: JudgeConfig) -> float:
         if self._explicit_threshold is not None:
             return self._explicit_threshold
+        entry = self.calibration_entry(cfg)
+        if entry is not None:
+            return entry.threshold
         if self.calibration_key is not None:
             return calibrated_threshold(self.calibration_key, cfg.model)
         return self.default_threshold
 
     @property
     def threshold(self) -> float:
-        """The effective threshold: explicit, else calibrated for the resolved judge, else default."""
+        """The effective threshold: explicit, else a calibration file's, else the built-in
+        calibrated one for the resolved judge, else the default."""
         if self._explicit_threshold is not None:
             return self._explicit_threshold
-        if self.calibration_key is None:
-            return self.default_threshold
+        if (self.calibration_key is None and not self._calibration_required
+                and not calibration_file_configured()):
+            return self.default_threshold  # nothing depends on the judge: no need to resolve it
         return self.threshold_for(self.judge_config())
 
     @threshold.setter
     def threshold(self, value: float) -> None:
+        if value == CALIBRATED:
+            self._calibration_required, self._explicit_threshold = True, None
+            return
         checked = check_threshold(type(self).__name__, value)
         if checked is None:
             raise ValueError(f"{type(self).__name__}: threshold cannot be set to None")
+        self._calibration_required = False
         self._explicit_threshold = checked
         self.config = self.config.model_copy(update={"threshold": checked})
 
     def _scored(self, cfg: JudgeConfig, score: float, details: dict[str, Any],
                 token_usage: TokenUsage | None) -> CriterionResult:
-        threshold = self.threshold_for(cfg)
-        if self.calibration_key is not None:
+        entry = self.calibration_entry(cfg)
+        threshold = entry.threshold if entry is not None else self.threshold_for(cfg)
+        if entry is not None:
+            details.setdefault("threshold_source", "calibration_file")
+            details.setdefault("calibration", {
+                "file": str(calibration_file_path()), "n": entry.n, "date": entry.date,
+                "data_fingerprint": entry.data_fingerprint, "metric": entry.metric})
+        elif self.calibration_key is not None:
             details.setdefault("threshold_source", self._threshold_source())
         return CriterionResult(criterion=self.name, score=score, passed=score >= threshold,
                                threshold=threshold, details=details, token_usage=token_usage)
@@ -309,10 +361,21 @@ class QAGEvaluator(JudgeEvaluator):
     # Case fields (context, expected_output, input) without which a case is skipped, not judged.
     required_fields: tuple[str, ...] = ()
 
-    def __init__(self, threshold: float | None = None, judge: JudgeConfig | None = None, *,
-                 batch: bool | str = False) -> None:
+    def __init__(self, threshold: float | str | None = None, judge: JudgeConfig | None = None,
+                 *, batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
         self.batch = check_batch(type(self).__name__, batch)
+
+    def question_set(self) -> str:
+        """A digest of the question texts (and the answer each expects), in order.
+
+        Built-in evaluators ask the same questions of every case, so a probe case with every
+        field filled shows them; a CheckEvaluator's are known once prepare() has made them.
+        """
+        probe = EvalCase(input="-", expected_output="-", context="-")
+        questions = self.questions(ExecutionResult(actual_response="-"), probe)
+        text = json.dumps([[q.text, q.expect_yes] for q in questions], ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def missing_input(self, actual: ExecutionResult, expected: EvalCase) -> str | None:
         """Why this case cannot be scored (naming the missing field), or None."""

@@ -16,7 +16,9 @@ RETRY_AFTER_CAP_S = 60.0
 # Transport failures of httpx (and its successor httpx2, used by newer SDKs), matched by
 # class name so neither package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
-                              "RemoteProtocolError", "ProtocolError"})
+                              "RemoteProtocolError", "ProtocolError",
+                              # aiohttp (google-genai uses it when installed): a body cut short
+                              "ClientPayloadError"})
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ transition is reported as a note.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,6 +47,15 @@ class CaseChange:
     status_b: CaseStatus | None
     reasons: tuple[str, ...] = ()
     criteria: tuple[CriterionChange, ...] = ()
+    output_a: str | None = None
+    output_b: str | None = None
+    index_a: int | None = None
+    index_b: int | None = None
+
+    @property
+    def output_changed(self) -> bool:
+        return (self.output_a is not None and self.output_b is not None
+                and self.output_a != self.output_b)
 
     @property
     def transition(self) -> str:
@@ -54,11 +64,66 @@ class CaseChange:
         return f"{a} -> {b}"
 
 
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 20261201
+
+
+@dataclass(frozen=True)
+class CriterionDelta:
+    """A criterion's mean score in B minus A, over the cases both runs scored (paired).
+
+    The 95% interval comes from a paired bootstrap over those cases: it says how far the mean
+    change could move if other, similar cases had been drawn, so one flaky case does not read
+    as a regression. ``significant`` when the interval excludes 0.
+    """
+
+    criterion: str
+    n: int
+    mean_a: float
+    mean_b: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def delta(self) -> float:
+        return self.mean_b - self.mean_a
+
+    @property
+    def significant(self) -> bool:
+        return self.n > 1 and (self.ci_low > 0 or self.ci_high < 0)
+
+    @property
+    def hint(self) -> str:
+        if self.n < 2:
+            return "too few paired cases to judge"
+        if not self.significant:
+            return "within noise"
+        return "likely better" if self.delta > 0 else "likely worse"
+
+    def describe(self) -> str:
+        return (f"{self.criterion}: {self.mean_a:.3f} -> {self.mean_b:.3f} ({self.delta:+.3f}, "
+                f"95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}, n={self.n}) {self.hint}")
+
+
+def paired_bootstrap_ci(differences: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """95% percentile interval of the mean of paired differences (seeded: reports reproduce)."""
+    n = len(differences)
+    if n == 0:
+        return 0.0, 0.0
+    if n == 1:
+        return differences[0], differences[0]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(differences, k=n)) / n for _ in range(resamples))
+    return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+
+
 @dataclass
 class Comparison:
     a: EvalReport
     b: EvalReport
     changes: list[CaseChange] = field(default_factory=list)
+    criterion_deltas: list[CriterionDelta] = field(default_factory=list)
 
     def _of(self, kind: ChangeKind) -> list[CaseChange]:
         return [c for c in self.changes if c.kind == kind]
@@ -99,51 +164,77 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         def run(r: EvalReport) -> dict[str, Any]:
-            return {"run_id": r.run_id, "name": r.name, "total": r.total, "passed": r.passed,
+            return {"run_id": r.run_id, "name": r.name, "model_id": r.model_id,
+                    "total": r.total, "passed": r.passed,
                     "failed": r.failed, "errors": r.errors, "pass_rate": r.pass_rate,
                     "error_rate": r.error_rate}
 
         return {
             "a": run(self.a), "b": run(self.b), "has_regressions": self.has_regressions,
             "candidate_unfinished": self.candidate_unfinished,
+            "criteria": [
+                {"criterion": d.criterion, "n": d.n, "mean_a": d.mean_a, "mean_b": d.mean_b,
+                 "delta": d.delta, "ci_low": d.ci_low, "ci_high": d.ci_high,
+                 "significant": d.significant, "hint": d.hint}
+                for d in self.criterion_deltas
+            ],
             "changes": [
                 {"eval_id": c.eval_id, "name": c.name, "kind": c.kind,
                  "status_a": c.status_a.value if c.status_a else None,
                  "status_b": c.status_b.value if c.status_b else None,
-                 "reasons": list(c.reasons)}
+                 "reasons": list(c.reasons), "output_a": c.output_a, "output_b": c.output_b,
+                 "output_changed": c.output_changed}
                 for c in self.changes
             ],
         }
 
     def render_text(self) -> str:
         a, b = self.a, self.b
+
+        def head(tag: str, r: EvalReport) -> str:
+            model = f" [{r.model_id}]" if r.model_id else ""
+            return (f"{tag}: {r.run_id} {r.name}".rstrip() + model + f"  pass rate "
+                    f"{r.pass_rate:.1%}, error rate {r.error_rate:.1%}, {r.total} case(s)")
+
         lines = [
-            f"A: {a.run_id} {a.name}".rstrip() + f"  pass rate {a.pass_rate:.1%}, error rate "
-            f"{a.error_rate:.1%}, {a.total} case(s)",
-            f"B: {b.run_id} {b.name}".rstrip() + f"  pass rate {b.pass_rate:.1%}, error rate "
-            f"{b.error_rate:.1%}, {b.total} case(s)",
+            head("A", a),
+            head("B", b),
             f"{len(self.regressions)} regression(s), {len(self.improvements)} improvement(s), "
             f"{len(self.unchanged)} unchanged, {len(self.added)} added, {len(self.removed)} removed",
         ]
         if self.candidate_unfinished:
             lines.append(f"B is unfinished: {b.total} of {b.metadata.get('expected_cases', '?')} "
                          f"case(s) ran; resume it before trusting this comparison")
-        for title, items in (("Regressions", self.regressions), ("Improvements", self.improvements)):
+        if self.criterion_deltas:
+            lines.append("Criterion means, B - A over the cases both runs scored:")
+            lines.extend(f"  {d.describe()}" for d in self.criterion_deltas)
+        notes = [c for c in self.unchanged if c.reasons]
+        for title, items in (("Regressions", self.regressions), ("Improvements", self.improvements),
+                             ("Changed without a verdict", notes)):
             if items:
                 lines.append(f"{title}:")
                 for c in items:
                     lines.append(f"  {c.name or c.eval_id}  {c.transition}")
                     lines.extend(f"    {r}" for r in c.reasons)
-        notes = [c for c in self.unchanged if c.reasons]
-        if notes:
-            lines.append("Changed without a verdict:")
-            for c in notes:
-                lines.append(f"  {c.name or c.eval_id}  {c.transition}")
-                lines.extend(f"    {r}" for r in c.reasons)
+                    if c.output_changed:
+                        lines.append(f"    output A: {_one_line(c.output_a)}")
+                        lines.append(f"    output B: {_one_line(c.output_b)}")
         for title, items in (("Added in B", self.added), ("Removed in B", self.removed)):
             if items:
                 lines.append(f"{title}: " + ", ".join(c.name or c.eval_id for c in items))
         return "\n".join(lines) + "\n"
+
+
+OUTPUT_CHARS_IN_TEXT = 160
+
+
+def _one_line(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= OUTPUT_CHARS_IN_TEXT else flat[: OUTPUT_CHARS_IN_TEXT - 1] + "…"
+
+
+def _output(case: CaseResult) -> str | None:
+    return case.execution.actual_response if case.execution is not None else None
 
 
 def _scored(r: CriterionResult | None) -> bool:
@@ -191,6 +282,7 @@ def _classify(a: CaseResult, b: CaseResult) -> CaseChange:
     return CaseChange(
         eval_id=a.eval_id, name=b.name or a.label, kind=kind, status_a=a.status, status_b=b.status,
         reasons=tuple(worse + better + notes), criteria=tuple(changes),
+        output_a=_output(a), output_b=_output(b), index_a=a.index, index_b=b.index,
     )
 
 
@@ -213,11 +305,38 @@ def compare_reports(a: EvalReport, b: EvalReport) -> Comparison:
         cb = cases_b.get(key)
         if cb is None:
             changes.append(CaseChange(eval_id=ca.eval_id, name=ca.label, kind="removed",
-                                      status_a=ca.status, status_b=None))
+                                      status_a=ca.status, status_b=None, output_a=_output(ca),
+                                      index_a=ca.index))
         else:
             changes.append(_classify(ca, cb))
     for key, cb in cases_b.items():
         if key not in cases_a:
             changes.append(CaseChange(eval_id=cb.eval_id, name=cb.label, kind="added",
-                                      status_a=None, status_b=cb.status))
-    return Comparison(a=a, b=b, changes=changes)
+                                      status_a=None, status_b=cb.status, output_b=_output(cb),
+                                      index_b=cb.index))
+    return Comparison(a=a, b=b, changes=changes,
+                      criterion_deltas=_criterion_deltas(cases_a, cases_b))
+
+
+def _criterion_deltas(cases_a: dict[tuple[str, int], CaseResult],
+                      cases_b: dict[tuple[str, int], CaseResult]) -> list[CriterionDelta]:
+    """Per criterion, the paired scores of the cases that both runs scored on it."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for key, ca in cases_a.items():
+        cb = cases_b.get(key)
+        if cb is None:
+            continue
+        by_b = {r.criterion: r for r in cb.criterion_results}
+        for ra in ca.criterion_results:
+            rb = by_b.get(ra.criterion)
+            if _scored(ra) and rb is not None and _scored(rb):
+                pairs.setdefault(ra.criterion, []).append((ra.score, rb.score))
+    deltas = []
+    for criterion, scored in pairs.items():
+        n = len(scored)
+        low, high = paired_bootstrap_ci([b - a for a, b in scored])
+        deltas.append(CriterionDelta(criterion=criterion, n=n,
+                                     mean_a=sum(a for a, _ in scored) / n,
+                                     mean_b=sum(b for _, b in scored) / n,
+                                     ci_low=low, ci_high=high))
+    return deltas

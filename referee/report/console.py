@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -63,6 +64,17 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     return one(judge)
 
 
+NON_TERMINAL_WIDTH = 200
+
+
+def plain_console() -> Console:
+    """stdout as rich sees it; piped (a CI log), lines are not folded at 80 columns."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=NON_TERMINAL_WIDTH, soft_wrap=True)
+    return console
+
+
 def _failure_lines(case: CaseResult) -> list[str]:
     """Why a case did not pass: the case error, then each failing or errored criterion."""
     lines: list[str] = []
@@ -82,7 +94,7 @@ def _failure_lines(case: CaseResult) -> list[str]:
 def render_console(report: EvalReport, console: Console | None = None, *,
                    run_dir: str | Path | None = None) -> None:
     """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal."""
-    console = console or Console()
+    console = console or plain_console()
     title = report.name or report.eval_set_id or report.run_id
     console.print(Text(_plain(f"referee run {report.run_id} — {title}"), style="bold"))
     facts = []

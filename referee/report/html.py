@@ -13,6 +13,7 @@ only filters and searches them, so a large run does not ship its results twice.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import time
@@ -24,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from referee.report import charts
 from referee.report.console import judge_label
+from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
 from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.result import CriterionResult
@@ -34,6 +37,11 @@ if TYPE_CHECKING:
     from referee.report.store import RunInfo
 
 ERROR_RATE_FLAG = 0.10
+# Past this many cases the case details ship gzip-compressed, BODY_CHUNK cases per block, and
+# the page inflates a block when one of its cases is opened or searched: a 2,000-case report
+# stays a few MB and opens at once, because the browser lays out only the summary rows.
+COMPRESS_CASES_OVER = 200
+BODY_CHUNK = 100
 # A single field larger than this (a runaway 1 MB output) is cut, and the cut is stated.
 MAX_FIELD_CHARS = 100_000
 
@@ -282,13 +290,55 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
     }
 
 
+def _diff(expected: str | None, actual: str | None) -> list[dict[str, str]] | None:
+    """Word-level diff of expected against actual, when both exist and differ."""
+    if not expected or actual is None or expected == actual:
+        return None
+    pieces = word_diff(expected, actual)
+    return None if pieces is None else [{"op": p.op, "text": p.text} for p in pieces]
+
+
+def _trajectory(expected: Iterable[Any], actual: Iterable[Any]) -> list[dict[str, Any]]:
+    expected, actual = list(expected), list(actual)
+    if not expected:
+        return []
+    return [{"outcome": row.outcome, "expected_name": row.expected_name or "",
+             "expected_args": row.expected_args or "", "actual_name": row.actual_name or "",
+             "actual_args": row.actual_args or "", "differing": ", ".join(row.differing_keys)}
+            for row in align_calls(expected, actual)]
+
+
+def _nodes(expected: list[str], actual: list[str]) -> list[dict[str, str]]:
+    if not expected:
+        return []
+    return [{"outcome": row.outcome, "expected": row.expected or "", "actual": row.actual or ""}
+            for row in align_nodes(expected, actual)]
+
+
 def _calls(calls: Iterable[Any]) -> list[dict[str, str]]:
     return [{"name": c.name, "args": _json(c.args) if c.args else "{}",
              "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))}
             for c in calls]
 
 
-def _case_view(case: CaseResult) -> dict[str, Any]:
+def _criterion_cells(case: CaseResult, criteria: list[str]) -> list[dict[str, Any]]:
+    """One table cell per run criterion: its outcome, score and a sort key (-1 when not scored)."""
+    by_name = {r.criterion: r for r in case.criterion_results}
+    cells = []
+    for name in criteria:
+        r = by_name.get(name)
+        if r is None:
+            cells.append({"outcome": "none", "text": "", "sort": -2})
+            continue
+        outcome = _outcome(r)
+        scored = outcome in ("passed", "failed")
+        cells.append({"outcome": outcome,
+                      "text": f"{r.score:.2f} {'✓' if r.passed else '✗'}" if scored else outcome,
+                      "sort": round(r.score, 6) if scored else -1})
+    return cells
+
+
+def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str, Any]:
     spec = case.case
     ex = case.execution
     turns: list[dict[str, Any]] = []
@@ -300,12 +350,17 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
                 "user": _clip(inv.user_text),
                 "expected": _clip(inv.expected_final_response),
                 "response": _clip(got.response) if got else None,
+                "diff": _diff(inv.expected_final_response, got.response if got else None),
                 "tool_calls": _calls(got.tool_calls) if got else [],
+                "trajectory": _trajectory(inv.expected_tool_trajectory,
+                                          got.tool_calls if got else []),
+                "nodes": _nodes(list(inv.expected_node_order), list(got.node_visits) if got else []),
                 "node_visits": " → ".join(got.node_visits) if got else "",
             })
     facts = [f"#{case.index}", f"{case.duration_seconds:.2f}s"]
-    if case.token_usage is not None and (case.token_usage.requests or case.token_usage.total_tokens):
-        facts.append(f"judge: {case.token_usage.requests} request(s), {case.token_usage.total_tokens} tokens")
+    usage = case.token_usage
+    if usage is not None and (usage.requests or usage.total_tokens):
+        facts.append(f"judge: {usage.requests} request(s), {usage.total_tokens} tokens")
     if spec is not None and spec.tags:
         facts.append("tags: " + ", ".join(spec.tags))
     extra: dict[str, Any] = {}
@@ -320,6 +375,7 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
         "status": case.status.value,
         "group": _group(case.status),
         "name": case.label,
+        "name_short": case.label if len(case.label) <= 90 else case.label[:89] + "…",
         "eval_id": case.eval_id,
         "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],
@@ -330,6 +386,12 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
         "output": _clip(ex.actual_response) if ex is not None else None,
         # An agent that reported no per-turn results still has a final answer to show.
         "final_output": _clip(ex.actual_response) if turns and ex is not None and not ex.turns else None,
+        "diff": None if turns or spec is None or ex is None else _diff(spec.expected_output,
+                                                                       ex.actual_response),
+        "trajectory": [] if turns or spec is None else _trajectory(
+            spec.expected_tool_trajectory, ex.tool_calls if ex is not None else []),
+        "nodes": [] if turns or spec is None else _nodes(
+            list(spec.expected_node_order), list(ex.node_visits) if ex is not None else []),
         "tool_calls": _calls(ex.tool_calls) if ex is not None and not turns else [],
         "expected_tools": _calls(spec.expected_tool_trajectory) if spec is not None else [],
         "node_visits": " → ".join(ex.node_visits) if ex is not None else "",
@@ -337,7 +399,53 @@ def _case_view(case: CaseResult) -> dict[str, Any]:
         "criteria": [_criterion_view(r) for r in case.criterion_results],
         "extra": _json(extra) if extra else "",
         "facts": " · ".join(facts),
+        "index": case.index,
+        "seconds": case.duration_seconds,
+        "tokens": usage.total_tokens if usage is not None else 0,
+        "cost": usage.cost_usd if usage is not None and usage.cost_usd is not None else None,
+        "chunk": None,
+        "cells": (cells := _criterion_cells(case, criteria or [])),
+        "outcomes": [cell["outcome"] for cell in cells],
     }
+
+
+def _charts(report: EvalReport) -> list[charts.Chart]:
+    """Outcome bars per criterion, a score histogram per criterion, latency and judge tokens."""
+    stats = report.summary.criterion_stats
+    out: list[charts.Chart] = []
+    if stats:
+        out.append(charts.outcome_bars([
+            charts.OutcomeCounts(name, s.passed, s.failed, s.errors, s.skipped)
+            for name, s in stats.items()]))
+    scores: dict[str, list[float]] = {name: [] for name in stats}
+    for case in report.cases:
+        for r in case.criterion_results:
+            if _outcome(r) in ("passed", "failed"):
+                scores.setdefault(r.criterion, []).append(r.score)
+    for name, values in scores.items():
+        if values:
+            chart = charts.histogram(values, kind="scores", title=f"{name}: scores",
+                                     low=0.0, high=1.0)
+            chart.data["criterion"] = name
+            out.append(chart)
+    if report.cases:
+        out.append(charts.histogram([c.duration_seconds for c in report.cases], kind="latency",
+                                    title="Case duration (s)", low=0.0))
+    tokens = [c.token_usage.total_tokens for c in report.cases if c.token_usage is not None]
+    if any(tokens):
+        out.append(charts.histogram(tokens, kind="tokens", title="Judge tokens per case", low=0.0))
+    return out
+
+
+def resume_command(report: EvalReport) -> str:
+    """The command that finishes an interrupted run, when the run says where it lives."""
+    run_dir = report.metadata.get("run_dir")
+    if not run_dir:
+        return ""
+    target = report.metadata.get("target")
+    if not target:  # started from Python: the same call with resume=
+        return f"resume={str(run_dir)!r} in the run call, or referee run EVAL_FILE --resume {run_dir}"
+    return f"referee run {target} --resume {run_dir}"
 
 
 def _summary_view(report: EvalReport) -> dict[str, Any]:
@@ -363,6 +471,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
+        "resume_command": resume_command(report) if report.metadata.get("interrupted") else "",
+        "charts": _charts(report),
+        "criteria": list(stats),
         "expected_cases": report.metadata.get("expected_cases", "?"),
         "total": report.total,
         "evaluated": report.evaluated,
@@ -386,10 +497,30 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
+    summary = _summary_view(report)
+    cases = [_case_view(c, summary["criteria"]) for c in report.cases]
+    chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     return _page(
-        "report.html.j2", script=_asset("report.js"), r=_summary_view(report),
-        cases=[_case_view(c) for c in report.cases], index_href=index_href,
+        "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
+        index_href=index_href,
     )
+
+
+def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
+    """Render each case's details once, escaped as always, and pack them as base64 gzip blocks.
+
+    The page inserts a block's markup only after inflating it: it is the same autoescaped
+    markup that a small report carries inline, under the same Content-Security-Policy.
+    """
+    case_body = _env().get_template("macros.html.j2").module.case_body  # type: ignore[attr-defined]
+    chunks = []
+    for start in range(0, len(cases), BODY_CHUNK):
+        part = cases[start:start + BODY_CHUNK]
+        markup = "".join(str(case_body(c)) for c in part)
+        chunks.append(base64.b64encode(gzip.compress(markup.encode("utf-8"), mtime=0)).decode("ascii"))
+        for c in part:
+            c["chunk"] = start // BODY_CHUNK
+    return chunks
 
 
 def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) -> str:
@@ -415,10 +546,24 @@ def render_compare_html(comparison: "Comparison", *, a_href: str | None = None,
     counts = (f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} "
               f"improvement(s), {len(comparison.unchanged)} unchanged, {len(comparison.added)} added, "
               f"{len(comparison.removed)} removed")
+    deltas = comparison.criterion_deltas
+    chart = charts.delta_bars([charts.Delta(d.criterion, d.delta, d.ci_low, d.ci_high, d.n)
+                               for d in deltas]) if deltas else None
+
+    def case_href(run_href: str | None, index: int | None) -> str | None:
+        return f"{run_href}#case-{index}" if run_href and index is not None else None
+
     return _page(
-        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href,
+        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href, chart=chart,
+        deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
+                 "mean_b": f"{d.mean_b:.3f}", "delta": f"{d.delta:+.3f}",
+                 "ci": f"{d.ci_low:+.3f} to {d.ci_high:+.3f}", "hint": d.hint,
+                 "significant": d.significant} for d in deltas],
         changes=[{"name": c.name or c.eval_id, "eval_id": c.eval_id, "kind": c.kind,
                   "status_a": c.status_a.value if c.status_a else "—",
                   "status_b": c.status_b.value if c.status_b else "—",
+                  "href_a": case_href(a_href, c.index_a), "href_b": case_href(b_href, c.index_b),
+                  "output_a": _clip(c.output_a), "output_b": _clip(c.output_b),
+                  "diff": _diff(c.output_a, c.output_b) if c.output_changed else None,
                   "reasons": list(c.reasons)} for c in changes],
     )

@@ -66,6 +66,9 @@ def render_junit(report: EvalReport) -> str:
     suite_name = report.name or report.eval_set_id or report.run_id
     known = list(report.summary.criterion_stats)
     suite = ET.Element("testsuite", name=_clean(suite_name))
+    if report.model_id:
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="model_id", value=_clean(report.model_id))
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     total_time = 0.0
     for case in report.cases:

@@ -247,7 +247,7 @@ class RunStore:
             judge=meta.get("judge") or {},
             config_used=meta.get("config_used") or {},
             metadata={**(meta.get("metadata") or {}), "interrupted": True,
-                      "expected_cases": len(order)},
+                      "expected_cases": len(order), "run_dir": str(self.run_dir)},
         )
 
 

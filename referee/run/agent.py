@@ -135,13 +135,14 @@ class AgentEvaluator:
                        output_dir: str | Path | None = None, *, resume: str | Path | None = None,
                        retry_errors: bool = False, formats: Sequence[str] = (),
                        fail_threshold: float | None = None,
-                       max_error_rate: float | None = None) -> EvalReport:
+                       max_error_rate: float | None = None,
+                       metadata: dict[str, Any] | None = None) -> EvalReport:
         """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
 
         Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
         and ``timeout`` per case). ``output_dir`` is where the run directory goes;
         ``resume=RUN_DIR`` finishes an interrupted run, and ``retry_errors=True`` also runs its
-        errored cases again.
+        errored cases again. ``metadata`` is stored with the run (meta.json and every report).
         """
         validate_gates(fail_threshold, max_error_rate)
         name, cases = load_cases(eval_set)
@@ -157,7 +158,7 @@ class AgentEvaluator:
             timeout=self.config.timeout or None,
             verbose=self.config.verbose if verbose is None else verbose,
             save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
-            retry_errors=retry_errors, formats=tuple(formats),
+            retry_errors=retry_errors, formats=tuple(formats), metadata=dict(metadata or {}),
         )
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,

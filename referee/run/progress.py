@@ -49,7 +49,7 @@ class LineProgress:
         if result.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED):
             reason = f": {result.error}" if result.error else ""
             self._write(f"referee: [{self.done}/{self.total}] {result.status.value} "
-                        f"{result.name or result.eval_id}{reason}")
+                        f"{result.label}{reason}")
         elif self.done >= self._next_mark or self.done == self.total:
             self._write(f"referee: [{self.done}/{self.total}] done")
         while self._next_mark <= self.done:

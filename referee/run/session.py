@@ -156,7 +156,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         store.write_report(report)
         if file_formats:
             write_reports(report, store.run_dir, file_formats)
-    if options.verbose or "console" in formats:
+    # Formats, when given, decide what is printed; without them ``verbose`` does (Python API).
+    if "console" in formats or (options.verbose and not formats):
         print_summary(report)
     return report
 

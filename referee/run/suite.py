@@ -93,7 +93,7 @@ class EvalSuite:
             workers: int | None = None, concurrency: int | None = None,
             timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
             resume: str | Path | None = None, retry_errors: bool = False,
-            formats: Sequence[str] = ()) -> EvalReport:
+            formats: Sequence[str] = (), metadata: dict[str, Any] | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -101,19 +101,20 @@ class EvalSuite:
         stored under ``runs_dir`` (default ``.referee/runs``) unless ``save=False``;
         ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases;
         add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/EVALUATOR_ERROR, TIMEOUT)
-        again too.
+        again too. ``metadata`` is stored with the run (meta.json and every report).
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
-            resume=resume, retry_errors=retry_errors, formats=formats))
+            resume=resume, retry_errors=retry_errors, formats=formats, metadata=metadata))
 
     async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
                         *, workers: int | None = None, concurrency: int | None = None,
                         timeout: float | None = None, save: bool = True,
                         runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                        retry_errors: bool = False, formats: Sequence[str] = ()) -> EvalReport:
+                        retry_errors: bool = False, formats: Sequence[str] = (),
+                        metadata: dict[str, Any] | None = None) -> EvalReport:
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
         validate_gates(fail_threshold, max_error_rate)
@@ -122,7 +123,7 @@ class EvalSuite:
             return await caller.call(model_fn, case.input or "")
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, formats)
+                                retry_errors, formats, metadata)
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
@@ -144,7 +145,8 @@ class EvalSuite:
                                  runs_dir: str | Path | None = None,
                                  resume: str | Path | None = None,
                                  retry_errors: bool = False,
-                                 formats: Sequence[str] = ()) -> EvalReport:
+                                 formats: Sequence[str] = (),
+                                 metadata: dict[str, Any] | None = None) -> EvalReport:
         validate_gates(fail_threshold, max_error_rate)
         cases: list[EvalCase] = []
         outputs: list[ExecutionResult] = []
@@ -165,7 +167,7 @@ class EvalSuite:
             return by_case[id(case)]
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, formats)
+                                retry_errors, formats, metadata)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
@@ -175,12 +177,13 @@ class EvalSuite:
     def _options(verbose: bool, workers: int | None, concurrency: int | None,
                  timeout: float | None, save: bool, runs_dir: str | Path | None,
                  resume: str | Path | None, retry_errors: bool,
-                 formats: Sequence[str]) -> RunOptions:
+                 formats: Sequence[str], metadata: dict[str, Any] | None) -> RunOptions:
         if workers is not None and concurrency is not None and workers != concurrency:
             raise ValueError("pass either workers= or concurrency=, not both")
         return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
                           timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
-                          resume=resume, retry_errors=retry_errors, formats=tuple(formats))
+                          resume=resume, retry_errors=retry_errors, formats=tuple(formats),
+                          metadata=dict(metadata or {}))
 
     def __repr__(self) -> str:
         return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "

@@ -103,7 +103,8 @@ assert "pwned" not in HOSTILE
 def payload_traces(dom: str) -> list[str]:
     """What a payload that ran, or markup that escaped its text node, leaves in the DOM."""
     traces = []
-    if re.search(r"<title>[^<]*pwned", dom):
+    page_title = re.search(r"<title>([^<]*)</title>", dom)  # charts' SVG <title>s come later
+    if page_title and "pwned" in page_title.group(1):
         traces.append("a script changed the title")
     if re.search(r"<body[^>]*data-pwned", dom):
         traces.append("an event handler ran")

@@ -2,25 +2,80 @@
   "use strict";
   var body = document.body;
   var cases = Array.prototype.slice.call(document.querySelectorAll("details.case"));
+  var table = document.getElementById("case-table");
+  var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
   var search = document.getElementById("search");
   var shown = document.getElementById("shown");
+  var criterion = document.getElementById("criterion");
+  var outcome = document.getElementById("outcome");
   var buttons = Array.prototype.slice.call(document.querySelectorAll("button[data-filter]"));
   var active = "all";
   var texts = null;
+  var sorting = null;  // {column: n, ascending: bool} once a header was clicked
+  var inflated = {};   // chunk id -> Promise, for reports whose case details ship compressed
+  var compressed = document.querySelector("script[type='application/gzip']") !== null;
+
+  // A large report carries its case details as gzip blocks; a block is inflated (with the
+  // browser's own DecompressionStream) the first time one of its cases is needed.
+  function inflate(chunk) {
+    if (chunk === null || chunk === undefined) { return Promise.resolve(); }
+    if (!inflated[chunk]) {
+      var block = document.getElementById("bodies-" + chunk);
+      var binary = atob(block.textContent.trim());
+      var bytes = new Uint8Array(binary.length);
+      for (var i = 0; i < binary.length; i += 1) { bytes[i] = binary.charCodeAt(i); }
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      inflated[chunk] = new Response(stream).text().then(function (markup) {
+        var holder = document.createElement("template");
+        holder.innerHTML = markup;
+        Array.prototype.slice.call(holder.content.querySelectorAll("div.body[data-for]")).forEach(function (b) {
+          var target = document.getElementById("case-" + b.getAttribute("data-for"));
+          if (target) { target.appendChild(b); }
+        });
+        texts = null;
+      });
+    }
+    return inflated[chunk];
+  }
+
+  function inflateAll() {
+    var ids = {};
+    cases.forEach(function (c) { if (c.hasAttribute("data-chunk")) { ids[c.getAttribute("data-chunk")] = true; } });
+    return Promise.all(Object.keys(ids).map(inflate));
+  }
+
+  function chunkOf(el) { return el.hasAttribute("data-chunk") ? el.getAttribute("data-chunk") : null; }
+
+  // A case's outcome on the chosen criterion, by column: "passed failed error skipped none".
+  function criterionMatches(el) {
+    if (!criterion || criterion.value === "") { return true; }
+    var outcomes = (el.getAttribute("data-outcomes") || "").split(" ");
+    return outcomes[Number(criterion.value)] === outcome.value;
+  }
 
   function apply() {
     var query = search.value.trim().toLowerCase();
+    if (query && compressed && Object.keys(inflated).length < document.querySelectorAll("script[type='application/gzip']").length) {
+      shown.textContent = "searching…";
+      inflateAll().then(apply);
+      return;
+    }
     if (query && texts === null) {
       // Built once, on first search: reading textContent of every case per keystroke is slow.
-      texts = cases.map(function (c) { return c.textContent.toLowerCase(); });
+      texts = {};
+      cases.forEach(function (c) { texts[c.getAttribute("data-case")] = c.textContent.toLowerCase(); });
     }
+    var keep = {};
     var visible = 0;
-    cases.forEach(function (c, i) {
+    cases.forEach(function (c) {
+      var key = c.getAttribute("data-case");
       var ok = (active === "all" || c.getAttribute("data-group") === active) &&
-        (!query || texts[i].indexOf(query) !== -1);
+        criterionMatches(c) && (!query || texts[key].indexOf(query) !== -1);
       c.hidden = !ok;
+      keep[key] = ok;
       if (ok) { visible += 1; }
     });
+    rows.forEach(function (r) { r.hidden = !keep[r.getAttribute("data-case")]; });
     shown.textContent = visible + " of " + cases.length + " case(s) shown";
   }
 
@@ -35,17 +90,36 @@
     if (!found) { buttons[0].setAttribute("aria-pressed", "true"); }
   }
 
-  // The view lives in the URL fragment (#filter=failed&q=refund) so it can be linked to.
+  // The view lives in the URL fragment (#filter=failed&q=refund&crit=0&outcome=failed) so it
+  // can be linked to; #case-N opens and shows case N.
   function remember() {
     var parts = [];
     if (active !== "all") { parts.push("filter=" + encodeURIComponent(active)); }
     if (search.value) { parts.push("q=" + encodeURIComponent(search.value)); }
+    if (criterion && criterion.value !== "") {
+      parts.push("crit=" + encodeURIComponent(criterion.value));
+      parts.push("outcome=" + encodeURIComponent(outcome.value));
+    }
+    if (sorting) { parts.push("sort=" + sorting.column + "&order=" + (sorting.ascending ? "asc" : "desc")); }
     if (window.history && window.history.replaceState) {
       window.history.replaceState(null, "", parts.length ? "#" + parts.join("&") : window.location.pathname);
     }
   }
 
+  function openCase(hash) {
+    var match = /^#case-(\d+)$/.exec(hash);
+    if (!match) { return false; }
+    var target = document.getElementById("case-" + match[1]);
+    if (!target) { return false; }
+    inflate(chunkOf(target)).then(function () {
+      target.open = true;
+      target.scrollIntoView();
+    });
+    return true;
+  }
+
   function restore() {
+    if (openCase(window.location.hash)) { return; }
     var params = {};
     window.location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
       var i = pair.indexOf("=");
@@ -55,6 +129,32 @@
     });
     select(params.filter || "all");
     search.value = params.q || "";
+    if (criterion && params.crit !== undefined && criterion.querySelector('option[value="' + Number(params.crit) + '"]')) {
+      criterion.value = String(Number(params.crit));
+      if (["passed", "failed", "error", "skipped"].indexOf(params.outcome) !== -1) { outcome.value = params.outcome; }
+    }
+    var headers = table ? table.tHead.rows[0].cells : [];
+    var column = Number(params.sort);
+    if (params.sort !== undefined && column >= 0 && column < headers.length && column === Math.floor(column)) {
+      sortBy(headers[column], params.order !== "desc");
+    }
+  }
+
+  function sortBy(th, ascending) {
+    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var numeric = th.getAttribute("data-sort") === "num";
+    sorting = {column: column, ascending: ascending};
+    Array.prototype.forEach.call(th.parentNode.children, function (other) { other.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    var sorted = rows.slice().sort(function (a, b) {
+      var x = a.cells[column].getAttribute("data-v");
+      var y = b.cells[column].getAttribute("data-v");
+      var order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
+      if (order === 0) { order = Number(a.getAttribute("data-case")) - Number(b.getAttribute("data-case")); }
+      return ascending ? order : -order;
+    });
+    var tbody = table.tBodies[0];
+    sorted.forEach(function (r) { tbody.appendChild(r); });
   }
 
   buttons.forEach(function (b) {
@@ -65,8 +165,27 @@
     });
   });
   search.addEventListener("input", function () { apply(); remember(); });
+  [criterion, outcome].forEach(function (el) {
+    if (el) { el.addEventListener("change", function () { apply(); remember(); }); }
+  });
+  if (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      th.addEventListener("click", function () {
+        sortBy(th, th.getAttribute("aria-sort") !== "ascending");
+        remember();
+      });
+    });
+  }
+  window.addEventListener("hashchange", function () { openCase(window.location.hash); });
   document.getElementById("expand").addEventListener("click", function () {
-    cases.forEach(function (c) { if (!c.hidden) { c.open = true; } });
+    cases.forEach(function (c) {
+      if (!c.hidden) { inflate(chunkOf(c)).then(function () { c.open = true; }); }
+    });
+  });
+  cases.forEach(function (c) {
+    if (c.hasAttribute("data-chunk")) {
+      c.addEventListener("toggle", function () { if (c.open) { inflate(chunkOf(c)); } });
+    }
   });
   document.getElementById("collapse").addEventListener("click", function () {
     cases.forEach(function (c) { c.open = false; });

@@ -1,0 +1,132 @@
+"""``referee calibrate``: the command's options and what it does (cli.py only wires it in)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from types import ModuleType
+from typing import Any, Callable
+
+DESCRIPTION = """\
+Measure how far an evaluator, with a given judge, agrees with people, and fit its threshold.
+
+LABELS is a file of human-labelled cases: referee's own format (.jsonl, .csv, .yaml: input,
+output, context, expected_output or a conversation, and label pass/fail or human_score with a
+cutoff), or with --dataset a public set you downloaded: summedits (Faithfulness), halueval
+(Hallucination), evouna (AnswerAccuracy).
+
+The rows are scored as a stored run (resume it with --resume RUN_DIR); judge errors are left
+out and counted. Prints agreement at the fitted threshold with 95% bootstrap intervals, writes
+calibration.json and calibration.html into the run directory, and records the threshold in the
+calibration file, where evaluators with threshold="calibrated" find it.
+Exit codes: 0 done, 2 bad input, 130 interrupted."""
+
+DATASETS = ("labels", "summedits", "halueval", "evouna")
+
+
+def add_parser(sub: Any, *, positive_int: Callable[[str], int],
+               fraction: Callable[[str], float]) -> argparse.ArgumentParser:
+    parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
+                            "labels and fit its threshold", description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("labels", metavar="LABELS", help="the labelled cases file")
+    parser.add_argument("--evaluator", metavar="NAME|FILE.py:OBJECT",
+                        help="a built-in evaluator (faithfulness, hallucination, "
+                             "answer_accuracy, ...) or an evaluator defined in a file "
+                             "(default: the one that fits --dataset)")
+    parser.add_argument("--dataset", choices=DATASETS, default="labels",
+                        help="the format of LABELS (default: referee's labelled-case format)")
+    parser.add_argument("--judge", metavar="PROVIDER/MODEL",
+                        help="the judge, e.g. openai/gpt-4o-mini (default: the evaluator's "
+                             "own, else configure()/JUDGE_PROVIDER/JUDGE_MODEL)")
+    parser.add_argument("--metric", choices=("kappa", "f1", "youden"), default="kappa",
+                        help="what the fitted threshold maximises (default kappa)")
+    parser.add_argument("--folds", type=positive_int, metavar="K",
+                        help="also report K-fold cross-validated agreement (K >= 2)")
+    parser.add_argument("--cutoff", type=fraction, metavar="X",
+                        help="human_score at or above X is a pass (default 0.5)")
+    parser.add_argument("--limit", type=positive_int, metavar="N",
+                        help="calibrate on a random sample of N rows (seeded by --seed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of sampling, folds and "
+                        "bootstrap (default 0)")
+    parser.add_argument("--resamples", type=positive_int, default=2000, metavar="B",
+                        help="bootstrap resamples (default 2000)")
+    parser.add_argument("--out", "--runs-dir", dest="runs_dir", metavar="DIR",
+                        help="where run directories go (default .referee/runs)")
+    parser.add_argument("--resume", metavar="RUN_DIR",
+                        help="finish an interrupted calibration run")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="with --resume: ask the judge again about rows that errored")
+    parser.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
+                        help="rows scored at once (default 8)")
+    parser.add_argument("--calibration-file", metavar="PATH",
+                        help="where the fitted threshold is recorded (default "
+                             "$REFEREE_CALIBRATION_FILE or .referee/calibration.json)")
+    parser.add_argument("--no-write", action="store_true",
+                        help="report only; leave the calibration file alone")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="one summary line instead of the table")
+    return parser
+
+
+def _load_object(spec: str, load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> Any:
+    module, attr = load_module_of(spec, "--evaluator")
+    if not hasattr(module, attr):
+        raise ValueError(f"--evaluator {spec!r}: {spec.rpartition(':')[0]} defines no {attr!r}")
+    value = getattr(module, attr)
+    if isinstance(value, type) or (callable(value) and not hasattr(value, "evaluate")):
+        value = value()  # a class or a factory
+    if not callable(getattr(value, "evaluate", None)):
+        raise ValueError(f"--evaluator {spec!r}: {attr} is a {type(value).__name__}, not an "
+                         f"evaluator (no evaluate method)")
+    return value
+
+
+def run_command(args: argparse.Namespace,
+                load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> int:
+    """Run the command; ``load_module_of`` is the CLI's loader of FILE.py:NAME targets."""
+    from referee.calibrate._labels import load_labels
+    from referee.calibrate._public import PUBLIC_SETS
+    from referee.calibrate._render import print_console
+    from referee.calibrate._run import calibrate, evaluator_by_name
+
+    if args.retry_errors and args.resume is None:
+        raise ValueError("--retry-errors goes with --resume RUN_DIR")
+    if args.folds is not None and args.folds < 2:
+        raise ValueError(f"--folds {args.folds}: cross-validation needs at least 2 folds")
+    if args.dataset == "labels":
+        rows = load_labels(args.labels, cutoff=args.cutoff)
+        default_evaluator = None
+    else:
+        loader, default_evaluator = PUBLIC_SETS[args.dataset]
+        rows = loader(args.labels)
+    if args.limit is not None and args.limit < len(rows):
+        rows = random.Random(args.seed).sample(rows, args.limit)
+    spec = args.evaluator or default_evaluator
+    if not spec:
+        raise ValueError("--evaluator is required (e.g. --evaluator faithfulness)")
+    evaluator = (_load_object(spec, load_module_of) if ":" in spec
+                 else evaluator_by_name(spec))
+    report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
+                       resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,
+                       resume=args.resume, retry_errors=args.retry_errors,
+                       concurrency=args.concurrency, labels=str(args.labels))
+    written = None
+    if not args.no_write and report.threshold.value is not None:
+        written = report.write_calibration_file(args.calibration_file)
+    if args.json:
+        print(report.to_json())
+    elif args.quiet:
+        kappa = report.agreement.kappa.value
+        print(f"{report.evaluator} by {report.judge}: threshold {report.threshold.value}, "
+              f"kappa {'n/a' if kappa is None else f'{kappa:.2f}'}, {report.scored} of "
+              f"{report.rows} rows scored; run stored in {report.run_dir}")
+    else:
+        print_console(report)
+        if written is not None:
+            print(f"threshold recorded in {written}")
+    if report.threshold.value is None:
+        print("referee: no row was scored, so no threshold was fitted", file=sys.stderr)
+    return 0

@@ -1,0 +1,311 @@
+"""Human-labelled cases: what ``referee calibrate`` measures an evaluator against.
+
+A row is a case (input, output, context, expected output, or a conversation) and a human
+verdict: ``label`` pass/fail, or ``human_score`` in [0, 1] with a ``cutoff`` (default 0.5; a
+score at or above it is a pass). Files are JSONL (one object per line), CSV (a header row; a
+``context`` or ``conversation`` cell may hold a JSON list) or YAML (a list of mappings, or a
+mapping with ``cases``). A bad row is a one-line error naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from referee.case import EvalCase, Invocation, canonical_json
+from referee.errors import InputError
+
+DEFAULT_CUTOFF = 0.5
+PASS_WORDS = {"pass", "passed", "true", "yes", "1", "good", "correct", "consistent"}
+FAIL_WORDS = {"fail", "failed", "false", "no", "0", "bad", "incorrect", "inconsistent"}
+LABEL_KEY = "calibration"  # where a labelled case keeps its label in EvalCase.metadata
+ROW_FIELDS = ("id", "input", "output", "context", "expected_output", "conversation", "label",
+              "human_score", "cutoff", "metadata")
+SUFFIXES = (".jsonl", ".csv", ".yaml", ".yml")
+
+
+class LabelledCase(BaseModel):
+    """One case, the output to be judged, and the human verdict on that output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case: EvalCase
+    output: str
+    passed: bool
+    human_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    cutoff: float | None = Field(default=None, ge=0.0, le=1.0)
+    source: str = ""  # "file:line", for messages that point back at the row
+
+    @classmethod
+    def make(cls, *, output: str, passed: bool | None = None, human_score: float | None = None,
+             cutoff: float | None = None, input: str | None = None,
+             context: str | list[str] | None = None, expected_output: str | None = None,
+             conversation: list[Any] | None = None, id: str | None = None,
+             metadata: dict[str, Any] | None = None, source: str = "") -> "LabelledCase":
+        """A labelled case from its parts; give ``passed`` or ``human_score`` (with ``cutoff``)."""
+        if passed is None:
+            if human_score is None:
+                raise ValueError("a labelled case needs passed= or human_score=")
+            passed = human_score >= (DEFAULT_CUTOFF if cutoff is None else cutoff)
+        fields: dict[str, Any] = {"input": input, "context": context,
+                                  "expected_output": expected_output,
+                                  "metadata": dict(metadata or {})}
+        if conversation:
+            fields["conversation"] = conversation
+        if id:
+            fields["eval_id"] = str(id)
+            fields["name"] = str(id)
+        case = EvalCase.model_validate(fields)
+        if not id:
+            # Rows often share a case and differ in the output judged: the id covers both, so
+            # each row keeps its own stored result across a resume.
+            digest = hashlib.sha1(canonical_json({
+                "case": case.model_dump(mode="json", exclude={"eval_id"}),
+                "output": output}).encode()).hexdigest()[:12]
+            case = case.model_copy(update={"eval_id": f"row-{digest}"})
+        return cls(case=case, output=output, passed=passed, human_score=human_score,
+                   cutoff=cutoff, source=source)
+
+    def labelled_case(self) -> EvalCase:
+        """The case as the run stores it: the output and label ride along in its metadata, so a
+        stored run can be calibrated again without the labels file."""
+        meta = dict(self.case.metadata)
+        meta[LABEL_KEY] = {"output": self.output, "passed": self.passed,
+                           "human_score": self.human_score, "cutoff": self.cutoff,
+                           "source": self.source}
+        return self.case.model_copy(update={"metadata": meta})
+
+
+def data_fingerprint(rows: Iterable[LabelledCase]) -> str:
+    """A digest of the cases, outputs and labels (not of where they were read from)."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(canonical_json({
+            "case": row.case.model_dump(mode="json", exclude={"metadata"}),
+            "output": row.output, "passed": row.passed}).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+# Reading files ---------------------------------------------------------------------------------
+
+def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[LabelledCase]:
+    """Labelled cases from a JSONL, CSV or YAML file; ``cutoff`` applies to rows without one."""
+    source = Path(path)
+    suffix = source.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InputError(f"unsupported labels file type {suffix or '(none)'!r}",
+                         source=str(source), expected=", ".join(SUFFIXES))
+    text = read_text(source)
+    if suffix == ".jsonl":
+        raw_rows = _jsonl_rows(text, str(source))
+    elif suffix == ".csv":
+        raw_rows = _csv_rows(text, str(source))
+    else:
+        raw_rows = _yaml_rows(text, str(source))
+    rows = [row_from_mapping(raw, str(source), line, default_cutoff=cutoff)
+            for raw, line in raw_rows]
+    first_line: dict[str, int] = {}
+    for row, (raw, line) in zip(rows, raw_rows):
+        if raw.get("id") is None:
+            continue
+        seen = first_line.setdefault(row.case.eval_id, line)
+        if seen != line:
+            raise InputError(f"repeats id {row.case.eval_id!r} first used on line {seen}",
+                             source=str(source), line=line, field="id",
+                             expected="a unique id per row")
+    if not rows:
+        raise InputError("no labelled rows", source=str(source),
+                         expected="at least one row with an output and a label")
+    return rows
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         source=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+
+
+def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((json.loads(line), number))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
+                             line=number) from None
+    return rows
+
+
+def _csv_rows(text: str, source: str) -> list[tuple[Any, int]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        if not header:
+            raise InputError("empty file", source=source, expected="a header row naming columns")
+        for column in header:
+            if column not in ROW_FIELDS and not column.startswith("metadata."):
+                raise InputError(f"unknown column {column!r}", source=source, line=1,
+                                 expected="columns among " + ", ".join(ROW_FIELDS)
+                                 + " or metadata.NAME")
+        rows = []
+        start = reader.line_num + 1
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            if not any(cell.strip() for cell in cells):
+                continue
+            if len(cells) > len(header):
+                raise InputError(f"{len(cells)} cells but the header names {len(header)} "
+                                 f"columns", source=source, line=line)
+            raw: dict[str, Any] = {}
+            for column, cell in zip(header, cells):
+                if not cell.strip():
+                    continue
+                if column.startswith("metadata."):
+                    raw.setdefault("metadata", {})[column.removeprefix("metadata.")] = cell
+                elif column in ("conversation", "metadata") or (
+                        column == "context" and cell.lstrip().startswith("[")):
+                    raw[column] = _json_cell(cell, source, line, column)
+                else:
+                    raw[column] = cell
+            rows.append((raw, line))
+        return rows
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from None
+
+
+def _json_cell(cell: str, source: str, line: int, column: str) -> Any:
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError as exc:
+        if column == "context":
+            return cell  # a context that merely starts with "[" is plain text
+        raise InputError(f"invalid JSON: {exc.msg}", source=source, line=line, field=column,
+                         expected="a JSON value") from None
+
+
+def _yaml_rows(text: str, source: str) -> list[tuple[Any, int]]:
+    try:
+        document = yaml.compose(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise InputError(f"invalid YAML: {exc.problem or 'malformed YAML'}", source=source,
+                         line=mark.line + 1 if mark else None) from None
+    if document is None:
+        raise InputError("empty document", source=source, expected="a list of labelled rows")
+    data = yaml.safe_load(text)
+    node = document
+    if isinstance(data, dict):
+        if set(data) != {"cases"} or not isinstance(data["cases"], list):
+            raise InputError("top level is a mapping without a 'cases' list", source=source,
+                             line=1, expected="a list of rows, or a mapping with 'cases'")
+        data = data["cases"]
+        node = next(v for k, v in document.value if k.value == "cases")
+    if not isinstance(data, list):
+        raise InputError(f"top level is {type(data).__name__}", source=source,
+                         expected="a list of labelled rows")
+    return [(row, item.start_mark.line + 1) for row, item in zip(data, node.value)]
+
+
+def _label(value: Any, source: str, line: int) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    word = str(value).strip().lower()
+    if word in PASS_WORDS:
+        return True
+    if word in FAIL_WORDS:
+        return False
+    raise InputError(f"{value!r} is not a verdict", source=source, line=line, field="label",
+                     expected="pass or fail (also yes/no, true/false, 1/0)")
+
+
+def _fraction(value: Any, source: str, line: int, field: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InputError(f"{value!r} is not a number between 0 and 1", source=source, line=line,
+                         field=field, expected="a number in [0, 1]")
+    return number
+
+
+def row_from_mapping(raw: Any, source: str, line: int, *,
+                     default_cutoff: float | None = None) -> LabelledCase:
+    """One labelled row from a parsed mapping; errors name ``source:line`` and the field."""
+    if not isinstance(raw, dict):
+        raise InputError(f"is a {type(raw).__name__}", source=source, line=line,
+                         expected="an object with output and label (or human_score)")
+    unknown = [k for k in raw if k not in ROW_FIELDS]
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r}", source=source, line=line,
+                         field=str(unknown[0]), expected="fields among " + ", ".join(ROW_FIELDS))
+    output = raw.get("output")
+    if output is None:
+        raise InputError("missing", source=source, line=line, field="output",
+                         expected="the output the human judged")
+    if not isinstance(output, str):
+        raise InputError(f"is a {type(output).__name__}", source=source, line=line,
+                         field="output", expected="text")
+    if raw.get("input") is None and not raw.get("conversation"):
+        raise InputError("missing", source=source, line=line, field="input",
+                         expected="an 'input' or a 'conversation'")
+    has_label, has_score = raw.get("label") is not None, raw.get("human_score") is not None
+    if has_label == has_score:
+        raise InputError("give exactly one of 'label' and 'human_score'", source=source,
+                         line=line, field="label",
+                         expected="label pass/fail, or human_score in [0, 1] with a cutoff")
+    human_score = _fraction(raw["human_score"], source, line, "human_score") if has_score else None
+    cutoff = (_fraction(raw["cutoff"], source, line, "cutoff") if raw.get("cutoff") is not None
+              else default_cutoff)
+    passed = _label(raw["label"], source, line) if has_label else None
+    metadata = raw.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InputError(f"is a {type(metadata).__name__}", source=source, line=line,
+                         field="metadata", expected="an object")
+    conversation = raw.get("conversation")
+    try:
+        if conversation is not None:
+            if not isinstance(conversation, list):
+                raise InputError(f"is a {type(conversation).__name__}", source=source,
+                                 line=line, field="conversation", expected="a list of turns")
+            conversation = [Invocation.model_validate(turn) for turn in conversation]
+        return LabelledCase.make(
+            output=output, passed=passed, human_score=human_score, cutoff=cutoff,
+            input=_text(raw.get("input"), source, line, "input"),
+            context=raw.get("context"),
+            expected_output=_text(raw.get("expected_output"), source, line, "expected_output"),
+            conversation=conversation, id=None if raw.get("id") is None else str(raw["id"]),
+            metadata=metadata, source=f"{source}:{line}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        raise InputError(str(first["msg"]).removeprefix("Value error, "), source=source,
+                         line=line, field=where) from None
+
+
+def _text(value: Any, source: str, line: int, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise InputError(f"is a {type(value).__name__}", source=source, line=line, field=field,
+                     expected="text")

@@ -1,0 +1,233 @@
+"""CalibrationReport: how far an evaluator with a judge agrees with people, from a stored run."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from referee.calibrate import _stats
+from referee.calibrate._labels import LABEL_KEY
+from referee.evaluators.calibration import (
+    CalibrationEntry,
+    calibration_file_path,
+    read_calibration_file,
+)
+from referee.report.model import CaseResult, EvalReport
+
+# Rows listed one by one when excluded (judge errors, skips); the rest are counted.
+EXCLUDED_SHOWN = 50
+
+
+class Estimate(BaseModel):
+    """A value with its 95% interval (None where undefined, e.g. precision with no passes)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def of(cls, interval: _stats.Interval) -> "Estimate":
+        return cls(value=interval.value, low=interval.low, high=interval.high)
+
+
+class Agreement(BaseModel):
+    threshold: float
+    n: int
+    positives: int
+    base_rate: float | None
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    accuracy: Estimate
+    kappa: Estimate
+    tpr: Estimate
+    tnr: Estimate
+    precision: Estimate
+    recall: Estimate
+    f1: Estimate
+
+    @classmethod
+    def of(cls, agreement: _stats.Agreement) -> "Agreement":
+        return cls(threshold=agreement.threshold, n=agreement.n, positives=agreement.positives,
+                   base_rate=agreement.base_rate, tp=agreement.tp, fp=agreement.fp,
+                   fn=agreement.fn, tn=agreement.tn,
+                   **{name: Estimate.of(agreement.metrics[name])
+                      for name in _stats.AGREEMENT_METRICS})
+
+
+class CrossValidation(BaseModel):
+    folds: int
+    thresholds: list[float]
+    agreement: Agreement
+
+
+class QuestionAgreement(BaseModel):
+    """How often one QAG question's answer sided with the human label.
+
+    A question "votes pass" when the judge answered it the way that counts in the output's
+    favour. ``judge_pass_human_fail`` counts the outputs people rejected that the question let
+    through; ``judge_fail_human_pass`` the ones it rejected that people accepted.
+    """
+
+    question: str
+    expected: str
+    answered: int
+    unknown: int
+    agreement: Estimate
+    kappa: float | None
+    judge_pass_human_fail: int
+    judge_fail_human_pass: int
+
+
+class ExcludedRow(BaseModel):
+    eval_id: str
+    source: str
+    status: str
+    error: str
+
+
+class CalibrationReport(BaseModel):
+    evaluator: str
+    judge_provider: str
+    judge_model: str
+    question_set: str
+    metric: str
+    labels: str = ""
+    data_fingerprint: str
+    date: str
+    run_dir: str | None = None
+    rows: int
+    scored: int
+    excluded: dict[str, int] = Field(default_factory=dict)
+    judge_errors: int = 0
+    excluded_rows: list[ExcludedRow] = Field(default_factory=list)
+    threshold: Estimate
+    agreement: Agreement
+    curve: dict[str, list[float | None]]
+    cross_validation: CrossValidation | None = None
+    questions: list[QuestionAgreement] = Field(default_factory=list)
+    resamples: int
+    seed: int
+
+    @property
+    def judge(self) -> str:
+        return f"{self.judge_provider}/{self.judge_model}"
+
+    def calibration_entry(self) -> CalibrationEntry:
+        return CalibrationEntry(
+            evaluator=self.evaluator, judge_provider=self.judge_provider,
+            judge_model=self.judge_model, question_set=self.question_set,
+            threshold=self.threshold.value if self.threshold.value is not None else 0.5,
+            threshold_low=self.threshold.low, threshold_high=self.threshold.high,
+            metric=self.metric, n=self.scored, date=self.date,
+            data_fingerprint=self.data_fingerprint, labels=self.labels,
+            kappa=self.agreement.kappa.value, run_dir=self.run_dir)
+
+    def write_calibration_file(self, path: str | Path | None = None) -> Path:
+        """Add this calibration to the calibration file (replacing one with the same key)."""
+        if self.threshold.value is None:
+            raise ValueError("no threshold was fitted (no scored rows); nothing to write")
+        target = calibration_file_path(path)
+        table = read_calibration_file(target).with_entry(self.calibration_entry())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.name}.tmp")
+        temp.write_text(json.dumps(table.model_dump(mode="json"), indent=2, ensure_ascii=False)
+                        + "\n", encoding="utf-8")
+        temp.replace(target)
+        return target
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+def _criterion_result(case: CaseResult, evaluator: str) -> Any:
+    return next((r for r in case.criterion_results if r.criterion == evaluator), None)
+
+
+def _exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
+    """(status, why) when the row has no score to compare, else None."""
+    if result is None:
+        return case.status.value, case.error or "no result"
+    if result.error_kind == "judge" or result.details.get("judge_unavailable"):
+        return "JUDGE_ERROR", result.error or result.explanation or "judge error"
+    if result.error_kind is not None or result.error:
+        return "EVALUATOR_ERROR", result.error or "evaluator error"
+    if result.skipped:
+        return "SKIPPED", result.explanation or "skipped"
+    return None
+
+
+def question_agreement(votes: dict[tuple[str, str], list[tuple[bool | None, bool]]]
+                       ) -> list[QuestionAgreement]:
+    """Per question, agreement of its pass/fail vote with the label; worst first."""
+    rows = []
+    for (question, expected), pairs in votes.items():
+        answered = [(vote, label) for vote, label in pairs if vote is not None]
+        agree = sum(1 for vote, label in answered if vote == label)
+        rows.append(QuestionAgreement(
+            question=question, expected=expected, answered=len(answered),
+            unknown=len(pairs) - len(answered),
+            agreement=Estimate.of(_stats.wilson_interval(agree, len(answered))),
+            kappa=_stats.cohen_kappa([v for v, _ in answered], [lb for _, lb in answered]),
+            judge_pass_human_fail=sum(1 for v, lb in answered if v and not lb),
+            judge_fail_human_pass=sum(1 for v, lb in answered if not v and lb)))
+    rows.sort(key=lambda q: (q.agreement.value if q.agreement.value is not None else 2.0,
+                             q.question))
+    return rows
+
+
+def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_model: str,
+                 question_set: str, metric: str, folds: int | None, resamples: int, seed: int,
+                 labels: str, data_fingerprint: str) -> CalibrationReport:
+    """Agreement of ``evaluator``'s scores in ``run`` with the labels its cases carry."""
+    scores: list[float] = []
+    passed: list[bool] = []
+    excluded: Counter[str] = Counter()
+    excluded_rows: list[ExcludedRow] = []
+    votes: dict[tuple[str, str], list[tuple[bool | None, bool]]] = {}
+    for case in run.cases:
+        label = (case.case.metadata.get(LABEL_KEY) if case.case is not None else None) or {}
+        if "passed" not in label:
+            raise ValueError(f"case {case.eval_id} of the run carries no human label; "
+                             "was this run made by referee calibrate?")
+        result = _criterion_result(case, evaluator)
+        why = _exclusion(case, result)
+        if why is not None:
+            excluded[why[0]] += 1
+            if len(excluded_rows) < EXCLUDED_SHOWN:
+                excluded_rows.append(ExcludedRow(eval_id=case.eval_id,
+                                                 source=str(label.get("source") or ""),
+                                                 status=why[0], error=why[1]))
+            continue
+        human = bool(label["passed"])
+        scores.append(min(1.0, max(0.0, float(result.score))))
+        passed.append(human)
+        for record in result.details.get("questions") or []:
+            if isinstance(record, dict) and isinstance(record.get("question"), str):
+                key = (record["question"], str(record.get("expected", "yes")))
+                votes.setdefault(key, []).append((record.get("matched"), human))
+    threshold = _stats.fitted_threshold_interval(scores, passed, metric, resamples=resamples,
+                                                 seed=seed)
+    at = threshold.value if threshold.value is not None else 0.5
+    cross = None
+    if folds:
+        cv = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples, seed=seed)
+        cross = CrossValidation(folds=cv.folds, thresholds=cv.thresholds,
+                                agreement=Agreement.of(cv.agreement))
+    return CalibrationReport(
+        evaluator=evaluator, judge_provider=judge_provider, judge_model=judge_model,
+        question_set=question_set, metric=metric, labels=labels,
+        data_fingerprint=data_fingerprint, date=_dt.date.today().isoformat(),
+        run_dir=run.metadata.get("run_dir"), rows=len(run.cases), scored=len(scores),
+        excluded=dict(excluded), judge_errors=excluded.get("JUDGE_ERROR", 0),
+        excluded_rows=excluded_rows, threshold=Estimate.of(threshold),
+        agreement=Agreement.of(_stats.agreement_at(scores, passed, at, resamples=resamples,
+                                                   seed=seed)),
+        curve=_stats.agreement_curve(scores, passed), cross_validation=cross,
+        questions=question_agreement(votes), resamples=resamples, seed=seed)

@@ -1,0 +1,144 @@
+"""calibrate(): score human-labelled outputs with an evaluator, as a stored, resumable run, and
+measure how far the evaluator agrees with the people."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from pathlib import Path
+from typing import Any, Sequence
+
+from referee.calibrate._labels import LABEL_KEY, LabelledCase, data_fingerprint
+from referee.calibrate._report import CalibrationReport, build_report
+from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
+from referee.case import EvalCase
+from referee.evaluators.calibration import NO_QUESTION_SET
+from referee.judge import JudgeConfig
+from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
+from referee.run.session import RunOptions, run_stored
+from referee.run.sync import run_sync
+
+NO_JUDGE = "none"
+
+
+def parse_judge(spec: str | JudgeConfig | None) -> JudgeConfig | None:
+    """``provider/model`` (e.g. ``openai/gpt-4o-mini``) as a JudgeConfig."""
+    if spec is None or isinstance(spec, JudgeConfig):
+        return spec
+    provider, sep, model = str(spec).partition("/")
+    if not sep or not provider.strip() or not model.strip():
+        raise ValueError(f"judge {spec!r}: expected provider/model, e.g. openai/gpt-4o-mini")
+    return JudgeConfig(provider=provider.strip(), model=model.strip())
+
+
+def _built_in_evaluators() -> dict[str, type]:
+    """Judge evaluators that can be built without arguments, by class and evaluator name."""
+    import referee.evaluators as evaluators
+    from referee.evaluators.qag import JudgeEvaluator
+
+    found: dict[str, type] = {}
+    for attr in evaluators.__all__:
+        cls = getattr(evaluators, attr)
+        if (inspect.isclass(cls) and issubclass(cls, JudgeEvaluator)
+                and not inspect.isabstract(cls) and "name" in vars(cls)):
+            found[attr.lower()] = cls
+            found[str(cls.name).lower()] = cls
+    return found
+
+
+def evaluator_by_name(name: str) -> Any:
+    """A built-in evaluator by class or evaluator name (``Faithfulness``, ``answer_accuracy``),
+    with its defaults."""
+    choices = _built_in_evaluators()
+    cls = choices.get(name.strip().lower().replace("-", "_"))
+    if cls is None:
+        names = sorted({str(c.name) for c in choices.values()})
+        raise ValueError(f"unknown evaluator {name!r}; built-in judge evaluators: "
+                         f"{', '.join(names)} (or give FILE.py:OBJECT)")
+    return cls()
+
+
+def _judge_identity(evaluator: Any) -> tuple[str, str]:
+    resolve = getattr(evaluator, "judge_config", None)
+    if callable(resolve):
+        cfg = resolve()
+        return cfg.provider, cfg.model
+    return NO_JUDGE, NO_JUDGE
+
+
+def _question_set(evaluator: Any) -> str:
+    describe = getattr(evaluator, "question_set", None)
+    return str(describe()) if callable(describe) else NO_QUESTION_SET
+
+
+async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase],
+                          judge: str | JudgeConfig | None = None, *, metric: str = "kappa",
+                          folds: int | None = None, resamples: int = DEFAULT_RESAMPLES,
+                          seed: int = 0, runs_dir: str | Path | None = None,
+                          resume: str | Path | None = None, retry_errors: bool = False,
+                          concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
+                          verbose: bool = False, labels: str = "") -> CalibrationReport:
+    """Run ``evaluator`` over the labelled outputs and report its agreement with the labels.
+
+    The run goes through the engine, the judge layer (retries, limits, cache) and the run store
+    like any other: judge errors are rows left out and counted, never an abort, and
+    ``resume=RUN_DIR`` finishes an interrupted calibration without asking the judge again about
+    finished rows. ``judge=`` ("provider/model" or a JudgeConfig) replaces the evaluator's judge.
+    """
+    if metric not in FIT_METRICS:
+        raise ValueError(f"metric {metric!r}: expected one of {', '.join(FIT_METRICS)}")
+    if folds is not None and folds < 2:
+        raise ValueError(f"folds must be at least 2, got {folds}")
+    if not callable(getattr(evaluator, "evaluate", None)):
+        raise TypeError(f"{type(evaluator).__name__} is not an evaluator (no evaluate method)")
+    rows = list(labelled_cases)
+    if not rows:
+        raise ValueError("no labelled cases to calibrate on")
+    if getattr(evaluator, "calibration_required", False):
+        raise ValueError(f"{type(evaluator).__name__} has threshold='calibrated', which needs the "
+                         "calibration this run is to make; calibrate it with its default or a "
+                         "numeric threshold (the scores do not depend on it)")
+    config = parse_judge(judge)
+    if config is not None:
+        if not hasattr(evaluator, "judge"):
+            raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= out")
+        evaluator = copy.copy(evaluator)  # the caller's evaluator keeps its own judge
+        evaluator.judge = config
+    provider, model = _judge_identity(evaluator)
+    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    cases: list[EvalCase] = [row.labelled_case() for row in rows]
+
+    async def replay(case: EvalCase, caller: ModelCaller) -> Any:
+        return case.metadata[LABEL_KEY]["output"]  # the output the people judged
+
+    run = await run_stored(
+        name=f"calibrate {name}", model_id="human-labelled outputs", cases=cases,
+        criteria=[evaluator], execute=replay,
+        options=RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
+                           runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
+                           formats=("json",),
+                           metadata={"calibration": {"labels": labels, "metric": metric}}),
+        config_used={"calibrate": {"evaluator": name, "labels": labels, "metric": metric,
+                                   "folds": folds, "judge": f"{provider}/{model}"}})
+    report = build_report(
+        run, evaluator=name, judge_provider=provider, judge_model=model,
+        question_set=_question_set(evaluator), metric=metric, folds=folds,
+        resamples=resamples, seed=seed, labels=labels,
+        data_fingerprint=data_fingerprint(rows))
+    if report.run_dir:
+        write_outputs(report, Path(report.run_dir))
+    return report
+
+
+def calibrate(evaluator: Any, labelled_cases: Sequence[LabelledCase],
+              judge: str | JudgeConfig | None = None, **options: Any) -> CalibrationReport:
+    """Sync front door of :func:`calibrate_async` (safe inside a running event loop)."""
+    return run_sync(calibrate_async(evaluator, labelled_cases, judge, **options))
+
+
+def write_outputs(report: CalibrationReport, run_dir: Path) -> None:
+    """calibration.json and calibration.html beside the run's own files."""
+    from referee.calibrate._render import render_html
+
+    (run_dir / "calibration.json").write_text(report.to_json() + "\n", encoding="utf-8")
+    (run_dir / "calibration.html").write_text(render_html(report), encoding="utf-8")
