@@ -395,13 +395,12 @@ class QAGEvaluator(JudgeEvaluator):
         if missing is not None:
             return self._skipped(missing)
         cfg = self.judge_config()
-        group = case_cache_group(expected)
         scope = CURRENT_CASE.get()
         if self.batch == CASE_BATCH and scope is not None:
             outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
         else:
             outcome = await run_qag(self.name, cfg, self.questions(actual, expected),
-                                    batch=bool(self.batch), cache_group=group)
+                                    batch=bool(self.batch), cache_group=case_cache_group(expected))
         details = outcome.details
         extra = self.extra_details(actual, expected)
         details.update(extra)
@@ -449,6 +448,8 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
             raise
     answers: dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]] = (
         await asyncio.shield(work))
+    if id(evaluator) not in answers:
+        raise ValueError(f"{evaluator.name}: no questions to ask")
     records, usage, reply, served = answers[id(evaluator)]
     outcome = score_records(evaluator.name, cfg, records, usage, mode="case_batched",
                             batch_reply=reply)
