@@ -8,9 +8,9 @@
 * a case file (.evalset.json, .json, .jsonl, .yaml, .csv) with ``--agent FILE.py:FUNCTION``
   and ``--config EVAL_CONFIG.json`` (the AgentEvaluator API's EvalConfig).
 
-Exit codes: 0 success, 1 a gate rejected the run or ``compare`` found regressions (or an
-unfinished candidate), 2 bad input,
-130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+Exit codes (``referee run --help`` lists them for users): 0 success, 1 a gate rejected the run
+or ``compare`` found regressions (or an unfinished candidate), 2 bad input, 3 nothing could be
+evaluated, 130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
 from __future__ import annotations
@@ -22,13 +22,17 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
 
+if TYPE_CHECKING:
+    from referee.report.model import EvalReport
+
 EXIT_GATE = 1
 EXIT_INPUT = 2
+EXIT_NOTHING_EVALUATED = 3
 EXIT_INTERRUPTED = 130
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
@@ -44,9 +48,19 @@ TARGET is either
     --agent FILE.py:FUNCTION and, optionally, --config EVAL_CONFIG.json (an EvalConfig of
     the 10xgraph-style AgentEvaluator API).
 
+With --traces FILE nothing is run: recorded runs (message lists or OTLP/JSON spans) are
+scored as they are, paired by id with TARGET's cases when TARGET is given, and the report's
+model is "recorded".
+
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
-Exit codes: 0 done, 1 a gate rejected the run, 2 bad input, 130 interrupted (finished
-cases are kept; --resume RUN_DIR completes the run)."""
+
+Exit codes:
+  0    the run finished and no gate rejected it
+  1    a gate rejected the run (--fail-threshold, --max-error-rate)
+  2    bad input (the target, a case or config file, an option); nothing was run
+  3    nothing could be evaluated: no cases, or every case errored or was skipped
+       (with or without a gate; the run is still stored and reported)
+  130  interrupted (finished cases are kept; --resume RUN_DIR completes the run)"""
 VIEW_DESCRIPTION = (
     "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
@@ -220,6 +234,64 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
                            args, formats)
 
 
+MAX_NOTES_SHOWN = 20
+
+
+def _print_trace_notes(notes: list[str]) -> None:
+    for note in notes[:MAX_NOTES_SHOWN]:
+        print(f"referee: note: {note}", file=sys.stderr)
+    if len(notes) > MAX_NOTES_SHOWN:
+        print(f"referee: note: ... and {len(notes) - MAX_NOTES_SHOWN} more (see each case's "
+              f"execution.metadata.trace_notes in report.json)", file=sys.stderr)
+
+
+def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: list[str]) -> Any:
+    """Score recorded runs: cases from TARGET (a case file or a .py) or from the traces."""
+    from referee.adapters import score_traces_async
+
+    if args.agent:
+        raise CliError("--traces scores recorded runs and re-runs nothing; drop --agent")
+    traces = Path(args.traces)
+    if not traces.is_file():
+        raise CliError(f"--traces {traces}: no such file")
+    cases: Any = None
+    criteria: list[Any] | None = None
+    name = None
+    if target is not None and target.suffix == ".py":
+        from referee.run.agent import AgentEvaluator
+        from referee.run.suite import EvalSuite
+
+        if args.config:
+            raise CliError("--config goes with a case file or the traces alone, "
+                           "not a Python target")
+        module = load_python_file(target)
+        suite, evaluator = getattr(module, "suite", None), getattr(module, "evaluator", None)
+        if isinstance(suite, EvalSuite):
+            criteria, cases, name = suite.evaluators, suite.cases or None, suite.name
+        elif isinstance(evaluator, AgentEvaluator):
+            criteria, cases = evaluator.criteria, getattr(module, "eval_set", None)
+        else:
+            raise CliError(f"{target}: defines neither `suite` (an EvalSuite) nor `evaluator` "
+                           f"(an AgentEvaluator) whose criteria score the traces")
+    elif target is not None:
+        if not target.name.endswith(CASE_FILE_SUFFIXES):
+            raise CliError(f"{target}: expected a case file ({', '.join(CASE_FILE_SUFFIXES)}) "
+                           f"or a Python file to pair with --traces")
+        if not target.is_file():
+            raise CliError(f"{target}: no such file")
+        cases = target
+    config = None
+    if args.config:
+        from referee.config import EvalConfig
+
+        config = EvalConfig.from_file(args.config)
+    return score_traces_async(
+        traces, cases=cases, criteria=criteria, config=config, name=name,
+        verbose=not args.quiet, runs_dir=args.runs_dir, concurrency=args.concurrency,
+        formats=formats, resume=args.resume, fail_threshold=args.fail_threshold,
+        max_error_rate=args.max_error_rate, on_note=_print_trace_notes)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from referee.report.writers import parse_formats
 
@@ -233,8 +305,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
-    target = Path(args.target)
-    if target.suffix == ".py":
+    target = Path(args.target) if args.target else None
+    if args.traces:
+        pending = _run_from_traces(target, args, formats)
+    elif target is None:
+        raise CliError("run needs a TARGET (a .py file or a case file), or --traces FILE")
+    elif target.suffix == ".py":
         if args.agent or args.config:
             raise CliError("--agent and --config go with a case file, not a Python target")
         pending = _run_from_python(target, args, formats)
@@ -248,6 +324,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         report = run_sync(pending)
     except EvalGateFailure as exc:
+        if getattr(exc.report, "evaluated", None) == 0:
+            # No pass rate to gate on: say that, rather than "0.0% < threshold".
+            return _nothing_evaluated(exc.report)
         print(f"referee: {exc}", file=sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
@@ -261,7 +340,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The chosen formats went to files; stdout stays clean, and stderr says where they are.
         print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
               file=sys.stderr)
+    if report.evaluated == 0:
+        return _nothing_evaluated(report)
     return 0
+
+
+def _nothing_evaluated(report: "EvalReport") -> int:
+    """A run without one evaluated case has no verdict; CI must not read it as a pass."""
+    from referee.report.model import nothing_evaluated_reason
+
+    run_dir = report.metadata.get("run_dir")
+    where = f"; the run is stored in {run_dir}" if run_dir else ""
+    print(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", file=sys.stderr)
+    return EXIT_NOTHING_EVALUATED
 
 
 def _runs_dir(value: str | None) -> Path:
@@ -319,12 +410,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs under {runs_dir}")
         return 0
+    from referee.report.model import format_rate
+
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
         model = f"  [{run.model_id}]" if run.model_id else ""
-        print(f"{run.run_id}  {run.name or '-'}{model}  pass {run.pass_rate:.1%}  errors "
-              f"{run.error_rate:.1%}  {run.passed}/{run.total}{state}{flag}")
+        pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
+        print(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
+              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
@@ -342,8 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an eval suite or an eval set and store the run",
                          description=RUN_DESCRIPTION,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("target", metavar="TARGET",
-                     help="a .py file defining suite+model or evaluator+eval_set, or a case file")
+    run.add_argument("target", metavar="TARGET", nargs="?",
+                     help="a .py file defining suite+model or evaluator+eval_set, or a case file "
+                          "(optional with --traces)")
+    run.add_argument("--traces", metavar="FILE",
+                     help="score recorded runs instead of running anything: OpenAI-style message "
+                          "lists or OTLP/JSON spans (JSON or JSONL); paired by id with TARGET's "
+                          "cases, or each record is its own case")
     run.add_argument("--agent", metavar="FILE.py:FUNCTION",
                      help="the agent under test, when TARGET is a case file")
     run.add_argument("--config", metavar="EVAL_CONFIG.json",

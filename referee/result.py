@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -41,6 +42,43 @@ class CriterionResult(BaseModel):
     @property
     def name(self) -> str:
         return self.criterion
+
+    @property
+    def is_judge_error(self) -> bool:
+        """The judge could not give a verdict (an outage, or document 000's 0.5 fallback)."""
+        return self.error_kind == "judge" or bool(self.details.get("judge_unavailable"))
+
+    @property
+    def is_error(self) -> bool:
+        """The criterion could not be scored: a judge outage or a broken evaluator."""
+        return self.error is not None or self.error_kind is not None or self.is_judge_error
+
+    @property
+    def is_scored(self) -> bool:
+        """A quality verdict: neither skipped (nor disabled) nor errored. Only these count
+        towards a criterion's mean and pass rate."""
+        return not self.skipped and not self.is_error
+
+
+def unique_labels(names: Sequence[str]) -> list[str]:
+    """One label per criterion of a run: the name, and ``name#2``, ``name#3`` for later namesakes.
+
+    Two ``Contains`` checks in one suite are two results; keyed by bare name they would collapse
+    into one row of criterion_stats and one JUnit test.
+    """
+    taken = set(names)
+    seen: dict[str, int] = {}
+    labels: list[str] = []
+    for name in names:
+        n = seen.get(name, 0) + 1
+        seen[name] = n
+        label = name
+        while n > 1 and (label := f"{name}#{n}") in taken:
+            n += 1
+            seen[name] = n
+        taken.add(label)
+        labels.append(label)
+    return labels
 
 
 # Document 001 calls the per-evaluator outcome EvalResult.

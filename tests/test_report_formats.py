@@ -114,7 +114,8 @@ def test_console_shows_the_numbers_that_matter() -> None:
                      "covers only the 4 evaluated case(s) of 9"):
         assert expected in text, expected
     per_eval = next(line for line in text.splitlines() if line.startswith("faithfulness"))
-    assert per_eval.split()[1:] == ["1", "1", "2", "1", "50.0%", "0.375"]
+    # The mean covers the 2 scored results only: the 2 errors are not 0.0s.
+    assert per_eval.split()[1:] == ["1", "1", "2", "1", "50.0%", "0.750", "(2)"]
 
 
 def test_console_prints_markup_in_names_literally() -> None:
@@ -184,7 +185,10 @@ def test_an_empty_run_renders_in_every_format() -> None:
     console = Console(record=True, width=120)
     render_console(report, console)
     text = console.export_text()
-    assert "Failures" not in text and "0.0%" in text
+    # Nothing evaluated: the pass rate is "n/a", never a 0.0% that reads as "everything failed".
+    assert "Failures" not in text and "0.0%" not in text
+    assert "n/a" in text and "the run has no cases" in text
+    assert report.pass_rate == 0.0 and report.evaluated == 0
 
 
 def test_failure_lines_name_the_case_and_each_criterion_once():

@@ -110,7 +110,8 @@ def test_chromium_csp_alone_stops_markup_that_escaped_escaping(tmp_path) -> None
 
 def test_bare_and_empty_runs_render() -> None:
     empty = render_html(EvalReport(name="nothing yet"))
-    assert "nothing yet" in empty and "0.0%" in empty and '<details class="case' not in empty
+    assert "nothing yet" in empty and '<details class="case' not in empty
+    assert "0.0%" not in empty and "<b>n/a</b>" in empty
     bare = CaseResult(eval_id="bare", status=CaseStatus.MODEL_ERROR, error="ValueError: no")
     page = render_html(EvalReport(cases=[bare]))
     assert "ValueError: no" in page and 'data-status="MODEL_ERROR"' in page

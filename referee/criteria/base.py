@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
@@ -91,12 +92,38 @@ class BaseCriterion(ABC):
         return f"{type(self).__name__}(name={self.name!r}, threshold={self.threshold})"
 
 
+# Inputs at least this large are scored on a worker thread. Below it a thread hop costs more
+# than the check; above it edit distances, sequence alignments and schema checks can take
+# milliseconds to seconds, and on the event loop they would stall every other case's judge calls.
+OFF_LOOP_MIN_CHARS = 2_000
+OFF_LOOP_MIN_ITEMS = 64
+
+
+def input_size(actual: ExecutionResult, expected: EvalCase) -> tuple[int, int]:
+    """(characters of text, tool calls and node visits) a deterministic check may scan."""
+    chars = len(actual.actual_response or "") + len(expected.expected_output or "") + sum(
+        len(inv.expected_final_response or "") for inv in expected.conversation)
+    items = (len(actual.tool_calls) + len(actual.node_visits)
+             + len(expected.expected_tool_trajectory) + len(expected.expected_node_order))
+    return chars, items
+
+
 class SyncCriterion(BaseCriterion):
-    """A criterion whose rule is pure computation: implement ``evaluate_sync``."""
+    """A criterion whose rule is pure computation: implement ``evaluate_sync``.
+
+    ``evaluate`` runs it inline for small inputs and on a worker thread for large ones
+    (``runs_off_loop``), so a slow check never blocks the event loop the run shares.
+    """
 
     @abstractmethod
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         """Score one case synchronously."""
 
+    def runs_off_loop(self, actual: ExecutionResult, expected: EvalCase) -> bool:
+        chars, items = input_size(actual, expected)
+        return chars >= OFF_LOOP_MIN_CHARS or items >= OFF_LOOP_MIN_ITEMS
+
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        if self.runs_off_loop(actual, expected):
+            return await asyncio.to_thread(self.evaluate_sync, actual, expected)
         return self.evaluate_sync(actual, expected)

@@ -19,9 +19,31 @@ from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
 
+def _disabled_names(criteria: Sequence[BaseCriterion]) -> list[str]:
+    return [c.name for c in criteria if not c.config.enabled]
+
+
+def _note_disabled(result: CriterionResult, disabled: list[str]) -> CriterionResult:
+    """Disabled sub-criteria take no part in the combination; the result says which."""
+    if disabled:
+        result.details["disabled_sub_criteria"] = disabled
+        result.details["reason"] = (str(result.details.get("reason", "")) +
+                                    f" Disabled, not combined: {', '.join(disabled)}.").strip()
+    return result
+
+
+def _all_disabled(owner: BaseCriterion, disabled: list[str]) -> CriterionResult:
+    result = owner._skipped(f"Every sub-criterion is disabled: {', '.join(disabled)}.")
+    result.details["disabled_sub_criteria"] = disabled
+    return result
+
+
 async def _run_all(criteria: Sequence[BaseCriterion], actual: ExecutionResult,
                    expected: EvalCase) -> list[CriterionResult]:
-    """Run every sub-criterion at once; an exception becomes that sub-criterion's failure."""
+    """Run every sub-criterion at once; an exception becomes that sub-criterion's failure.
+
+    Callers pass the enabled sub-criteria only (``CriterionConfig(enabled=False)`` is honoured
+    inside a combination too)."""
     outcomes = await asyncio.gather(*(c.evaluate(actual, expected) for c in criteria),
                                     return_exceptions=True)
     results: list[CriterionResult] = []
@@ -80,7 +102,9 @@ class CompositeCriterion(BaseCriterion):
     threshold in ``config`` applies to that combined score. ``details``: ``sub_results`` (each
     sub-result serialised) and ``require_all``. A skipped sub-criterion takes part with the score
     it reported (1.0 for a skipped LLM criterion, as document 000 says); if all are skipped the
-    composite is flagged skipped too. No sub-criteria scores 0.0.
+    composite is flagged skipped too. No sub-criteria scores 0.0. A disabled sub-criterion
+    (``enabled=False``) is left out and named in ``details["disabled_sub_criteria"]``; with
+    every one disabled the composite is skipped.
     """
 
     name = "composite_criterion"
@@ -99,7 +123,11 @@ class CompositeCriterion(BaseCriterion):
         return errors
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        results = await _run_all(self.criteria, actual, expected)
+        disabled = _disabled_names(self.criteria)
+        active = [c for c in self.criteria if c.config.enabled]
+        if disabled and not active:
+            return _all_disabled(self, disabled)
+        results = await _run_all(active, actual, expected)
         details: dict[str, Any] = {
             "sub_results": [r.model_dump(mode="json") for r in results],
             "require_all": self.require_all,
@@ -113,7 +141,7 @@ class CompositeCriterion(BaseCriterion):
                              f"from {deciding.criterion}." + _skipped_note(results))
         result = _combine(self, deciding.score, details, results)
         _mark_if_all_skipped(result, results)
-        return result
+        return _note_disabled(result, disabled)
 
 
 class WeightedCriterion(BaseCriterion):
@@ -121,7 +149,8 @@ class WeightedCriterion(BaseCriterion):
 
     Weights need not sum to 1 but must not be negative. An empty ``criteria_weights`` or a total
     weight of 0 scores 0.0. A skipped sub-criterion counts with the score it reported; if all
-    are skipped the weighted criterion is flagged skipped too.
+    are skipped the weighted criterion is flagged skipped too. A disabled sub-criterion is left
+    out of the average (weight included) and named in ``details["disabled_sub_criteria"]``.
     """
 
     name = "weighted_criterion"
@@ -143,8 +172,12 @@ class WeightedCriterion(BaseCriterion):
         return errors
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        criteria = [criterion for criterion, _ in self.criteria_weights]
-        weights = [weight for _, weight in self.criteria_weights]
+        disabled = _disabled_names([criterion for criterion, _ in self.criteria_weights])
+        active = [(c, w) for c, w in self.criteria_weights if c.config.enabled]
+        if disabled and not active:
+            return _all_disabled(self, disabled)
+        criteria = [criterion for criterion, _ in active]
+        weights = [weight for _, weight in active]
         results = await _run_all(criteria, actual, expected)
         sub_results = [{**r.model_dump(mode="json"), "weight": w} for r, w in zip(results, weights)]
         details: dict[str, Any] = {"sub_results": sub_results}
@@ -153,7 +186,8 @@ class WeightedCriterion(BaseCriterion):
         if total <= 0:
             reason = ("No criteria to weigh." if not results
                       else "Total weight is 0; nothing to average.")
-            return _combine(self, 0.0, {**details, "reason": reason}, results)
+            return _note_disabled(_combine(self, 0.0, {**details, "reason": reason}, results),
+                                  disabled)
         score = sum(r.score * w for r, w in zip(results, weights)) / total
         details["reason"] = (f"Weighted average {score:.3f} of {len(results)} criteria: "
                              + ", ".join(f"{r.criterion}={r.score:.2f}x{w:g}"
@@ -161,4 +195,4 @@ class WeightedCriterion(BaseCriterion):
                              + "." + _skipped_note(results))
         result = _combine(self, score, details, results)
         _mark_if_all_skipped(result, results)
-        return result
+        return _note_disabled(result, disabled)

@@ -22,20 +22,28 @@ class ContainsKeywordsCriterion(SyncCriterion):
     def __init__(self, keywords: list[str] | None = None,
                  config: CriterionConfig | None = None) -> None:
         super().__init__(config)
-        if isinstance(keywords, str):
-            # A bare string would otherwise be searched letter by letter.
-            keywords = [keywords]
-        self.keywords: list[str] = list(self.config.keywords or keywords or [])
+        self.keywords = keywords or []
+
+    @property
+    def keywords(self) -> list[str]:
+        # Read from the config on every use, so replacing ``criterion.config`` takes effect.
+        return list(self.config.keywords or self._keywords)
+
+    @keywords.setter
+    def keywords(self, keywords: list[str] | str) -> None:
+        # A bare string would otherwise be searched letter by letter.
+        self._keywords = [keywords] if isinstance(keywords, str) else list(keywords)
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        if not self.keywords:
+        keywords = self.keywords
+        if not keywords:
             return self._result(1.0, {"note": "No keywords specified",
                                       "reason": "No keywords specified; nothing to check."})
         response = actual.actual_response.lower()
-        found = [kw for kw in self.keywords if kw.lower() in response]
-        missing = [kw for kw in self.keywords if kw.lower() not in response]
-        reason = (f"Found {len(found)} of {len(self.keywords)} keywords."
+        found = [kw for kw in keywords if kw.lower() in response]
+        missing = [kw for kw in keywords if kw.lower() not in response]
+        reason = (f"Found {len(found)} of {len(keywords)} keywords."
                   + (f" Missing: {', '.join(repr(k) for k in missing)}." if missing else ""))
-        return self._result(len(found) / len(self.keywords), {
-            "reason": reason, "found": found, "missing": missing, "keywords": self.keywords,
+        return self._result(len(found) / len(keywords), {
+            "reason": reason, "found": found, "missing": missing, "keywords": keywords,
         })

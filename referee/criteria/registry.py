@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from referee.config import CriteriaConfig, EvalConfig
 from referee.criteria.base import BaseCriterion
+from referee.criteria.composite import CompositeCriterion, WeightedCriterion
 from referee.criteria.exact_match import ExactMatchCriterion
 from referee.criteria.keywords import ContainsKeywordsCriterion
 from referee.criteria.llm import (
@@ -55,9 +56,14 @@ _missing_fields = set(CriteriaConfig.model_fields) - set(_FRIENDLY)
 if _missing_fields:  # pragma: no cover - guards against a config field added without a class
     raise RuntimeError(f"CriteriaConfig fields without a criterion class: {sorted(_missing_fields)}")
 
+# Criteria that no CriteriaConfig field switches on: built directly, but resolvable by name.
+# (Composite and weighted need their sub-criteria, so build_criteria never builds them.)
+_BY_NAME_ONLY: list[type[BaseCriterion]] = [ExactMatchCriterion, CompositeCriterion,
+                                            WeightedCriterion]
+
 CRITERIA_REGISTRY: dict[str, type[BaseCriterion]] = {
     **_FRIENDLY,
-    **{cls.name: cls for cls in [*_FRIENDLY.values(), ExactMatchCriterion]},
+    **{cls.name: cls for cls in [*_FRIENDLY.values(), *_BY_NAME_ONLY]},
     **_OLDER_SPELLINGS,
 }
 

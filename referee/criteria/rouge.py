@@ -14,8 +14,9 @@ _EXCERPT = 500
 
 
 def unigram_set(text: str) -> set[str]:
-    """Lowercased words with punctuation removed; a set, so repeats count once."""
-    return set(_NON_WORD.sub(" ", text.lower()).split())
+    """Lowercased words with punctuation stripped (document 000): "e-mail" is "email" and
+    "don't" is "dont", not two words each. A set, so repeats count once."""
+    return set(_NON_WORD.sub("", text.lower()).split())
 
 
 def rouge1(actual: str, expected: str) -> tuple[float, float, float]:

@@ -23,10 +23,10 @@ class TrajectoryMatchCriterion(SyncCriterion):
     over expected calls, with one addition for ``EXACT``:
 
     - ``EXACT`` compares position by position and divides by the longer of the two lists, so
-      every extra call costs as much as a wrong one. That is how EXACT rejects extra calls: a
-      run with extras never scores 1.0 (and fails the default trajectory threshold of 1.0),
-      while a run that got 4 of 5 positions right still shows 0.8 rather than 0.0. With nothing
-      expected it scores 1.0 only if nothing was called.
+      every extra call costs as much as a wrong one. A run with an extra or a missing call
+      never passes, whatever the threshold: the fractional score (5 of 6 = 0.833) is kept for
+      information, ``passed`` is False and ``details["extra_calls"]`` names the extra calls.
+      With nothing expected it scores 1.0 only if nothing was called.
     - ``IN_ORDER`` credits the longest in-order pairing; extra calls anywhere are free.
     - ``ANY_ORDER`` credits the largest one-to-one pairing regardless of order.
 
@@ -56,10 +56,22 @@ class TrajectoryMatchCriterion(SyncCriterion):
                       f"({match_type.value}, check_args={check_args}).")
             if missing:
                 reason += f" Missing or wrong: {', '.join(missing)}."
-        if match_type is MatchType.EXACT and len(actual_calls) > len(expected_calls):
-            reason += (f" EXACT rejects the {len(actual_calls) - len(expected_calls)} "
-                       "extra call(s).")
-        return self._result(outcome.score, {
+        extra: list[str] = []
+        if match_type is MatchType.EXACT and len(actual_calls) != len(expected_calls):
+            # Which calls are extra (or missing) is what an in-order alignment leaves unpaired;
+            # position by position, one inserted call would make every later one look wrong.
+            aligned = match_sequences(MatchType.IN_ORDER, actual_calls, expected_calls,
+                                      partial(tool_call_matches, check_args=check_args))
+            if len(actual_calls) > len(expected_calls):
+                extra = [f"{_label(actual_calls[i], check_args)} (call {i + 1})"
+                         for i in aligned.unmatched_actual]
+                reason += (f" EXACT rejects extra calls: {len(actual_calls)} made for "
+                           f"{len(expected_calls)} expected; extra: {', '.join(extra)}.")
+            else:
+                absent = [_label(expected_calls[i], check_args) for i in aligned.missing]
+                reason += (f" EXACT rejects missing calls: {len(actual_calls)} made for "
+                           f"{len(expected_calls)} expected; missing: {', '.join(absent)}.")
+        result = self._result(outcome.score, {
             "reason": reason,
             "match_type": match_type.value,
             "check_args": check_args,
@@ -70,4 +82,10 @@ class TrajectoryMatchCriterion(SyncCriterion):
             "unmatched_actual": unmatched,
             "expected_trajectory": [c.model_dump(mode="json") for c in expected_calls],
             "actual_trajectory": [c.model_dump(mode="json") for c in actual_calls],
+            "extra_calls": extra,
         })
+        if match_type is MatchType.EXACT and len(actual_calls) != len(expected_calls):
+            # The fractional score stays for information; the verdict does not bend to a
+            # threshold below 1.0 (document 000: "MatchType.EXACT rejects extra tool calls").
+            result.passed = False
+        return result

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
 from referee.result import CriterionResult
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]
@@ -165,7 +165,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         def run(r: EvalReport) -> dict[str, Any]:
             return {"run_id": r.run_id, "name": r.name, "model_id": r.model_id,
-                    "total": r.total, "passed": r.passed,
+                    "total": r.total, "evaluated": r.evaluated, "passed": r.passed,
                     "failed": r.failed, "errors": r.errors, "pass_rate": r.pass_rate,
                     "error_rate": r.error_rate}
 
@@ -194,7 +194,8 @@ class Comparison:
         def head(tag: str, r: EvalReport) -> str:
             model = f" [{r.model_id}]" if r.model_id else ""
             return (f"{tag}: {r.run_id} {r.name}".rstrip() + model + f"  pass rate "
-                    f"{r.pass_rate:.1%}, error rate {r.error_rate:.1%}, {r.total} case(s)")
+                    f"{format_rate(r.pass_rate, r.evaluated)}, error rate "
+                    f"{format_rate(r.error_rate, r.total)}, {r.total} case(s)")
 
         lines = [
             head("A", a),
@@ -238,19 +239,23 @@ def _output(case: CaseResult) -> str | None:
 
 
 def _scored(r: CriterionResult | None) -> bool:
-    return (r is not None and not r.skipped and r.error is None and r.error_kind is None
-            and not r.details.get("judge_unavailable"))
+    return r is not None and r.is_scored
+
+
+def _labelled(case: CaseResult) -> dict[str, CriterionResult]:
+    """Results by their unique label (two namesake criteria are ``x`` and ``x#2``)."""
+    return {r.criterion: r for r in case.criterion_results}
 
 
 def _criterion_changes(a: CaseResult, b: CaseResult) -> list[CriterionChange]:
-    by_b = {r.criterion: r for r in b.criterion_results}
+    by_b = _labelled(b)
     changes = []
-    for ra in a.criterion_results:
-        rb = by_b.get(ra.criterion)
+    for label, ra in _labelled(a).items():
+        rb = by_b.get(label)
         if not _scored(ra) and not _scored(rb):
             continue
         changes.append(CriterionChange(
-            criterion=ra.criterion,
+            criterion=label,
             score_a=ra.score if _scored(ra) else None,
             score_b=rb.score if rb is not None and _scored(rb) else None,
             threshold=rb.threshold if rb is not None else ra.threshold,
@@ -326,7 +331,7 @@ def _criterion_deltas(cases_a: dict[tuple[str, int], CaseResult],
         cb = cases_b.get(key)
         if cb is None:
             continue
-        by_b = {r.criterion: r for r in cb.criterion_results}
+        by_b = _labelled(cb)
         for ra in ca.criterion_results:
             rb = by_b.get(ra.criterion)
             if _scored(ra) and rb is not None and _scored(rb):

@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from referee.report.model import CaseResult, CaseStatus, CriterionStats, EvalReport
+from referee.report.model import (CaseResult, CaseStatus, CriterionStats, EvalReport,
+                                   criterion_errors_line, format_rate, nothing_evaluated_reason)
 from referee.report.store import redact_secrets
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
@@ -115,7 +116,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         totals.add_column(col, justify="right")
     totals.add_row(
         str(report.total), str(report.evaluated), str(report.passed), str(report.failed),
-        str(report.errors), str(report.skipped), _pct(report.pass_rate), _pct(report.error_rate),
+        str(report.errors), str(report.skipped), format_rate(report.pass_rate, report.evaluated),
+        format_rate(report.error_rate, report.total),
     )
     console.print(totals)
 
@@ -134,21 +136,35 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             columns.append(("errors", lambda s: str(s.errors)))
         if any(s.skipped for s in stats.values()):
             columns.append(("skipped", lambda s: str(s.skipped)))
-        columns += [("pass rate", lambda s: _pct(s.pass_rate)), ("mean", lambda s: f"{s.avg_score:.3f}")]
+        # Means and pass rates cover scored results only, so the count they rest on sits beside.
+        columns += [("pass rate", lambda s: format_rate(s.pass_rate, s.scored)),
+                    ("mean (n)", lambda s: f"{s.avg_score:.3f} ({s.scored})" if s.scored
+                     else "n/a (0)")]
+        rows = [(escape(_plain(name)), [cell(s) for _, cell in columns]) for name, s in stats.items()]
+        widths = [max(len(col), 5, *(len(cells[k]) for _, cells in rows))
+                  for k, (col, _) in enumerate(columns)]
+        # Left unbounded, a long evaluator name pushes the last columns off a narrow console.
         widest = max(len(_plain(name)) for name in stats)
-        per.add_column("evaluator", no_wrap=True, overflow="ellipsis", min_width=min(widest, 36))
-        for col, _ in columns:
-            per.add_column(col, justify="right", no_wrap=True, min_width=max(len(col), 5))
-        for name, s in stats.items():
-            per.add_row(escape(_plain(name)), *(cell(s) for _, cell in columns))
+        room = console.width - sum(w + 3 for w in widths)
+        per.add_column("evaluator", no_wrap=True, overflow="ellipsis", min_width=min(widest, 16),
+                       max_width=max(room, min(widest, 16)))
+        for (col, _), width in zip(columns, widths):
+            per.add_column(col, justify="right", no_wrap=True, min_width=width)
+        for name, cells in rows:
+            per.add_row(name, *cells)
         console.print(per)
 
     if report.errors:
         kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
         console.print(Text(f"Errors by kind: {kinds}", style="yellow"))
+    if report.criterion_errors:
+        console.print(Text(criterion_errors_line(report), style="yellow"))
+    if report.evaluated == 0:
+        console.print(Text(f"Pass rate n/a: {nothing_evaluated_reason(report)}", style="bold yellow"))
     if report.total and report.error_rate >= ERROR_RATE_FLAG:
         console.print(Text(
-            f"Warning: error rate {_pct(report.error_rate)} — pass rate {_pct(report.pass_rate)} "
+            f"Warning: error rate {_pct(report.error_rate)} — pass rate "
+            f"{format_rate(report.pass_rate, report.evaluated)} "
             f"covers only the {report.evaluated} evaluated case(s) of {report.total}.",
             style="bold yellow",
         ))

@@ -29,7 +29,8 @@ from referee.report import charts
 from referee.report.console import judge_label
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.model import (CaseResult, CaseStatus, EvalReport, criterion_errors_line,
+                                  format_rate)
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
@@ -124,10 +125,6 @@ def _cut(text: str) -> str:
 
 def _json(value: Any) -> str:
     return _cut(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
 
 
 def _when(ts: float | None) -> str:
@@ -247,7 +244,7 @@ def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
 def _outcome(r: CriterionResult) -> str:
     if r.skipped:
         return "skipped"
-    if r.error is not None or r.error_kind is not None or r.details.get("judge_unavailable"):
+    if r.is_error:
         return "error"
     return "passed" if r.passed else "failed"
 
@@ -479,15 +476,17 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "evaluated": report.evaluated,
         "passed": report.passed,
         "errors": report.errors,
-        "pass_rate": _pct(report.pass_rate),
-        "error_rate": _pct(report.error_rate),
+        "pass_rate": format_rate(report.pass_rate, report.evaluated),
+        "error_rate": format_rate(report.error_rate, report.total),
+        "criterion_errors": criterion_errors_line(report) if report.criterion_errors else "",
         "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
         "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),
         "counts": [(name, n) for name, n in counts if n],
         "groups": [(g, groups[g]) for g in ("passed", "failed", "error", "skipped") if g in groups],
         "evaluators": [
             {"name": name, "passed": s.passed, "failed": s.failed, "errors": s.errors,
-             "skipped": s.skipped, "pass_rate": _pct(s.pass_rate), "avg_score": f"{s.avg_score:.3f}"}
+             "skipped": s.skipped, "scored": s.scored, "pass_rate": format_rate(s.pass_rate, s.scored),
+             "avg_score": f"{s.avg_score:.3f}" if s.scored else "n/a"}
             for name, s in stats.items()
         ],
     }
@@ -528,7 +527,8 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
     rows = [{
         "key": key, "name": run.name, "model_id": run.model_id, "date": _when(run.started_at),
         "total": run.total, "passed": run.passed, "failed": run.failed, "errors": run.errors,
-        "pass_rate": _pct(run.pass_rate), "error_rate": _pct(run.error_rate),
+        "pass_rate": format_rate(run.pass_rate, run.passed + run.failed),
+        "error_rate": format_rate(run.error_rate, run.total),
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
         "state": "finished" if run.finished else "interrupted",
     } for key, run in zip(keys, runs)]

@@ -14,7 +14,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
 from referee.result import CriterionResult
 
 # XML 1.0 forbids most control characters; a model output containing one must not make the
@@ -31,10 +31,6 @@ def _clip(text: str, limit: int = MAX_BODY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
 
 
-def _is_error(r: CriterionResult) -> bool:
-    return r.error is not None or r.error_kind is not None or bool(r.details.get("judge_unavailable"))
-
-
 def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str, str]:
     """(element, type, message, body); element is '', 'failure', 'error' or 'skipped'."""
     if r is None:
@@ -49,9 +45,8 @@ def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str
     if r.skipped:
         return "skipped", "", r.reason or "skipped", ""
     body = f"score {r.score:.4f}, threshold {r.threshold:.4f}"
-    if _is_error(r):
-        judge = r.error_kind == "judge" or bool(r.details.get("judge_unavailable"))
-        kind = CaseStatus.JUDGE_ERROR.value if judge else CaseStatus.EVALUATOR_ERROR.value
+    if r.is_error:
+        kind = CaseStatus.JUDGE_ERROR.value if r.is_judge_error else CaseStatus.EVALUATOR_ERROR.value
         return "error", kind, f"{kind}: {r.error or r.reason or 'criterion could not be scored'}", body
     if not r.passed:
         output = case.actual_response
@@ -72,17 +67,22 @@ def render_junit(report: EvalReport) -> str:
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     total_time = 0.0
     for case in report.cases:
-        by_name = {r.criterion: r for r in case.criterion_results}
-        names = list(by_name)
+        # Criterion results carry unique labels (CaseResult), so each is its own test.
+        labels = [r.criterion for r in case.criterion_results]
+        entries: list[tuple[str, CriterionResult | None]] = list(zip(labels, case.criterion_results))
         if case.status.is_error or case.status == CaseStatus.SKIPPED:
             # The criteria that never ran still count, so the case fails visibly in CI.
-            names += [n for n in known if n not in by_name]
-        if not names:
-            names = ["(case)"]
-        per_test_time = case.duration_seconds / len(names)
+            entries += [(n, None) for n in known if n not in labels]
+        outcomes = [(label, _outcome(case, r)) for label, r in entries]
+        if case.status == CaseStatus.FAILED and not any(o[0] == "failure" for _, o in outcomes):
+            # A failing case is never green in CI, whatever its criterion results say.
+            outcomes.append(("(case)", ("failure", CaseStatus.FAILED.value,
+                                        case.error or "case failed", "")))
+        if not outcomes:
+            outcomes = [("(case)", _outcome(case, None))]
+        per_test_time = case.duration_seconds / len(outcomes)
         total_time += case.duration_seconds
-        for name in names:
-            kind, err_type, message, body = _outcome(case, by_name.get(name))
+        for name, (kind, err_type, message, body) in outcomes:
             tc = ET.SubElement(suite, "testcase", classname=_clean(f"{suite_name}/{case.label}"),
                                name=_clean(name), time=f"{per_test_time:.3f}")
             counts["tests"] += 1
@@ -93,6 +93,15 @@ def render_junit(report: EvalReport) -> str:
                     child.set("type", err_type)
                 if body:
                     child.text = _clean(body)
+    # The run's own numbers, for CI tools that show suite properties; "n/a" when nothing was
+    # evaluated, never a pass rate of 0.
+    properties = ET.Element("properties")
+    for key, value in (("pass_rate", format_rate(report.pass_rate, report.evaluated)),
+                       ("evaluated", str(report.evaluated)),
+                       ("error_rate", format_rate(report.error_rate, report.total)),
+                       ("criterion_errors", str(report.criterion_errors))):
+        ET.SubElement(properties, "property", name=key, value=value)
+    suite.insert(0, properties)
     suite.set("tests", str(counts["tests"]))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))

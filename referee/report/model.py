@@ -15,11 +15,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
 from referee.usage import TokenUsage
 
 
@@ -59,6 +59,18 @@ class CaseResult(BaseModel):
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _label_namesakes(self) -> "CaseResult":
+        """Two criteria of one name are two results: ``contains`` and ``contains#2``
+        (docs/architecture.md). Runs stored before labels get them when loaded."""
+        results = self.criterion_results
+        labels = unique_labels([r.criterion for r in results])
+        if any(r.criterion != label for r, label in zip(results, labels)):
+            self.criterion_results = [
+                r if r.criterion == label else r.model_copy(update={"criterion": label})
+                for r, label in zip(results, labels)]
+        return self
+
     @property
     def label(self) -> str:
         """The case as reports name it: its name, else its first user message, else its id."""
@@ -92,12 +104,21 @@ class CaseResult(BaseModel):
         return next((r for r in self.criterion_results if r.criterion == name), None)
 
 
+def format_rate(rate: float, denominator: int) -> str:
+    """A rate as reports print it: "n/a" when nothing was there to count, never "0.0%"."""
+    return "n/a" if denominator == 0 else f"{rate * 100:.1f}%"
+
+
 class CriterionStats(BaseModel):
+    """One criterion over a run. ``avg_score`` and ``pass_rate`` cover its ``scored`` results
+    only (passed + failed): an errored or skipped result is not a 0.0."""
+
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
     skipped: int = 0
+    scored: int = 0
     avg_score: float = 0.0
     pass_rate: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
@@ -149,19 +170,17 @@ class EvalSummary(BaseModel):
                     s.token_usage = r.token_usage + s.token_usage
                 if r.skipped:
                     s.skipped += 1
-                    continue
-                if r.error is not None or r.error_kind is not None:
+                elif r.is_error:
                     s.errors += 1
-                elif r.passed:
-                    s.passed += 1
                 else:
-                    s.failed += 1
-                scores.setdefault(r.criterion, []).append(r.score)
+                    s.passed += r.passed
+                    s.failed += not r.passed
+                    scores.setdefault(r.criterion, []).append(r.score)
         for name, s in stats.items():
             vals = scores.get(name, [])
+            s.scored = len(vals)
             s.avg_score = sum(vals) / len(vals) if vals else 0.0
-            judged = s.passed + s.failed
-            s.pass_rate = s.passed / judged if judged else 0.0
+            s.pass_rate = s.passed / s.scored if s.scored else 0.0
         durations = [c.duration_seconds for c in cases]
         usage = TokenUsage.total([c.token_usage for c in cases]) or TokenUsage()
         return cls(
@@ -224,12 +243,20 @@ class EvalReport(BaseModel):
         return sum(1 for c in self.cases if c.status.is_error)
 
     @property
+    def criterion_errors(self) -> int:
+        """Criterion results that could not be scored, on any case: a judge outage stays
+        visible even where a known failure decided the case's status."""
+        return sum(1 for c in self.cases for r in c.criterion_results if r.is_error)
+
+    @property
     def errors_by_kind(self) -> dict[str, int]:
         counts = Counter(c.status.value.lower() for c in self.cases if c.status.is_error)
         return dict(sorted(counts.items()))
 
     @property
     def pass_rate(self) -> float:
+        """passed / evaluated; 0.0 when nothing was evaluated (reports print "n/a" then:
+        tell the two apart with ``evaluated == 0``)."""
         return self.passed / self.evaluated if self.evaluated else 0.0
 
     @property
@@ -280,7 +307,7 @@ class EvalReport(BaseModel):
             "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
             "failed": self.failed, "skipped": self.skipped, "errors": self.errors,
             "errors_by_kind": self.errors_by_kind, "pass_rate": self.pass_rate,
-            "error_rate": self.error_rate,
+            "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
         model_usage = self.model_token_usage
@@ -304,3 +331,26 @@ class EvalReport(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> "EvalReport":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def nothing_evaluated_reason(report: EvalReport) -> str:
+    """Why a run has no pass rate: no cases, or every case errored or was skipped."""
+    if report.total == 0:
+        return "the run has no cases"
+    parts = []
+    if report.errors:
+        kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
+        parts.append(f"{report.errors} errored ({kinds})")
+    if report.skipped:
+        parts.append(f"{report.skipped} skipped")
+    return f"none of the {report.total} case(s) could be evaluated: {', '.join(parts)}"
+
+
+def criterion_errors_line(report: EvalReport) -> str:
+    """How many criterion results could not be scored, including on cases that FAILED anyway."""
+    on_failed = sum(1 for c in report.cases if c.status == CaseStatus.FAILED
+                    for r in c.criterion_results if r.is_error)
+    line = f"{report.criterion_errors} criterion errors"
+    if on_failed:
+        line += f" ({on_failed} on cases that FAILED on another criterion)"
+    return line

@@ -86,28 +86,27 @@ def case_keys(cases: Sequence[EvalCase]) -> list[str]:
 
 # Status mapping (docs/architecture.md) ------------------------------------------------------
 
-def is_judge_error(result: CriterionResult) -> bool:
-    return result.error_kind == "judge" or bool(result.details.get("judge_unavailable"))
-
-
 def case_status(results: Sequence[CriterionResult]) -> CaseStatus:
-    if any(is_judge_error(r) for r in results):
-        return CaseStatus.JUDGE_ERROR
-    if any(r.error_kind == "evaluator" for r in results):
-        return CaseStatus.EVALUATOR_ERROR
-    scored = [r for r in results if not r.skipped]
-    if not scored:
-        return CaseStatus.SKIPPED
-    if any(not r.passed for r in scored):
+    """A known failure beats an unknown: FAILED > JUDGE_ERROR > EVALUATOR_ERROR > PASSED/SKIPPED.
+
+    (MODEL_ERROR and TIMEOUT come first, but they are decided before any criterion runs.)
+    """
+    if any(r.is_scored and not r.passed for r in results):
         return CaseStatus.FAILED
+    if any(r.is_judge_error for r in results):
+        return CaseStatus.JUDGE_ERROR
+    if any(r.is_error for r in results):
+        return CaseStatus.EVALUATOR_ERROR
+    if not any(r.is_scored for r in results):
+        return CaseStatus.SKIPPED
     return CaseStatus.PASSED
 
 
 def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> str | None:
     if status == CaseStatus.JUDGE_ERROR:
-        bad = [r for r in results if is_judge_error(r)]
+        bad = [r for r in results if r.is_judge_error]
     elif status == CaseStatus.EVALUATOR_ERROR:
-        bad = [r for r in results if r.error_kind == "evaluator"]
+        bad = [r for r in results if r.is_error]
     else:
         return None
     return "; ".join(f"{r.criterion}: {r.explanation or 'error'}" for r in bad)
@@ -122,6 +121,20 @@ def _criterion_threshold(criterion: Any) -> float:
         return float(getattr(criterion, "threshold", 0.0) or 0.0)
     except Exception:  # a broken threshold property is the evaluator's fault, reported elsewhere
         return 0.0
+
+
+def is_enabled(criterion: Any) -> bool:
+    """``CriterionConfig(enabled=False)`` switches a criterion off wherever it runs."""
+    config = getattr(criterion, "config", None)
+    return bool(getattr(config, "enabled", True))
+
+
+def disabled_result(criterion: Any) -> CriterionResult:
+    """A switched-off criterion is reported, as disabled, and never scored."""
+    reason = "disabled (CriterionConfig(enabled=False)); not scored"
+    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
+                           threshold=_criterion_threshold(criterion), skipped=True,
+                           details={"reason": reason, "skipped": True, "disabled": True})
 
 
 def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
@@ -181,7 +194,7 @@ class Engine:
 
         async def one(i: int, criterion: Any) -> None:
             prepare = getattr(criterion, "prepare", None)
-            if prepare is None:
+            if prepare is None or not is_enabled(criterion):
                 return
             try:
                 value = prepare()
@@ -286,6 +299,8 @@ class Engine:
 
     async def _score(self, i: int, criterion: Any, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:
+        if not is_enabled(criterion):
+            return disabled_result(criterion)
         failure = self._prepare_failures.get(i)
         if failure is not None:
             return error_result(criterion, failure)

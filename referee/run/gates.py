@@ -11,7 +11,7 @@ import sys
 from typing import IO
 
 from referee.errors import EvalGateFailure
-from referee.report.model import EvalReport
+from referee.report.model import EvalReport, format_rate
 
 # The same line the run viewer flags a run at.
 WARN_ERROR_RATE = 0.10
@@ -22,6 +22,10 @@ def _check_fraction(name: str, value: float | None) -> None:
         raise ValueError(f"{name} must be between 0.0 and 1.0, got {value}")
 
 
+def _pass_rate(report: EvalReport) -> str:
+    return format_rate(report.pass_rate, report.evaluated)
+
+
 def _kinds(report: EvalReport) -> str:
     return ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
 
@@ -30,7 +34,7 @@ def indeterminate_message(report: EvalReport, max_error_rate: float) -> str:
     return (
         f"Eval gate INDETERMINATE: error rate {report.error_rate:.1%} exceeds error budget "
         f"{max_error_rate:.1%} — {report.errors} of {report.total} case(s) errored before quality "
-        f"could be scored ({_kinds(report)}). pass_rate {report.pass_rate:.1%} covers only the "
+        f"could be scored ({_kinds(report)}). pass_rate {_pass_rate(report)} covers only the "
         f"{report.evaluated} evaluated case(s); fix the errors before trusting this gate."
     )
 
@@ -38,7 +42,7 @@ def indeterminate_message(report: EvalReport, max_error_rate: float) -> str:
 def threshold_message(report: EvalReport, fail_threshold: float) -> str:
     if report.evaluated == 0:
         return (
-            f"Eval gate FAILED: pass rate {report.pass_rate:.1%} < threshold {fail_threshold:.1%} — "
+            f"Eval gate FAILED: pass rate n/a, threshold {fail_threshold:.1%} — "
             f"none of the {report.total} case(s) could be evaluated "
             f"({report.errors} errored, {report.skipped} skipped)."
         )
@@ -51,7 +55,7 @@ def threshold_message(report: EvalReport, fail_threshold: float) -> str:
 def error_rate_warning(report: EvalReport) -> str:
     return (
         f"WARNING: {report.errors}/{report.total} case(s) errored (error rate "
-        f"{report.error_rate:.1%}: {_kinds(report)}). pass_rate {report.pass_rate:.1%} covers only "
+        f"{report.error_rate:.1%}: {_kinds(report)}). pass_rate {_pass_rate(report)} covers only "
         f"the {report.evaluated} evaluated case(s), and no error budget is set — pass "
         f"max_error_rate=0.10 to fail the gate on errors."
     )

@@ -21,6 +21,7 @@ from referee.report.console import render_console
 from referee.report.model import CaseResult, EvalReport
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.writers import parse_formats, write_reports
+from referee.result import unique_labels
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
 
@@ -59,8 +60,8 @@ def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
     reported per criterion under ``per_criterion``.
     """
     per: dict[str, dict[str, Any]] = {}
-    for criterion in criteria:
-        name = str(getattr(criterion, "name", type(criterion).__name__))
+    labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])
+    for name, criterion in zip(labels, criteria):
         judge = _resolved_judge(criterion)
         if judge is not None:
             per[name] = judge

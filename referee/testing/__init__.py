@@ -5,7 +5,7 @@ Gemini generateContent well enough for the official SDKs; ``FakeJudge`` skips th
 """
 
 from referee.testing.fake import FAKE_PROVIDER, FakeHTTPError, FakeJudge
-from referee.testing.script import Fault, RecordedRequest, Reply
+from referee.testing.script import Fault, RecordedRequest, Reply, ScriptedToolCall
 from referee.testing.server import DUMMY_API_KEY, ScriptedJudgeServer
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ScriptedJudgeServer",
+    "ScriptedToolCall",
 ]

@@ -5,6 +5,7 @@ Shared by the loopback HTTP server and the in-process fake so both are scripted 
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import deque
@@ -15,14 +16,38 @@ from referee.judge.caching import estimate_tokens
 
 
 @dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call the scripted model asks for; ``call_id`` defaults to a fresh ``call_...``."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
-    """A successful judge reply. Token counts default to estimates (about 4 characters each)."""
+    """A successful judge reply. Token counts default to estimates (about 4 characters each).
+
+    With ``tool_calls`` it is an assistant turn that calls tools (an agent's model step): every
+    API answers with its own tool-call shape, and ``text`` (empty by default there) rides along.
+    """
 
     text: str = "Yes"
     input_tokens: int | None = None
     output_tokens: int | None = None
     thinking: str | None = None  # a reasoning block sent before the answer, where the API has one
     latency_s: float = 0.0
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+
+    @classmethod
+    def calling(cls, *calls: ScriptedToolCall | tuple[str, dict[str, Any]], text: str = "",
+                **fields: Any) -> "Reply":
+        """A turn that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
+        scripted = tuple(c if isinstance(c, ScriptedToolCall) else ScriptedToolCall(*c)
+                         for c in calls)
+        if not scripted:
+            raise ValueError("Reply.calling needs at least one tool call")
+        return cls(text=text, tool_calls=scripted, **fields)
 
 
 @dataclass(frozen=True)
@@ -119,6 +144,62 @@ class RecordedRequest:
     def cache_text(self) -> str:
         """The prompt as a provider's prefix cache sees it: system text, then the user text."""
         return f"{self.system or ''}\n\n{self.prompt}"
+
+    @property
+    def tool_outputs(self) -> list[str]:
+        """Tool results sent back since the last user message, oldest first (any of the APIs).
+
+        An agent's loop asks again once its tools answered: a responder tells the first request
+        of a user turn (empty list) from the follow-up without parsing each API's body itself.
+        """
+        outputs: list[str] = []
+        for item in _conversation_items(self.body):
+            if item[0] == "user":
+                outputs.clear()
+            else:
+                outputs.append(item[1])
+        return outputs
+
+
+def _conversation_items(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """("user", text) and ("tool", result) entries of a request body, in order."""
+    items: list[tuple[str, str]] = []
+    for message in body.get("messages") or []:  # Chat Completions, Anthropic
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if message.get("role") == "tool":
+            items.append(("tool", _plain_text(content)))
+        elif message.get("role") == "user":
+            results = [block for block in content if isinstance(block, dict)
+                       and block.get("type") == "tool_result"] if isinstance(content, list) else []
+            items.extend(("tool", _plain_text(block.get("content"))) for block in results)
+            if not results:
+                items.append(("user", _plain_text(content)))
+    raw_input = body.get("input")
+    for item in raw_input if isinstance(raw_input, list) else []:  # Responses
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            items.append(("tool", _plain_text(item.get("output"))))
+        elif isinstance(item, dict) and item.get("role") == "user":
+            items.append(("user", _plain_text(item.get("content"))))
+    for content in body.get("contents") or []:  # Gemini
+        parts = content.get("parts") or [] if isinstance(content, dict) else []
+        responses = [p["functionResponse"] for p in parts
+                     if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        items.extend(("tool", _plain_text(r.get("response"))) for r in responses)
+        if not responses and isinstance(content, dict) and content.get("role", "user") == "user":
+            items.append(("user", _plain_text(parts)))
+    return items
+
+
+def _plain_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_plain_text(v.get("text") if isinstance(v, dict) else v) for v in value)
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True)
 
 
 Outcome = Union[str, Reply, Fault]

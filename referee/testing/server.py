@@ -28,6 +28,7 @@ from referee.testing.script import (
     Reply,
     Responder,
     ScriptedJudge,
+    ScriptedToolCall,
     token_counts,
 )
 
@@ -137,12 +138,13 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
     request.cached_input_tokens, request.cache_write_tokens = cached, written
     now = int(time.time())
     ident = uuid.uuid4().hex[:24]
+    calls = [(call.call_id or f"call_{uuid.uuid4().hex[:20]}", call) for call in reply.tool_calls]
     if request.api_style == "chat":
         return {
             "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
             "model": request.model,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": text, "refusal": None}}],
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
+                         "logprobs": None, "message": _chat_message(text, calls)}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "prompt_tokens_details": {"cached_tokens": cached}},
@@ -152,9 +154,13 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
         if reply.thinking:
             output.append({"type": "reasoning", "id": f"rs_{ident}", "summary": [
                 {"type": "summary_text", "text": reply.thinking}]})
-        output.append({"type": "message", "id": f"msg_{ident}", "status": "completed",
-                       "role": "assistant",
-                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        if text or not calls:
+            output.append({"type": "message", "id": f"msg_{ident}", "status": "completed",
+                           "role": "assistant",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        output.extend({"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:20]}", "call_id": call_id,
+                       "name": call.name, "arguments": json.dumps(call.arguments),
+                       "status": "completed"} for call_id, call in calls)
         return {
             "id": f"resp_{ident}", "object": "response", "created_at": now, "status": "completed",
             "model": request.model, "output": output, "parallel_tool_calls": True,
@@ -169,10 +175,14 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
         if reply.thinking:
             content.append({"type": "thinking", "thinking": reply.thinking,
                             "signature": "scripted"})
-        content.append({"type": "text", "text": text})
+        if text or not calls:
+            content.append({"type": "text", "text": text})
+        content.extend({"type": "tool_use", "id": call_id, "name": call.name,
+                        "input": call.arguments} for call_id, call in calls)
         return {
             "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
-            "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+            "content": content, "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
             # Anthropic counts cache reads and writes apart from input_tokens.
             "usage": {"input_tokens": input_tokens - cached - written,
                       "output_tokens": output_tokens, "cache_read_input_tokens": cached,
@@ -181,7 +191,10 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
     parts: list[dict[str, Any]] = []
     if reply.thinking:
         parts.append({"text": reply.thinking, "thought": True})
-    parts.append({"text": text})
+    if text or not calls:
+        parts.append({"text": text})
+    parts.extend({"functionCall": {"id": call_id, "name": call.name, "args": call.arguments}}
+                 for call_id, call in calls)
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
                         "index": 0}],
@@ -190,6 +203,18 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
                           **({"cachedContentTokenCount": cached} if cached else {})},
         "modelVersion": request.model,
     }
+
+
+def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]]) -> dict[str, Any]:
+    """A Chat Completions assistant message; with tool calls, empty text is sent as null."""
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None,
+                               "refusal": None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function",
+             "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+            for call_id, call in calls]
+    return message
 
 
 def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:

@@ -77,7 +77,8 @@ BAD_INPUTS = [
     _python("unknown-criterion-in-python", """
         from referee.criteria import get_criterion_class
         get_criterion_class("no_such_criterion")
-        """, "Unknown criterion 'no_such_criterion'", "registered names: contains_keywords"),
+        """, "Unknown criterion 'no_such_criterion'",
+            "registered names: composite_criterion, contains_keywords"),
     _config("threshold-above-one-in-config",
             '{"criteria": {"response_match": {"threshold": 1.5}}}',
             "field 'criteria.response_match.threshold'", "between 0.0 and 1.0, got 1.5"),

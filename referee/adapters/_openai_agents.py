@@ -1,0 +1,102 @@
+"""OpenAI Agents SDK (``openai-agents``) -> ExecutionResult. Extra: ``referee[openai-agents]``.
+
+Tool calls come from ``ToolCallItem``s and their results from ``ToolCallOutputItem``s (matched by
+call id); the agents that held control (the first, then each handoff's target) are the node
+visits; usage is the run's ``context_wrapper.usage``. Later turns continue from
+``to_input_list()``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from referee.adapters._base import require_extra
+from referee.adapters._conversation import NativeHistory
+from referee.adapters._messages import parse_arguments
+from referee.case import ToolCall
+from referee.execution import ExecutionResult, TurnResult
+from referee.usage import TokenUsage
+
+EXTRA = "openai-agents"
+
+
+def _final_text(output: Any) -> str:
+    if output is None or isinstance(output, str):
+        return output or ""
+    if hasattr(output, "model_dump_json"):
+        return str(output.model_dump_json())
+    return json.dumps(output, default=str)
+
+
+def _raw_field(raw: Any, *names: str) -> Any:
+    """A field of a raw Responses item, which the SDK keeps as a model or a plain dict."""
+    for name in names:
+        value = raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def execution_from_run_result(result: Any) -> ExecutionResult:
+    """A finished ``Runner.run`` result as referee's ExecutionResult."""
+    items = require_extra("agents.items", EXTRA)
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    visits: list[str] = []
+    for item in result.new_items:
+        if not visits and getattr(item, "agent", None) is not None:
+            visits.append(item.agent.name)  # the agent that started the run
+        if isinstance(item, items.ToolCallItem):
+            name = _raw_field(item.raw_item, "name") or type(item.raw_item).__name__
+            call = ToolCall(name=name,
+                            args=parse_arguments(_raw_field(item.raw_item, "arguments"),
+                                                 "openai-agents run", f"{name}.arguments"),
+                            call_id=_raw_field(item.raw_item, "call_id", "id"))
+            calls.append(call)
+            if call.call_id is not None:
+                by_id[call.call_id] = call
+        elif (isinstance(item, items.ToolCallOutputItem)
+              and _raw_field(item.raw_item, "call_id", "id") in by_id):
+            by_id[_raw_field(item.raw_item, "call_id", "id")].result = item.output
+        elif isinstance(item, items.HandoffOutputItem):
+            visits.append(item.target_agent.name)
+    if not visits and getattr(result, "last_agent", None) is not None:
+        visits.append(result.last_agent.name)
+    usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
+    return ExecutionResult(
+        actual_response=_final_text(result.final_output), tool_calls=calls, node_visits=visits,
+        token_usage=TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                               requests=usage.requests) if usage is not None else None)
+
+
+class OpenAIAgentsAgent:
+    """An Agents SDK ``Agent`` as AgentEvaluator's agent under test, turn by turn.
+
+    ``run_config``, ``max_turns`` and ``context`` go to ``Runner.run`` unchanged. Each later turn
+    starts from the previous turn's ``to_input_list()`` plus the new user message.
+    """
+
+    def __init__(self, agent: Any, *, run_config: Any = None, max_turns: int | None = None,
+                 context: Any = None) -> None:
+        self._runner = require_extra("agents", EXTRA).Runner
+        self.agent = agent
+        self.run_config = run_config
+        self.max_turns = max_turns
+        self.context = context
+        self.__name__ = str(getattr(agent, "name", None) or "openai-agents agent")
+        self._history = NativeHistory()
+
+    async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
+        previous = self._history.recall(history)
+        run_input: Any = message if previous is None else [
+            *previous, {"role": "user", "content": message}]
+        options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
+        if self.max_turns is not None:
+            options["max_turns"] = self.max_turns
+        result = await self._runner.run(self.agent, run_input, **options)
+        execution = execution_from_run_result(result)
+        self._history.keep([*history, TurnResult(user_content=message,
+                                                 response=execution.actual_response)],
+                           result.to_input_list())
+        return execution

@@ -1,0 +1,117 @@
+"""The OpenAI Agents SDK, run for real against the scripted server, scored by referee."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+agents = pytest.importorskip("agents")
+
+from openai import AsyncOpenAI  # noqa: E402
+
+from referee import AgentEvaluator, EvalCase, Invocation, ToolCall  # noqa: E402
+from referee.adapters import OpenAIAgentsAgent, execution_from_run_result  # noqa: E402
+from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType  # noqa: E402
+from referee.report.model import CaseStatus  # noqa: E402
+from referee.testing import DUMMY_API_KEY, RecordedRequest, Reply, ScriptedJudgeServer  # noqa: E402
+
+NO_TRACING = agents.RunConfig(tracing_disabled=True)  # the SDK would otherwise export to OpenAI
+
+
+def billing_desk(request: RecordedRequest) -> Reply | str:
+    """Triage hands off to billing; billing looks the invoice up once, then answers."""
+    if "You triage" in (request.system or ""):
+        return Reply.calling(("transfer_to_billing", {}))
+    looked_up = [out for out in request.tool_outputs if "paid" in out]  # not the handoff's
+    if looked_up:
+        return f"Your invoice: {looked_up[-1]}."
+    invoice = re.findall(r"INV-\d+", request.prompt)[-1]
+    return Reply.calling(("lookup_invoice", {"invoice": invoice}))
+
+
+@pytest.fixture
+def server():
+    with ScriptedJudgeServer(billing_desk) as srv:
+        yield srv
+
+
+def build_agents(server: ScriptedJudgeServer, api: str) -> agents.Agent:
+    client = AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY)
+    model = (agents.OpenAIResponsesModel("scripted", client) if api == "responses"
+             else agents.OpenAIChatCompletionsModel("scripted", client))
+
+    @agents.function_tool
+    def lookup_invoice(invoice: str) -> str:
+        """Look an invoice up."""
+        return f"{invoice} is paid"
+
+    billing = agents.Agent(name="billing", instructions="You handle billing",
+                           tools=[lookup_invoice], model=model)
+    return agents.Agent(name="triage", instructions="You triage", handoffs=[billing], model=model)
+
+
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+async def test_run_result_becomes_the_trajectory_referee_scores(server, api):
+    triage = build_agents(server, api)
+    result = await agents.Runner.run(triage, "Is INV-7 paid?", run_config=NO_TRACING)
+
+    execution = execution_from_run_result(result)
+
+    assert execution.node_visits == ["triage", "billing"]  # the handoff is a node visit
+    assert [(c.name, c.args, c.result) for c in execution.tool_calls] == [
+        ("lookup_invoice", {"invoice": "INV-7"}, "INV-7 is paid")]
+    assert execution.tool_calls[0].call_id
+    assert execution.actual_response == "Your invoice: INV-7 is paid."
+    assert execution.token_usage is not None and execution.token_usage.requests == 3
+    expected_path = "/v1/responses" if api == "responses" else "/v1/chat/completions"
+    assert {r.path for r in server.requests} == {expected_path}
+
+
+def _config(node_match: MatchType = MatchType.EXACT) -> EvalConfig:
+    return EvalConfig(criteria=CriteriaConfig(
+        trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
+        node_order=CriterionConfig.node_order(match_type=node_match)))
+
+
+def _two_turn_case(second_nodes: list[str]) -> EvalCase:
+    return EvalCase.multi_turn([
+        Invocation(user_content="Is INV-7 paid?",
+                   expected_tool_trajectory=[ToolCall(name="lookup_invoice",
+                                                      args={"invoice": "INV-7"})],
+                   expected_node_order=["triage", "billing"]),
+        Invocation(user_content="And INV-8?",
+                   expected_tool_trajectory=[ToolCall(name="lookup_invoice",
+                                                      args={"invoice": "INV-8"})],
+                   expected_node_order=second_nodes),
+    ])
+
+
+async def test_agent_evaluator_scores_a_multi_turn_agents_sdk_run(server):
+    agent = OpenAIAgentsAgent(build_agents(server, "responses"), run_config=NO_TRACING)
+    evaluator = AgentEvaluator(agent, config=_config(), save=False)
+    good = _two_turn_case(["triage", "billing"])
+    wrong_nodes = _two_turn_case(["billing"])
+
+    report = await evaluator.evaluate([good, wrong_nodes], verbose=False, parallel=False)
+
+    passed, failed = report.cases
+    assert passed.status == CaseStatus.PASSED, passed.criterion_results
+    assert [t.node_visits for t in passed.execution.turns] == [["triage", "billing"]] * 2
+    assert failed.status == CaseStatus.FAILED
+    assert {r.criterion: r.passed for r in failed.criterion_results} == {
+        "tool_trajectory_avg_score": True, "node_order_score": False}
+    # The second turn continued from to_input_list(): its first request carries turn one.
+    second_turn = [r for r in server.requests if "And INV-8?" in r.prompt][0]
+    assert "Is INV-7 paid?" in second_turn.prompt
+    assert "INV-7 is paid" in str(second_turn.body["input"])
+
+
+def test_a_later_turn_without_its_first_is_refused():
+    from referee.execution import TurnResult
+
+    agent = OpenAIAgentsAgent(agents.Agent(name="solo"))
+    with pytest.raises(RuntimeError, match="turn 2 of a conversation"):
+        import asyncio
+
+        asyncio.run(agent("hello again", [TurnResult(user_content="hi", response="hey")]))
