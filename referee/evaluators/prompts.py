@@ -1,10 +1,11 @@
 """Judge prompts of the document-001 evaluators, and the data blocks that keep them honest.
 
 Everything that comes from the case or from the model under test (output, input, context,
-reference answer) is placed in a fenced data block. Every request is laid out as one shared
-prefix (``JUDGE_SYSTEM``, then the case's blocks) followed by the varying task. The fence carries a tag derived from the
+reference answer) is placed in a fenced data block. The fence carries a tag derived from the
 block's own content, so text inside a block cannot forge the closing fence of its block, and the
-prompt stays byte-identical across runs (the judge cache depends on that).
+prompt stays byte-identical across runs (the judge cache depends on that). Every request is laid
+out as one shared prefix (``JUDGE_SYSTEM``, then the case's blocks) followed by the varying task,
+so that a provider's prompt cache can serve the prefix to a case's other requests.
 """
 
 from __future__ import annotations
