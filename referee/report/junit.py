@@ -101,6 +101,11 @@ def render_junit(report: EvalReport) -> str:
                        ("error_rate", format_rate(report.error_rate, report.total)),
                        ("criterion_errors", str(report.criterion_errors))):
         ET.SubElement(properties, "property", name=key, value=value)
+    # The judge's spend and the model under test's, each on its own line.
+    for key, usage in (("judge_spend", report.token_usage),
+                       ("model_under_test_spend", report.model_token_usage)):
+        if usage is not None:
+            ET.SubElement(properties, "property", name=key, value=_clean(usage.describe()))
     suite.insert(0, properties)
     suite.set("tests", str(counts["tests"]))
     suite.set("failures", str(counts["failure"]))
@@ -109,14 +114,6 @@ def render_junit(report: EvalReport) -> str:
     suite.set("time", f"{total_time:.3f}")
     suite.set("timestamp", time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(report.started_at)))
     suite.set("id", _clean(report.run_id))
-    # JUnit allows properties only as the suite's first child; the spends stay apart.
-    properties = ET.Element("properties")
-    spends = [("judge_spend", report.token_usage), ("model_under_test_spend",
-                                                   report.model_token_usage)]
-    for name, usage in spends:
-        if usage is not None:
-            ET.SubElement(properties, "property", name=name, value=_clean(usage.describe()))
-    suite.insert(0, properties)
     root = ET.Element("testsuites", name="referee", tests=suite.get("tests", "0"),
                       failures=suite.get("failures", "0"), errors=suite.get("errors", "0"),
                       skipped=suite.get("skipped", "0"), time=suite.get("time", "0"))
