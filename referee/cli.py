@@ -10,7 +10,8 @@
 
 Exit codes (``referee run --help`` lists them for users): 0 success, 1 a gate rejected the run
 or ``compare`` found regressions (or an unfinished candidate), 2 bad input, 3 nothing could be
-evaluated, 130 interrupted. Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
+evaluated, 130 interrupted (Ctrl-C, or the run store could not be written; ``--resume``
+completes it). Errors are one line on stderr; set REFEREE_DEBUG=1 for a traceback.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ The run directory (meta.json, cases.jsonl, report.json and the reports) goes und
 Exit codes:
   0    the run finished and no gate rejected it
   1    a gate rejected the run (--fail-threshold, --max-error-rate)
-  2    bad input (the target, a case or config file, an option); nothing was run
+  2    bad input (the target, a case or config file, an option; or the run directory is
+       being written by another live process); nothing was run
   3    nothing could be evaluated: no cases, or every case errored or was skipped
        (with or without a gate; the run is still stored and reported)
-  130  interrupted (finished cases are kept; --resume RUN_DIR completes the run)"""
+  130  interrupted: Ctrl-C, or the run directory could not be written (a full disk);
+       finished cases are kept and --resume RUN_DIR completes the run"""
 VIEW_DESCRIPTION = (
     "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
@@ -71,7 +74,8 @@ COMPARE_DESCRIPTION = (
     "(interrupted) run, 0 otherwise, 2 on bad input.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
-    "(error rate >= 10% flagged) and whether the run was interrupted.")
+    "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
+    "run that cannot be read whole (every other run is listed as usual).")
 
 
 class CliError(Exception):
@@ -187,7 +191,7 @@ def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
-        retry_errors=args.retry_errors, formats=formats,
+        retry_errors=args.retry_errors, rescore=args.rescore, formats=formats,
         fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
         metadata=_run_metadata(args))
 
@@ -208,8 +212,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
         return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, formats=formats,
-                               metadata=_run_metadata(args))
+                               retry_errors=args.retry_errors, rescore=args.rescore,
+                               formats=formats, metadata=_run_metadata(args))
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -303,6 +307,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         formats = [f for f in formats if f != "console"]
     if args.retry_errors and args.resume is None:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
+    if args.rescore and args.resume is None:
+        raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     target = Path(args.target) if args.target else None
@@ -319,10 +325,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    from referee.report.store import RunStoreWriteError
     from referee.run.sync import run_sync
 
     try:
         report = run_sync(pending)
+    except RunStoreWriteError as exc:
+        # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
+        return _fail(str(exc), EXIT_INTERRUPTED)
     except EvalGateFailure as exc:
         if getattr(exc.report, "evaluated", None) == 0:
             # No pass rate to gate on: say that, rather than "0.0% < threshold".
@@ -415,6 +425,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
         state = "" if run.finished else "  (interrupted)"
+        if run.damaged:
+            more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
+            state += f"  (damaged: {run.damaged[0]}{more})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         print(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
@@ -463,6 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
                      help="with --resume: also run again the cases that ended in an error")
+    run.add_argument("--rescore", action="store_true",
+                     help="with --resume: score the stored outputs with the criteria given now "
+                          "(resuming with changed criteria is refused otherwise); the model "
+                          "runs only for cases that have no output yet")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")

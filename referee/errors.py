@@ -59,3 +59,20 @@ class InputError(RefereeError, ValueError):
         self.line = line
         self.field = field
         self.expected = expected
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message"`` for any exception, even one whose ``__str__`` itself raises.
+
+    The text of a user's exception is shown to users and stored; formatting it must never
+    become a second failure that hides the first.
+    """
+    name = type(exc).__name__
+    for render in (str, repr):
+        try:
+            text = render(exc)
+        except Exception:
+            continue
+        if isinstance(text, str):
+            return f"{name}: {text}" if text else name
+    return f"{name}: <message unavailable: its __str__ and __repr__ raised>"

@@ -10,6 +10,10 @@ from referee.case import ToolCall
 from referee.usage import TokenUsage
 
 
+# The keys a model's dict may carry its response under, preferred first.
+RESPONSE_KEYS = ("actual_response", "output", "response", "content", "text")
+
+
 class TurnResult(BaseModel):
     """One turn of a multi-turn run."""
 
@@ -39,10 +43,14 @@ class ExecutionResult(BaseModel):
         if isinstance(value, dict):
             data = dict(value)
             if "actual_response" not in data:
-                for key in ("output", "response", "content", "text"):
-                    if key in data:
-                        data["actual_response"] = data.pop(key)
-                        break
+                key = next((k for k in RESPONSE_KEYS[1:] if k in data), None)
+                if key is None:
+                    # Scoring an empty response instead would call a broken model merely wrong.
+                    found = ", ".join(repr(k) for k in list(data)[:10]) or "none"
+                    raise ValueError(
+                        f"model returned a dict with no response key (its keys: {found}); "
+                        f"expected one of {', '.join(RESPONSE_KEYS)}")
+                data["actual_response"] = data.pop(key)
             return cls.model_validate(data)
         raise TypeError(
             f"model returned {type(value).__name__}; expected str, dict or ExecutionResult"

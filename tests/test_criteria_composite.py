@@ -237,3 +237,24 @@ async def test_document_composite_example_runs():
     assert (await criterion.evaluate(good, case)).passed
     no_keyword = ExecutionResult(actual_response="Done", tool_calls=[ToolCall(name="lookup")])
     assert (await criterion.evaluate(no_keyword, case)).score == 0.0
+
+
+async def test_a_known_failure_beats_a_sub_criterion_outage():
+    """AND: a known 0.2 fails the gate whatever the judge would have said. Where the missing
+    score could change the verdict, or the verdict would be a pass, it stays a judge error."""
+    down = Raises(JudgeUnavailable("judge down"))
+    failed = await CompositeCriterion([Fixed(0.2), down]).evaluate(RUN, CASE)
+    assert failed.error_kind is None and failed.error is None and not failed.passed
+    assert failed.score == 0.2 and failed.details["decided_despite_errors"] == ["raises"]
+    assert "Decided whatever raises would have scored" in failed.details["reason"]
+    either = await CompositeCriterion([Fixed(0.9), down], require_all=False).evaluate(RUN, CASE)
+    assert either.error_kind == "judge"
+    open_and = await CompositeCriterion([Fixed(0.9), down]).evaluate(RUN, CASE)
+    assert open_and.error_kind == "judge"
+    # Weighted: 0.1 x 3 of 4 with the outage weighted 1 cannot reach 0.5 (at most 0.325).
+    weighted = await WeightedCriterion([(Fixed(0.1), 3.0), (down, 1.0)],
+                                       config=CriterionConfig(threshold=0.5)).evaluate(RUN, CASE)
+    assert weighted.error_kind is None and not weighted.passed
+    undecided = await WeightedCriterion([(Fixed(0.6), 1.0), (down, 1.0)],
+                                        config=CriterionConfig(threshold=0.5)).evaluate(RUN, CASE)
+    assert undecided.error_kind == "judge"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -17,7 +19,7 @@ from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
 from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.report.json_report import render_json
-from referee.report.store import RunStore, list_runs, load_run
+from referee.report.store import LOCK_FILE, RunInUse, RunStore, list_runs, load_run
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -134,18 +136,20 @@ def test_a_bad_setting_leaves_no_half_made_run_directory(tmp_path, monkeypatch):
     assert (run_dir / "report.json").is_file() and list_runs(tmp_path / "runs")[0].finished
 
 
-def test_corruption_before_the_last_line_is_an_error_naming_the_line(tmp_path):
+def test_corruption_before_the_last_line_is_damage_naming_the_line(tmp_path):
     report = EvalReport(name="x")
     store = RunStore.create(tmp_path, report, case_ids=["a", "b"])
     store.append_case(CaseResult(eval_id="a", status=CaseStatus.PASSED))
     with open(store.cases_path, "a") as fh:
         fh.write("not json\n")
     store.append_case(CaseResult(eval_id="b", status=CaseStatus.PASSED))
-    with pytest.raises(InputError, match=r"cases\.jsonl:2"):
-        load_run(store.run_dir)
+    loaded = load_run(store.run_dir)
+    assert [c.eval_id for c in loaded.cases] == ["a", "b"]
+    [damage] = loaded.metadata["damaged"]
+    assert damage.startswith("cases.jsonl line 2: unreadable: ")
 
 
-def test_list_runs_is_newest_first_and_skips_junk(tmp_path):
+def test_list_runs_is_newest_first_skips_junk_and_shows_broken_runs(tmp_path):
     for name, started in (("old", 100.0), ("new", 200.0)):
         report = EvalReport(run_id=name, name=name, started_at=started)
         store = RunStore.create(tmp_path, report, case_ids=[])
@@ -153,7 +157,10 @@ def test_list_runs_is_newest_first_and_skips_junk(tmp_path):
     (tmp_path / "junk").mkdir()
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "meta.json").write_text("{")
-    assert [r.run_id for r in list_runs(tmp_path)] == ["new", "old"]
+    runs = list_runs(tmp_path)
+    assert [r.run_id for r in runs if not r.damaged] == ["new", "old"]
+    [broken] = [r for r in runs if r.damaged]
+    assert broken.run_id == "broken" and "meta.json" in broken.damaged[0]
     assert list_runs(tmp_path / "missing") == []
 
 
@@ -230,7 +237,9 @@ def test_a_run_that_raises_still_closes_its_case_file(tmp_path, monkeypatch):
     suite = EvalSuite("s").add_cases([EvalCase(input="a")])
     suite.add_evaluator(Contains(["a"]))
 
-    def model(prompt):
+    async def model(prompt):
+        # Ctrl-C arrives on the event loop's thread (a sync model's own KeyboardInterrupt, on
+        # its worker thread, is only that case's MODEL_ERROR).
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -238,6 +247,7 @@ def test_a_run_that_raises_still_closes_its_case_file(tmp_path, monkeypatch):
     [run_dir] = list(tmp_path.iterdir())
     assert not (run_dir / "report.json").exists()
     assert [store.run_dir for store in closed] == [run_dir]
+    assert not (run_dir / ".lock").exists()
 
 
 def test_resume_with_retry_errors_runs_only_the_errored_cases_again(tmp_path):
@@ -269,3 +279,32 @@ def test_resume_with_retry_errors_runs_only_the_errored_cases_again(tmp_path):
     assert load_run(run_dir).passed == 6
     with pytest.raises(ValueError, match="retry_errors=True goes with resume"):
         suite.run(outage, verbose=False, runs_dir=tmp_path, retry_errors=True)
+
+
+def test_many_takers_of_a_dead_writers_lock_leave_exactly_one_writer(tmp_path):
+    report = EvalReport(name="x")
+    store = RunStore.create(tmp_path, report, case_ids=["a"])
+    store.release()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store.run_dir / LOCK_FILE).write_text(f"{dead.pid} {socket.gethostname()}\n")
+    start = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def take() -> None:
+        start.wait()
+        try:
+            RunStore(store.run_dir).lock()
+            outcomes.append("writer")
+        except RunInUse as exc:
+            outcomes.append(str(exc))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert outcomes.count("writer") == 1, outcomes
+    assert all(f"process {os.getpid()}" in o or "another process" in o
+               for o in outcomes if o != "writer"), outcomes
+    assert [p.name for p in store.run_dir.iterdir() if p.name.startswith(LOCK_FILE)] == [LOCK_FILE]

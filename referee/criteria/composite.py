@@ -69,8 +69,23 @@ def _taint(results: list[CriterionResult]) -> dict[str, Any]:
 
 
 def _combine(owner: BaseCriterion, score: float, details: dict[str, Any],
-             results: list[CriterionResult]) -> CriterionResult:
+             results: list[CriterionResult],
+             possible: tuple[float, float] | None = None) -> CriterionResult:
+    """The combined result; an errored sub-criterion taints it unless it cannot matter.
+
+    ``possible`` is the range the combined score could take whatever the errored
+    sub-criteria would have scored: when even its top is below the threshold, the failure is
+    known (a known failure beats an unknown, as for a case) and the errors are only noted. A
+    pass is never declared over an error: the outage stays visible.
+    """
     result = owner._result(score, details)
+    errored = [r.criterion for r in results if r.is_error]
+    if errored and possible is not None and possible[1] < owner.threshold:
+        result.details["decided_despite_errors"] = errored
+        result.details["reason"] = (f"{result.details.get('reason', '')} Decided whatever "
+                                    f"{', '.join(errored)} would have scored (not scored: "
+                                    "error).").strip()
+        return result
     taint = _taint(results)
     if taint:
         errors = [f"{r.criterion}: {r.error}" for r in results if r.error]
@@ -136,10 +151,16 @@ class CompositeCriterion(BaseCriterion):
         if not results:
             return self._result(0.0, {**details, "reason": "No sub-criteria to combine."})
         pick = min if self.require_all else max
-        deciding = pick(results, key=lambda r: r.score)
+        known = [r for r in results if not r.is_error]
+        possible = None
+        if known and len(known) < len(results):
+            bound = pick(r.score for r in known)
+            # AND can only go lower than the known minimum, OR only higher than the known maximum.
+            possible = (0.0, bound) if self.require_all else (bound, 1.0)
+        deciding = pick(known if possible is not None else results, key=lambda r: r.score)
         details["reason"] = (f"{gate} of {len(results)} sub-criteria: {deciding.score:.3f} "
                              f"from {deciding.criterion}." + _skipped_note(results))
-        result = _combine(self, deciding.score, details, results)
+        result = _combine(self, deciding.score, details, results, possible)
         _mark_if_all_skipped(result, results)
         return _note_disabled(result, disabled)
 
@@ -193,6 +214,9 @@ class WeightedCriterion(BaseCriterion):
                              + ", ".join(f"{r.criterion}={r.score:.2f}x{w:g}"
                                          for r, w in zip(results, weights))
                              + "." + _skipped_note(results))
-        result = _combine(self, score, details, results)
+        known_part = sum(r.score * w for r, w in zip(results, weights) if not r.is_error) / total
+        unknown_weight = sum(w for r, w in zip(results, weights) if r.is_error) / total
+        result = _combine(self, score, details, results,
+                          (known_part, known_part + unknown_weight))
         _mark_if_all_skipped(result, results)
         return _note_disabled(result, disabled)

@@ -169,6 +169,9 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             style="bold yellow",
         ))
 
+    for warning in report.warnings:
+        console.print(Text(f"Warning: {_clip(warning, 2 * MAX_REASON_CHARS)}", style="yellow"))
+
     not_passed = [c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)]
     if not_passed:
         console.print(Text(f"Failures and errors ({len(not_passed)}):", style="bold"))

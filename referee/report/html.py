@@ -468,6 +468,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
+        "warnings": report.warnings,
         "resume_command": resume_command(report) if report.metadata.get("interrupted") else "",
         "charts": _charts(report),
         "criteria": list(stats),
@@ -530,7 +531,8 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
         "pass_rate": format_rate(run.pass_rate, run.passed + run.failed),
         "error_rate": format_rate(run.error_rate, run.total),
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
-        "state": "finished" if run.finished else "interrupted",
+        "state": ("finished" if run.finished else "interrupted")
+                 + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
 

@@ -15,12 +15,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult, unique_labels
+from referee.storable import Conversion
 from referee.usage import TokenUsage
+
+
+MAX_NAMED_CONVERSIONS = 5
 
 
 class CaseStatus(str, Enum):
@@ -47,6 +51,10 @@ ERROR_STATUSES = frozenset(
 
 
 class CaseResult(BaseModel):
+    # A non-finite float in a free-form value serialises as "NaN"/"Infinity" (not a silent
+    # null), which lets the engine's storable check see it at pydantic's speed.
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
     index: int = 0
     eval_id: str
     name: str = ""
@@ -58,6 +66,8 @@ class CaseResult(BaseModel):
     duration_seconds: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
+    converted: list[Conversion] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _label_namesakes(self) -> "CaseResult":
@@ -264,6 +274,23 @@ class EvalReport(BaseModel):
         return self.errors / self.total if self.total else 0.0
 
     @property
+    def warnings(self) -> list[str]:
+        """What a reader must know before trusting the stored values: damage found in the
+        run store, and stand-ins for values that JSON could not hold (one line, naming the
+        first few)."""
+        damaged = [str(d) for d in self.metadata.get("damaged") or []]
+        converted = [(c, v) for c in self.cases for v in c.converted]
+        if not converted:
+            return damaged
+        cases = len({id(c) for c, _ in converted})
+        named = "; ".join(f"{c.label!r} {v.describe()}" for c, v in converted[:MAX_NAMED_CONVERSIONS])
+        more = len(converted) - MAX_NAMED_CONVERSIONS
+        tail = f"; and {more} more" if more > 0 else ""
+        return damaged + [f"{len(converted)} value(s) in {cases} case(s) could not be stored as JSON and "
+                f"were stored as marked stand-ins (each case's 'converted' lists them): "
+                f"{named}{tail}"]
+
+    @property
     def duration_seconds(self) -> float:
         end = self.finished_at if self.finished_at is not None else time.time()
         return max(0.0, end - self.started_at)
@@ -310,11 +337,15 @@ class EvalReport(BaseModel):
             "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
+<<<<<<< HEAD
         model_usage = self.model_token_usage
         data["spend"] = {
             "judge": self.token_usage.model_dump(mode="json"),
             "model_under_test": None if model_usage is None else model_usage.model_dump(mode="json"),
         }
+=======
+        data["warnings"] = self.warnings
+>>>>>>> main
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -325,7 +356,11 @@ class EvalReport(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
+<<<<<<< HEAD
         data = {k: v for k, v in data.items() if k not in ("totals", "summary", "spend")}
+=======
+        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "warnings")}
+>>>>>>> main
         return cls.model_validate(data)
 
     @classmethod

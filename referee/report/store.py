@@ -6,9 +6,17 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
                   versions, timestamps, the case ids and their fingerprint
     cases.jsonl   one finished CaseResult per line, written and flushed as each case ends
     report.json   the full EvalReport, written once the run finishes
+    .lock         while a process writes the run: its pid and host (one writer per run)
+    cases.damaged.jsonl   lines a resume found unreadable and set aside
 
 ``load_run`` prefers report.json and otherwise rebuilds the report from meta.json and
-cases.jsonl. A torn last line (the process died mid-write) is ignored.
+cases.jsonl. Damage is handled line by line and run by run: an unreadable line (a torn tail
+after a kill, a cut multi-byte character, a garbled record) is left out and named in the
+report's ``metadata["damaged"]``, and ``list_runs`` lists a run it cannot read at all as
+damaged instead of failing or hiding it. Resuming runs the left-out cases again.
+
+Any OSError while writing becomes ``RunStoreWriteError``, which names the run directory and
+says that ``--resume`` completes the run.
 
 Each case line is flushed to the operating system as soon as the case ends, so killing the
 process loses nothing. ``fsync`` (which only matters if the machine itself goes down) runs at
@@ -18,25 +26,31 @@ every deterministic criterion together on a 2,000-case run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import re
+import socket
+import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from pydantic import ValidationError
 
-from referee.errors import InputError
+from referee.errors import InputError, RefereeError
 from referee.report.model import CaseResult, EvalReport
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
 CASES_FILE = "cases.jsonl"
 REPORT_FILE = "report.json"
+LOCK_FILE = ".lock"
+DAMAGED_LINES_FILE = "cases.damaged.jsonl"
 FSYNC_INTERVAL_S = 1.0
 
 # Keys whose values must never reach disk, matched case-insensitively anywhere in a mapping.
@@ -68,22 +82,77 @@ def _versions() -> dict[str, str]:
 
 
 def _fsync_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write via a temporary file and rename, so a reader never sees half a file.
+
+    The temporary name is unique, so two writers never write into one temporary file.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class RunStoreWriteError(RefereeError):
+    """The run store could not be written (a full disk, a lost mount, no permission).
+
+    The run stops; every case written before is kept, and ``--resume RUN_DIR`` completes it.
+    """
+
+    def __init__(self, run_dir: Path, exc: OSError) -> None:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        where = f" ({Path(exc.filename).name})" if exc.filename else ""
+        super().__init__(
+            f"cannot write the run store in {run_dir}{where}: {reason}; the run stopped and "
+            f"its finished cases are kept; rerun with --resume {run_dir} to complete it")
+        self.run_dir = run_dir
+        self.cause = exc
+
+
+class RunInUse(InputError):
+    """Another live process holds the run directory's lock."""
+
+
+@contextlib.contextmanager
+def _writing(run_dir: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise RunStoreWriteError(run_dir, exc) from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
 
 
 class RunStore:
-    """Reads and writes one run directory."""
+    """Reads and writes one run directory.
+
+    A store that writes (``create``/``reopen``) holds the directory's lock file, which names
+    the writing process; ``release()`` gives it up. Readers take no lock.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
         self._cases_file: Any = None
         self._last_fsync = 0.0
+        self._locked = False
+        # What reading found broken, one line each ("cases.jsonl line 7: ..."); reports show it.
+        self.damage: list[str] = []
 
     # Construction ------------------------------------------------------------------------
     @classmethod
@@ -94,28 +163,128 @@ class RunStore:
         run_dir = base / report.run_id
         if run_dir.exists() and any(run_dir.iterdir()):
             raise InputError("run directory already exists and is not empty", source=str(run_dir))
-        run_dir.mkdir(parents=True, exist_ok=True)
         store = cls(run_dir)
-        store.write_meta(report, case_ids=case_ids, extra=extra_meta)
+        with _writing(run_dir):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            store.lock()
+            try:
+                store.write_meta(report, case_ids=case_ids, extra=extra_meta)
+            except BaseException:
+                store.unlock()
+                raise
         return store
 
     @classmethod
     def reopen(cls, run_dir: str | Path) -> "RunStore":
-        """Open an interrupted run for resuming: drop a torn final line so appends stay whole."""
+        """Open an interrupted or damaged run for resuming, as its only writer.
+
+        A torn final line is cut off and damaged lines move to cases.damaged.jsonl, so that
+        appends stay whole and only the damaged cases run again.
+        """
         store = cls(run_dir)
         store.read_meta()
-        path = store.cases_path
-        if path.is_file():
-            data = path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                with open(path, "r+b") as fh:
-                    fh.truncate(data.rfind(b"\n") + 1)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-        if store.report_path.is_file():
-            # The run will be finished again; a stale report must not outlive the new cases.
-            store.report_path.unlink()
+        store.lock()
+        try:
+            with _writing(store.run_dir):
+                store._set_aside_damaged_lines()
+                if store.report_path.is_file():
+                    # The run will be finished again; a stale report must not outlive the new cases.
+                    store.report_path.unlink()
+        except BaseException:
+            store.unlock()
+            raise
         return store
+
+    def _set_aside_damaged_lines(self) -> None:
+        path = self.cases_path
+        if not path.is_file():
+            return
+        data = path.read_bytes()
+        kept, damaged = [], []
+        for raw in data.split(b"\n"):
+            if not raw.strip():
+                continue
+            (kept if _parse_case(raw)[0] is not None else damaged).append(raw)
+        if not damaged:
+            return
+        with open(self.run_dir / DAMAGED_LINES_FILE, "ab") as fh:
+            fh.write(b"".join(line + b"\n" for line in damaged))
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_write(path, "".join(line.decode("utf-8") + "\n" for line in kept))
+
+    # The writer's lock -------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return self.run_dir / LOCK_FILE
+
+    def lock(self) -> None:
+        """Become the run's only writer, or refuse at once naming the process that is.
+
+        A lock left by a process that has died (a kill, a crash) is taken over.
+        """
+        me = f"{os.getpid()} {socket.gethostname()}\n"
+        for _ in range(3):
+            try:
+                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                seen, holder = self._lock_holder()
+                if holder is not None:
+                    raise RunInUse(
+                        f"the run is being written by {holder} (lock file {self.lock_path}); "
+                        f"wait for it to end, or delete the lock file if no such process is "
+                        f"running it", source=str(self.run_dir))
+                self._take_over(seen)
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(me)
+            self._locked = True
+            return
+        raise RunInUse("could not take the run's lock file; another process keeps taking it",
+                       source=str(self.lock_path))
+
+    def _lock_holder(self) -> tuple[str | None, str | None]:
+        """(the lock file's text, its live holder in words); no holder when it is stale."""
+        try:
+            text = self.lock_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None, None
+        fields = text.split()
+        if not fields or not fields[0].isdigit():
+            # Being written this instant, or garbage: a young one is someone's, an old one no one's.
+            try:
+                age = time.time() - self.lock_path.stat().st_mtime
+            except FileNotFoundError:
+                return None, None
+            return text, ("another process" if age < 10 else None)
+        pid, host = int(fields[0]), fields[1] if len(fields) > 1 else socket.gethostname()
+        holder = f"process {pid} on {host}"
+        if host != socket.gethostname():
+            return text, holder  # cannot tell whether it lives: assume it does
+        return text, (holder if _pid_alive(pid) else None)
+
+    def _take_over(self, seen: str | None) -> None:
+        """Remove a dead holder's lock, and only it: a rival may have just replaced it."""
+        if seen is None:
+            return
+        stale = self.lock_path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.replace(self.lock_path, stale)
+        except FileNotFoundError:
+            return
+        try:
+            if stale.read_text(encoding="utf-8", errors="replace") != seen:
+                # A live rival's fresh lock: put it back where it was (unless taken again).
+                with contextlib.suppress(FileExistsError):
+                    os.link(stale, self.lock_path)
+        finally:
+            stale.unlink()
+
+    def unlock(self) -> None:
+        if self._locked:
+            self._locked = False
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
 
     @property
     def meta_path(self) -> Path:
@@ -151,31 +320,51 @@ class RunStore:
         }
         if extra:
             meta.update(redact_secrets(extra))
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        _fsync_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+        with _writing(self.run_dir):
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            _fsync_write(self.meta_path,
+                         json.dumps(meta, indent=2, ensure_ascii=False, default=str))
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
-        if self._cases_file is None:
-            self._cases_file = open(self.cases_path, "a", encoding="utf-8")
-            self._last_fsync = time.monotonic()
-        fh = self._cases_file
-        fh.write(result.model_dump_json() + "\n")
-        fh.flush()
-        now = time.monotonic()
-        if now - self._last_fsync >= FSYNC_INTERVAL_S:
-            os.fsync(fh.fileno())
-            self._last_fsync = now
+        line = result.model_dump_json() + "\n"
+        with _writing(self.run_dir):
+            if self._cases_file is None:
+                self._cases_file = open(self.cases_path, "a", encoding="utf-8")
+                self._last_fsync = time.monotonic()
+            fh = self._cases_file
+            fh.write(line)
+            fh.flush()
+            now = time.monotonic()
+            if now - self._last_fsync >= FSYNC_INTERVAL_S:
+                os.fsync(fh.fileno())
+                self._last_fsync = now
 
     def close(self) -> None:
-        """Sync and close cases.jsonl; appending again reopens it."""
+        """Sync and close cases.jsonl; appending again reopens it. The lock is kept."""
         fh, self._cases_file = self._cases_file, None
-        if fh is not None:
+        if fh is None:
+            return
+        with _writing(self.run_dir):
             try:
                 fh.flush()
                 os.fsync(fh.fileno())
             finally:
-                fh.close()
+                with contextlib.suppress(OSError):
+                    fh.close()  # closing flushes again, and fails again, on a full disk
+
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Around any other write into the run directory: an OSError becomes RunStoreWriteError."""
+        return _writing(self.run_dir)
+
+    def release(self) -> None:
+        """Close cases.jsonl as well as a failing disk allows, and give up the lock."""
+        try:
+            self.close()
+        except RunStoreWriteError:
+            pass
+        finally:
+            self.unlock()
 
     def write_report(self, report: EvalReport) -> Path:
         self.close()
@@ -184,7 +373,8 @@ class RunStore:
             data[key] = redact_secrets(data.get(key, {}))
         # No indent: json's C encoder only runs without one (4x faster on large runs), and the
         # file is 40% smaller; people read runs through `referee view` and the rendered reports.
-        _fsync_write(self.report_path, json.dumps(data, ensure_ascii=False))
+        with _writing(self.run_dir):
+            _fsync_write(self.report_path, json.dumps(data, ensure_ascii=False))
         return self.report_path
 
     # Reading -----------------------------------------------------------------------------
@@ -197,28 +387,36 @@ class RunStore:
         except json.JSONDecodeError as exc:
             raise InputError(exc.msg, source=str(self.meta_path), line=exc.lineno,
                              expected="a JSON object") from None
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text", source=str(self.meta_path),
+                             expected="a JSON object") from None
         if not isinstance(data, dict):
             raise InputError("meta.json is not a JSON object", source=str(self.meta_path))
         return data
 
     def read_cases(self) -> list[CaseResult]:
-        """Finished cases in the order written; a torn final line is dropped, later duplicates win."""
+        """Finished cases in the order written; later duplicates win.
+
+        Read line by line: a line that cannot be read (a torn tail after a kill, a cut
+        multi-byte character, damage anywhere) is left out and described in ``damage``, and
+        the cases on every other line are kept. A resume runs the left-out cases again.
+        """
+        self.damage = [d for d in self.damage if not d.startswith(CASES_FILE)]
         if not self.cases_path.is_file():
             return []
-        lines = self.cases_path.read_text(encoding="utf-8").split("\n")
-        final = _last_nonempty(lines)
+        data = self.cases_path.read_bytes()
+        lines = data.split(b"\n")
         by_id: dict[str, CaseResult] = {}
-        for i, line in enumerate(lines):
-            if not line.strip():
+        for i, raw in enumerate(lines):
+            if not raw.strip():
                 continue
-            try:
-                result = CaseResult.model_validate_json(line)
-            except (ValidationError, ValueError) as exc:
-                # A kill can only tear the final line; damage anywhere else is real corruption.
-                if i == final:
-                    continue
-                raise InputError(f"unreadable case record: {exc}", source=str(self.cases_path),
-                                 line=i + 1, expected="one CaseResult JSON object per line") from None
+            result, problem = _parse_case(raw)
+            if result is None:
+                torn = i == len(lines) - 1  # no newline after it: the write never finished
+                what = "torn (the run stopped while writing it)" if torn else f"unreadable: {problem}"
+                self.damage.append(f"{CASES_FILE} line {i + 1}: {what}; that case is left out "
+                                   f"and runs again on --resume")
+                continue
             by_id[result.eval_id] = result
         return list(by_id.values())
 
@@ -227,7 +425,12 @@ class RunStore:
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():
-            return read_report_file(self.report_path)
+            try:
+                return read_report_file(self.report_path)
+            except InputError as exc:
+                if not self.meta_path.is_file():
+                    raise
+                self.damage.append(f"{REPORT_FILE} unreadable ({exc}); shown from {CASES_FILE}")
         return self.rebuild()
 
     def rebuild(self) -> EvalReport:
@@ -236,6 +439,10 @@ class RunStore:
         cases = self.read_cases()
         order = {cid: i for i, cid in enumerate(meta.get("case_ids") or [])}
         cases.sort(key=lambda c: order.get(c.eval_id, len(order) + c.index))
+        metadata = {**(meta.get("metadata") or {}), "interrupted": True,
+                    "expected_cases": len(order), "run_dir": str(self.run_dir)}
+        if self.damage:
+            metadata["damaged"] = list(self.damage)
         return EvalReport(
             run_id=str(meta.get("run_id") or self.run_dir.name),
             name=str(meta.get("name") or ""),
@@ -246,16 +453,20 @@ class RunStore:
             cases=cases,
             judge=meta.get("judge") or {},
             config_used=meta.get("config_used") or {},
-            metadata={**(meta.get("metadata") or {}), "interrupted": True,
-                      "expected_cases": len(order), "run_dir": str(self.run_dir)},
+            metadata=metadata,
         )
 
 
-def _last_nonempty(lines: list[str]) -> int:
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].strip():
-            return i
-    return -1
+def _parse_case(raw: bytes) -> tuple[CaseResult | None, str]:
+    """One cases.jsonl line: the case, or None and why not (also for bytes that are not UTF-8)."""
+    try:
+        return CaseResult.model_validate_json(raw), ""
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return None, f"{err['msg']}" + (f" at '{where}'" if where else "")
+    except ValueError as exc:
+        return None, str(exc)
 
 
 def read_report_file(path: Path) -> EvalReport:
@@ -317,6 +528,8 @@ class RunInfo:
     errors: int
     pass_rate: float
     error_rate: float
+    # What is broken in the stored run (unreadable lines or files); empty when it is whole.
+    damaged: tuple[str, ...] = ()
 
     @classmethod
     def from_report(cls, path: Path, report: EvalReport, finished: bool) -> "RunInfo":
@@ -327,23 +540,38 @@ class RunInfo:
             started_at=report.started_at, finished=finished, total=total,
             passed=report.passed, failed=report.failed, errors=report.errors,
             pass_rate=report.pass_rate, error_rate=report.error_rate,
+            damaged=tuple(str(d) for d in report.metadata.get("damaged") or ()),
         )
+
+    @classmethod
+    def unreadable(cls, path: Path, problem: str) -> "RunInfo":
+        """A run directory that cannot be read at all: listed, so that it is not lost silently."""
+        try:
+            started = path.stat().st_mtime
+        except OSError:
+            started = 0.0
+        return cls(run_id=path.name, path=path, name="", model_id="", started_at=started,
+                   finished=False, total=0, passed=0, failed=0, errors=0, pass_rate=0.0,
+                   error_rate=0.0, damaged=(problem,))
 
 
 def list_runs(runs_dir: str | Path | None = None) -> list[RunInfo]:
-    """Every readable run under ``runs_dir``, newest first. Unreadable directories are skipped."""
+    """Every run under ``runs_dir``, newest first, run by run: one that is damaged, in part
+    or wholly, is listed with what is wrong (``damaged``) and never hides the others."""
     base = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
     if not base.is_dir():
         return []
     runs: list[RunInfo] = []
     for child in base.iterdir():
-        if not child.is_dir() or not (child / META_FILE).is_file() and not (child / REPORT_FILE).is_file():
-            continue
-        store = RunStore(child)
         try:
+            if not child.is_dir() or not (child / META_FILE).is_file() and not (child / REPORT_FILE).is_file():
+                continue
+            store = RunStore(child)
             report = store.load()
-        except (InputError, OSError):
+        except (InputError, OSError, ValueError) as exc:
+            runs.append(RunInfo.unreadable(child, f"unreadable: {exc}"))
             continue
-        runs.append(RunInfo.from_report(child, report, store.is_finished))
+        finished = store.is_finished and not report.metadata.get("interrupted")
+        runs.append(RunInfo.from_report(child, report, finished))
     runs.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
     return runs

@@ -133,8 +133,8 @@ class AgentEvaluator:
     async def evaluate(self, eval_set: Any, parallel: bool | None = None,
                        max_concurrency: int | None = None, verbose: bool | None = None,
                        output_dir: str | Path | None = None, *, resume: str | Path | None = None,
-                       retry_errors: bool = False, formats: Sequence[str] = (),
-                       fail_threshold: float | None = None,
+                       retry_errors: bool = False, rescore: bool = False,
+                       formats: Sequence[str] = (), fail_threshold: float | None = None,
                        max_error_rate: float | None = None,
                        metadata: dict[str, Any] | None = None) -> EvalReport:
         """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
@@ -142,7 +142,9 @@ class AgentEvaluator:
         Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
         and ``timeout`` per case). ``output_dir`` is where the run directory goes;
         ``resume=RUN_DIR`` finishes an interrupted run, and ``retry_errors=True`` also runs its
-        errored cases again. ``metadata`` is stored with the run (meta.json and every report).
+        errored cases again; ``rescore=True`` scores the stored outputs with this evaluator's
+        criteria (resuming with other criteria is refused otherwise) without calling the agent
+        again. ``metadata`` is stored with the run (meta.json and every report).
         """
         validate_gates(fail_threshold, max_error_rate)
         name, cases = load_cases(eval_set)
@@ -158,7 +160,8 @@ class AgentEvaluator:
             timeout=self.config.timeout or None,
             verbose=self.config.verbose if verbose is None else verbose,
             save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
-            retry_errors=retry_errors, formats=tuple(formats), metadata=dict(metadata or {}),
+            retry_errors=retry_errors, rescore=rescore, formats=tuple(formats),
+            metadata=dict(metadata or {}),
         )
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,

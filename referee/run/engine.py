@@ -9,51 +9,186 @@ completion order. A fault in one case is recorded as that case's status and neve
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
+import math
+import queue
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
-from referee.errors import JudgeUnavailable
+from referee.errors import JudgeUnavailable, describe_exception
 from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.result import CriterionResult
+from referee.storable import make_storable
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.usage import TokenUsage
 
 DEFAULT_CONCURRENCY = 8
 
 
+class ModelFailure(Exception):
+    """The model under test raised something that is not an ``Exception`` (SystemExit, a
+    CancelledError of its own...): still that case's MODEL_ERROR, never the run's end."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(describe_exception(raised))
+        self.raised = raised
+
+
+class _DaemonWorkers:
+    """Daemon threads for sync model calls, reused while idle and replaced while stuck.
+
+    A call goes to an idle thread when there is one and to a new thread otherwise, so a
+    thread stuck in a hung model never makes another call wait, however many are stuck. The
+    threads are daemons: nothing joins them at exit. A thread idle for ``IDLE_S`` ends.
+    """
+
+    IDLE_S = 30.0
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no queued job is promised to
+        self._started = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if spawn:
+                self._started += 1
+                name = f"referee-model-{self._started}"
+            else:
+                self._idle -= 1  # promised to this job
+        self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no job is promised to an idle thread: this one ends
+                        self._idle -= 1
+                        return
+                continue
+            job()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()
+
+
 class ModelCaller:
     """Calls the model or agent under test, sync or async, without blocking the event loop.
 
-    Sync callables run on a private thread pool: a hung sync model cannot be killed, and a
-    private pool (shut down without waiting) keeps it from holding the process at exit.
+    Sync calls run on daemon threads (``_DaemonWorkers``): a hung sync model cannot be
+    killed, but its stuck thread holds no slot that other cases need (the engine's workers
+    bound how many cases run at once; a busy thread is never waited for) and does not keep
+    the process alive at exit. ``max_workers`` is accepted for compatibility and not needed.
+
+    Anything the model raises reaches the caller as an ``Exception`` (non-``Exception``
+    throwables are wrapped in ``ModelFailure``), so it can only ever be that case's error;
+    cancelling the caller's own task (a timeout, Ctrl-C) still cancels as usual.
     """
 
-    def __init__(self, max_workers: int) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max(1, max_workers),
-                                        thread_name_prefix="referee-model")
+    def __init__(self, max_workers: int | None = None) -> None:
+        self._workers = _WORKERS
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if _is_async_callable(fn):
-            value = fn(*args)
+            value = await _guarded(lambda: fn(*args))
         else:
-            loop = asyncio.get_running_loop()
-            value = await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+            value = await self._in_thread(fn, args)
         # A sync function may still hand back a coroutine (e.g. a lambda around an async def).
         while inspect.isawaitable(value):
-            value = await value
+            awaitable = value
+            value = await _guarded(lambda: awaitable)
         return value
 
+    async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def deliver(ok: bool, value: Any) -> None:
+            if future.done():  # the case timed out or the run was cancelled meanwhile
+                return
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+        def job() -> None:
+            try:
+                outcome = (True, context.run(fn, *args))
+            except Exception as exc:
+                outcome = (False, exc)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt raised by the model
+                outcome = (False, ModelFailure(exc))
+            try:
+                loop.call_soon_threadsafe(deliver, *outcome)
+            except RuntimeError:  # the loop is gone: the run ended while this call hung
+                pass
+
+        self._workers.submit(job)
+        return await future
+
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to release: the threads are shared, and a stuck one is left behind."""
+
+
+async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
+    """Await the model's awaitable so that anything it raises stays an ``Exception``, and a
+    CancelledError it lets escape is told apart from the cancellation of this case (a
+    timeout, Ctrl-C). Ctrl-C's KeyboardInterrupt on the loop's thread passes through."""
+    task = asyncio.current_task()
+    if task is None or not hasattr(task, "cancelling"):
+        return await _guarded_in_own_task(start)
+    try:
+        return await start()
+    except asyncio.CancelledError:
+        if task.cancelling() == 0:  # nobody cancelled this case: the model raised it
+            raise ModelFailure(
+                asyncio.CancelledError("the model raised asyncio.CancelledError")) from None
+        raise
+    except (Exception, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # SystemExit and the like would take down the event loop
+        raise ModelFailure(exc) from None
+
+
+async def _guarded_in_own_task(start: Callable[[], Awaitable[Any]]) -> Any:
+    """Python 3.10, where a task does not count cancellations: the model runs in a task of
+    its own, and one that ends cancelled while this case was not is the model's doing."""
+
+    async def run() -> Any:
+        try:
+            return await start()
+        except (Exception, asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            raise ModelFailure(exc) from None
+
+    inner = asyncio.ensure_future(run())
+    try:
+        await asyncio.wait({inner})
+    except asyncio.CancelledError:
+        inner.cancel()
+        raise
+    if inner.cancelled():
+        raise ModelFailure(asyncio.CancelledError("the model raised asyncio.CancelledError"))
+    return inner.result()
 
 
 def _is_async_callable(fn: Any) -> bool:
@@ -140,9 +275,9 @@ def disabled_result(criterion: Any) -> CriterionResult:
 def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
     """A criterion that raised: a judge outage or a broken evaluator, never a quality verdict."""
     kind = "judge" if isinstance(exc, JudgeUnavailable) else "evaluator"
-    text = str(exc) or type(exc).__name__
-    if kind == "evaluator":
-        text = f"{type(exc).__name__}: {text}"
+    text = describe_exception(exc)
+    if kind == "judge":
+        text = text.removeprefix(f"{type(exc).__name__}: ")
     return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
                            threshold=_criterion_threshold(criterion), error=text,
                            error_kind=kind)
@@ -160,6 +295,24 @@ def _normalise(criterion: Any, value: Any) -> CriterionResult:
         # document promises, but let the statistics see it as the judge error it is.
         value = value.model_copy(update={"error_kind": "judge"})
     return value
+
+
+def _finite_score(criterion: Any, result: CriterionResult) -> CriterionResult:
+    """A score that is not a number is no verdict: the criterion is broken (EVALUATOR_ERROR)."""
+    if math.isfinite(result.score):
+        return result
+    return result.model_copy(update={
+        "score": 0.0, "passed": False, "error_kind": "evaluator",
+        "error": f"evaluate() returned a score of {result.score}; expected a finite number"})
+
+
+def _storable(result: CaseResult) -> CaseResult:
+    """The case with stand-ins for anything JSON cannot hold, each listed in ``converted``:
+    one odd value stays in its case instead of failing the run store and the reports."""
+    stored, converted = make_storable(result)
+    if converted:
+        stored = stored.model_copy(update={"converted": [*stored.converted, *converted]})
+    return stored
 
 
 class Engine:
@@ -206,8 +359,11 @@ class Engine:
         await asyncio.gather(*(one(i, c) for i, c in enumerate(self.criteria)))
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
-                  finished: dict[str, CaseResult] | None = None) -> list[CaseResult]:
-        """Every case's result, in case order. ``finished`` (by case key) are not run again."""
+                  finished: dict[str, CaseResult] | None = None,
+                  outputs: dict[str, ExecutionResult] | None = None) -> list[CaseResult]:
+        """Every case's result, in case order. ``finished`` (by case key) are not run again;
+        ``outputs`` (by case key) are scored without calling the model (re-scoring)."""
+        outputs = outputs or {}
         await self.prepare()
         keys = case_keys(cases)
         finished = finished or {}
@@ -228,26 +384,42 @@ class Engine:
                     i = todo.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i])
+                result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i],
+                                             output=outputs.get(keys[i]))
                 results[i] = result
                 if self.store is not None:
                     self.store.append_case(result)
                 self.progress.case_finished(result)
 
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo.qsize()))]
         try:
-            workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo.qsize()))]
             await asyncio.gather(*workers)
+        except BaseException:
+            # A worker failed outside any case (the run store cannot be written): stop the rest.
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         finally:
             self.progress.stop()
             caller.close()
         return [r for r in results if r is not None]
 
     async def run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
-                       index: int = 0, key: str | None = None) -> CaseResult:
-        """One case, whatever happens: its status says what went wrong."""
+                       index: int = 0, key: str | None = None,
+                       output: ExecutionResult | None = None) -> CaseResult:
+        """One case, whatever happens: its status says what went wrong.
+
+        With ``output`` (a stored run being re-scored) the model is not called.
+        """
         started = time.perf_counter()
         partial: dict[str, Any] = {}
         key = key or case.eval_id
+        if output is not None:
+            known = output
+
+            async def execute(case: EvalCase, caller: ModelCaller) -> Any:
+                return known
         try:
             if self.timeout is None:
                 result = await self._run_case(case, execute, caller, index, key, partial)
@@ -261,9 +433,9 @@ class Engine:
         except Exception as exc:  # a fault in the engine's own handling of this case
             result = self._case(case, index, key, CaseStatus.EVALUATOR_ERROR,
                                 execution=partial.get("execution"),
-                                error=f"{type(exc).__name__}: {exc}")
+                                error=describe_exception(exc))
         result.duration_seconds = time.perf_counter() - started
-        return result
+        return _storable(result)
 
     async def _run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller,
                         index: int, key: str, partial: dict[str, Any]) -> CaseResult:
@@ -274,9 +446,11 @@ class Engine:
         except JudgeUnavailable as exc:
             # Only a front door that itself talks to a judge (the user simulator) raises this.
             return self._case(case, index, key, CaseStatus.JUDGE_ERROR, error=str(exc))
+        except ModelFailure as exc:
+            return self._case(case, index, key, CaseStatus.MODEL_ERROR, error=str(exc))
         except Exception as exc:
             return self._case(case, index, key, CaseStatus.MODEL_ERROR,
-                              error=f"{type(exc).__name__}: {exc}")
+                              error=describe_exception(exc))
         if execution.latency_s is None:
             execution.latency_s = time.perf_counter() - model_started
         partial["execution"] = execution
@@ -310,7 +484,7 @@ class Engine:
                 value = await value
         except Exception as exc:
             return error_result(criterion, exc)
-        return _normalise(criterion, value)
+        return _finite_score(criterion, _normalise(criterion, value))
 
     @staticmethod
     def _case(case: EvalCase, index: int, key: str, status: CaseStatus, *,

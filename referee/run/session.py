@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
 from referee.report.console import render_console
-from referee.report.model import CaseResult, EvalReport
-from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
+from referee.execution import ExecutionResult
+from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint, redact_secrets
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
@@ -49,6 +52,9 @@ class RunOptions:
     # With resume: run again the cases that ended in an error (an outage, a timeout), not only
     # the unfinished ones.
     retry_errors: bool = False
+    # With resume: score the stored outputs with the criteria given now (which may differ from
+    # the stored run's) instead of refusing; the model is called only for cases without one.
+    rescore: bool = False
     formats: Sequence[str] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -95,6 +101,100 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
 
 
+def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
+    """What each criterion is and how it is set up, for meta.json: resume compares it.
+
+    A criterion's public attributes (its config, substrings, rubric questions, judge...) are
+    its settings; private ones are state it builds (generated questions, locks).
+    """
+    return [{"name": str(getattr(c, "name", None) or type(c).__name__),
+             "class": f"{type(c).__module__}.{type(c).__qualname__}",
+             "settings": _settings(c)} for c in criteria]
+
+
+def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
+    try:
+        attrs = vars(criterion)
+    except TypeError:  # __slots__ or a C type: nothing to compare but the class
+        attrs = {}
+    settings = {k: _plain(v, depth) for k, v in sorted(attrs.items()) if not k.startswith("_")}
+    threshold = getattr(criterion, "threshold", None)
+    if isinstance(threshold, (int, float)):
+        settings["threshold"] = threshold
+    return redact_secrets(settings)
+
+
+# How a judge is reached and paced, not what it judges: a resume may change these freely
+# (a restarted local server, more retries after an outage).
+_OPERATIONAL = frozenset({"base_url", "timeout", "max_concurrency", "max_retries",
+                          "retry_max_total_s", "cache", "cache_path", "rpm", "tpm"})
+
+# A password in a URL (a judge's base_url) never reaches meta.json.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON value that names ``value`` the same way in every process."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(r"\1***@", value)
+    if hasattr(value, "model_dump"):
+        try:
+            data = value.model_dump(mode="json")
+        except Exception:
+            return type(value).__qualname__
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in _OPERATIONAL}
+        return _plain(data, depth)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_plain(v, depth) for v in value]
+        return sorted(items, key=canonical_json) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, Enum):
+        return _plain(value.value, depth)
+    if callable(getattr(value, "evaluate", None)) and depth < 4:
+        # A criterion inside a criterion (composite, weighted): its own settings count too.
+        return {"class": type(value).__qualname__, "settings": _settings(value, depth + 1)}
+    # Callables and other objects: by name, never by repr (it holds a memory address).
+    return getattr(value, "__qualname__", None) or type(value).__qualname__
+
+
+def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, Any]]) -> str | None:
+    """The first difference between two ``describe_criteria`` lists, in words; None if equal."""
+    if [c.get("name") for c in stored] != [c.get("name") for c in current]:
+        return (f"the stored run has {len(stored)} criteria "
+                f"({', '.join(str(c.get('name')) for c in stored) or 'none'}), this one has "
+                f"{len(current)} ({', '.join(str(c.get('name')) for c in current) or 'none'})")
+    for before, now in zip(stored, current):
+        name = before.get("name")
+        if before.get("class") != now.get("class"):
+            return f"criterion {name!r} is now a {now.get('class')} (was {before.get('class')})"
+        found = _first_difference(before.get("settings") or {}, now.get("settings") or {}, "")
+        if found is not None:
+            where, old, new = found
+            return f"criterion {name!r} {where}: {_short(old)} -> {_short(new)}"
+    return None
+
+
+def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any] | None:
+    """(dotted path, old, new) of the first setting that differs, going into nested settings."""
+    if canonical_json(old) == canonical_json(new):
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            found = _first_difference(old.get(key), new.get(key), f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    return where, old, new
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _is_llm_criterion(criterion: Any) -> bool:
     return any(cls.__name__ in ("LLMCallerMixin", "TemplatedLLMCriterion")
                for cls in type(criterion).__mro__)
@@ -103,16 +203,22 @@ def _is_llm_criterion(criterion: Any) -> bool:
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                      criteria: Sequence[Any], execute: Execute, options: RunOptions,
                      config_used: dict[str, Any] | None = None) -> EvalReport:
+    """Run and store. Raises ``RunStoreWriteError`` when the run directory cannot be written
+    (the finished cases are kept, and resuming completes the run)."""
     global last_interrupted_run_dir
     formats = parse_formats(options.formats)
     file_formats = [f for f in formats if f != "console"]
     if options.retry_errors and options.resume is None:
         raise ValueError("retry_errors=True goes with resume=RUN_DIR (the run whose errors to retry)")
+    if options.rescore and options.resume is None:
+        raise ValueError("rescore=True goes with resume=RUN_DIR (the run whose outputs to re-score)")
     if file_formats and not options.save and options.resume is None:
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
     finished: dict[str, CaseResult] = {}
+    outputs: dict[str, ExecutionResult] = {}
     store: RunStore | None = None
+    criteria_spec = describe_criteria(criteria)
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=describe_judges(criteria), config_used=config_used or {},
                         metadata=dict(options.metadata))
@@ -124,43 +230,77 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         # Checked before reopen(), which drops a finished run's report.json: a refused
         # resume must leave the run as it was.
         meta = RunStore(options.resume).read_meta()
-        if meta.get("case_fingerprint") != case_fingerprint(keys):
-            raise InputError(
-                f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
-                f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
-                expected="the same cases, in the same order")
+        _check_resumable(meta, keys, criteria_spec, options)
         store = RunStore.reopen(options.resume)
-        finished = {c.eval_id: c for c in store.read_cases()
-                    if not (options.retry_errors and c.status.is_error)}
+        try:
+            for stored in store.read_cases():
+                if options.rescore and _has_output(stored):
+                    outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
+                elif not (options.retry_errors and stored.status.is_error):
+                    finished[stored.eval_id] = stored
+        except BaseException:
+            store.release()
+            raise
         report.run_id = str(meta.get("run_id") or store.run_dir.name)
         report.started_at = float(meta.get("started_at") or report.started_at)
         report.metadata["resumed"] = True
+        if options.rescore:
+            report.metadata["rescored"] = True
     elif options.save:
-        store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys)
+        store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys,
+                                extra_meta={"criteria": criteria_spec})
     if store is not None:
         report.metadata["run_dir"] = str(store.run_dir)
 
     engine.store = store
     last_interrupted_run_dir = None
     try:
-        report.cases = await engine.run(cases, execute, finished=finished)
-    except (asyncio.CancelledError, KeyboardInterrupt):
+        try:
+            report.cases = await engine.run(cases, execute, finished=finished, outputs=outputs)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            if store is not None:
+                last_interrupted_run_dir = store.run_dir
+            raise
+        report.finished_at = time.time()
         if store is not None:
-            last_interrupted_run_dir = store.run_dir
-        raise
+            if options.rescore:
+                # Only now: an interrupted re-score must not pass for a run of the new criteria.
+                store.write_meta(report, case_ids=keys, extra={"criteria": criteria_spec})
+            store.write_report(report)
+            if file_formats:
+                with store.writing():
+                    write_reports(report, store.run_dir, file_formats)
     finally:
         if store is not None:
-            store.close()  # an interrupted run keeps every case it finished, synced
-    report.finished_at = time.time()
-
-    if store is not None:
-        store.write_report(report)
-        if file_formats:
-            write_reports(report, store.run_dir, file_formats)
+            store.release()  # an interrupted run keeps every case it finished, synced
     # Formats, when given, decide what is printed; without them ``verbose`` does (Python API).
     if "console" in formats or (options.verbose and not formats):
         print_summary(report)
     return report
+
+
+def _has_output(stored: CaseResult) -> bool:
+    """Whether a stored case holds what the model produced (re-scoring needs nothing more)."""
+    return stored.execution is not None and not stored.execution.error and \
+        stored.status is not CaseStatus.MODEL_ERROR
+
+
+def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
+                     options: RunOptions) -> None:
+    if meta.get("case_fingerprint") != case_fingerprint(keys):
+        raise InputError(
+            f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
+            f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
+            expected="the same cases, in the same order")
+    stored = meta.get("criteria")
+    if options.rescore or not isinstance(stored, list):  # runs stored before this check
+        return
+    difference = criteria_difference(stored, criteria_spec)
+    if difference:
+        raise InputError(
+            f"the criteria differ from the stored run's: {difference}; resume with the same "
+            f"criteria, or add --rescore (rescore=True) to score the stored outputs with these",
+            source=str(options.resume))
 
 
 def print_summary(report: EvalReport) -> None:

@@ -93,7 +93,8 @@ class EvalSuite:
             workers: int | None = None, concurrency: int | None = None,
             timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
             resume: str | Path | None = None, retry_errors: bool = False,
-            formats: Sequence[str] = (), metadata: dict[str, Any] | None = None) -> EvalReport:
+            rescore: bool = False, formats: Sequence[str] = (),
+            metadata: dict[str, Any] | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -101,19 +102,25 @@ class EvalSuite:
         stored under ``runs_dir`` (default ``.referee/runs``) unless ``save=False``;
         ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases;
         add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/EVALUATOR_ERROR, TIMEOUT)
-        again too. ``metadata`` is stored with the run (meta.json and every report).
+        again too. Resuming with other evaluators than the stored run's is refused unless
+        ``rescore=True``, which scores the stored outputs with these evaluators without calling
+        the model again. ``RunStoreWriteError`` means the run directory could not be written
+        (a full disk): its finished cases are kept and ``resume`` completes the run.
+        ``metadata`` is stored with the run (meta.json and every report).
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
-            resume=resume, retry_errors=retry_errors, formats=formats, metadata=metadata))
+            resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
+            metadata=metadata))
 
     async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
                         *, workers: int | None = None, concurrency: int | None = None,
                         timeout: float | None = None, save: bool = True,
                         runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                        retry_errors: bool = False, formats: Sequence[str] = (),
+                        retry_errors: bool = False, rescore: bool = False,
+                        formats: Sequence[str] = (),
                         metadata: dict[str, Any] | None = None) -> EvalReport:
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
@@ -123,7 +130,7 @@ class EvalSuite:
             return await caller.call(model_fn, case.input or "")
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, formats, metadata)
+                                retry_errors, rescore, formats, metadata)
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
@@ -144,7 +151,7 @@ class EvalSuite:
                                  timeout: float | None = None, save: bool = True,
                                  runs_dir: str | Path | None = None,
                                  resume: str | Path | None = None,
-                                 retry_errors: bool = False,
+                                 retry_errors: bool = False, rescore: bool = False,
                                  formats: Sequence[str] = (),
                                  metadata: dict[str, Any] | None = None) -> EvalReport:
         validate_gates(fail_threshold, max_error_rate)
@@ -167,7 +174,7 @@ class EvalSuite:
             return by_case[id(case)]
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, formats, metadata)
+                                retry_errors, rescore, formats, metadata)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
@@ -176,14 +183,14 @@ class EvalSuite:
     @staticmethod
     def _options(verbose: bool, workers: int | None, concurrency: int | None,
                  timeout: float | None, save: bool, runs_dir: str | Path | None,
-                 resume: str | Path | None, retry_errors: bool,
+                 resume: str | Path | None, retry_errors: bool, rescore: bool,
                  formats: Sequence[str], metadata: dict[str, Any] | None) -> RunOptions:
         if workers is not None and concurrency is not None and workers != concurrency:
             raise ValueError("pass either workers= or concurrency=, not both")
         return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
                           timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
-                          resume=resume, retry_errors=retry_errors, formats=tuple(formats),
-                          metadata=dict(metadata or {}))
+                          resume=resume, retry_errors=retry_errors, rescore=rescore,
+                          formats=tuple(formats), metadata=dict(metadata or {}))
 
     def __repr__(self) -> str:
         return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "

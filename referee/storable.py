@@ -1,0 +1,234 @@
+"""Every value can be stored (design decision 13).
+
+A model, an agent or a criterion may hand back values that JSON cannot hold: arbitrary
+objects, bytes, strings with lone surrogates, NaN or infinities. None of them may abort a run
+or take its report down. ``make_storable`` returns a copy of a pydantic model in which each
+such value is replaced by a faithful stand-in, and lists every replacement as a
+``Conversion`` (where it was, what it was, what was stored instead), so that the stored run
+says which values are stand-ins.
+
+Stand-ins: ``repr()`` for an object; base64 for bytes that are not UTF-8 (UTF-8 bytes are
+stored as their text, as pydantic always stores them, and are not listed);
+U+FFFD for each lone surrogate (a surrogate pair becomes its character); the strings
+``"NaN"``/``"Infinity"``/``"-Infinity"`` for a non-finite float where any value is allowed,
+else ``null`` or ``0.0``. Values JSON can hold through pydantic (datetimes, enums, paths,
+dataclasses, sets) are left for pydantic to store as it always does.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import math
+import re
+import types
+import typing
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+M = TypeVar("M", bound=BaseModel)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NON_FINITE_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_REPR_CHARS = 2000  # a repr is evidence, not data: enough to recognise the object
+
+
+class Conversion(BaseModel):
+    """One value that was stored as a stand-in."""
+
+    path: str  # where, e.g. "execution.tool_calls[0].result"
+    found: str  # what was there, e.g. "Decimal-like object Foo", "bytes (12)", "float nan"
+    stored_as: str  # e.g. "repr()", "base64", "U+FFFD for 1 lone surrogate(s)", "\"NaN\""
+
+    def describe(self) -> str:
+        return f"{self.path}: {self.found} stored as {self.stored_as}"
+
+
+def make_storable(model: M) -> tuple[M, list[Conversion]]:
+    """``model`` unchanged when JSON can hold all of it, else a copy with marked stand-ins.
+
+    The original (often the user's own object) is never modified.
+    """
+    if _json_holds(model):
+        return model, []
+    found: list[Conversion] = []
+    return _model(model, "", found), found
+
+
+def _json_holds(model: BaseModel) -> bool:
+    """Whether JSON holds every value as is: the common case, checked at pydantic's speed.
+
+    Serialising fails on objects, bytes that are not UTF-8 and surrogates. Non-finite floats
+    in free-form (``Any``) values come out as the strings "NaN"/"Infinity" of a model
+    configured with ``ser_json_inf_nan="strings"`` (a plain string "NaN" only costs the full
+    walk); non-finite floats in typed fields are looked at directly.
+    """
+    if type(model).model_config.get("ser_json_inf_nan") != "strings":
+        return False
+    try:
+        line = model.model_dump_json()
+    except (PydanticSerializationError, ValueError):
+        return False
+    if '"NaN"' in line or 'Infinity"' in line:
+        return False
+    return _typed_floats_finite(model)
+
+
+def _typed_floats_finite(model: BaseModel) -> bool:
+    for name, kind in _float_plan(type(model)):
+        value = getattr(model, name)
+        if kind == "float":
+            if isinstance(value, float) and not math.isfinite(value):
+                return False
+        elif isinstance(value, BaseModel):
+            if not _typed_floats_finite(value):
+                return False
+        elif isinstance(value, (list, tuple)):
+            if not all(_typed_floats_finite(v) for v in value if isinstance(v, BaseModel)):
+                return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _float_plan(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """The fields of ``cls`` that are typed floats, or models that (deep down) have some."""
+    plan = []
+    for name, field in cls.model_fields.items():
+        parts = _annotation_parts(field.annotation)
+        if float in parts:
+            plan.append((name, "float"))
+        elif any(isinstance(p, type) and issubclass(p, BaseModel) and p is not cls
+                 and _float_plan(p) for p in parts):
+            plan.append((name, "model"))
+    return tuple(plan)
+
+
+def _annotation_parts(annotation: Any) -> set[Any]:
+    parts = {annotation}
+    for arg in typing.get_args(annotation):
+        parts |= _annotation_parts(arg)
+    return parts
+
+
+def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
+    updates: dict[str, Any] = {}
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        where = f"{path}.{name}" if path else name
+        new = _typed(value, field.annotation, where, found)
+        if new is not value:
+            updates[name] = new
+    for name, value in (model.model_extra or {}).items():
+        new = _any(value, f"{path}.{name}" if path else name, found)
+        if new is not value:
+            updates[name] = new
+    return model.model_copy(update=updates) if updates else model
+
+
+def _typed(value: Any, annotation: Any, path: str, found: list[Conversion]) -> Any:
+    """A model field's value: non-finite floats must keep the field's type."""
+    if isinstance(value, float) and not math.isfinite(value) and not _allows_any(annotation):
+        replacement = None if _allows_none(annotation) else 0.0
+        found.append(Conversion(path=path, found=f"float {value}",
+                                stored_as="null" if replacement is None else "0.0"))
+        return replacement
+    return _any(value, path, found)
+
+
+def _any(value: Any, path: str, found: list[Conversion]) -> Any:
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, str):
+        return _text(value, path, found)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        text = _NON_FINITE_TEXT[repr(value)]
+        found.append(Conversion(path=path, found=f"float {value}", stored_as=f'"{text}"'))
+        return text
+    if isinstance(value, dict):
+        return _mapping(value, path, found)
+    if isinstance(value, list):
+        items = [_any(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    if isinstance(value, tuple):
+        items = [_any(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return tuple(items) if any(a is not b for a, b in zip(items, value)) else value
+    if isinstance(value, BaseModel):
+        return _model(value, path, found)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _bytes(bytes(value), path, found)
+    try:
+        plain = to_jsonable_python(value)
+    except Exception:
+        found.append(Conversion(path=path, found=f"{type(value).__name__} object",
+                                stored_as="repr()"))
+        return _safe_repr(value)
+    # What pydantic would have stored anyway; only a problem inside it is marked.
+    return _any(plain, path, found)
+
+
+def _mapping(value: dict[Any, Any], path: str, found: list[Conversion]) -> dict[Any, Any]:
+    changed = False
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        new_key = key
+        if isinstance(key, str):
+            new_key = _text(key, f"{path} key {_safe_repr(key)}", found)
+        elif not (key is None or isinstance(key, (bool, int)) or
+                  (isinstance(key, float) and math.isfinite(key))):
+            new_key = _safe_repr(key)
+            found.append(Conversion(path=f"{path} key {new_key}",
+                                    found=f"{type(key).__name__} key", stored_as="repr()"))
+        where = f"{path}.{new_key}" if path else str(new_key)
+        new_item = _any(item, where, found)
+        changed = changed or new_key is not key or new_item is not item
+        out[new_key] = new_item
+    return out if changed else value
+
+
+def _text(value: str, path: str, found: list[Conversion]) -> str:
+    if not _SURROGATE.search(value):
+        return value
+    lone = len(_SURROGATE.findall(value))
+    # Through UTF-16: a surrogate pair becomes the character it encodes, a lone one U+FFFD.
+    fixed = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    found.append(Conversion(path=path, found=f"text with {lone} surrogate code point(s)",
+                            stored_as="U+FFFD for each lone surrogate"))
+    return fixed
+
+
+def _bytes(value: bytes, path: str, found: list[Conversion]) -> str:
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        found.append(Conversion(path=path, found=f"bytes ({len(value)})", stored_as="base64"))
+        return base64.b64encode(value).decode("ascii")
+    return _text(text, path, found)  # what pydantic stores for UTF-8 bytes: no stand-in
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object; its repr() raised>"
+    text = _SURROGATE.sub("\ufffd", text)
+    return text if len(text) <= _REPR_CHARS else text[:_REPR_CHARS] + "…"
+
+
+def _allows_any(annotation: Any) -> bool:
+    return annotation is Any or any(_allows_any(a) for a in _union_args(annotation))
+
+
+def _allows_none(annotation: Any) -> bool:
+    return annotation is None or annotation is type(None) or any(
+        _allows_none(a) for a in _union_args(annotation))
+
+
+def _union_args(annotation: Any) -> tuple[Any, ...]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.get_args(annotation)
+    return ()
