@@ -337,15 +337,12 @@ class EvalReport(BaseModel):
             "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
-<<<<<<< HEAD
         model_usage = self.model_token_usage
         data["spend"] = {
             "judge": self.token_usage.model_dump(mode="json"),
             "model_under_test": None if model_usage is None else model_usage.model_dump(mode="json"),
         }
-=======
         data["warnings"] = self.warnings
->>>>>>> main
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -356,11 +353,8 @@ class EvalReport(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
-<<<<<<< HEAD
-        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "spend")}
-=======
-        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "warnings")}
->>>>>>> main
+        data = {k: v for k, v in data.items()
+                if k not in ("totals", "summary", "spend", "warnings")}
         return cls.model_validate(data)
 
     @classmethod
