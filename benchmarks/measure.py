@@ -43,11 +43,14 @@ class RunnerResult:
     evaluations: int = 0          # (case, evaluator) results produced
     passed_evaluations: int = 0
     errored_evaluations: int = 0
+    errored_cases: int = 0        # cases with at least one errored evaluation: lost to an error
     settings: str = ""            # the concurrency/cache settings used, in words
     # W2 only: the same (case, criterion) evaluations called directly, without the runner around
     # them, so the table can separate the criteria's own cost from the engine's.
     criteria_only_evaluations: int = 0
     criteria_only_cpu_s: float = 0.0
+    # Judge requests the timed run made itself (its report's count, cache hits excluded).
+    live_judge_requests: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -74,6 +77,9 @@ def runner_args(description: str) -> argparse.Namespace:
                         help="referee only: one batched judge request per case")
     parser.add_argument("--provider", default="openai", choices=("openai", "anthropic", "google"),
                         help="referee only: the judge wire (the peers speak OpenAI's)")
+    parser.add_argument("--warmup-cases", type=int, default=0,
+                        help="referee only: run this many other cases first, untimed, so the "
+                             "timed run's CPU is the steady state (imports, clients excluded)")
     parser.add_argument("--report", required=True, help="where the system writes its JSON report")
     parser.add_argument("--out", required=True, help="where this runner writes its measurements")
     return parser.parse_args()

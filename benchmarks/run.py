@@ -14,7 +14,8 @@ Workloads: W1 RAG suite (Faithfulness, Hallucination, Relevance, AnswerAccuracy 
 context and a reference answer); W2 agent suite (trajectory IN_ORDER with args, tool-name match,
 ROUGE, keywords; no judge); W3 W1 re-run with the judge cache warm; W4 W1 at several sizes;
 W5 long-context RAG (~1,500 tokens of context per case), the judge bill under each provider's
-prompt-caching rules (referee runs once per judge wire: OpenAI, Anthropic, Gemini).
+prompt-caching rules (referee runs once per judge wire: OpenAI, Anthropic, Gemini); W6 W1
+against a judge that enforces a rate limit (1,200 and 6,000 requests per minute).
 """
 
 from __future__ import annotations
@@ -37,14 +38,17 @@ from benchmarks.peers import DEFAULT_VENV, REPO_ROOT, ensure_peers
 from benchmarks.replies import reply_for
 
 SYSTEMS = ("referee", "referee-batched", "referee-case-batched", "multivon-eval", "deepeval")
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "CPU")
+# W6's enforced limits: requests per minute, and as many tokens per minute as this many tokens
+# per request allow (a little above what referee's W1 requests need, so both limits matter).
+W6_TOKENS_PER_REQUEST = 250
 
 # How many judge requests each system keeps in flight at its default settings; the ideal time
 # of a judge-bound run is requests x latency / this.
 DEFAULT_REQUEST_CONCURRENCY = {
-    "referee": 16,            # JudgeConfig.max_concurrency default, per endpoint
-    "referee-batched": 16,
-    "referee-case-batched": 16,
+    "referee": 64,            # the adaptive ceiling per endpoint (JudgeConfig.max_concurrency unset)
+    "referee-batched": 64,
+    "referee-case-batched": 64,
     "multivon-eval": 8,       # suite.run workers=min(8, cases); one call at a time per worker
     "deepeval": 20,           # AsyncConfig.max_concurrent (test cases in flight)
 }
@@ -65,10 +69,13 @@ class Sizes:
     agent: int = 2000
     scaling: tuple[int, ...] = (50, 200, 1000)
     long_rag: int = 100
+    # W6: (enforced requests per minute, cases), each about 16 s of requests at the limit.
+    rate_limited: tuple[tuple[int, int], ...] = ((1200, 20), (6000, 100))
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(rag=20, agent=200, scaling=(10, 20, 50), long_rag=10)
+        return cls(rag=20, agent=200, scaling=(10, 20, 50), long_rag=10,
+                   rate_limited=((1200, 10), (6000, 30)))
 
 
 @dataclass
@@ -92,6 +99,14 @@ class Row:
     criteria_only_cpu_s: float = 0.0
     ideal_s: float | None = None
     efficiency: float | None = None
+    errored_cases: int = 0
+    # W6: the enforced limits, the 429s the server sent, and how much of the limit was used.
+    limit_rpm: float | None = None
+    limit_tpm: float | None = None
+    rate_limited: int = 0
+    throughput: float | None = None
+    # CPU: the steady-state CPU time of the referee process per judge request it made.
+    cpu_ms_per_request: float | None = None
     ratio_to_referee: float | None = None
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the run produced no measurement: why
@@ -185,7 +200,7 @@ class Harness:
 
     def run_one(self, workload: str, system: str, kind: str, cases: int, *,
                 cache_dir: Path | None = None, record: bool = True,
-                provider: str = "openai") -> Row:
+                provider: str = "openai", warmup_cases: int = 0) -> Row:
         self._runs += 1
         tag = f"{workload}-{system}-{cases}-{self._runs}"
         report, out = self.workdir / f"{tag}.report.json", self.workdir / f"{tag}.out.json"
@@ -202,6 +217,8 @@ class Harness:
             command += ["--cache-dir", str(cache_dir)]
         if system == "referee-batched":
             command.append("--batched")
+        if warmup_cases:
+            command += ["--warmup-cases", str(warmup_cases)]
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENAI_BASE_URL", "JUDGE_PROVIDER", "JUDGE_MODEL", "REFEREE_CACHE",
                             "REFEREE_CACHE_DIR", "MULTIVON_JUDGE_CACHE", "MULTIVON_CACHE_DIR")}
@@ -231,6 +248,10 @@ class Harness:
                   report_bytes=data["report_bytes"], evaluations=data["evaluations"],
                   passed_evaluations=data["passed_evaluations"],
                   errored_evaluations=data["errored_evaluations"], settings=data["settings"],
+                  errored_cases=data.get("errored_cases", 0),
+                  cpu_ms_per_request=(1000 * data["cpu_s"] / data["live_judge_requests"]
+                                      if data.get("live_judge_requests") else None),
+                  rate_limited=self.server.rate_limited_count,
                   criteria_only_evaluations=data.get("criteria_only_evaluations", 0),
                   criteria_only_cpu_s=data.get("criteria_only_cpu_s", 0.0),
                   notes=list(data.get("notes", [])), bill=bill(self.server.requests))
@@ -324,6 +345,27 @@ class Harness:
                                      f"{run.passed_evaluations}/{run.evaluations} passed)")
             self.rows.append(row)
 
+    def w6(self, systems: list[str]) -> None:
+        for rpm, cases in self.sizes.rate_limited:
+            tpm = rpm * W6_TOKENS_PER_REQUEST
+            for system in systems:
+                self.server.set_rate_limit(rpm=rpm, tpm=tpm)
+                try:
+                    cache = self.fresh_cache(system) if system.startswith("referee") else None
+                    row = self.run_one("W6", system, "rag", cases, cache_dir=cache)
+                finally:
+                    self.server.set_rate_limit()
+                rate_limited_throughput(row, rpm, tpm)
+
+    def cpu(self, systems: list[str]) -> None:
+        """Event-loop CPU per judge request at steady state: W1 after untimed warm-up cases, so
+        imports and client set-up are not counted. referee systems only (the runner's
+        --warmup-cases); the W1 rows give every system's whole-run CPU."""
+        for system in systems:
+            if system.startswith("referee"):
+                self.run_one("CPU", system, "rag", self.sizes.rag, cache_dir=self.fresh_cache(system),
+                             warmup_cases=10)
+
     def fresh_cache(self, system: str) -> Path:
         path = Path(tempfile.mkdtemp(prefix=f"cache-{system}-", dir=self.workdir))
         return path
@@ -338,11 +380,53 @@ class Harness:
         return self.rows
 
 
+def rate_limited_throughput(row: Row, rpm: float, tpm: float) -> None:
+    """W6: the share of the binding limit a run used, and its ideal time at that limit.
+
+    Only requests the server let through count (``judge_requests`` minus the 429s); tokens are
+    those the server billed. The ideal is the time the binding limit needs for that work."""
+    row.limit_rpm, row.limit_tpm = rpm, tpm
+    admitted = row.judge_requests - row.rate_limited
+    row.ideal_s = max(admitted / (rpm / 60.0), row.judge_tokens / (tpm / 60.0))
+    if row.error is None and row.wall_s > 0:
+        row.throughput = row.ideal_s / row.wall_s
+        row.efficiency = row.throughput
+
+
+def format_rate_limited(rows: list[Row]) -> str:
+    header = ("system", "cases", "limit rpm/tpm", "wall s", "ideal s", "wall/ideal",
+              "of limit", "requests", "429s", "429 share", "cases lost")
+    lines = [header]
+    for r in rows:
+        if r.workload != "W6":
+            continue
+        sent = max(r.judge_requests, 1)
+        lines.append((r.system, str(r.cases), f"{r.limit_rpm:,.0f}/{r.limit_tpm:,.0f}",
+                      f"{r.wall_s:.2f}" if r.error is None else "FAILED", _fmt(r.ideal_s, ".2f"),
+                      _fmt(r.wall_s / r.ideal_s if r.ideal_s and r.error is None else None, ".2f"),
+                      _fmt(r.throughput, ".2f"), str(r.judge_requests), str(r.rate_limited),
+                      f"{r.rate_limited / sent:.1%}",
+                      str(r.errored_cases) if r.error is None else "-"))
+    if len(lines) == 1:
+        return ""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["W6: rate-limited judge (the server enforces rpm and tpm as token buckets and answers "
+           "429 with Retry-After and rate-limit headers); 'of limit' = ideal / wall"]
+    for i, line in enumerate(lines):
+        out.append("  ".join(cell.ljust(w) if j == 0 else cell.rjust(w)
+                             for j, (cell, w) in enumerate(zip(line, widths))))
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
 def format_table(rows: list[Row], latency_ms: float) -> str:
+    """The main table; W6 and CPU rows have their own (format_rate_limited, main)."""
+    rows = [r for r in rows if r.workload not in ("W6", "CPU")]
     header = ("workload", "system", "cases", "wall s", "x referee", "judge req", "judge tokens",
               "in flight", "ideal s", "efficiency", "peak RSS MB", "RSS/case KB",
               "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals",
@@ -413,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (W1 20, W2 200, W4 10/20/50)")
     parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency (default 50)")
     parser.add_argument("--workloads", type=_csv, default=list(WORKLOADS),
-                        help="comma-separated subset of W1,W2,W3,W4,W5 (default all)")
+                        help="comma-separated subset of W1,W2,W3,W4,W5,W6,CPU (default all)")
     parser.add_argument("--systems", type=_csv, default=list(SYSTEMS),
                         help=f"comma-separated subset of {','.join(SYSTEMS)} (default all)")
     parser.add_argument("--rag-cases", type=int, help="W1/W3 size (default 200)")
@@ -443,6 +527,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2
     print(format_table(rows, args.latency_ms))
+    for r in rows:
+        if r.workload == "CPU" and r.cpu_ms_per_request is not None:
+            timed = round(r.cpu_s * 1000 / r.cpu_ms_per_request) if r.cpu_ms_per_request else 0
+            print(f"\nCPU: {r.system}: {r.cpu_ms_per_request:.2f} ms of process CPU per judge "
+                  f"request at steady state ({timed:,} requests, {r.cases} cases after "
+                  f"10 warm-up cases, {r.cpu_s:.2f} s CPU)")
+    rate_limited = format_rate_limited(rows)
+    if rate_limited:
+        print("\n" + rate_limited)
     if args.json:
         args.json.write_text(json.dumps(
             [asdict(r) | {"rss_per_case_kb": r.rss_per_case_kb,

@@ -47,8 +47,8 @@ def rag_case(index: int) -> dict[str, Any]:
     return {"input": question, "context": context, "output": output, "expected_output": expected}
 
 
-def rag_cases(count: int) -> list[dict[str, Any]]:
-    return [rag_case(i) for i in range(count)]
+def rag_cases(count: int, start: int = 0) -> list[dict[str, Any]]:
+    return [rag_case(i) for i in range(start, start + count)]
 
 
 # W5: each context chunk grows to about 500 tokens (~2,000 characters) of policy text, so a case

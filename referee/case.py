@@ -6,7 +6,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+
+from referee import _adk
+from referee._strict import StrictModel, move_alias
 
 # Long enough to tell cases apart in a report line, short enough to keep the line on one row.
 DISPLAY_NAME_CHARS = 60
@@ -17,6 +20,34 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+_NON_TEXT_PART_KEYS = frozenset({"function_call", "functionCall", "function_response",
+                                 "functionResponse", "inline_data", "inlineData", "file_data",
+                                 "fileData", "executable_code", "code_execution_result"})
+
+
+_CHAT_MESSAGE_KEYS = frozenset({"role", "content", "metadata"})
+
+
+def _is_chat_message(value: dict[str, Any]) -> bool:
+    """A {role, content} message (MessageContent's dump; ``role`` may be left out)."""
+    return "content" in value and value.keys() <= _CHAT_MESSAGE_KEYS
+
+
+class Text(str):
+    """Text that also answers 10xgraph's ``MessageContent.get_text()``, so code written for
+    ``turn.user_content.get_text()`` or ``turn.expected_final_response.get_text()`` keeps working
+    while referee stores plain strings (a ``Text`` is a ``str`` and serialises as one)."""
+
+    __slots__ = ()
+
+    def get_text(self) -> str:
+        return str(self)
+
+    @property
+    def text(self) -> str:
+        return str(self)
+
+
 def content_text(value: Any) -> str:
     """Plain text of a user turn given as a str, a list of parts or a {'text': ...} dict."""
     if value is None:
@@ -24,10 +55,14 @@ def content_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        if "text" in value and isinstance(value["text"], str):
-            return value["text"]
+        if "text" in value:
+            return value["text"] if isinstance(value["text"], str) else ""
         if "parts" in value:
             return content_text(value["parts"])
+        if _is_chat_message(value):
+            return content_text(value["content"])
+        if _NON_TEXT_PART_KEYS & value.keys():
+            return ""  # a function call or an attachment is no part of the text
         return canonical_json(value)
     if isinstance(value, (list, tuple)):
         return "\n".join(t for t in (content_text(v) for v in value) if t)
@@ -35,7 +70,7 @@ def content_text(value: Any) -> str:
     return text if isinstance(text, str) else str(value)
 
 
-class ToolCall(BaseModel):
+class ToolCall(StrictModel):
     """One tool call, expected or actual. ``arguments=`` is accepted as an alias of ``args``."""
 
     model_config = ConfigDict(populate_by_name=True)
@@ -49,31 +84,148 @@ class ToolCall(BaseModel):
     def arguments(self) -> dict[str, Any]:
         return self.args
 
+    def matches(self, other: "ToolCall", check_args: bool = True,
+                check_call_id: bool = False) -> bool:
+        """Whether this (actual) call satisfies ``other`` (the expected one), 10xgraph's rule:
+        same name; same args when ``check_args`` and ``other`` names any (no args expected
+        means any args will do); same call id when ``check_call_id``."""
+        if self.name != other.name:
+            return False
+        if check_args and other.args and self.args != other.args:
+            return False
+        return not (check_call_id and self.call_id != other.call_id)
+
     def __hash__(self) -> int:
         return hash((self.name, canonical_json(self.args)))
 
 
-class Invocation(BaseModel):
-    """One user turn and what is expected of the agent in it."""
+class MessageContent(StrictModel):
+    """A chat message in 10xgraph's shape (``role``, ``content``), accepted as a turn's
+    ``user_content`` and as an ``expected_final_response`` (read as its text)."""
+
+    role: str = "user"
+    content: str | list[dict[str, Any]] = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def user(cls, text: str) -> "MessageContent":
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, text: str) -> "MessageContent":
+        return cls(role="assistant", content=text)
+
+    def get_text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return " ".join(block["text"] for block in self.content
+                        if isinstance(block, dict) and isinstance(block.get("text"), str))
+
+    @property
+    def text(self) -> str:
+        return self.get_text()
+
+
+class SessionInput(StrictModel):
+    """How the agent's session starts (ADK's and 10xgraph's ``session_input``); further keys are
+    kept, as ADK keeps them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    app_name: str = ""
+    user_id: str = "test_user"
+    session_id: str | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+def _message_text(value: Any) -> Any:
+    """An expected response given as a message (10xgraph's MessageContent, ADK's Content) is
+    read as its text; anything else is left for the field to validate."""
+    if isinstance(value, MessageContent):
+        return value.get_text()
+    if isinstance(value, dict) and ("parts" in value or _is_chat_message(value)):
+        return content_text(value)
+    return value
+
+
+class Invocation(StrictModel):
+    """One user turn and what is expected of the agent in it.
+
+    Also reads ADK's invocation (``final_response``, ``intermediate_data`` with ``tool_uses`` or
+    ``invocation_events``, ``creation_timestamp``, ``rubrics``, ...): what has no field here is
+    kept under ``metadata["adk"]`` so that the ADK file can be written back unchanged.
+    """
+
+    _input_aliases = _adk.TURN_KEYS
 
     user_content: Any = ""
     expected_final_response: str | None = None
     expected_tool_trajectory: list[ToolCall] = Field(default_factory=list)
     expected_node_order: list[str] = Field(default_factory=list)
     invocation_id: str | None = None
+    # 10xgraph: messages expected between the user turn and the final response.
+    expected_intermediate_responses: list[Any] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        data = _adk.read_turn(data)
+        content = data.get("user_content")
+        if isinstance(content, dict) and _is_chat_message(content):
+            data["user_content"] = MessageContent.model_validate(content)
+        elif isinstance(content, dict):
+            data["user_content"] = _adk.collapse_plain_content(content, role="user")
+        if "expected_final_response" in data:
+            data["expected_final_response"] = _message_text(data["expected_final_response"])
+        return data
+
+    @field_validator("user_content", "expected_final_response", mode="after")
+    @classmethod
+    def _text_with_message_api(cls, value: Any) -> Any:
+        return Text(value) if type(value) is str else value
+
+    @classmethod
+    def simple(cls, user_query: str, expected_response: str | None = None,
+               expected_tools: list[ToolCall] | None = None,
+               expected_node_order: list[str] | None = None) -> "Invocation":
+        """10xgraph's one-line turn: a question, and optionally its answer, tools and nodes."""
+        return cls(user_content=user_query, expected_final_response=expected_response or None,
+                   expected_tool_trajectory=expected_tools or [],
+                   expected_node_order=expected_node_order or [])
 
     @property
     def user_text(self) -> str:
         return content_text(self.user_content)
 
 
-class EvalCase(BaseModel):
+# The single-turn shorthand: what a case may say about its one turn without a conversation.
+_SHORTHAND_EXPECTATIONS = ("expected_tool_trajectory", "expected_node_order",
+                           "expected_intermediate_responses")
+# Peer spellings of case fields: 10xgraph's single_turn keywords and multivon's names.
+_CASE_KEYWORD_ALIASES = {"user_query": "input", "expected_response": "expected_output",
+                         "expected_tools": "expected_tool_trajectory", "case_id": "eval_id",
+                         "expected_tool_calls": "expected_tool_trajectory"}
+# Fields added after the first release; left at their defaults they stay out of the content
+# hash, so a case keeps the eval_id earlier versions gave it (resume relies on it).
+_LATER_CASE_FIELDS = {"description": "", "session_input": None}
+_LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
+
+
+class EvalCase(StrictModel):
     """One evaluation case.
 
-    Single-turn shorthand (``input``, ``expected_output``, ``context``) and the multi-turn
-    ``conversation`` are two views of the same case: ``input`` without a conversation becomes a
-    one-turn conversation whose expected final response is ``expected_output``.
+    Single-turn shorthand (``input``, ``expected_output``, ``context`` and the expectations
+    ``expected_tool_trajectory``, ``expected_node_order``, ``expected_intermediate_responses``)
+    and the multi-turn ``conversation`` are two views of the same case: ``input`` without a
+    conversation becomes a one-turn conversation carrying those expectations.
+
+    Peer spellings are accepted: 10xgraph's ``user_query``/``expected_response``/
+    ``expected_tools``, multivon's ``case_id`` and ``expected_tool_calls`` (tool names), and
+    Google ADK's case fields (see :mod:`referee.evalset`).
     """
+
+    _input_aliases = frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES) | _adk.CASE_KEYS
 
     input: str | None = None
     expected_output: str | None = None
@@ -83,6 +235,30 @@ class EvalCase(BaseModel):
     tags: list[str] = Field(default_factory=list)
     eval_id: str = ""
     name: str = ""
+    description: str = ""
+    session_input: SessionInput | None = None
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        data = _adk.read_case(data)
+        names = data.get("expected_tool_calls")
+        if isinstance(names, list):  # multivon lists the expected tools by name
+            data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
+        for alias, field in _CASE_KEYWORD_ALIASES.items():
+            move_alias(data, alias, field)
+        shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
+        shorthand = {k: v for k, v in shorthand.items() if v}
+        if shorthand:
+            named = ", ".join(shorthand)
+            if data.get("conversation"):
+                raise ValueError(f"{named} belongs on a turn when the case has a conversation; "
+                                 "put it inside conversation[i]")
+            if data.get("input") is None:
+                raise ValueError(f"{named} needs the turn it expects: give 'input' as well")
+            data["conversation"] = [{"user_content": data["input"],
+                                     "expected_final_response": data.get("expected_output"),
+                                     **shorthand}]
+        return data
 
     @model_validator(mode="after")
     def _fill_views(self) -> "EvalCase":
@@ -97,29 +273,83 @@ class EvalCase(BaseModel):
             self.expected_output = last
         if not self.eval_id:
             # Content-derived, so the same case keeps its id across processes (resume relies on it).
-            digest = hashlib.sha1(
-                canonical_json(self.model_dump(exclude={"eval_id"}, mode="json")).encode()
-            ).hexdigest()[:12]
+            digest = hashlib.sha1(canonical_json(self._identity()).encode()).hexdigest()[:12]
             self.eval_id = f"case-{digest}"
         return self
 
-    @classmethod
-    def single_turn(cls, input: str, expected_output: str | None = None, *,
-                    context: str | list[str] | None = None,
-                    expected_tool_trajectory: list[ToolCall] | None = None,
-                    expected_node_order: list[str] | None = None, **kwargs: Any) -> "EvalCase":
-        turn = Invocation(
-            user_content=input,
-            expected_final_response=expected_output,
-            expected_tool_trajectory=expected_tool_trajectory or [],
-            expected_node_order=expected_node_order or [],
-        )
-        return cls(input=input, expected_output=expected_output, context=context,
-                   conversation=[turn], **kwargs)
+    def _identity(self) -> dict[str, Any]:
+        data = self.model_dump(exclude={"eval_id"}, mode="json")
+        for key, default in _LATER_CASE_FIELDS.items():
+            if data.get(key) == default:
+                data.pop(key, None)
+        for turn in data.get("conversation", []):
+            for key, default in _LATER_TURN_FIELDS.items():
+                if turn.get(key) == default:
+                    turn.pop(key, None)
+        return data
 
     @classmethod
-    def multi_turn(cls, conversation: list[Invocation | dict[str, Any]], **kwargs: Any) -> "EvalCase":
-        turns = [t if isinstance(t, Invocation) else Invocation.model_validate(t) for t in conversation]
+    def single_turn(cls, *positional: Any, input: str | None = None,
+                    expected_output: str | None = None, user_query: str | None = None,
+                    expected_response: str | None = None, eval_id: str = "",
+                    expected_tools: list[ToolCall] | None = None,
+                    expected_node_order: list[str] | None = None, name: str = "",
+                    description: str = "", **kwargs: Any) -> "EvalCase":
+        """A one-turn case.
+
+        ``single_turn(input, expected_output=None, **fields)``; 10xgraph's keywords
+        (``eval_id``, ``user_query``, ``expected_response``, ``expected_tools``,
+        ``expected_node_order``, ``name``, ``description``) are accepted too, and so is its
+        positional order when three or more values are given positionally
+        (``single_turn("t1", "Hello", "Hi!")``). Every other keyword is an ``EvalCase`` field or
+        shorthand expectation (``context``, ``expected_tool_trajectory``, ``tags``, ...).
+        """
+        if len(positional) >= 3:
+            order = ("eval_id", "user_query", "expected_response", "expected_tools",
+                     "expected_node_order", "name", "description")
+            if len(positional) > len(order):
+                raise TypeError(f"single_turn takes at most {len(order)} positional arguments")
+            given = dict(zip(order, positional))
+        elif len(positional) <= 2:
+            given = dict(zip(("input", "expected_output"), positional))
+        explicit = {"input": input, "expected_output": expected_output, "user_query": user_query,
+                    "expected_response": expected_response, "eval_id": eval_id or None,
+                    "expected_tools": expected_tools, "expected_node_order": expected_node_order,
+                    "name": name or None, "description": description or None}
+        for key, value in explicit.items():
+            if value is None:
+                continue
+            if key in given:
+                raise TypeError(f"single_turn got {key!r} twice")
+            given[key] = value
+        given.update(kwargs)
+        return cls(**given)
+
+    @classmethod
+    def multi_turn(cls, *positional: Any, **kwargs: Any) -> "EvalCase":
+        """A case of several turns: ``multi_turn(conversation, **fields)``, or 10xgraph's
+        ``multi_turn(eval_id, conversation, expected_tools=None, name="", description="")``.
+
+        A turn may be an :class:`Invocation`, a dict of its fields, a ``(user_query,
+        expected_response)`` pair or a plain question. 10xgraph's ``expected_tools`` attach to
+        the first turn, as there.
+        """
+        names = (("eval_id", "conversation", "expected_tools", "name", "description")
+                 if positional and isinstance(positional[0], str) else ("conversation",))
+        if len(positional) > len(names):
+            raise TypeError(f"multi_turn takes at most {len(names)} positional arguments")
+        for key, value in zip(names, positional):
+            if key in kwargs:
+                raise TypeError(f"multi_turn got {key!r} twice")
+            kwargs[key] = value
+        conversation = kwargs.pop("conversation", None)
+        if conversation is None:
+            raise TypeError("multi_turn needs a conversation")
+        turns = [_turn(t) for t in conversation]
+        expected_tools = kwargs.pop("expected_tools", None)
+        if expected_tools and turns:
+            turns[0] = turns[0].model_copy(update={"expected_tool_trajectory": [
+                t if isinstance(t, ToolCall) else ToolCall.model_validate(t) for t in expected_tools]})
         return cls(conversation=turns, **kwargs)
 
     # Views used by criteria -------------------------------------------------------------
@@ -160,3 +390,14 @@ class EvalCase(BaseModel):
         if not first:
             return self.eval_id
         return first if len(first) <= DISPLAY_NAME_CHARS else first[:DISPLAY_NAME_CHARS - 1] + "…"
+
+
+def _turn(value: Any) -> Invocation:
+    if isinstance(value, Invocation):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            v is None or isinstance(v, str) for v in value):
+        return Invocation.simple(value[0], value[1])
+    if isinstance(value, str):
+        return Invocation.simple(value)
+    return Invocation.model_validate(value)

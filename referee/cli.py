@@ -19,14 +19,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
+from referee.redact import redact
+from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from referee.report.model import EvalReport
@@ -146,11 +149,19 @@ def load_callable(spec: str) -> Any:
 
 # Commands --------------------------------------------------------------------------------------
 
-def _fraction(text: str) -> float:
+def _finite(text: str, expected: str) -> float:
+    """A float from the command line; NaN and inf are refused like any other non-number."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _finite(text, "a number between 0 and 1")
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
     return value
@@ -167,10 +178,7 @@ def _positive_int(text: str) -> int:
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    value = _finite(text, "a positive number of seconds")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
@@ -243,10 +251,10 @@ MAX_NOTES_SHOWN = 20
 
 def _print_trace_notes(notes: list[str]) -> None:
     for note in notes[:MAX_NOTES_SHOWN]:
-        print(f"referee: note: {note}", file=sys.stderr)
+        _say(f"referee: note: {note}", sys.stderr)  # trace files are untrusted text
     if len(notes) > MAX_NOTES_SHOWN:
-        print(f"referee: note: ... and {len(notes) - MAX_NOTES_SHOWN} more (see each case's "
-              f"execution.metadata.trace_notes in report.json)", file=sys.stderr)
+        _say(f"referee: note: ... and {len(notes) - MAX_NOTES_SHOWN} more (see each case's "
+             f"execution.metadata.trace_notes in report.json)", sys.stderr)
 
 
 def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: list[str]) -> Any:
@@ -337,19 +345,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         if getattr(exc.report, "evaluated", None) == 0:
             # No pass rate to gate on: say that, rather than "0.0% < threshold".
             return _nothing_evaluated(exc.report)
-        print(f"referee: {exc}", file=sys.stderr)
+        _say(f"referee: {exc}", sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
-            print(f"referee: the run is stored in {run_dir}", file=sys.stderr)
+            _say(f"referee: the run is stored in {run_dir}", sys.stderr)
         return EXIT_GATE
     run_dir = report.metadata.get("run_dir", "")
     if args.quiet:
-        print(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
-              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
+        _say(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
+             f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
     elif "console" not in formats and run_dir:
         # The chosen formats went to files; stdout stays clean, and stderr says where they are.
-        print(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}",
-              file=sys.stderr)
+        _say(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}", sys.stderr)
     if report.evaluated == 0:
         return _nothing_evaluated(report)
     return 0
@@ -361,7 +368,7 @@ def _nothing_evaluated(report: "EvalReport") -> int:
 
     run_dir = report.metadata.get("run_dir")
     where = f"; the run is stored in {run_dir}" if run_dir else ""
-    print(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", file=sys.stderr)
+    _say(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", sys.stderr)
     return EXIT_NOTHING_EVALUATED
 
 
@@ -406,7 +413,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         print(json.dumps(comparison.to_dict(), indent=2))
     else:
-        sys.stdout.write(comparison.render_text())
+        sys.stdout.write(terminal_safe(comparison.render_text()))
     return 0 if comparison.acceptable else EXIT_GATE
 
 
@@ -430,8 +437,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             state += f"  (damaged: {run.damaged[0]}{more})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
-        print(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
-              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
+        _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
+             f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
 
 
@@ -563,8 +570,14 @@ def _fail(message: str, code: int) -> int:
 
         traceback.print_exc()
     first_line = message.strip().splitlines()[0] if message.strip() else "failed"
-    print(f"referee: error: {first_line}", file=sys.stderr)
+    _say(f"referee: error: {first_line}", sys.stderr)
     return code
+
+
+def _say(line: str, stream: TextIO | None = None) -> None:
+    """Print a line made of untrusted parts (case and run names, errors): no secret and no
+    terminal escape sequence gets through."""
+    print(terminal_safe(redact(line)), file=stream or sys.stdout)
 
 
 if __name__ == "__main__":

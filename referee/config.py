@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from referee._strict import StrictModel, unknown_field
 from referee.errors import InputError
+from referee.redact import BaseURL, mask_url_fields
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -31,7 +33,10 @@ class MatchType(str, Enum):
         return None
 
 
-class Rubric(BaseModel):
+class Rubric(StrictModel):
+    # NaN passes every range check ("nan < 1" is false): no config takes NaN or inf at all.
+    model_config = ConfigDict(allow_inf_nan=False)
+
     rubric_id: str
     content: str
     weight: float = 1.0
@@ -41,9 +46,9 @@ class Rubric(BaseModel):
         return cls(rubric_id=rubric_id, content=content, weight=weight)
 
 
-class CriterionConfig(BaseModel):
+class CriterionConfig(StrictModel):
     # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     threshold: float = 0.8
     match_type: MatchType = MatchType.EXACT
@@ -54,6 +59,10 @@ class CriterionConfig(BaseModel):
     check_args: bool = False
     enabled: bool = True
     api_style: str = "responses"
+    # referee extension: the judge's endpoint (an OpenAI-compatible local server or gateway
+    # with judge_model="openai/<name>"); empty means the provider's variable, e.g.
+    # OPENAI_BASE_URL.
+    base_url: BaseURL = ""
 
     @field_validator("threshold")
     @classmethod
@@ -68,6 +77,9 @@ class CriterionConfig(BaseModel):
         if value < 1:
             raise ValueError(f"num_samples must be at least 1, got {value}")
         return value
+
+    def __repr_args__(self) -> Any:
+        return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
 
     @field_validator("api_style")
     @classmethod
@@ -134,10 +146,10 @@ class CriterionConfig(BaseModel):
         return cls(threshold=threshold, judge_model=judge_model)
 
 
-class CriteriaConfig(BaseModel):
+class CriteriaConfig(StrictModel):
     """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     tool_name_match: CriterionConfig | None = None
     trajectory: CriterionConfig | None = None
@@ -159,8 +171,8 @@ class CriteriaConfig(BaseModel):
         ]
 
 
-class UserSimulatorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class UserSimulatorConfig(StrictModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = DEFAULT_JUDGE_MODEL
     max_turns: int = 10
@@ -181,8 +193,8 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-class EvalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class EvalConfig(StrictModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     criteria: CriteriaConfig = Field(default_factory=CriteriaConfig)
     user_simulator_config: UserSimulatorConfig | None = None
@@ -228,6 +240,11 @@ class EvalConfig(BaseModel):
             err = exc.errors()[0]
             loc = tuple(err["loc"])
             expected = None
+            unknown = unknown_field(err)
+            if unknown is not None:
+                raise InputError(unknown.detail, source=str(path),
+                                 field=".".join(str(p) for p in (*loc, unknown.field)),
+                                 expected="one of: " + ", ".join(unknown.accepted)) from None
             if err["type"] == "extra_forbidden":
                 # "Extra inputs are not permitted" alone does not say what the names could be.
                 known = _field_names_at(cls, loc[:-1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RefereeError(Exception):
     """Base class for referee's own errors."""
@@ -14,11 +16,16 @@ class JudgeUnavailable(RefereeError):
     """
 
     def __init__(self, message: str, *, provider: str | None = None, model: str | None = None,
-                 cause: BaseException | None = None) -> None:
+                 cause: BaseException | None = None, token_usage: Any = None,
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.provider = provider
         self.model = model
         self.cause = cause
+        # A reply that was paid for but yielded no verdict: its TokenUsage still counts, and
+        # ``details`` keeps the evidence (a redacted excerpt of the raw reply).
+        self.token_usage = token_usage
+        self.details = dict(details or {})
 
 
 class EvalGateFailure(RefereeError):
@@ -76,3 +83,48 @@ def describe_exception(exc: BaseException) -> str:
         if isinstance(text, str):
             return f"{name}: {text}" if text else name
     return f"{name}: <message unavailable: its __str__ and __repr__ raised>"
+
+
+# multivon's exception hierarchy, over referee's. ``except MultivonError`` catches every referee
+# error; the classes below carry multivon's constructor arguments and attributes.
+MultivonError = RefereeError
+
+
+class CalibrationMissing(RefereeError):
+    """A strict caller asked for a calibrated threshold that the table has no row for
+    (``calibrated_threshold(..., strict=True)``)."""
+
+    def __init__(self, evaluator: str, judge_model: str) -> None:
+        super().__init__(f"no calibration row for evaluator={evaluator!r}, "
+                         f"judge_model={judge_model!r}")
+        self.evaluator = evaluator
+        self.judge_model = judge_model
+
+
+class EvaluatorPrereqMissing(RefereeError):
+    """A case lacks a field an evaluator needs. referee's own evaluators report such a case as
+    skipped, naming the field; custom evaluators may raise this to say the same."""
+
+    def __init__(self, evaluator: str, missing: str) -> None:
+        super().__init__(f"{evaluator!r} requires case.{missing}, but it was not provided.")
+        self.evaluator = evaluator
+        self.missing = missing
+
+
+class CacheError(RefereeError):
+    """The judge reply cache cannot be used. referee's own cache warns once and carries on
+    with live calls; a custom cache may raise this."""
+
+
+class SecretsError(RefereeError):
+    """A required secret (an API key) could not be found."""
+
+    def __init__(self, key: str, resolver: str = "") -> None:
+        super().__init__(f"Secret {key!r} not found" + (f" via {resolver}" if resolver else ""))
+        self.key = key
+        self.resolver = resolver
+
+
+class ComplianceError(RefereeError):
+    """multivon's compliance-reporting error; referee has no compliance reporter and never
+    raises it, and keeps the name so that ``except`` clauses written for multivon still import."""

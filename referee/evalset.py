@@ -7,10 +7,17 @@ Formats, chosen by file name:
 - ``.jsonl``: one case object per line (blank lines are skipped);
 - ``.yaml`` / ``.yml``: the same shapes as JSON;
 - ``.csv``: one case per row. Columns ``input``, ``expected_output``, ``context`` (text, or a JSON
-  list of chunks), ``tags`` (comma-separated or a JSON list), ``name``, ``eval_id``,
-  ``expected_tool_trajectory`` / ``expected_node_order`` (JSON lists, or comma-separated names),
-  ``conversation`` (JSON list of turns), ``metadata`` (JSON object). Any other column becomes a
-  metadata entry.
+  list of chunks), ``tags`` (comma-separated or a JSON list), ``name``, ``description``,
+  ``eval_id``, ``expected_tool_trajectory`` / ``expected_node_order`` (JSON lists, or
+  comma-separated names), ``conversation`` (JSON list of turns), ``metadata`` (JSON object) and
+  ``metadata.KEY`` (one metadata entry as text). Any other column is an error naming it.
+
+Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
+``conversation[].user_content.parts[].text``, ``final_response``, ``intermediate_data`` with
+``tool_uses`` or ``invocation_events``, ``conversation_scenario``, ``rubrics``, creation
+timestamps, camelCase spellings) load into the same model; ``save(path, format="adk")`` writes
+one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
+files 10xgraph's ``EvalSet.to_file`` writes load as well.
 
 A malformed file raises :class:`referee.errors.InputError` naming the file, the line (or the path
 inside the document) and the field, e.g. ``cases.jsonl:7: field 'expected_output': Input should
@@ -24,34 +31,55 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from referee import _adk
+from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.errors import InputError
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
-_CASE_KEYS = frozenset(EvalCase.model_fields)
-_TURN_KEYS = frozenset(Invocation.model_fields)
-_CALL_KEYS = frozenset(ToolCall.model_fields) | {"arguments"}
-_SET_KEYS = frozenset({"eval_set_id", "name", "description", "eval_cases", "cases"})
-_CSV_COLUMNS = ("eval_id", "name", "input", "expected_output", "context", "tags",
+_CSV_COLUMNS = ("eval_id", "name", "description", "input", "expected_output", "context", "tags",
                 "expected_tool_trajectory", "expected_node_order", "conversation", "metadata")
+_CSV_METADATA_PREFIX = "metadata."
+_FORMATS = ("referee", "adk")
 
 Loc = tuple[Any, ...]
 
 
-class EvalSet(BaseModel):
-    """A named, ordered list of :class:`EvalCase`; case ids must be unique within it."""
+class EvalSet(StrictModel):
+    """A named, ordered list of :class:`EvalCase`; case ids must be unique within it.
+
+    10xgraph's ``add_case``, ``get_case``, ``filter_by_tags``, ``to_file``/``from_file`` and
+    iteration work as there; ``to_file``/``from_file`` read and write every format ``load`` and
+    ``save`` know.
+    """
+
+    _input_aliases = frozenset({"cases"}) | _adk.SET_KEYS
 
     eval_set_id: str = ""
     name: str = ""
     description: str = ""
     eval_cases: list[EvalCase] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        move_alias(data, "cases", "eval_cases")
+        for key in ("name", "description"):
+            if key in data and data[key] is None:  # ADK writes null for an unnamed set
+                data[key] = ""
+        kept = {key: data.pop(key) for key in sorted(_adk.SET_KEYS) if key in data}
+        if kept:
+            metadata = dict(data.get("metadata") or {})
+            metadata[_adk.ADK] = {**metadata.get(_adk.ADK, {}), **kept}
+            data["metadata"] = metadata
+        return data
 
     @model_validator(mode="after")
     def _ids(self) -> "EvalSet":
@@ -72,9 +100,34 @@ class EvalSet(BaseModel):
     def __len__(self) -> int:
         return len(self.eval_cases)
 
+    def __iter__(self) -> Iterator[EvalCase]:  # type: ignore[override]  # iterate cases, as 10xgraph
+        return iter(self.eval_cases)
+
     @property
     def cases(self) -> list[EvalCase]:
         return self.eval_cases
+
+    def add_case(self, case: EvalCase | dict[str, Any]) -> None:
+        """Append a case; its eval_id must be new to the set."""
+        case = case if isinstance(case, EvalCase) else EvalCase.model_validate(case)
+        if self.get_case(case.eval_id) is not None:
+            raise ValueError(f"the set already has a case with eval_id {case.eval_id!r}; "
+                             "give each case a distinct eval_id")
+        self.eval_cases.append(case)
+
+    def get_case(self, eval_id: str) -> EvalCase | None:
+        return next((c for c in self.eval_cases if c.eval_id == eval_id), None)
+
+    def filter_by_tags(self, tags: Sequence[str]) -> list[EvalCase]:
+        """The cases that carry every one of ``tags``."""
+        return [c for c in self.eval_cases if all(tag in c.tags for tag in tags)]
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "EvalSet":
+        return cls.load(path)
+
+    def to_file(self, path: str | Path, format: str = "referee") -> None:
+        self.save(path, format=format)
 
     @classmethod
     def from_cases(cls, cases: Iterable[EvalCase | dict[str, Any]], **fields: Any) -> "EvalSet":
@@ -119,23 +172,50 @@ class EvalSet(BaseModel):
                                  line=line or _line_of(text, loc), field=_path((*loc, "eval_id")),
                                  expected="a distinct eval_id per case")
             first_seen[case.eval_id] = here
-        fields = {k: v for k, v in header.items() if k in ("eval_set_id", "name", "description")}
-        for key, value in fields.items():
-            if not isinstance(value, str):
+        fields = {k: v for k, v in header.items() if k not in ("eval_cases", "cases")}
+        for key in ("eval_set_id", "name", "description"):
+            value = fields.get(key)
+            if value is not None and not isinstance(value, str):
                 raise InputError("should be a string", source=source, field=key,
                                  line=_line_of(text, (key,)))
-        fields.setdefault("eval_set_id", default_id)
-        fields.setdefault("name", fields["eval_set_id"])
+        if not fields.get("eval_set_id"):
+            fields["eval_set_id"] = default_id
+        if not fields.get("name"):
+            fields["name"] = fields["eval_set_id"]
         try:
             return cls(eval_cases=cases, **fields)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InputError(_plain(err["msg"]), source=source) from None
 
-    def save(self, path: str | Path) -> None:
-        """Write the set in the format its file name names; ``load`` reads it back unchanged."""
+    def to_adk(self) -> dict[str, Any]:
+        """The set as a Google ADK EvalSet document (see :mod:`referee._adk`)."""
+        document: dict[str, Any] = {"eval_set_id": self.eval_set_id, "name": self.name,
+                                    "description": self.description,
+                                    "eval_cases": [_adk.write_case(c) for c in self.eval_cases]}
+        document.update(self.metadata.get(_adk.ADK, {}))
+        metadata = {k: v for k, v in self.metadata.items() if k != _adk.ADK}
+        if metadata:
+            document["metadata"] = metadata
+        return document
+
+    def save(self, path: str | Path, format: str = "referee") -> None:
+        """Write the set in the format its file name names; ``load`` reads it back unchanged.
+
+        ``format="adk"`` writes a Google ADK eval set (a ``.json`` file name, such as
+        ``name.evalset.json``).
+        """
         path = Path(path)
         kind = _kind(path)
+        if format not in _FORMATS:
+            raise ValueError(f"unknown case file format {format!r}; expected one of {_FORMATS}")
+        if format == "adk":
+            if kind != "json":
+                raise InputError("an ADK eval set is JSON", source=str(path),
+                                 expected="a .json or .evalset.json file name")
+            text = json.dumps(self.to_adk(), indent=2, ensure_ascii=False) + "\n"
+            path.write_text(text, encoding="utf-8")
+            return
         if kind == "jsonl":
             text = "".join(json.dumps(_case_dict(c), ensure_ascii=False) + "\n"
                            for c in self.eval_cases)
@@ -145,6 +225,8 @@ class EvalSet(BaseModel):
             document = {"eval_set_id": self.eval_set_id, "name": self.name,
                         "description": self.description,
                         "eval_cases": [_case_dict(c) for c in self.eval_cases]}
+            if self.metadata:
+                document["metadata"] = self.metadata
             if kind == "json":
                 text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
             else:
@@ -192,10 +274,15 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
     if isinstance(data, list):
         return {}, data, ()
     if isinstance(data, dict):
-        unknown = sorted(set(map(str, data)) - _SET_KEYS)
+        accepted = EvalSet.accepted_names()
+        data = {snake_case(k) if isinstance(k, str) and snake_case(k) in accepted else k: v
+                for k, v in data.items()}
+        unknown = [str(k) for k in data if k not in accepted]
         if unknown:
-            raise InputError(f"unknown key {unknown[0]!r}", source=source, field=unknown[0],
-                             expected="eval_set_id, name, description and eval_cases")
+            close = nearest_name(unknown[0], accepted)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise InputError(f"unknown key {unknown[0]!r}{hint}", source=source, field=unknown[0],
+                             expected="one of " + ", ".join(accepted))
         key = "cases" if "cases" in data and "eval_cases" not in data else "eval_cases"
         cases = data.get(key)
         if not isinstance(cases, list):
@@ -236,6 +323,14 @@ def _read_csv(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
         if "input" not in header and "conversation" not in header:
             raise InputError("no 'input' column", source=source, line=1,
                              expected="a header with an 'input' (or 'conversation') column")
+        for column in header:
+            if column not in _CSV_COLUMNS and not (column.startswith(_CSV_METADATA_PREFIX)
+                                                   and len(column) > len(_CSV_METADATA_PREFIX)):
+                close = nearest_name(column, _CSV_COLUMNS)
+                hint = f" (did you mean {close!r}?)" if close else ""
+                raise InputError(f"column {column!r} maps to no case field{hint}", source=source,
+                                 line=1, expected="one of " + ", ".join(_CSV_COLUMNS)
+                                 + f", or {_CSV_METADATA_PREFIX}KEY for a metadata entry")
         located: list[tuple[Any, int | None, Loc]] = []
         start = reader.line_num + 1
         for row in reader:
@@ -270,7 +365,7 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
     case: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     for column, value in cells.items():
-        if column in ("input", "expected_output", "name", "eval_id"):
+        if column in ("input", "expected_output", "name", "description", "eval_id"):
             case[column] = value
         elif column == "context":
             case["context"] = value
@@ -290,20 +385,10 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
             case["conversation"] = as_json(column, "a JSON list of turns")
         elif column == "metadata":
             metadata.update(_require_dict(as_json(column, "a JSON object"), source, line))
-        else:
-            metadata[column] = value
+        else:  # metadata.KEY, the header check let nothing else through
+            metadata[column.removeprefix(_CSV_METADATA_PREFIX)] = value
     if metadata:
         case["metadata"] = metadata
-    # The single-turn expectations live on the turn; EvalCase builds it from input otherwise.
-    trajectory = case.pop("expected_tool_trajectory", None)
-    nodes = case.pop("expected_node_order", None)
-    if (trajectory or nodes) and "conversation" not in case:
-        case["conversation"] = [{
-            "user_content": case.get("input", ""),
-            "expected_final_response": case.get("expected_output"),
-            "expected_tool_trajectory": trajectory or [],
-            "expected_node_order": nodes or [],
-        }]
     return case
 
 
@@ -321,6 +406,8 @@ def _write_csv(cases: Sequence[EvalCase]) -> str:
                                "expected_output": case.expected_output or ""}
         if case.name:
             row["name"] = case.name
+        if case.description:
+            row["description"] = case.description
         if isinstance(case.context, list):
             row["context"] = json.dumps(case.context, ensure_ascii=False)
         elif case.context:
@@ -371,33 +458,38 @@ def _is_shorthand(case: EvalCase, allow_expectations: bool) -> bool:
 def _case_dict(case: EvalCase) -> dict[str, Any]:
     data = case.model_dump(mode="json", exclude_defaults=True)
     data["eval_id"] = case.eval_id
+    if case.session_input is not None:  # what was given, defaults included, as ADK wrote it
+        data["session_input"] = case.session_input.model_dump(mode="json", exclude_unset=True)
     if _is_shorthand(case, allow_expectations=False):
         data.pop("conversation", None)
     return data
 
 
-def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str] | None:
-    """The first key that no model field would read, with its location inside the case."""
-    for key in raw:
-        if key not in _CASE_KEYS:
-            return (key,), "case"
+def _first_unknown(raw: dict[str, Any], model: type[StrictModel]) -> str | None:
+    accepted = model.accepted_names()
+    return next((str(k) for k in raw if k not in accepted and snake_case(str(k)) not in accepted),
+                None)
+
+
+def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str, type[StrictModel]] | None:
+    """The first key that no model would read, with its location inside the case."""
+    key = _first_unknown(raw, EvalCase)
+    if key is not None:
+        return (key,), "case", EvalCase
     conversation = raw.get("conversation")
     for t, turn in enumerate(conversation if isinstance(conversation, list) else []):
         if not isinstance(turn, dict):
             continue
-        for key in turn:
-            if key not in _TURN_KEYS:
-                return ("conversation", t, key), "turn"
+        key = _first_unknown(turn, Invocation)
+        if key is not None:
+            return ("conversation", t, key), "turn", Invocation
         calls = turn.get("expected_tool_trajectory")
         for c, call in enumerate(calls if isinstance(calls, list) else []):
             if isinstance(call, dict):
-                for key in call:
-                    if key not in _CALL_KEYS:
-                        return ("conversation", t, "expected_tool_trajectory", c, key), "tool call"
+                key = _first_unknown(call, ToolCall)
+                if key is not None:
+                    return ("conversation", t, "expected_tool_trajectory", c, key), "tool call", ToolCall
     return None
-
-
-_KNOWN = {"case": _CASE_KEYS, "turn": _TURN_KEYS, "tool call": _CALL_KEYS}
 
 
 def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
@@ -405,12 +497,15 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
     if isinstance(raw, dict):
         unknown = _unknown_key(raw)
         if unknown:
-            loc, what = unknown
-            hint = " (put extra data under 'metadata')" if what == "case" else ""
+            loc, what, model = unknown
+            close = nearest_name(loc[-1], model.accepted_names())
+            hint = f" (did you mean {close!r}?)" if close else ""
+            if what == "case":
+                hint += " (put extra data under 'metadata')"
             raise InputError(f"unknown {what} field{hint}", source=source,
                              line=line or _line_of(text, (*prefix, *loc)),
                              field=_path((*prefix, *loc)),
-                             expected="one of " + ", ".join(sorted(_KNOWN[what])))
+                             expected="one of " + ", ".join(model.accepted_names()))
     try:
         case = EvalCase.model_validate(raw)
     except ValidationError as exc:
@@ -428,6 +523,9 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
 def _first_problem(exc: ValidationError) -> tuple[Loc, str]:
     """The first error, with pydantic's union-member tags dropped and alternatives merged."""
     errors = exc.errors()
+    unknown = unknown_field(errors[0])
+    if unknown is not None:
+        return (*_clean_loc(errors[0]["loc"]), unknown.field), unknown.detail
     loc = _clean_loc(errors[0]["loc"])
     messages = [_plain(e["msg"]) for e in errors if _clean_loc(e["loc"]) == loc]
     unique = list(dict.fromkeys(messages))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, Field
 
+from referee._strict import StrictModel
 from referee.case import ToolCall
 from referee.usage import TokenUsage
 
@@ -14,7 +16,37 @@ from referee.usage import TokenUsage
 RESPONSE_KEYS = ("actual_response", "output", "response", "content", "text")
 
 
-class TurnResult(BaseModel):
+class StepType(str, Enum):
+    """Kinds of step in 10xgraph's recorded trajectory."""
+
+    NODE = "node"
+    TOOL = "tool"
+    MESSAGE = "message"
+    CONDITIONAL = "conditional"
+
+
+class TrajectoryStep(StrictModel):
+    """One step of a run as 10xgraph records it. An ExecutionResult given a ``trajectory``
+    takes its node visits and tool calls from the NODE and TOOL steps (unless given too)."""
+
+    step_type: StepType
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    timestamp: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def node(cls, name: str, timestamp: float | None = None, **metadata: Any) -> "TrajectoryStep":
+        return cls(step_type=StepType.NODE, name=name, timestamp=timestamp, metadata=metadata)
+
+    @classmethod
+    def tool(cls, name: str, args: dict[str, Any] | None = None, timestamp: float | None = None,
+             **metadata: Any) -> "TrajectoryStep":
+        return cls(step_type=StepType.TOOL, name=name, args=args or {}, timestamp=timestamp,
+                   metadata=metadata)
+
+
+class TurnResult(StrictModel):
     """One turn of a multi-turn run."""
 
     user_content: str = ""
@@ -23,15 +55,50 @@ class TurnResult(BaseModel):
     node_visits: list[str] = Field(default_factory=list)
 
 
-class ExecutionResult(BaseModel):
+# 10xgraph's ExecutionResult fields that referee has no field for; they are kept in metadata.
+_KEPT_IN_METADATA = ("messages", "trajectory", "node_responses")
+
+
+class ExecutionResult(StrictModel):
+    """What the model or agent did. 10xgraph's ``duration_seconds`` is read as ``latency_s``;
+    its ``messages``, ``trajectory`` and ``node_responses`` are kept in ``metadata``."""
+
+    _input_aliases = frozenset(_KEPT_IN_METADATA)
+
     actual_response: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     node_visits: list[str] = Field(default_factory=list)
     turns: list[TurnResult] = Field(default_factory=list)
-    latency_s: float | None = None
+    latency_s: float | None = Field(default=None,
+                                    validation_alias=AliasChoices("latency_s", "duration_seconds"))
     token_usage: TokenUsage | None = None
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        steps = [s if isinstance(s, TrajectoryStep) else TrajectoryStep.model_validate(s)
+                 for s in data.get("trajectory") or []]
+        if steps and "tool_calls" not in data:
+            data["tool_calls"] = [ToolCall(name=s.name, args=s.args,
+                                           call_id=s.metadata.get("tool_call_id"))
+                                  for s in steps if s.step_type == StepType.TOOL]
+        if steps and "node_visits" not in data:
+            data["node_visits"] = [s.name for s in steps if s.step_type == StepType.NODE]
+        kept = {key: data.pop(key) for key in _KEPT_IN_METADATA if key in data}
+        if kept:
+            data["metadata"] = {**(data.get("metadata") or {}), **kept}
+        return data
+
+    @property
+    def duration_seconds(self) -> float:
+        return self.latency_s or 0.0
+
+    def get_tool_names(self) -> list[str]:
+        return [call.name for call in self.tool_calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
     @classmethod
     def coerce(cls, value: Any) -> "ExecutionResult":

@@ -5,18 +5,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from referee._strict import StrictModel, move_alias
 from referee.usage import TokenUsage
 
 ErrorKind = Literal["judge", "evaluator"]
 
 
-class CriterionResult(BaseModel):
+class CriterionResult(StrictModel):
+    """One criterion's verdict on one case.
+
+    multivon's ``EvalResult(evaluator=, score=, passed=, reason=, metadata=)`` builds the same
+    model: ``evaluator`` is ``criterion``, ``reason`` and ``metadata`` land in ``details``.
+    """
+
+    _input_aliases = frozenset({"evaluator", "reason", "metadata"})
+
     criterion: str
     score: float
     passed: bool
-    threshold: float
+    threshold: float = 0.0
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     token_usage: TokenUsage | None = None
@@ -24,6 +33,58 @@ class CriterionResult(BaseModel):
     # tell a judge outage (JUDGE_ERROR) from a broken evaluator (EVALUATOR_ERROR).
     skipped: bool = False
     error_kind: ErrorKind | None = None
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's EvalResult is a dataclass: EvalResult("name", 0.9, True, "reason", {...}).
+        if positional:
+            names = ("evaluator" if "criterion" not in fields else "criterion", "score", "passed",
+                     "reason", "metadata")
+            if len(positional) > len(names):
+                raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional "
+                                "arguments (evaluator, score, passed, reason, metadata)")
+            for key, value in zip(names, positional):
+                if key in fields:
+                    raise TypeError(f"{type(self).__name__} got {key!r} twice")
+                fields[key] = value
+        super().__init__(**fields)
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        move_alias(data, "evaluator", "criterion")
+        if "metadata" in data:
+            details = data.get("details") or {}
+            data["details"] = {**(data.pop("metadata") or {}), **details}
+        if "reason" in data:
+            reason = data.pop("reason")
+            if reason:
+                data["details"] = {**(data.get("details") or {}), "reason": reason}
+        return data
+
+    @classmethod
+    def success(cls, criterion: str, score: float, threshold: float,
+                details: dict[str, Any] | None = None,
+                token_usage: TokenUsage | None = None) -> "CriterionResult":
+        """10xgraph: a scored result that passes when ``score >= threshold``."""
+        return cls(criterion=criterion, score=score, passed=score >= threshold,
+                   threshold=threshold, details=details or {}, token_usage=token_usage)
+
+    @classmethod
+    def failure(cls, criterion: str, error: str, threshold: float = 0.0) -> "CriterionResult":
+        """10xgraph: the criterion could not score the case (an evaluator error)."""
+        return cls(criterion=criterion, score=0.0, passed=False, threshold=threshold,
+                   error=error, error_kind="evaluator")
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None or self.error_kind is not None
+
+    @property
+    def evaluator(self) -> str:
+        return self.criterion
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.details
 
     @property
     def reason(self) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 
 class TokenUsage(BaseModel):
@@ -11,8 +11,10 @@ class TokenUsage(BaseModel):
     ``input_tokens`` counts every prompt token, whatever its rate. Of those,
     ``cached_input_tokens`` were read from the provider's prompt cache (billed at the cached
     rate) and ``cache_write_tokens`` were written to it (Anthropic bills them above the input
-    rate); the rest are plain input. ``cached_requests`` are replies served by referee's own
-    reply cache, which cost nothing.
+    rate); the rest are plain input. 10xgraph's ``cache_read_tokens`` and
+    ``cache_creation_tokens`` are the same two counts under its names. ``cached_requests`` are
+    replies served by referee's own reply cache, which cost nothing. Usages add with ``+`` and
+    ``sum()``.
     """
 
     input_tokens: int = 0
@@ -20,9 +22,14 @@ class TokenUsage(BaseModel):
     requests: int = 0
     cached_requests: int = 0
     cost_usd: float | None = None
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
+    # 10xgraph spells these cache_read_tokens / cache_creation_tokens; both names are accepted
+    # on input and readable as properties, but stored (and serialised) once.
+    cached_input_tokens: int = Field(
+        default=0, validation_alias=AliasChoices("cached_input_tokens", "cache_read_tokens"))
+    cache_write_tokens: int = Field(
+        default=0, validation_alias=AliasChoices("cache_write_tokens", "cache_creation_tokens"))
 
+    @computed_field  # type: ignore[prop-decorator]  # serialised, as 10xgraph's to_dict has it
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
@@ -31,6 +38,16 @@ class TokenUsage(BaseModel):
     def uncached_input_tokens(self) -> int:
         """Input tokens billed at the plain input rate."""
         return max(self.input_tokens - self.cached_input_tokens - self.cache_write_tokens, 0)
+
+    @property
+    def cache_read_tokens(self) -> int:
+        """10xgraph's name for ``cached_input_tokens``."""
+        return self.cached_input_tokens
+
+    @property
+    def cache_creation_tokens(self) -> int:
+        """10xgraph's name for ``cache_write_tokens``."""
+        return self.cache_write_tokens
 
     def describe(self) -> str:
         """One line for reports: requests, tokens by kind, and cost when known."""
@@ -44,9 +61,18 @@ class TokenUsage(BaseModel):
             text += f", ${self.cost_usd:.4f}"
         return text
 
-    def __add__(self, other: "TokenUsage | None") -> "TokenUsage":
-        if other is None:
+    def to_dict(self) -> dict[str, int]:
+        """10xgraph's plain-dict form, with the total."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens,
+                "cache_creation_tokens": self.cache_creation_tokens,
+                "total_tokens": self.total_tokens}
+
+    def __add__(self, other: "TokenUsage | int | None") -> "TokenUsage":
+        if other is None or (type(other) is int and other == 0):  # sum() starts from 0
             return self.model_copy()
+        if not isinstance(other, TokenUsage):
+            return NotImplemented
         if self.cost_usd is None and other.cost_usd is None:
             cost = None
         else:

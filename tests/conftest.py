@@ -10,7 +10,7 @@ from referee.judge import configure
 
 # Settings a developer's shell may carry that would re-route or re-shape the tests' judges.
 JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE_DIR",
-             "REFEREE_JUDGE_CONCURRENCY")
+             "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM")
 
 
 @pytest.fixture

@@ -16,7 +16,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import replies  # noqa: E402
-from benchmarks.run import Harness, Sizes, format_table, run_benchmarks  # noqa: E402
+from benchmarks.run import (  # noqa: E402
+    DEFAULT_REQUEST_CONCURRENCY,
+    W6_TOKENS_PER_REQUEST,
+    Harness,
+    Sizes,
+    format_rate_limited,
+    format_table,
+    run_benchmarks,
+)
 from referee import EvalCase, ExecutionResult  # noqa: E402
 from referee.evaluators import AnswerAccuracy, Faithfulness, Hallucination, Relevance  # noqa: E402
 
@@ -27,13 +35,15 @@ W2_CRITERIA = 4
 
 @pytest.fixture(scope="module")
 def rows():
-    sizes = Sizes(rag=3, agent=5, scaling=(2, 3))
+    sizes = Sizes(rag=3, agent=5, scaling=(2, 3), rate_limited=((600, 2),))
     with Harness(latency_ms=1.0, sizes=sizes, peer_python=None, timeout_s=120,
                  log=lambda message: None) as harness:
         harness.w1(["referee", "referee-batched"])
         harness.w2(["referee"])
         harness.w3(["referee"])
         harness.w4(["referee"])
+        harness.w6(["referee"])
+        harness.cpu(["referee"])
         return harness.finish()
 
 
@@ -53,7 +63,8 @@ def test_w1_counts_one_request_per_question(rows):
     # W1's prompts are too short for any provider's cache: every input token is billable.
     assert all(row.bill.billable_input_tokens[p] == row.bill.prompt_tokens
                for p in ("openai", "anthropic", "google"))
-    assert row.ideal_s == pytest.approx(row.judge_requests * 0.001 / 16)
+    assert row.ideal_s == pytest.approx(row.judge_requests * 0.001
+                                        / DEFAULT_REQUEST_CONCURRENCY["referee"])
     assert row.efficiency is not None and row.efficiency > 0
     assert row.rss_peak_kb >= row.rss_baseline_kb > 0
     assert row.report_bytes > 0
@@ -90,10 +101,31 @@ def test_w4_scales_and_reuses_w1_at_the_same_size(rows):
     assert same_as_w1.judge_requests == _row(rows, "W1", "referee", 3).judge_requests
 
 
+def test_w6_counts_what_the_rate_limited_server_let_through(rows):
+    row = _row(rows, "W6", "referee", 2)
+    assert (row.limit_rpm, row.limit_tpm) == (600, 600 * W6_TOKENS_PER_REQUEST)
+    assert row.errored_cases == 0 and row.error is None
+    admitted = row.judge_requests - row.rate_limited
+    assert admitted == 2 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
+    assert row.ideal_s is not None and row.ideal_s >= admitted / 10.0
+    assert row.throughput is not None and row.throughput > 0
+    assert "referee" in format_rate_limited(rows)
+
+
+def test_cpu_row_counts_the_timed_requests_only(rows):
+    row = _row(rows, "CPU", "referee", 3)
+    # The server also saw the 10 warm-up cases; the CPU is divided by the timed run's own.
+    assert row.judge_requests == 13 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
+    assert row.cpu_ms_per_request == pytest.approx(
+        1000 * row.cpu_s / (3 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR))
+
+
 def test_table_has_a_line_per_row(rows):
     table = format_table(rows, 1.0)
     body = [line for line in table.splitlines() if line.startswith(("W1", "W2", "W3", "W4"))]
-    assert len(body) == len(rows)
+    # W6 and CPU have tables of their own.
+    assert len(body) == len([r for r in rows if r.workload not in ("W6", "CPU")])
+    assert not any(line.startswith(("W6", "CPU")) for line in table.splitlines())
     assert "referee-batched" in table
 
 

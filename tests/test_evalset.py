@@ -137,7 +137,8 @@ def test_unknown_case_key_is_an_error_not_silently_dropped(tmp_path):
     path.write_text('{"input": "a", "expected_ouput": "b"}\n')
     with pytest.raises(InputError) as info:
         EvalSet.load(path)
-    assert "field 'expected_ouput': unknown case field (put extra data under 'metadata')" in str(info.value)
+    assert ("field 'expected_ouput': unknown case field (did you mean 'expected_output'?) "
+            "(put extra data under 'metadata')") in str(info.value)
     assert "expected_output" in str(info.value)
 
 
@@ -206,7 +207,7 @@ def test_missing_and_unsupported_files(tmp_path):
 def test_csv_columns_map_to_case_fields(tmp_path):
     path = tmp_path / "cases.csv"
     path.write_text(
-        "input,expected_output,context,tags,priority,expected_tool_trajectory,expected_node_order\n"
+        "input,expected_output,context,tags,metadata.priority,expected_tool_trajectory,expected_node_order\n"
         'Refund?,Yes,"[""Refunds: 7 days"", ""Shipping""]","refund, smoke",high,"lookup, refund",router\n'
         '"multi\nline question",ok,[1] Footnote text,,,,\n'
         "\n"

@@ -42,7 +42,7 @@ async def test_429_retry_after_is_honoured(judge_server: ScriptedJudgeServer, sl
     reply = await get_judge(cfg).complete("q")
     assert reply.text == "Yes" and reply.attempts == 2
     assert judge_server.request_count == 2  # exactly one retry: the SDK's own retries are off
-    assert sleeps == [7.0]
+    assert sleeps == [pytest.approx(7.0, abs=0.5)]  # the endpoint's pause, waited out once
 
 
 async def test_retry_after_http_date_and_cap(judge_server: ScriptedJudgeServer,
@@ -51,8 +51,8 @@ async def test_retry_after_http_date_and_cap(judge_server: ScriptedJudgeServer,
     judge_server.enqueue_faults(Fault.rate_limit(retry_after=in_30s),
                                 Fault.http(503, retry_after=3600))
     await get_judge(judge_server.judge_config(provider="openai")).complete("q")
-    assert 25.0 <= sleeps[0] <= 30.0
-    assert sleeps[1] == retry_module.RETRY_AFTER_CAP_S
+    assert 15.0 <= sleeps[0] <= 30.0  # the date has second resolution; a busy machine is slow
+    assert sleeps[1] == pytest.approx(retry_module.RETRY_AFTER_CAP_S, abs=0.5)
 
 
 def test_parse_retry_after_forms() -> None:
@@ -93,8 +93,8 @@ async def test_gives_up_after_the_bound(judge_server: ScriptedJudgeServer, sleep
 async def test_gives_up_when_the_time_budget_cannot_cover_retry_after(
         judge_server: ScriptedJudgeServer, sleeps: list[float]) -> None:
     judge_server.set_reply(Fault.rate_limit(retry_after=30))
-    cfg = judge_server.judge_config(provider="openai", retry_max_total_s=10)
-    with pytest.raises(JudgeUnavailable, match="retry time budget"):
+    cfg = judge_server.judge_config(provider="openai", rate_limit_wait_s=10)
+    with pytest.raises(JudgeUnavailable, match="rate-limit wait budget"):
         await get_judge(cfg).complete("q")
     assert judge_server.request_count == 1 and sleeps == []
 
@@ -176,14 +176,17 @@ async def test_concurrency_cap_is_respected(judge_server: ScriptedJudgeServer) -
     assert judge_server.connection_count <= 4
 
 
-async def test_default_concurrency_cap_is_16(judge_server: ScriptedJudgeServer) -> None:
-    judge_server.set_reply(Reply("Yes", latency_s=0.3))
-    cfg = judge_server.judge_config(provider="openai")  # no max_concurrency: the default
-    assert cfg.max_concurrency is None and get_judge(cfg).max_concurrency == 16
-    replies = await asyncio.gather(*(get_judge(cfg).complete(f"q{i}") for i in range(40)))
-    assert len(replies) == 40 and judge_server.request_count == 40
-    # Capped at 16, and not throttled below it.
-    assert 8 < judge_server.max_in_flight <= 16
+async def test_default_concurrency_adapts_up_to_the_ceiling(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.05))
+    cfg = judge_server.judge_config(provider="openai")  # no max_concurrency: adaptive
+    judge = get_judge(cfg)
+    assert cfg.max_concurrency is None and judge.max_concurrency == 64
+    assert judge.concurrency_limit == 8  # it starts low
+    replies = await asyncio.gather(*(judge.complete(f"q{i}") for i in range(300)))
+    assert len(replies) == 300 and judge_server.request_count == 300
+    # With no 429 and a steady latency it grew past the old fixed 16, never past 64.
+    assert 16 < judge_server.max_in_flight <= 64
+    assert 16 < judge.concurrency_limit <= 64
 
 
 async def test_concurrency_cap_from_the_environment(judge_server: ScriptedJudgeServer,
@@ -256,16 +259,17 @@ async def test_fake_judge_goes_through_the_same_retry_path(sleeps: list[float]) 
     fake.enqueue_faults(Fault.rate_limit(retry_after=2), Fault.reset(), Fault.truncated())
     reply = await get_judge(fake.judge_config()).complete("q")
     assert reply.text == "No" and reply.attempts == 4 and fake.request_count == 4
-    assert sleeps[0] == 2.0
+    assert sleeps[0] == pytest.approx(2.0, abs=0.5)
 
 
 async def test_retries_are_logged_without_secrets(judge_server: ScriptedJudgeServer,
                                                   sleeps: list[float],
                                                   caplog: pytest.LogCaptureFixture) -> None:
-    judge_server.enqueue_faults(Fault.rate_limit(retry_after=1))
+    judge_server.enqueue_faults(Fault.rate_limit(retry_after=1), Fault.http(500))
     with caplog.at_level(logging.INFO, logger="referee.judge"):
         await get_judge(judge_server.judge_config(provider="openai")).complete("q")
-    assert "HTTP 429" in caplog.text and "retry 1/4" in caplog.text
+    assert "HTTP 429" in caplog.text and "endpoint paused" in caplog.text
+    assert "HTTP 500" in caplog.text and "retry 1/4" in caplog.text
     assert judge_server.requests[0].headers["authorization"].endswith(DUMMY_API_KEY)
     assert DUMMY_API_KEY not in caplog.text
 

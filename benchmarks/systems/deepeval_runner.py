@@ -78,10 +78,12 @@ def main() -> None:
     with open(args.report, "w") as fh:
         json.dump(evaluation.model_dump(mode="json"), fh)
     for test in evaluation.test_results:
+        errors_before = result.errored_evaluations
         for m in test.metrics_data or []:
             result.evaluations += 1
             result.passed_evaluations += bool(m.success)
             result.errored_evaluations += bool(m.error)
+        result.errored_cases += result.errored_evaluations > errors_before
     write_result(result, args.report, args.out)
 
 

@@ -68,11 +68,13 @@ def main() -> None:
 
     report.save_json(args.report)
     for case in report.case_results:
+        errors_before = result.errored_evaluations
         for r in case.results:
             result.evaluations += 1
             result.passed_evaluations += bool(r.passed)
             kind = (r.metadata or {}).get("error_kind")
             result.errored_evaluations += kind in ("judge_error", "evaluator_error")
+        result.errored_cases += result.errored_evaluations > errors_before
     write_result(result, args.report, args.out)
 
 

@@ -1,7 +1,7 @@
 """referee runner, executed with the interpreter referee is installed in.
 
-W1/W3/W4 use ``EvalSuite.run`` at its defaults (8 cases at a time, the judge layer's 16
-concurrent requests per endpoint, all questions of a case in flight together, the SQLite judge
+W1/W3/W4/W6 use ``EvalSuite.run`` at its defaults (8 cases at a time, the judge layer's adaptive
+concurrency per endpoint, all questions of a case in flight together, the SQLite judge
 cache on, the run stored to a run directory); ``--batched`` switches every evaluator to
 ``batch=True``. W2 uses ``AgentEvaluator`` with the four deterministic criteria and its default
 ``EvalConfig`` settings (sequential cases).
@@ -13,7 +13,7 @@ import os
 import tempfile
 
 from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb, runner_args, write_result
-from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, cases_for
+from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, cases_for, rag_cases
 
 
 def run_rag(args, result: RunnerResult):
@@ -32,7 +32,18 @@ def run_rag(args, result: RunnerResult):
     suite.add_evaluators(Faithfulness(batch=batch), Hallucination(batch=batch),
                          Relevance(batch=batch), AnswerAccuracy(batch=batch))
     outputs = {c["input"]: c["output"] for c in data}
-    result.settings = ("EvalSuite.run defaults: 8 cases at once, 16 judge requests per endpoint, "
+    if args.warmup_cases:
+        warm = rag_cases(args.warmup_cases, start=len(data) + 1_000_000)
+        warmup = EvalSuite("bench-warmup")
+        warmup.add_cases([EvalCase(input=c["input"], context=c["context"],
+                                   expected_output=c["expected_output"]) for c in warm])
+        warmup.add_evaluators(*[type(e)(batch=batch) for e in suite.evaluators])
+        warm_outputs = {c["input"]: c["output"] for c in warm}
+        warmup.run(lambda prompt: warm_outputs[prompt], verbose=False,
+                   runs_dir=tempfile.mkdtemp(prefix="referee-bench-runs-"))
+        result.notes.append(f"{args.warmup_cases} warm-up cases run first, untimed")
+    result.settings = ("EvalSuite.run defaults: 8 cases at once, adaptive judge concurrency "
+                       "(starts at 8, ceiling 64 per endpoint), "
                        "questions of a case concurrent, "
                        + ("judge cache on" if args.cache_dir else "judge cache off")
                        + {"case": ", case-level batch", True: ", batched QAG",
@@ -92,11 +103,15 @@ def main() -> None:
     report, watch = (run_agent if args.workload == "agent" else run_rag)(args, result)
     result.wall_s, result.cpu_s = watch.wall_s, watch.cpu_s
     report.to_file(args.report)
+    usage = report.summary.total_token_usage
+    result.live_judge_requests = usage.requests  # a cache hit counts as cached_requests only
     for case in report.cases:
+        errors_before = result.errored_evaluations
         for r in case.criterion_results:
             result.evaluations += 1
             result.passed_evaluations += bool(r.passed)
             result.errored_evaluations += r.error_kind is not None
+        result.errored_cases += result.errored_evaluations > errors_before
     write_result(result, args.report, args.out)
 
 

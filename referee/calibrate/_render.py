@@ -75,7 +75,9 @@ def console_text(report: CalibrationReport) -> str:
 def print_console(report: CalibrationReport, stream: TextIO | None = None) -> None:
     import sys
 
-    (stream or sys.stdout).write(console_text(report))
+    from referee.terminal import terminal_safe
+
+    (stream or sys.stdout).write(terminal_safe(console_text(report)))  # labels are untrusted text
 
 
 # SVG pictures ---------------------------------------------------------------------------------

@@ -17,11 +17,13 @@ from referee.evaluators.qag import JudgeEvaluator, QAGEvaluator, Question
 from referee.evaluators.response import AnswerAccuracy, Coherence, Relevance
 from referee.evaluators.retrieval import ContextPrecision, ContextRecall
 from referee.evaluators.safety import Bias, Toxicity
+from referee.evaluators.text_metrics import ChrfScore
 
 __all__ = [
     "AnswerAccuracy",
     "Bias",
     "CheckEvaluator",
+    "ChrfScore",
     "Coherence",
     "ContextPrecision",
     "ContextRecall",

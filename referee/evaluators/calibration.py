@@ -21,7 +21,9 @@ import os
 import threading
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
+
+from referee.errors import CalibrationMissing
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -56,8 +58,11 @@ def calibration_row(model: str | None) -> str | None:
     return key if key in _TABLE else None
 
 
-def calibrated_threshold(evaluator: str, model: str | None) -> float:
-    """Threshold for ``evaluator`` (e.g. ``"faithfulness"``) judged by ``model``."""
+def calibrated_threshold(evaluator: str, model: Any, strict: bool = False) -> float:
+    """Threshold for ``evaluator`` (e.g. ``"faithfulness"``) judged by ``model`` (a model name or
+    a JudgeConfig). A model without a row gets the "Other models" default, or, with
+    ``strict=True``, :class:`referee.errors.CalibrationMissing`."""
+    model = getattr(model, "model", model)
     if evaluator not in CALIBRATED_EVALUATORS:
         raise ValueError(
             f"no calibration for evaluator {evaluator!r}; calibrated evaluators are "
@@ -65,6 +70,8 @@ def calibrated_threshold(evaluator: str, model: str | None) -> float:
         )
     row = calibration_row(model)
     if row is None:
+        if strict:
+            raise CalibrationMissing(evaluator, str(model))
         return DEFAULT_THRESHOLD
     return _TABLE[row][evaluator]
 

@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from referee.case import EvalCase
+from referee.errors import JudgeUnavailable
 from referee.evaluators.prompts import QUESTION_GENERATION_SYSTEM, question_generation_prompt
 from referee.evaluators.qag import QAGEvaluator, Question, case_blocks
 from referee.execution import ExecutionResult
@@ -39,7 +40,7 @@ def derive_name(criterion: str, max_len: int = 50) -> str:
 def _generated_questions(text: str) -> list[str]:
     """The question strings in a generation reply; ValueError when there are none."""
     try:
-        raw = parse_json_object(text).get("questions")
+        raw = parse_json_object(text, ("questions",)).get("questions")
     except ValueError:
         # Some judges answer with the bare array despite the requested object.
         try:
@@ -55,6 +56,10 @@ def _generated_questions(text: str) -> list[str]:
     if not questions:
         raise ValueError("reply's 'questions' list holds no non-empty strings")
     return questions
+
+
+def _yields_questions(text: str) -> bool:
+    return bool(_generated_questions(text))
 
 
 class CheckEvaluator(QAGEvaluator):
@@ -130,14 +135,19 @@ class CheckEvaluator(QAGEvaluator):
         prompt = question_generation_prompt(self.criterion, self.num_questions)
         failures: list[str] = []
         for attempt in range(GENERATION_ATTEMPTS):
-            # A distinct sample index per attempt: a cached bad reply must not be replayed.
-            # JudgeUnavailable propagates: an unreachable judge is a setup error, not a bad reply.
-            reply = await judge.complete(prompt, system=QUESTION_GENERATION_SYSTEM,
-                                         json_mode=True, sample_index=attempt)
+            # Every failure counts as a failed attempt: an HTTP error, a timeout (both arrive
+            # as JudgeUnavailable once the judge's own retries are spent), an unreadable reply.
+            # A local server that rejects JSON mode fails here, every time.
             try:
+                reply = await judge.complete(prompt, system=QUESTION_GENERATION_SYSTEM,
+                                             json_mode=True, sample_index=attempt,
+                                             accept=_yields_questions)
                 questions = _generated_questions(reply.text)
-            except ValueError as exc:
+            except JudgeUnavailable as exc:
                 failures.append(f"attempt {attempt + 1}: {exc}")
+                continue
+            except ValueError as exc:
+                failures.append(f"attempt {attempt + 1}: {reply.unreadable(str(exc))}")
                 continue
             if len(questions) < self.num_questions:
                 logger.warning("CheckEvaluator %r: judge returned %d of %d requested question(s)",

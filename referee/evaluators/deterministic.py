@@ -9,12 +9,15 @@ measured latency) is reported as skipped, naming the missing field; it never pas
 from __future__ import annotations
 
 import json
+import math
 import re
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
+from rapidfuzz.distance import LCSseq
 from rapidfuzz.distance import Levenshtein as _rapidfuzz_levenshtein
 
 from referee.case import EvalCase
@@ -24,6 +27,8 @@ from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
 __all__ = [
+    "BLEU",
+    "ROUGE",
     "Contains",
     "DeterministicEvaluator",
     "ExactMatch",
@@ -320,3 +325,81 @@ class Latency(MaxLatency):
     """Same check as :class:`MaxLatency`, reported under the name ``latency``."""
 
     name = "latency"
+
+
+# multivon's reference-overlap metrics ---------------------------------------------------------
+
+
+def _words(text: str) -> list[str]:
+    return text.lower().split()
+
+
+def bleu_score(output: str, reference: str, n: int = 4) -> tuple[float, int, float]:
+    """(score, order used, brevity penalty): the geometric mean of clipped n-gram precisions up
+    to ``n`` (capped at the shorter text's length), times the brevity penalty; lower-cased
+    words, no smoothing, so a missing order gives 0."""
+    hyp, ref = _words(output), _words(reference)
+    if not hyp:
+        return 0.0, 0, 0.0
+    penalty = 1.0 if len(hyp) >= len(ref) else math.exp(1 - len(ref) / len(hyp))
+    order = min(n, len(hyp), len(ref))
+    log_sum = 0.0
+    for size in range(1, order + 1):
+        hyp_grams = Counter(tuple(hyp[i:i + size]) for i in range(len(hyp) - size + 1))
+        ref_grams = Counter(tuple(ref[i:i + size]) for i in range(len(ref) - size + 1))
+        clipped = sum((hyp_grams & ref_grams).values())
+        if clipped == 0:
+            return 0.0, order, penalty
+        log_sum += math.log(clipped / max(sum(hyp_grams.values()), 1)) / order
+    score = penalty * math.exp(log_sum) if order else 0.0
+    return max(0.0, min(1.0, score)), order, penalty
+
+
+class BLEU(DeterministicEvaluator):
+    """BLEU-``n`` of the output against ``expected_output`` (see :func:`bleu_score`)."""
+
+    name = "bleu"
+    description = "Word n-gram overlap with the expected output (BLEU)"
+
+    def __init__(self, n: int = 4, threshold: float = 0.5) -> None:
+        super().__init__(threshold)
+        if n < 1:
+            raise ValueError(f"BLEU n must be at least 1, got {n}")
+        self.n = n
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        skipped = self._needs_expected_output(case)
+        if skipped:
+            return skipped
+        score, order, penalty = bleu_score(output, case.expected_output or "", self.n)
+        if not _words(output):
+            return self._verdict(0.0, "Empty output.")
+        return self._verdict(round(score, 4), f"BLEU-{order}: {score:.4f} (brevity penalty "
+                                              f"{penalty:.3f}).", order=order,
+                             brevity_penalty=penalty)
+
+
+class ROUGE(DeterministicEvaluator):
+    """ROUGE-L F1 (longest common word subsequence) of the output against ``expected_output``,
+    lower-cased words. This is multivon's ``ROUGE``; document 000's unigram rule is
+    :class:`referee.criteria.RougeMatchCriterion`."""
+
+    name = "rouge_l"
+    description = "Longest common word subsequence with the expected output (ROUGE-L)"
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        super().__init__(threshold)
+
+    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+        skipped = self._needs_expected_output(case)
+        if skipped:
+            return skipped
+        hyp, ref = _words(output), _words(case.expected_output or "")
+        if not hyp or not ref:
+            return self._verdict(0.0, "Empty output or reference.")
+        common = LCSseq.similarity(hyp, ref)
+        precision, recall = common / len(hyp), common / len(ref)
+        f1 = 2 * precision * recall / (precision + recall) if common else 0.0
+        return self._verdict(round(f1, 4), f"ROUGE-L F1 {f1:.4f} (precision {precision:.3f}, "
+                                           f"recall {recall:.3f}).",
+                             precision=precision, recall=recall)

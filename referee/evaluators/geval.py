@@ -11,18 +11,21 @@ import math
 from typing import Any
 
 from referee.case import EvalCase
-from referee.errors import JudgeUnavailable
 from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
 from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
-from referee.judge import JudgeConfig, get_judge, parse_json_object
+from referee.judge import JudgeConfig, get_judge, parse_json_object, unreadable_replies
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
 
+def _yields_score(text: str) -> bool:
+    return _run_score(text)[0] is not None
+
+
 def _run_score(text: str) -> tuple[float | None, str]:
     try:
-        data = parse_json_object(text)
+        data = parse_json_object(text, ("score",))
     except ValueError:
         return None, ""
     reason = data.get("reason", data.get("reasoning", ""))
@@ -62,22 +65,22 @@ class GEval(JudgeEvaluator):
         prefix = material_prefix(case_blocks(actual, expected))
         group = case_cache_group(expected)
 
-        async def one_run(index: int) -> dict[str, Any]:
-            reply = await judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
-                                         prompt_prefix=prefix, cache_group=group,
-                                         json_mode=True, sample_index=index)
+        replies = await gather_all([
+            judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
+                           prompt_prefix=prefix, cache_group=group, json_mode=True,
+                           sample_index=index, accept=_yields_score)
+            for index in range(self.runs)])
+        runs: list[dict[str, Any]] = []
+        for index, reply in enumerate(replies):
             score, reason = _run_score(reply.text)
-            return {"run": index, "score": score, "reason": reason, "raw_reply": reply.text,
-                    "cached": reply.cached, "usage": reply.usage}
-
-        runs = await gather_all([one_run(i) for i in range(self.runs)])
-        usage = TokenUsage.total([r.pop("usage") for r in runs])
+            runs.append({"run": index, "score": score, "reason": reason,
+                         "raw_reply": reply.text, "cached": reply.cached})
+        usage = TokenUsage.total([r.usage for r in replies])
         scored = [r for r in runs if r["score"] is not None]
         if not scored:
-            raise JudgeUnavailable(
-                f"{self.name}: none of {self.runs} judge run(s) returned a score between "
-                "0.0 and 1.0", provider=cfg.provider,
-                model=cfg.model)
+            raise unreadable_replies(
+                replies, f"none of {self.runs} judge run(s) returned a score between 0.0 and "
+                "1.0", owner=self.name)
         score = sum(r["score"] for r in scored) / len(scored)
         reasons = [r["reason"] for r in scored if r["reason"]]
         reason = reasons[0] if reasons else f"mean judge score {score:.2f}"

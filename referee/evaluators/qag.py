@@ -16,7 +16,7 @@ import json
 import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Sequence, TypeVar
+from typing import Any, Awaitable, Sequence
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -40,16 +40,16 @@ from referee.evaluators.prompts import (
 from referee.execution import ExecutionResult
 from referee.judge import (
     JudgeConfig,
+    JudgeReply,
     Verdict,
     get_judge,
     parse_json_object,
     parse_verdict,
     resolve_judge_config,
+    unreadable_replies,
 )
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
-
-T = TypeVar("T")
 
 # Missed questions quoted in a result's reason; every question is in details["questions"].
 MISSED_SHOWN = 2
@@ -80,15 +80,19 @@ def check_threshold(owner: str, threshold: float | None) -> float | None:
     return value
 
 
-async def gather_all(awaitables: Sequence[Awaitable[T]]) -> list[T]:
-    """Run concurrently; wait for every call, then re-raise the first failure.
+async def gather_all(awaitables: Sequence[Awaitable[JudgeReply]]) -> list[JudgeReply]:
+    """Run judge calls concurrently; wait for every call, then re-raise the first failure.
 
     Waiting for the siblings (instead of abandoning them as plain gather does) means no judge
-    call outlives the evaluation that asked for it.
+    call outlives the evaluation that asked for it. A judge failure carries the usage of the
+    siblings that did answer: they were paid for.
     """
     outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
+            if isinstance(outcome, JudgeUnavailable):
+                spent = [o.usage for o in outcomes if isinstance(o, JudgeReply)]
+                outcome.token_usage = TokenUsage.total([outcome.token_usage, *spent])
             raise outcome
     return list(outcomes)  # type: ignore[arg-type]
 
@@ -114,21 +118,23 @@ def case_cache_group(expected: EvalCase) -> str:
     return "referee-" + hashlib.sha256(expected.eval_id.encode("utf-8")).hexdigest()[:24]
 
 
+def _yields_verdict(text: str) -> bool:
+    return parse_verdict(text) is not Verdict.UNKNOWN
+
+
 async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
                    cache_group: str | None = None
-                   ) -> tuple[list[dict[str, Any]], TokenUsage | None]:
+                   ) -> tuple[list[dict[str, Any]], list[JudgeReply]]:
     judge = get_judge(cfg)
-
-    async def ask(index: int, question: Question) -> tuple[dict[str, Any], TokenUsage | None]:
-        # sample_index = position: two identical questions in one evaluator stay two calls.
-        reply = await judge.complete(question_task(question.text), system=JUDGE_SYSTEM,
-                                     prompt_prefix=material_prefix(question.blocks),
-                                     cache_group=cache_group, json_mode=False,
-                                     sample_index=index)
-        return _record(question, parse_verdict(reply.text), reply.text, reply.cached), reply.usage
-
-    answered = await gather_all([ask(i, q) for i, q in enumerate(questions)])
-    return [rec for rec, _ in answered], TokenUsage.total([usage for _, usage in answered])
+    # sample_index = position: two identical questions in one evaluator stay two calls.
+    replies = await gather_all([
+        judge.complete(question_task(q.text), system=JUDGE_SYSTEM,
+                       prompt_prefix=material_prefix(q.blocks), cache_group=cache_group,
+                       json_mode=False, sample_index=i, accept=_yields_verdict)
+        for i, q in enumerate(questions)])
+    records = [_record(q, parse_verdict(r.text), r.text, r.cached)
+               for q, r in zip(questions, replies)]
+    return records, replies
 
 
 def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
@@ -142,7 +148,7 @@ def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
 def _batch_answers(text: str, count: int) -> dict[int, Any]:
     """Answers by 1-based question id; empty when the reply holds no usable JSON."""
     try:
-        data = parse_json_object(text)
+        data = parse_json_object(text, ("answers",))
     except ValueError:
         return {}
     answers = data.get("answers", data) if isinstance(data, dict) else None
@@ -181,18 +187,25 @@ def _answer_verdict(value: Any) -> Verdict:
 
 async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
                       cache_group: str | None = None
-                      ) -> tuple[list[dict[str, Any]], TokenUsage | None, str]:
+                      ) -> tuple[list[dict[str, Any]], JudgeReply]:
     judge = get_judge(cfg)
+    count = len(questions)
+
+    def yields_verdict(text: str) -> bool:
+        return any(_answer_verdict(v) is not Verdict.UNKNOWN
+                   for v in _batch_answers(text, count).values())
+
     reply = await judge.complete(batch_task([q.text for q in questions]), system=JUDGE_SYSTEM,
                                  prompt_prefix=material_prefix(_union_blocks(questions)),
-                                 cache_group=cache_group, json_mode=True, sample_index=0)
-    answers = _batch_answers(reply.text, len(questions))
+                                 cache_group=cache_group, json_mode=True, sample_index=0,
+                                 accept=yields_verdict)
+    answers = _batch_answers(reply.text, count)
     records = []
     for ident, question in enumerate(questions, start=1):
         value = answers.get(ident)
         raw = json.dumps(value, ensure_ascii=False) if ident in answers else ""
         records.append(_record(question, _answer_verdict(value), raw, reply.cached))
-    return records, reply.usage, reply.text
+    return records, reply
 
 
 def unknown_note(unknown: int, total: int) -> str:
@@ -213,25 +226,33 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         raise ValueError(f"{owner}: no questions to ask")
     batch_reply = None
     if batch:
-        records, usage, batch_reply = await ask_batched(cfg, questions, cache_group=cache_group)
+        records, batch_reply = await ask_batched(cfg, questions, cache_group=cache_group)
+        replies = [batch_reply]
     else:
-        records, usage = await ask_each(cfg, questions, cache_group=cache_group)
-    return score_records(owner, cfg, records, usage,
+        records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+    return score_records(owner, cfg, records, replies,
                          mode="batched" if batch else "per_question", batch_reply=batch_reply)
 
 
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
-                  usage: TokenUsage | None, *, mode: str,
-                  batch_reply: str | None = None) -> QAGOutcome:
-    """The QAG score of answered questions; JudgeUnavailable when none has a verdict."""
+                  replies: Sequence[JudgeReply], *, mode: str,
+                  batch_reply: JudgeReply | None = None,
+                  usage: TokenUsage | None = None) -> QAGOutcome:
+    """The QAG score of answered questions; JudgeUnavailable when none has a verdict.
+
+    ``usage`` is what this evaluator is charged, by default what ``replies`` cost (a case-level
+    batch charges its one request to one evaluator only).
+    """
+    if usage is None:
+        usage = TokenUsage.total([r.usage for r in replies])
     total = len(records)
     unknown = sum(1 for r in records if r["matched"] is None)
     if unknown == total:
-        raise JudgeUnavailable(
-            f"{owner}: every judge verdict was unparseable ({total} of {total} question(s) "
-            "UNKNOWN), so the case has no score",
-            provider=cfg.provider, model=cfg.model,
-        )
+        error = unreadable_replies(
+            replies, f"every judge verdict was unparseable ({total} of {total} question(s) "
+            "UNKNOWN), so the case has no score", owner=owner)
+        error.token_usage = usage
+        raise error
     matched = sum(1 for r in records if r["matched"])
     answered = total - unknown
     score = matched / answered
@@ -256,7 +277,7 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
         "judge_model": cfg.model,
     }
     if batch_reply is not None:
-        details["batch_reply"] = batch_reply
+        details["batch_reply"] = batch_reply.text
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
@@ -426,6 +447,11 @@ def _judge_identity(cfg: JudgeConfig) -> tuple[Any, ...]:
             cfg.effective_max_tokens)
 
 
+# One evaluator's share of a case-level batch: its records, the usage it is charged, the
+# shared reply, and the evaluators that reply served.
+_CaseAnswer = tuple[list[dict[str, Any]], TokenUsage, JudgeReply, list[str]]
+
+
 async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: ExecutionResult,
                         expected: EvalCase, shared: dict[Any, Any],
                         criteria: Sequence[Any]) -> QAGOutcome:
@@ -446,20 +472,18 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
             work.set_exception(exc)
             work.exception()  # retrieved here too, so an unshared failure is not "never retrieved"
             raise
-    answers: dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]] = (
-        await asyncio.shield(work))
+    answers: dict[int, _CaseAnswer] = await asyncio.shield(work)
     if id(evaluator) not in answers:
         raise ValueError(f"{evaluator.name}: no questions to ask")
     records, usage, reply, served = answers[id(evaluator)]
-    outcome = score_records(evaluator.name, cfg, records, usage, mode="case_batched",
-                            batch_reply=reply)
+    outcome = score_records(evaluator.name, cfg, records, [reply], mode="case_batched",
+                            batch_reply=reply, usage=usage)
     outcome.details["case_batch"] = served
     return outcome
 
 
 async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCase,
-                    criteria: Sequence[Any]
-                    ) -> dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]]:
+                    criteria: Sequence[Any]) -> dict[int, _CaseAnswer]:
     identity = _judge_identity(cfg)
     members: list[tuple[QAGEvaluator, list[Question]]] = []
     for criterion in criteria:
@@ -473,13 +497,13 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
     # One request shows the union of the material (ask_batched): Relevance's questions then
     # see the context too. That trade-off is an open question (docs/judge.md).
     asked = [q for _, questions in members for q in questions]
-    records, usage, reply = await ask_batched(cfg, asked, cache_group=case_cache_group(expected))
+    records, reply = await ask_batched(cfg, asked, cache_group=case_cache_group(expected))
     served = [member.name for member, _ in members]
-    answers: dict[int, tuple[list[dict[str, Any]], TokenUsage | None, str, list[str]]] = {}
+    answers: dict[int, _CaseAnswer] = {}
     start = 0
     for position, (member, questions) in enumerate(members):
         answers[id(member)] = (records[start:start + len(questions)],
-                               usage if position == 0 else TokenUsage(), reply, served)
+                               reply.usage if position == 0 else TokenUsage(), reply, served)
         start += len(questions)
     return answers
 

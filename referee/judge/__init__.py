@@ -7,7 +7,7 @@ verdict parsing.
 
 from referee.errors import JudgeUnavailable
 from referee.judge.cache import JudgeCache, default_cache_path, get_cache
-from referee.judge.client import Judge, JudgeReply, get_judge
+from referee.judge.client import Judge, JudgeReply, get_judge, unreadable_replies
 from referee.judge.config import (
     DEFAULT_MODELS,
     JudgeConfig,
@@ -17,6 +17,7 @@ from referee.judge.config import (
     provider_available,
     provider_for_model,
     resolve_judge_config,
+    split_judge_model,
 )
 from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
@@ -57,4 +58,6 @@ __all__ = [
     "register_provider",
     "resolve_judge_config",
     "set_price",
+    "split_judge_model",
+    "unreadable_replies",
 ]

@@ -6,10 +6,10 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import re
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,16 @@ from referee.judge import retry as _retry
 from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
-from referee.judge.limiter import EndpointLimiter
+from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
 from referee.judge.pricing import usage_for
-from referee.judge.providers import JudgeRequest, ProviderSetupError, RawReply, adapter_for
+from referee.judge.providers import (
+    PLACEHOLDER_API_KEY,
+    JudgeRequest,
+    ProviderSetupError,
+    RawReply,
+    adapter_for,
+)
+from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
@@ -28,6 +35,14 @@ logger = logging.getLogger("referee.judge")
 # Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
 # prompt, parameters and sample index, so it only ever replays an identical request.
 DEFAULT_CACHE_ENABLED = True
+
+
+# How much of a reply that yielded no verdict is kept as evidence (after redaction).
+EVIDENCE_CHARS = 300
+
+# accept(text): whether a reply yielded what the caller asked for (a verdict, a score, the
+# questions). Only accepted replies are cached or replayed from the cache.
+ReplyCheck = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
@@ -39,16 +54,69 @@ class JudgeReply:
     model: str
     latency_s: float
     attempts: int = 1
+    # The provider stopped the reply at this max_tokens: the text is cut off.
+    truncated_at: int | None = None
+
+    def unreadable(self, problem: str) -> JudgeUnavailable:
+        """The error for this reply when it yielded no verdict or score (see
+        ``unreadable_replies``)."""
+        return unreadable_replies([self], problem)
+
+    @property
+    def excerpt(self) -> str:
+        """The start of the text, secrets removed: evidence for ``details``."""
+        return clip(self.text, EVIDENCE_CHARS, one_line=False)
+
+
+def unreadable_replies(replies: Sequence[JudgeReply], problem: str, *,
+                       owner: str | None = None) -> JudgeUnavailable:
+    """The error for replies that together yielded no verdict or score.
+
+    When the provider cut one off, the error says "judge reply truncated at max_tokens=N"
+    instead of ``problem``. It carries the replies' usage (they were paid for) and, in
+    ``details``, a redacted excerpt of each (``raw_reply``, or ``raw_replies`` for several).
+    """
+    cut = next((r for r in replies if r.truncated_at is not None), None)
+    reason = (f"judge reply truncated at max_tokens={cut.truncated_at}" if cut is not None
+              else clip(problem, EVIDENCE_CHARS))
+    if owner:
+        reason = f"{owner}: {reason}"
+    details: dict[str, Any] = (
+        {"raw_reply": replies[0].excerpt} if len(replies) == 1
+        else {"raw_replies": [r.excerpt for r in replies]})
+    if cut is not None:
+        details["truncated_at_max_tokens"] = cut.truncated_at
+    first = replies[0] if replies else None
+    return JudgeUnavailable(reason, provider=first.provider if first else None,
+                            model=first.model if first else None,
+                            token_usage=TokenUsage.total([r.usage for r in replies]),
+                            details=details)
+
+
+def _accepted(text: str, accept: ReplyCheck | None) -> bool:
+    if not text.strip():
+        # An empty reply is a glitch more often than an answer; replaying it forever would
+        # turn one bad moment into a permanent UNKNOWN.
+        return False
+    if accept is None:
+        return True
+    try:
+        return bool(accept(text))
+    except Exception:  # a check that cannot read the reply has not accepted it
+        return False
 
 
 class _Endpoint:
     """Everything shared by the judges of one (provider, base_url, credentials)."""
 
-    def __init__(self, provider: str, base_url: str, api_key: str | None, limit: int) -> None:
+    def __init__(self, provider: str, base_url: str, api_key: str | None,
+                 settings: BudgetSettings) -> None:
         self.provider = provider
         self.base_url = base_url
         self._api_key = api_key
-        self.limiter = EndpointLimiter(limit)
+        if api_key != PLACEHOLDER_API_KEY:
+            remember_secret(api_key)
+        self.limiter = new_budget(settings)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
         # gets its own client. The client refers back to its loop, so the weak key alone never
@@ -130,28 +198,35 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     key = (cfg.provider, base_url, fingerprint)
     with _endpoints_lock:
         endpoint = _endpoints.get(key)
+        settings = _budget_settings(cfg)
         if endpoint is None:
-            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key,
-                                                   cfg.effective_max_concurrency)
-        elif cfg.max_concurrency is not None and cfg.max_concurrency != endpoint.limiter.limit:
-            endpoint.limiter.set_limit(cfg.max_concurrency)
+            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings)
+        elif _explicit_budget(cfg) and settings != endpoint.limiter.settings:
+            # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
+            endpoint.limiter.configure(settings)
     return endpoint
 
 
-# Key-shaped tokens (OpenAI/Anthropic "sk-...", Google "AIza...") in provider error text.
-_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|AIza[A-Za-z0-9_\-]{20,})")
+def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
+    return BudgetSettings(max_concurrency=cfg.effective_max_concurrency,
+                          pinned=cfg.concurrency_pinned, rpm=cfg.effective_rpm,
+                          tpm=cfg.effective_tpm)
 
 
-def _redact(text: str, secret: str | None) -> str:
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return _KEY_SHAPED.sub("***", text)
+def _explicit_budget(cfg: JudgeConfig) -> bool:
+    return (cfg.concurrency_pinned or cfg.effective_rpm is not None
+            or cfg.effective_tpm is not None)
+
+
+def estimate_tokens(request: JudgeRequest) -> int:
+    """A cheap guess of the tokens a request will be billed, corrected once the reply says:
+    about four characters per prompt token, plus a short answer."""
+    return (len(request.prompt) + len(request.system or "")) // 4 + min(request.max_tokens, 16)
 
 
 def _detail(exc: BaseException) -> str:
-    """A short, single-line excerpt of the provider's own error text."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
+    """A short, single-line excerpt of the provider's own error text, secrets removed first."""
+    return clip(str(exc), 200)
 
 
 class Judge:
@@ -177,6 +252,14 @@ class Judge:
 
     @property
     def max_concurrency(self) -> int:
+        """The endpoint's pinned limit, or the ceiling its adaptive limit may grow to."""
+        if self._endpoint is None:
+            return self.config.effective_max_concurrency
+        return self._endpoint.limiter.settings.max_concurrency
+
+    @property
+    def concurrency_limit(self) -> int:
+        """Requests the endpoint lets into flight right now."""
         return self._endpoint.limiter.limit if self._endpoint else self.config.effective_max_concurrency
 
     def _cache_enabled(self) -> bool:
@@ -190,17 +273,16 @@ class Judge:
                                   max_total_s=self.config.effective_retry_max_total_s)
 
     def _unavailable(self, message: str, cause: BaseException | None) -> JudgeUnavailable:
-        text = f"judge {self.provider}/{self.model} unavailable: {message}"
-        # The key in use may have come from the environment, not the config: redact both.
-        for secret in (self.config.api_key_value(),
-                       self._endpoint.api_key if self._endpoint is not None else None):
-            text = _redact(text, secret)
+        # The key in use (from the config, the environment or a custom adapter) is a
+        # remembered secret, so redact() removes it along with any key-shaped token.
+        text = redact(f"judge {self.provider}/{self.model} unavailable: {message}")
         return JudgeUnavailable(text, provider=self.provider, model=self.model, cause=cause)
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
                        sample_index: int = 0, temperature: float | None = None,
                        max_tokens: int | None = None, prompt_prefix: str = "",
-                       cache_group: str | None = None) -> JudgeReply:
+                       cache_group: str | None = None,
+                       accept: ReplyCheck | None = None) -> JudgeReply:
         """One judge reply; raises JudgeUnavailable when the provider cannot give one.
 
         The user message is ``prompt_prefix + prompt``. Give the part that sibling requests
@@ -208,6 +290,11 @@ class Judge:
         provider's prompt cache, it is marked for caching (Anthropic ``cache_control``, OpenAI
         ``prompt_cache_key=cache_group``) and the first request with it goes before its
         siblings, so that they find it cached.
+
+        ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
+        interprets the reply, decides. Only such replies are cached, and a cached reply it does
+        not accept is asked again. Empty, cut-off (``truncated_at``) and non-text replies are
+        never cached; a non-text reply raises JudgeUnavailable with its usage.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
@@ -233,7 +320,7 @@ class Judge:
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index)
             hit = cache.get(key)
-            if hit is not None:
+            if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
             shared = await _join_flight(key)
             if shared is not None:
@@ -250,19 +337,24 @@ class Judge:
                 _end_flight(key, flight, None)  # those waiting make their own attempt
             raise
         latency = time.monotonic() - started
-        # An empty reply is a glitch more often than an answer; replaying it forever would turn
-        # one bad moment into a permanent UNKNOWN.
-        if cache is not None and raw.text.strip():
+        reply = JudgeReply(text=raw.text, usage=usage_for(
+                               cfg.model, raw.input_tokens, raw.output_tokens,
+                               cached_input_tokens=raw.cached_input_tokens,
+                               cache_write_tokens=raw.cache_write_tokens),
+                           cached=False, provider=cfg.provider, model=cfg.model,
+                           latency_s=latency, attempts=attempts,
+                           truncated_at=request.max_tokens if raw.truncated else None)
+        usable = (raw.content_error is None and not raw.truncated
+                  and _accepted(raw.text, accept))
+        if cache is not None and usable:
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
         if flight is not None:
-            _end_flight(key, flight, raw.text)
-        return JudgeReply(text=raw.text, usage=usage_for(
-                              cfg.model, raw.input_tokens, raw.output_tokens,
-                              cached_input_tokens=raw.cached_input_tokens,
-                              cache_write_tokens=raw.cache_write_tokens),
-                          cached=False, provider=cfg.provider, model=cfg.model,
-                          latency_s=latency, attempts=attempts)
+            # Those waiting on a reply that yielded nothing make their own attempt.
+            _end_flight(key, flight, raw.text if usable else None)
+        if raw.content_error is not None:
+            raise reply.unreadable(raw.content_error)
+        return reply
 
     def _cached_reply(self, text: str) -> JudgeReply:
         cfg = self.config
@@ -270,46 +362,91 @@ class Judge:
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
+        """Attempts until a reply. A 429 sets the pace: the endpoint pauses and the request
+        waits its turn again, as long as its 429 pauses add up to at most ``rate_limit_wait_s``;
+        other failures get ``max_retries`` retries within ``retry_max_total_s`` of the first."""
         assert self._endpoint is not None
-        endpoint = self._endpoint
+        budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
         policy = self._policy()
-        deadline = time.monotonic() + policy.max_total_s
-        attempt = 0
+        tokens = estimate_tokens(request)
+        rate_limit_budget = self.config.effective_rate_limit_wait_s
+        rate_limit_waited = 0.0
+        outage_deadline: float | None = None
+        attempt = failures = 0
         while True:
             attempt += 1
+            permit = await budget.lease(tokens)
+            sent = time.monotonic()
             try:
-                async with endpoint.limiter:
-                    client = endpoint.client(self.config)
-                    # The SDK enforces the timeout too; this bound also covers a stalled body.
-                    raw = await asyncio.wait_for(adapter.call(client, request),
-                                                 timeout=request.timeout + 5.0)
-                return raw, attempt
+                client = self._endpoint.client(self.config)
+                # The SDK enforces the timeout too; this bound also covers a stalled body.
+                raw = await asyncio.wait_for(adapter.call(client, request),
+                                             timeout=request.timeout + 5.0)
             except asyncio.CancelledError:
+                budget.settle(permit, Outcome("cancelled"))
                 raise
             except ProviderSetupError as exc:
+                budget.settle(permit, Outcome("failed"))
                 raise self._unavailable(str(exc), exc) from None
             except Exception as exc:
                 if not _retry.is_provider_failure(exc):
+                    budget.settle(permit, Outcome("failed"))
                     raise  # a bug, not an outage: it must surface as an evaluator error
                 info = _retry.classify(exc)
+                budget.settle(permit, _failure_outcome(info, time.monotonic() - sent))
                 detail = _detail(exc)
                 summary = f"{info.summary}: {detail}" if detail else info.summary
                 if not info.retryable:
                     # from None: a chained traceback would print the provider's own,
                     # unredacted text (which may echo the key); it stays on .cause.
                     raise self._unavailable(f"{summary}, not retryable", exc) from None
-                delay = policy.delay(attempt - 1, info.retry_after)
-                out_of_attempts = attempt > policy.max_retries
-                out_of_time = time.monotonic() + delay > deadline
+                now = time.monotonic()
+                if info.rate_limited:
+                    # The endpoint has paused (settle); the next lease waits it out. Counting
+                    # the pauses rather than the clock keeps the budget about the provider.
+                    wait = max(budget.paused_for(),
+                               min(info.retry_after or 0.0, _retry.RETRY_AFTER_CAP_S))
+                    if rate_limit_waited + wait > rate_limit_budget:
+                        raise self._unavailable(
+                            f"{summary}: still rate limited after {attempt} attempt(s) and "
+                            f"{rate_limit_waited:.1f}s of pauses, rate-limit wait budget "
+                            f"({rate_limit_budget:g}s) exhausted", exc) from None
+                    rate_limit_waited += wait
+                    # INFO, not WARNING: being paced is routine and a run may see hundreds.
+                    logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
+                                self.model, info.summary, wait)
+                    continue
+                failures += 1
+                if outage_deadline is None:
+                    outage_deadline = now + policy.max_total_s
+                delay = policy.delay(failures - 1, info.retry_after)
+                out_of_attempts = failures > policy.max_retries
+                out_of_time = now + delay > outage_deadline
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
                         f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from None
-                # INFO, not WARNING: a handled retry is routine and a run may see hundreds.
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
-                               self.model, info.summary, attempt, policy.max_retries, delay)
-            await _retry.sleep(delay)
+                            self.model, info.summary, failures, policy.max_retries, delay)
+                if not (info.overloaded and info.retry_after is not None):
+                    await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
+                continue
+            budget.settle(permit, Outcome(
+                "ok", latency_s=time.monotonic() - sent,
+                tokens=raw.input_tokens + raw.output_tokens or None,
+                headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
+            return raw, attempt
+
+
+def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
+    kind = "rate_limited" if info.rate_limited else "overloaded" if info.overloaded else "failed"
+    headers = read_rate_limit_headers(info.headers) if info.headers else None
+    # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
+    retry_after = None
+    if kind != "failed" and info.retry_after is not None:
+        retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
+    return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 
 
 def _loop_flights() -> dict[str, asyncio.Future[str]]:

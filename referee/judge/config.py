@@ -8,7 +8,11 @@ import re
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator
+
+from referee._strict import StrictModel
+
+from referee.redact import BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
@@ -18,9 +22,12 @@ EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
 # Not in document 001's table; the published implementation's default sample count.
 EFFECTIVE_RELIABILITY_SAMPLE = 5
-DEFAULT_MAX_CONCURRENCY = 16
+# Unset, max_concurrency adapts per endpoint up to this ceiling; set, it pins the limit.
+DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_RETRY_MAX_TOTAL_S = 120.0
+# A 429 is the provider setting the pace: keep going at its pace for this long before giving up.
+DEFAULT_RATE_LIMIT_WAIT_S = 600.0
 
 # A provider switched in one layer must not inherit another provider's model name.
 DEFAULT_MODELS = {
@@ -37,7 +44,7 @@ def _register_provider_name(name: str) -> None:
     _extra_providers.add(name)
 
 
-class JudgeConfig(BaseModel):
+class JudgeConfig(StrictModel):
     """Which model judges, and how it is called.
 
     ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
@@ -46,11 +53,12 @@ class JudgeConfig(BaseModel):
     are carried for the evaluators; the judge layer itself does not act on them.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN passes every range check ("nan <= 0" is false), so it is refused outright, as is inf.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     provider: str = "anthropic"
     model: str = "claude-haiku-4-5"
-    base_url: str = ""
+    base_url: BaseURL = ""
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float | None = None
@@ -60,8 +68,11 @@ class JudgeConfig(BaseModel):
     api_key: SecretStr | None = Field(default=None, exclude=True, repr=False)
     api_style: Literal["chat", "responses"] = "chat"
     max_concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
     max_retries: int | None = None
     retry_max_total_s: float | None = None
+    rate_limit_wait_s: float | None = None
     cache: bool | None = None
     cache_path: str | None = None
 
@@ -73,6 +84,16 @@ class JudgeConfig(BaseModel):
             known = ", ".join(sorted(set(BUILTIN_PROVIDERS) | _extra_providers))
             raise ValueError(f"unknown judge provider {value!r} (expected one of: {known})")
         return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _remember_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            remember_secret(value.get_secret_value())
+        return value
+
+    def __repr_args__(self) -> Any:
+        return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
 
     @field_validator("model")
     @classmethod
@@ -102,7 +123,14 @@ class JudgeConfig(BaseModel):
             raise ValueError(f"max_retries must be at least 0, got {value}")
         return value
 
-    @field_validator("timeout", "retry_max_total_s")
+    @field_validator("rpm", "tpm")
+    @classmethod
+    def _positive_budget(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value < float("inf"):
+            raise ValueError(f"must be a positive number per minute, got {value}")
+        return value
+
+    @field_validator("timeout", "retry_max_total_s", "rate_limit_wait_s")
     @classmethod
     def _positive_seconds(cls, value: float | None) -> float | None:
         if value is not None and value <= 0:
@@ -135,10 +163,28 @@ class JudgeConfig(BaseModel):
 
     @property
     def effective_max_concurrency(self) -> int:
+        """The pinned limit, or the ceiling adaptive concurrency grows to."""
         if self.max_concurrency is not None:
             return self.max_concurrency
         env = _env_int("REFEREE_JUDGE_CONCURRENCY")
         return env if env is not None else DEFAULT_MAX_CONCURRENCY
+
+    @property
+    def concurrency_pinned(self) -> bool:
+        """An explicit max_concurrency (or REFEREE_JUDGE_CONCURRENCY) fixes the limit exactly."""
+        return self.max_concurrency is not None or _env_int("REFEREE_JUDGE_CONCURRENCY") is not None
+
+    @property
+    def effective_rpm(self) -> float | None:
+        return self.rpm if self.rpm is not None else _env_number("REFEREE_JUDGE_RPM")
+
+    @property
+    def effective_tpm(self) -> float | None:
+        return self.tpm if self.tpm is not None else _env_number("REFEREE_JUDGE_TPM")
+
+    @property
+    def effective_rate_limit_wait_s(self) -> float:
+        return DEFAULT_RATE_LIMIT_WAIT_S if self.rate_limit_wait_s is None else self.rate_limit_wait_s
 
     @property
     def effective_max_retries(self) -> int:
@@ -151,18 +197,37 @@ class JudgeConfig(BaseModel):
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
 
+    def resolve(self) -> "JudgeConfig":
+        """multivon's ``JudgeConfig.resolve()``: this config with what it leaves unset filled
+        from JUDGE_PROVIDER/JUDGE_MODEL (and OPENAI_BASE_URL) and the defaults. ``configure()``
+        is not consulted here; :func:`resolve_judge_config` adds that layer."""
+        return _resolve_layers((_env_layer(), self))
 
-def _env_int(name: str) -> int | None:
+
+def _env_positive(name: str, kind: type[int] | type[float]) -> float | None:
+    """A positive int/float environment setting, or None when unset; else one clear error."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < 1:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"environment variable {name}={raw!r} is not {what}") from None
+    if kind is int and value < 1:
         raise ValueError(f"environment variable {name} must be at least 1, got {value}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"environment variable {name} must be a positive number, got {raw}")
     return value
+
+
+def _env_int(name: str) -> int | None:
+    value = _env_positive(name, int)
+    return None if value is None else int(value)
+
+
+def _env_number(name: str) -> float | None:
+    return _env_positive(name, float)
 
 
 _global_lock = threading.Lock()
@@ -222,8 +287,12 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
+    return _resolve_layers((_env_layer(), get_configured(), judge))
+
+
+def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     merged: dict[str, Any] = {name: getattr(JudgeConfig(), name) for name in JudgeConfig.model_fields}
-    for layer in (_env_layer(), get_configured(), judge):
+    for layer in layers:
         if layer is not None:
             _apply_layer(merged, layer)
     if merged["provider"] == "openai" and not merged["base_url"]:
@@ -241,28 +310,53 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
 
 # Document 000: the provider follows from CriterionConfig.judge_model.
 _OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
+# The environment variable each provider's SDK reads its endpoint from.
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+def split_judge_model(model_name: str) -> tuple[str | None, str]:
+    """``(provider, model)`` of a document-000 ``judge_model``.
+
+    An explicit provider prefix wins: ``"openai/llama3"`` is ``("openai", "llama3")``, which
+    is how a local or gateway model that speaks OpenAI's API is named. A bare name is
+    inferred as documented: ``gemini*`` -> google, ``gpt*``/``o1``/``o3``/``o4`` -> openai,
+    ``claude*`` -> anthropic (``models/gemini-...`` style paths go by their last part);
+    anything else has no provider (None).
+    """
+    name = model_name.strip()
+    prefix, sep, rest = name.partition("/")
+    if sep and rest.strip() and prefix.strip().lower() in _known_providers():
+        return prefix.strip().lower(), rest.strip()
+    last = name.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash", "publishers/..."
+    if last.startswith("gemini"):
+        return "google", name
+    if _OPENAI_MODEL.match(last):
+        return "openai", name
+    if last.startswith("claude"):
+        return "anthropic", name
+    return None, name
 
 
 def provider_for_model(model_name: str) -> str | None:
-    """``gemini*`` -> google, ``gpt*``/``o1``/``o3``/``o4`` -> openai, ``claude*`` -> anthropic."""
-    name = model_name.strip().lower()
-    if "/" in name:  # "models/gemini-2.5-flash", "publishers/google/models/..."
-        name = name.rsplit("/", 1)[-1]
-    if name.startswith("gemini"):
-        return "google"
-    if _OPENAI_MODEL.match(name):
-        return "openai"
-    if name.startswith("claude"):
-        return "anthropic"
-    return None
+    """The provider of a ``judge_model``: its prefix (``openai/llama3``), else inferred from
+    the name (``gemini*`` google, ``gpt*``/``o1``/``o3``/``o4`` openai, ``claude*`` anthropic)."""
+    return split_judge_model(model_name)[0]
+
+
+def _known_providers() -> set[str]:
+    return set(BUILTIN_PROVIDERS) | _extra_providers
 
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def provider_available(provider: str) -> bool:
-    """Whether the provider's SDK is importable and some credentials (or endpoint) are set."""
+def provider_available(provider: str, base_url: str = "") -> bool:
+    """Whether the provider's SDK is importable and some credentials (or endpoint) are set.
+
+    An OpenAI-compatible endpoint (``base_url`` or ``OPENAI_BASE_URL``) needs no key: local
+    servers ignore it.
+    """
     env = os.environ
     if provider == "google":
         if importlib.util.find_spec("google.genai") is None:
@@ -270,25 +364,29 @@ def provider_available(provider: str) -> bool:
         return (_truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
                 or bool(env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")))
     if provider == "openai":
-        return bool(env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"))
+        return bool(env.get("OPENAI_API_KEY") or base_url or env.get("OPENAI_BASE_URL"))
     if provider == "anthropic":
         return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
     return provider in _extra_providers
 
 
 def judge_config_for_model(model_name: str, api_style: str = "responses",
-                           temperature: float = 0.3) -> JudgeConfig | None:
+                           temperature: float = 0.3, base_url: str = "") -> JudgeConfig | None:
     """Document 000's judge for ``judge_model``; None when no provider can serve it.
 
+    ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
+    empty, the provider's own variable applies (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
     None is the caller's cue for document 000's documented fallback (score 0.5,
     "No LLM provider available").
     """
-    provider = provider_for_model(model_name)
-    if provider is None or not provider_available(provider):
+    provider, model = split_judge_model(model_name)
+    base_url = base_url.strip()
+    if provider is None or not provider_available(provider, base_url):
         return None
     if api_style not in ("chat", "responses"):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
-    base_url = os.environ.get("OPENAI_BASE_URL", "").strip() if provider == "openai" else ""
-    return JudgeConfig(provider=provider, model=model_name.strip(), base_url=base_url,
+    if not base_url and provider in BASE_URL_ENV:
+        base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
+    return JudgeConfig(provider=provider, model=model, base_url=base_url,
                        api_style=api_style, temperature=temperature,  # type: ignore[arg-type]
                        max_tokens=EFFECTIVE_MAX_TOKENS, timeout=EFFECTIVE_TIMEOUT)

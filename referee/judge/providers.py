@@ -7,11 +7,16 @@ stacked on retries multiply load exactly when a provider is already struggling.
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 import inspect
+import json
 import os
 import re
+import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
+from urllib.parse import urlsplit
 
 from referee.judge.config import JudgeConfig, _register_provider_name
 from referee.judge.retry import MalformedReply
@@ -42,6 +47,13 @@ class RawReply:
     model: str
     cached_input_tokens: int = 0  # read from the provider's prompt cache
     cache_write_tokens: int = 0   # written to it
+    # The provider stopped at max_tokens (finish_reason "length", stop_reason "max_tokens",
+    # MAX_TOKENS): the text is cut off.
+    truncated: bool = False
+    # Why the answer carries no text (content null, an object, a number), when it does not.
+    content_error: str | None = None
+    # The reply's HTTP headers where the SDK exposes them: the provider's rate-limit state.
+    headers: Mapping[str, str] | None = None
 
 
 class ProviderSetupError(Exception):
@@ -59,6 +71,14 @@ class ProviderAdapter(Protocol):
         """One attempt, no retries."""
 
 
+async def _parsed(raw: Any) -> Any:
+    """The typed reply of an SDK ``with_raw_response`` call (whose headers the caller keeps)."""
+    parsed = raw.parse()
+    return await parsed if inspect.isawaitable(parsed) else parsed
+
+
+# Sent to keyless OpenAI-compatible endpoints; not a secret.
+PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
 # Reasoning models reject `temperature` and take `max_completion_tokens` in Chat Completions.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
@@ -76,6 +96,42 @@ def _openai_json_system(request: JudgeRequest) -> str | None:
     return system
 
 
+@functools.lru_cache(maxsize=None)
+def _aiohttp_installed() -> bool:
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str) -> Any:
+    """The SDK's own aiohttp-backed HTTP client, when the SDK and aiohttp provide one.
+
+    Per request it costs a third of the CPU of the default transport, whose connection pool
+    rescans every connection on each request; at judge concurrency that CPU bounds throughput.
+    A base URL with credentials in it (a proxy's user:password@) keeps the default transport:
+    aiohttp refuses them next to the SDK's Authorization header.
+    """
+    factory = getattr(sdk, "DefaultAioHttpClient", None)
+    if factory is None or not _aiohttp_installed() or "@" in urlsplit(base_url or "").netloc:
+        return None
+    try:
+        return factory(timeout=timeout)
+    except Exception:  # an SDK whose aiohttp extra is incomplete: its default transport it is
+        return None
+
+
+@dataclass(frozen=True)
+class _DirectChat:
+    """Chat Completions sent straight through the SDK client's own HTTP client, with its URL
+    and headers: the SDK's request pipeline (options models, header merging, auth-retry
+    wrappers) costs more event-loop CPU per call than everything else referee does."""
+
+    http: Any
+    url: Any      # the SDK's URL type, parsed once
+    headers: Any  # the SDK's Headers type, normalised once
+
+
+_direct_chat: "weakref.WeakKeyDictionary[Any, _DirectChat]" = weakref.WeakKeyDictionary()
+
+
 class OpenAIAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
@@ -86,14 +142,25 @@ class OpenAIAdapter:
                     "no OpenAI API key: set OPENAI_API_KEY or JudgeConfig(api_key=...)")
             # Local OpenAI-compatible servers (Ollama, vLLM, ...) ignore the key but the SDK
             # insists on one.
-            api_key = "not-needed"
+            api_key = PLACEHOLDER_API_KEY
         return base_url, api_key
 
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                  timeout=cfg.effective_timeout)
+        http = _aiohttp_http_client(openai, cfg.effective_timeout, base_url)
+        extra = {"http_client": http} if http is not None else {}
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
+                                    timeout=cfg.effective_timeout, **extra)
+        auth = client.auth_headers
+        if http is not None and isinstance(auth, dict):
+            # The SDK's platform headers (X-Stainless-*) are left out: each header is parsed
+            # and normalised again on every request.
+            headers = {k: v for k, v in {**client.default_headers, **auth}.items()
+                       if isinstance(v, str) and not k.lower().startswith("x-stainless")}
+            _direct_chat[client] = _DirectChat(http, client.base_url.join("chat/completions"),
+                                               type(http.headers)(headers))
+        return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         if request.api_style == "responses":
@@ -118,12 +185,19 @@ class OpenAIAdapter:
             body["response_format"] = {"type": "json_object"}
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
-        # CPU, not the provider, bounds throughput. post() keeps the SDK's client, auth, errors
-        # and timeouts, and the reply is read as the JSON it is.
-        import httpx
+        # CPU, not the provider, bounds throughput. The reply is read as the JSON it is.
+        direct = _direct_chat.get(client)
+        if direct is not None:
+            response = await direct.http.post(direct.url, content=json.dumps(body).encode(),
+                                              headers=direct.headers, timeout=request.timeout)
+            if not 200 <= response.status_code < 300:
+                raise client._make_status_error_from_response(response)
+        else:
+            import httpx
 
-        response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                     options={"timeout": request.timeout})
+            # post() keeps the SDK's client, auth, errors and timeouts.
+            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
+                                         options={"timeout": request.timeout})
         try:
             data = response.json()
         except ValueError as exc:
@@ -131,16 +205,19 @@ class OpenAIAdapter:
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedReply("Chat Completions reply has no choices")
-        text = ""
+        text, content_error, truncated = "", None, False
         if choices and isinstance(choices[0], dict):
             message = choices[0].get("message")
-            text = (message.get("content") if isinstance(message, dict) else None) or ""
+            text, content_error = _chat_text(message if isinstance(message, dict) else {})
+            truncated = choices[0].get("finish_reason") == "length"
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         details = usage.get("prompt_tokens_details")
         cached = _int(details.get("cached_tokens", 0)) if isinstance(details, dict) else 0
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
-                        model=data.get("model") or request.model, cached_input_tokens=cached)
+                        model=data.get("model") or request.model, cached_input_tokens=cached,
+                        truncated=truncated, content_error=content_error,
+                        headers=response.headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
@@ -155,7 +232,8 @@ class OpenAIAdapter:
             params["instructions"] = system
         if request.json_mode:
             params["text"] = {"format": {"type": "json_object"}}
-        response = await client.responses.create(**params)
+        raw = await client.responses.with_raw_response.create(**params)
+        response = await _parsed(raw)
         output = getattr(response, "output", None)
         if not isinstance(output, list):
             raise MalformedReply("Responses API reply has no output list")
@@ -168,10 +246,44 @@ class OpenAIAdapter:
                     parts.append(getattr(block, "text", "") or "")
         usage = getattr(response, "usage", None)
         details = getattr(usage, "input_tokens_details", None)
+        incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
-                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)))
+                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+                        truncated=incomplete == "max_output_tokens",
+                        headers=raw.headers)
+
+
+def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
+    """(text, why there is none) of a Chat Completions message.
+
+    Servers that are only OpenAI-compatible send content as a list of parts, or as JSON that
+    is not text at all; parts are joined, anything else is named rather than read as an answer.
+    """
+    content = message.get("content")
+    if isinstance(content, str):
+        return content, None
+    if isinstance(content, list) and all(
+            isinstance(p, str) or (isinstance(p, dict) and isinstance(p.get("text"), str))
+            for p in content):
+        return "".join(p if isinstance(p, str) else p["text"] for p in content), None
+    if content is None:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            return "", f"the judge refused: {refusal.strip()}"
+        return "", "the reply's content is null, not text"
+    if isinstance(content, dict):
+        kind = "an object"
+    elif isinstance(content, list):
+        kind = "a list of non-text parts"
+    elif isinstance(content, bool):
+        kind = "a boolean"
+    elif isinstance(content, (int, float)):
+        kind = "a number"
+    else:
+        kind = type(content).__name__
+    return "", f"the reply's content is {kind}, not text: {json.dumps(content, default=str)}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -196,8 +308,10 @@ class AnthropicAdapter:
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
         import anthropic
 
+        http = _aiohttp_http_client(anthropic, cfg.effective_timeout, base_url)
+        extra = {"http_client": http} if http is not None else {}
         return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                        timeout=cfg.effective_timeout)
+                                        timeout=cfg.effective_timeout, **extra)
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
@@ -223,7 +337,8 @@ class AnthropicAdapter:
             params["temperature"] = request.temperature
         if system:
             params["system"] = system
-        response = await client.messages.create(**params)
+        raw = await client.messages.with_raw_response.create(**params)
+        response = await _parsed(raw)
         content = getattr(response, "content", None)
         if not isinstance(content, list):
             raise MalformedReply("Messages reply has no content list")
@@ -238,7 +353,9 @@ class AnthropicAdapter:
                         input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + written,
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
-                        cached_input_tokens=read, cache_write_tokens=written)
+                        cached_input_tokens=read, cache_write_tokens=written,
+                        truncated=getattr(response, "stop_reason", None) == "max_tokens",
+                        headers=raw.headers)
 
 
 def _use_vertex() -> bool:
@@ -248,7 +365,9 @@ def _use_vertex() -> bool:
 
 def _import_genai() -> Any:
     try:
-        from google import genai
+        # import_module, not "from google import genai": the latter is satisfied by the
+        # attribute an earlier import left on the google package even when the module is gone.
+        genai = importlib.import_module("google.genai")
     except ImportError:
         raise ProviderSetupError(
             "the google judge provider needs the google-genai package: "
@@ -302,18 +421,24 @@ class GoogleAdapter:
         if candidates is None:
             raise MalformedReply("generateContent reply has no candidates")
         parts: list[str] = []
+        truncated = False
         if candidates:
+            reason = getattr(candidates[0], "finish_reason", None)
+            truncated = str(getattr(reason, "name", reason)) == "MAX_TOKENS"
             content = getattr(candidates[0], "content", None)
             for part in getattr(content, "parts", None) or []:
                 if getattr(part, "thought", False):
                     continue  # thought summaries are not the answer
                 parts.append(getattr(part, "text", None) or "")
         usage = getattr(response, "usage_metadata", None)
+        http = getattr(response, "sdk_http_response", None)
         return RawReply(text="".join(parts),
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
                         model=getattr(response, "model_version", None) or request.model,
-                        cached_input_tokens=_int(getattr(usage, "cached_content_token_count", 0)))
+                        cached_input_tokens=_int(getattr(usage, "cached_content_token_count", 0)),
+                        truncated=truncated,
+                        headers=getattr(http, "headers", None))
 
 
 _ADAPTERS: dict[str, ProviderAdapter] = {

@@ -8,17 +8,20 @@ import email.utils
 import json
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 RETRY_AFTER_CAP_S = 60.0
+# 503 Service Unavailable, Anthropic's 529 Overloaded.
+OVERLOADED_STATUS = frozenset({503, 529})
 
-# Transport failures of httpx (and its successor httpx2, used by newer SDKs), matched by
-# class name so neither package has to be imported here.
+# Transport failures of httpx (and its successor httpx2, used by newer SDKs) and aiohttp (the
+# SDKs' faster transport), matched by class name so no such package has to be imported here.
 _TRANSPORT_NAMES = frozenset({"TransportError", "TimeoutException", "NetworkError",
                               "RemoteProtocolError", "ProtocolError",
-                              # aiohttp (google-genai uses it when installed): a body cut short
-                              "ClientPayloadError"})
+                              # aiohttp (google-genai uses it when installed): a body cut
+                              # short, a dropped connection
+                              "ClientPayloadError", "ServerDisconnectedError"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,18 @@ class FailureInfo:
     status: int | None
     retry_after: float | None
     summary: str
+    # The response headers of an HTTP error: a 429 carries the provider's rate-limit state.
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rate_limited(self) -> bool:
+        """A 429 that asks the caller to slow down (a quota that ran out is not retryable)."""
+        return self.status == 429 and self.retryable
+
+    @property
+    def overloaded(self) -> bool:
+        """The provider says it is busy: fewer requests in flight help it recover."""
+        return self.status in OVERLOADED_STATUS
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -131,6 +146,14 @@ def is_provider_failure(exc: BaseException) -> bool:
                for cls in type(exc).__mro__)
 
 
+def _quota_exhausted(exc: BaseException) -> bool:
+    """OpenAI's 429 ``insufficient_quota``: the account is out of credit, waiting cannot help."""
+    for value in (getattr(exc, "code", None), getattr(exc, "body", None), str(exc)):
+        if value is not None and "insufficient_quota" in str(value):
+            return True
+    return False
+
+
 def classify(exc: BaseException) -> FailureInfo:
     """Retry only what may succeed later: 408/409/429/5xx, transport errors, malformed bodies."""
     if isinstance(exc, MalformedReply):
@@ -149,13 +172,27 @@ def classify(exc: BaseException) -> FailureInfo:
                 retry_after = None
         if retry_after is None:
             retry_after = parse_retry_after(headers.get("retry-after"))
+        if status == 429 and _quota_exhausted(exc):
+            return FailureInfo(False, status, retry_after,
+                               f"HTTP 429 quota exhausted ({type(exc).__name__})", headers)
         return FailureInfo(status in RETRYABLE_STATUS, status, retry_after,
-                           f"HTTP {status} ({type(exc).__name__})")
+                           f"HTTP {status} ({type(exc).__name__})", headers)
     if _is_transport_error(exc):
         kind = "timeout" if "timeout" in type(exc).__name__.lower() or isinstance(
             exc, (TimeoutError, asyncio.TimeoutError)) else "connection error"
+        if kind == "timeout" and _reset_underneath(exc):
+            kind = "connection error"  # the SDK's aiohttp transport reports resets as timeouts
         return FailureInfo(True, None, None, f"{kind} ({type(exc).__name__})")
     return FailureInfo(False, None, None, type(exc).__name__)
+
+
+def _reset_underneath(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(5):  # a short chain; never loop on a cycle
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if isinstance(seen, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+            return True
+    return "Connection reset" in str(exc)
 
 
 async def sleep(seconds: float) -> None:

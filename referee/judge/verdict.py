@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from enum import Enum
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -50,7 +51,7 @@ _ANSWER_ELEMENT = re.compile(
 
 def _from_json(text: str) -> Verdict | None:
     try:
-        obj = parse_json_object(text)
+        obj = parse_json_object(text, _JSON_KEYS)
     except ValueError:
         return None
     lowered = {str(k).lower(): v for k, v in obj.items()}
@@ -114,28 +115,42 @@ def parse_verdict(text: str | None) -> Verdict:
     return _from_text(stripped)
 
 
-def parse_json_object(text: str | None) -> dict[str, Any]:
-    """The first JSON object in a reply, tolerating code fences and prose around it."""
+def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The judge's JSON object in a reply, tolerating code fences and prose around it.
+
+    A judge that quotes the output it judges may echo a JSON object from it before giving its
+    own, so an echoed object must not become the verdict: a reply that is one object is that
+    object; otherwise, of the complete top-level objects in the reply, the last one that holds
+    one of ``expected_keys`` (case-insensitive) wins, else the last one. ValueError when there
+    is none.
+    """
     if text is None or not text.strip():
         raise ValueError("judge reply is empty; expected a JSON object")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    stripped = text.strip()
+    try:
+        whole = json.loads(stripped)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return whole
     decoder = json.JSONDecoder()
-    for candidate in candidates:
-        candidate = candidate.strip()
+    found: list[dict[str, Any]] = []
+    position = stripped.find("{")
+    while position != -1:
         try:
-            value = json.loads(candidate)
+            value, end = decoder.raw_decode(stripped, position)
         except ValueError:
-            value = None
+            position = stripped.find("{", position + 1)
+            continue
         if isinstance(value, dict):
-            return value
-        for match in re.finditer(r"\{", candidate):
-            try:
-                value, _ = decoder.raw_decode(candidate, match.start())
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    preview = text.strip().replace("\n", " ")
+            found.append(value)
+        # Skip past the object: its nested objects are part of it, not candidates.
+        position = stripped.find("{", end)
+    if found:
+        wanted = {key.lower() for key in expected_keys}
+        keyed = [obj for obj in found if wanted & {str(k).lower() for k in obj}]
+        return (keyed or found)[-1]
+    preview = stripped.replace("\n", " ")
     if len(preview) > 80:
         preview = preview[:77] + "..."
     raise ValueError(f"judge reply holds no JSON object: {preview!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,9 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from referee.redact import clip, redact_secrets
 from referee.report.model import (CaseResult, CaseStatus, CriterionStats, EvalReport,
                                    criterion_errors_line, format_rate, nothing_evaluated_reason)
-from referee.report.store import redact_secrets
+from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (document 001's
 # `view --dir` flag and the fail_threshold warning use the same line).
@@ -34,17 +34,14 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-# Model output may carry terminal escape sequences; printed raw they could rewrite the screen.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _plain(text: str) -> str:
-    return _CONTROL.sub("\ufffd", text)
+    # Model output and case names may carry escape sequences; printed raw they could rewrite
+    # the screen.
+    return terminal_safe(text)
 
 
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    text = " ".join(_plain(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(terminal_safe(text), limit)
 
 
 def judge_label(judge: dict[str, Any] | None) -> str:
@@ -57,6 +54,8 @@ def judge_label(judge: dict[str, Any] | None) -> str:
             return ", ".join(f"{k}={v}" for k, v in cfg.items() if isinstance(v, (str, int, float)))
         provider = cfg.get("provider")
         label = f"{provider}/{model}" if provider else str(model)
+        if cfg.get("judge"):  # "no provider available"
+            label += f" ({cfg['judge']})"
         return label + (f" at {cfg['base_url']}" if cfg.get("base_url") else "")
 
     per = judge.get("per_criterion")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from referee.redact import redact
 from referee.report import charts
 from referee.report.console import judge_label
 from referee.report.diff import align_calls, align_nodes, word_diff
@@ -113,12 +114,14 @@ def _clip(value: Any) -> Clipped | None:
     if text == "":
         return None
     if len(text) > MAX_FIELD_CHARS:
+        text = redact(text)  # before the cut: a key cut in half would no longer match
         return Clipped(text[:MAX_FIELD_CHARS], len(text) - MAX_FIELD_CHARS)
     return Clipped(text, 0)
 
 
 def _cut(text: str) -> str:
     if len(text) > MAX_FIELD_CHARS:
+        text = redact(text)  # before the cut: a key cut in half would no longer match
         return text[:MAX_FIELD_CHARS] + f"\n… {len(text) - MAX_FIELD_CHARS} more character(s) not shown"
     return text
 

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from referee.report.model import EvalReport
-from referee.report.store import redact_secrets
+from referee.redact import redact_secrets
 
 # Keys that carry transport-level payloads (request/response bodies, headers), not results.
 # Judge replies as text ("reply", "raw_reply", "reasonings") are results and are kept.

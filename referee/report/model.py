@@ -28,6 +28,10 @@ MAX_NAMED_CONVERSIONS = 5
 
 
 class CaseStatus(str, Enum):
+    """A case's outcome. multivon's ``EvalStatus`` is this enum: its lower-case values
+    (``"passed"``, ``"failed_quality"``, ...) compare equal and convert (``CaseStatus("passed")``),
+    and ``FAILED_QUALITY`` is ``FAILED``; the stored value stays upper-case."""
+
     PASSED = "PASSED"
     FAILED = "FAILED"
     MODEL_ERROR = "MODEL_ERROR"
@@ -35,6 +39,29 @@ class CaseStatus(str, Enum):
     EVALUATOR_ERROR = "EVALUATOR_ERROR"
     TIMEOUT = "TIMEOUT"
     SKIPPED = "SKIPPED"
+    FAILED_QUALITY = "FAILED"  # multivon's name for FAILED (an alias, not a new status)
+
+    @classmethod
+    def _missing_(cls, value: object) -> "CaseStatus | None":
+        if isinstance(value, str):
+            return _PEER_STATUS_VALUES.get(value.lower()) or cls.__members__.get(value.upper())
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str) and not isinstance(other, CaseStatus):
+            return other == self.value or _PEER_STATUS_VALUES.get(other) is self
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    @property
+    def peer_value(self) -> str:
+        """The value multivon's EvalStatus would have (``"passed"``, ``"failed_quality"``)."""
+        return "failed_quality" if self is CaseStatus.FAILED else self.value.lower()
 
     @property
     def is_error(self) -> bool:
@@ -48,6 +75,12 @@ class CaseStatus(str, Enum):
 ERROR_STATUSES = frozenset(
     {CaseStatus.MODEL_ERROR, CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR, CaseStatus.TIMEOUT}
 )
+_PEER_STATUS_VALUES = {"failed_quality": CaseStatus.FAILED,
+                       **{status.value.lower(): status for status in CaseStatus}}
+
+# multivon's names for the same enum and sets.
+EvalStatus = CaseStatus
+EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
 
 
 class CaseResult(BaseModel):
@@ -81,6 +114,69 @@ class CaseResult(BaseModel):
                 for r, label in zip(results, labels)]
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_peer_case_result(cls, data: Any) -> Any:
+        """10xgraph's ``EvalCaseResult(eval_id=, passed=, actual_response=, ...)`` builds a
+        CaseResult: ``passed`` (with ``error``) gives the status, the actual output becomes the
+        execution, and the fields referee has no place for are kept in ``metadata``."""
+        if not isinstance(data, dict) or "status" in data:
+            return data
+        if _MULTIVON_CASE_RESULT_FIELDS & data.keys():
+            return _from_multivon_case_result(data)
+        if "passed" not in data:
+            return data
+        data = dict(data)
+        passed = data.pop("passed")
+        data["status"] = (CaseStatus.PASSED if passed else
+                          CaseStatus.EVALUATOR_ERROR if data.get("error") else CaseStatus.FAILED)
+        run = {key: data.pop(peer) for peer, key in _PEER_EXECUTION_FIELDS.items() if peer in data}
+        if run and data.get("execution") is None:
+            data["execution"] = run
+        kept = {key: data.pop(key) for key in _PEER_CASE_RESULT_EXTRAS if key in data}
+        if kept:
+            data["metadata"] = {**(data.get("metadata") or {}), **kept}
+        return data
+
+    @classmethod
+    def success(cls, eval_id: str, criterion_results: list[CriterionResult],
+                **fields: Any) -> "CaseResult":
+        """10xgraph: a case that ran; it passed when every criterion did."""
+        return cls(eval_id=eval_id, criterion_results=criterion_results,
+                   passed=all(r.passed for r in criterion_results), **fields)
+
+    @classmethod
+    def failure(cls, eval_id: str, error: str, name: str = "",
+                duration_seconds: float = 0.0) -> "CaseResult":
+        """10xgraph: a case that could not be evaluated."""
+        return cls(eval_id=eval_id, name=name, status=CaseStatus.EVALUATOR_ERROR, error=error,
+                   duration_seconds=duration_seconds)
+
+    @property
+    def case_input(self) -> str:
+        return (self.case.input or "") if self.case is not None else ""
+
+    @property
+    def actual_output(self) -> str:
+        return self.actual_response
+
+    @property
+    def latency_ms(self) -> float:
+        latency = self.execution.latency_s if self.execution else None
+        return latency * 1000.0 if latency is not None else 0.0
+
+    @property
+    def actual_tool_calls(self) -> list[Any]:
+        return list(self.execution.tool_calls) if self.execution else []
+
+    @property
+    def node_visits(self) -> list[str]:
+        return list(self.execution.node_visits) if self.execution else []
+
+    @property
+    def passed_criteria(self) -> list[CriterionResult]:
+        return [r for r in self.criterion_results if r.passed]
+
     @property
     def label(self) -> str:
         """The case as reports name it: its name, else its first user message, else its id."""
@@ -112,6 +208,60 @@ class CaseResult(BaseModel):
 
     def get_criterion_result(self, name: str) -> CriterionResult | None:
         return next((r for r in self.criterion_results if r.criterion == name), None)
+
+
+# 10xgraph's EvalCaseResult fields: those that describe the run, and those kept in metadata.
+_PEER_EXECUTION_FIELDS = {"actual_response": "actual_response", "actual_tool_calls": "tool_calls",
+                          "node_visits": "node_visits"}
+_PEER_CASE_RESULT_EXTRAS = ("actual_trajectory", "messages", "node_responses", "turn_results",
+                            "agent_token_usage", "node_details")
+EvalCaseResult = CaseResult
+# multivon's CaseResult fields; its status follows from the error fields and the results.
+_MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "results", "model_error",
+                                          "judge_error", "evaluator_error", "latency_ms"})
+
+
+def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
+    """multivon's ``CaseResult(case_input=, actual_output=, results=, model_error=, ...)`` as a
+    CaseResult. The status follows referee's precedence (a model error, then a failed result,
+    then a judge error, then an evaluator error), not multivon's, where a judge error hides a
+    failure; ``skipped=True`` with nothing else is SKIPPED."""
+    data = dict(data)
+    results = [r if isinstance(r, CriterionResult) else CriterionResult.model_validate(r)
+               for r in data.pop("results", None) or []]
+    errors = {kind: data.pop(kind, None) for kind in ("model_error", "judge_error",
+                                                      "evaluator_error")}
+    skipped = data.pop("skipped", False)
+    scored_failure = any(not r.passed and not r.skipped and r.error is None for r in results)
+    if errors["model_error"]:
+        status = CaseStatus.MODEL_ERROR
+    elif skipped:
+        status = CaseStatus.SKIPPED
+    elif scored_failure:
+        status = CaseStatus.FAILED
+    elif errors["judge_error"]:
+        status = CaseStatus.JUDGE_ERROR
+    elif errors["evaluator_error"]:
+        status = CaseStatus.EVALUATOR_ERROR
+    else:
+        status = CaseStatus.PASSED
+    case_input = data.pop("case_input", None)
+    tags = data.pop("tags", None) or []
+    if data.get("case") is None and case_input is not None:
+        data["case"] = EvalCase(input=case_input, tags=tags,
+                                **({"eval_id": data["case_id"]} if data.get("case_id") else {}))
+    latency_ms = data.pop("latency_ms", None)
+    if data.get("execution") is None:
+        data["execution"] = ExecutionResult(
+            actual_response=data.pop("actual_output", "") or "",
+            latency_s=latency_ms / 1000.0 if latency_ms else None)
+    data.pop("actual_output", None)
+    case_id = data.pop("case_id", None)
+    data.setdefault("eval_id", case_id or (data["case"].eval_id if data.get("case") else ""))
+    data["error"] = data.get("error") or next((e for e in errors.values() if e), None)
+    data["criterion_results"] = results
+    data["status"] = status
+    return data
 
 
 def format_rate(rate: float, denominator: int) -> str:
@@ -149,6 +299,8 @@ class EvalSummary(BaseModel):
     total_duration_seconds: float = 0.0
     criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
     total_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    per_case_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
+    avg_tokens_per_case: float = 0.0
 
     @property
     def total(self) -> int:
@@ -161,6 +313,11 @@ class EvalSummary(BaseModel):
     @property
     def failed(self) -> int:
         return self.failed_cases
+
+    @classmethod
+    def from_results(cls, results: list[CaseResult]) -> "EvalSummary":
+        """10xgraph's name for :meth:`from_cases`."""
+        return cls.from_cases(results)
 
     @classmethod
     def from_cases(cls, cases: list[CaseResult]) -> "EvalSummary":
@@ -205,6 +362,9 @@ class EvalSummary(BaseModel):
             total_duration_seconds=sum(durations),
             criterion_stats=stats,
             total_token_usage=usage,
+            per_case_token_usage={c.eval_id: c.token_usage for c in cases
+                                  if c.token_usage is not None},
+            avg_tokens_per_case=usage.total_tokens / total if total else 0.0,
         )
 
 
@@ -220,10 +380,34 @@ class EvalReport(BaseModel):
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_multivon_report(cls, data: Any) -> Any:
+        """multivon's ``EvalReport(suite_name=, case_results=[...])``."""
+        if isinstance(data, dict) and ("suite_name" in data or "case_results" in data):
+            data = dict(data)
+            if "suite_name" in data:
+                data.setdefault("name", data.pop("suite_name"))
+            if "case_results" in data:
+                data.setdefault("cases", data.pop("case_results"))
+        return data
+
     # Counts (document 001) -------------------------------------------------------------
     @property
     def results(self) -> list[CaseResult]:
         return self.cases
+
+    @property
+    def case_results(self) -> list[CaseResult]:
+        """multivon's name for the per-case results."""
+        return self.cases
+
+    @classmethod
+    def create(cls, eval_set_id: str, results: list[CaseResult], eval_set_name: str = "",
+               config_used: dict[str, Any] | None = None) -> "EvalReport":
+        """10xgraph: a report over case results already computed."""
+        return cls(eval_set_id=eval_set_id, name=eval_set_name, cases=list(results),
+                   config_used=config_used or {})
 
     @property
     def total(self) -> int:
@@ -272,6 +456,13 @@ class EvalReport(BaseModel):
     @property
     def error_rate(self) -> float:
         return self.errors / self.total if self.total else 0.0
+
+    @property
+    def avg_score(self) -> float:
+        """multivon: the mean criterion score over evaluated cases (errors and skips left out)."""
+        scores = [r.score for c in self.cases if c.status.is_evaluated
+                  for r in c.criterion_results if not r.skipped and not r.is_error]
+        return sum(scores) / len(scores) if scores else 0.0
 
     @property
     def warnings(self) -> list[str]:

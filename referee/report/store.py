@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import socket
 import tempfile
 import time
@@ -43,6 +42,7 @@ from typing import Any, Iterable, Iterator
 from pydantic import ValidationError
 
 from referee.errors import InputError, RefereeError
+from referee.redact import redact_secrets
 from referee.report.model import CaseResult, EvalReport
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
@@ -52,21 +52,6 @@ REPORT_FILE = "report.json"
 LOCK_FILE = ".lock"
 DAMAGED_LINES_FILE = "cases.damaged.jsonl"
 FSYNC_INTERVAL_S = 1.0
-
-# Keys whose values must never reach disk, matched case-insensitively anywhere in a mapping.
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|token$|password|authorization|credential)", re.I)
-
-
-def redact_secrets(value: Any) -> Any:
-    """A copy of ``value`` with every secret-looking key dropped (API keys, tokens, headers)."""
-    if isinstance(value, dict):
-        return {
-            k: redact_secrets(v) for k, v in value.items()
-            if not (isinstance(k, str) and _SECRET_KEY.search(k))
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact_secrets(v) for v in value]
-    return value
 
 
 def case_fingerprint(case_ids: Iterable[str]) -> str:

@@ -278,9 +278,14 @@ def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
     text = describe_exception(exc)
     if kind == "judge":
         text = text.removeprefix(f"{type(exc).__name__}: ")
+    # A judge reply that yielded no verdict was still paid for, and its excerpt is the evidence.
+    usage = getattr(exc, "token_usage", None)
+    details = getattr(exc, "details", None)
     return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
                            threshold=_criterion_threshold(criterion), error=text,
-                           error_kind=kind)
+                           error_kind=kind,
+                           details=dict(details) if isinstance(details, dict) else {},
+                           token_usage=usage if isinstance(usage, TokenUsage) else None)
 
 
 def _normalise(criterion: Any, value: Any) -> CriterionResult:
@@ -323,7 +328,7 @@ class Engine:
                  store: RunStore | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if timeout is not None and timeout <= 0:
+        if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
         # A malformed REFEREE_CACHE would otherwise fail every judged case one by one.
         cache_enabled_by_env()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from typing import IO, Protocol
 
+from referee.redact import redact
 from referee.report.model import CaseResult, CaseStatus
+from referee.terminal import terminal_safe
 
 
 class ProgressReporter(Protocol):
@@ -62,7 +64,8 @@ class LineProgress:
         return f" for {self.label}" if self.label else ""
 
     def _write(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        # Case names and errors are untrusted text: no escape sequence reaches the terminal.
+        print(terminal_safe(redact(line)), file=self.stream, flush=True)
 
 
 class RichProgress:
@@ -70,6 +73,7 @@ class RichProgress:
 
     def __init__(self, label: str = "") -> None:
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._progress = Progress(
@@ -77,7 +81,7 @@ class RichProgress:
             TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
             console=Console(stderr=True), transient=False,
         )
-        self.label = label or "evaluating"
+        self.label = escape(terminal_safe(label)) or "evaluating"
         self._task: int | None = None
         self._counts = {"passed": 0, "failed": 0, "errors": 0}
 

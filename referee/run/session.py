@@ -9,24 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
+from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.report.console import render_console
 from referee.execution import ExecutionResult
 from referee.report.model import CaseResult, CaseStatus, EvalReport
-from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint, redact_secrets
+from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
+from referee.terminal import terminal_safe
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
 
@@ -59,11 +61,14 @@ class RunOptions:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
-    """The judge of the run for meta.json and the report (secrets are removed by the store).
+NO_PROVIDER = "no provider available"
 
-    One judge shared by every judged criterion is reported as that config; several are
-    reported per criterion under ``per_criterion``.
+
+def judges_by_criterion(criteria: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The judge each judged criterion will call (provider, model, endpoint; no secrets).
+
+    A document-000 criterion whose ``judge_model`` no provider can serve is listed with
+    ``"judge": "no provider available"``: it will score document 000's 0.5 placeholder.
     """
     per: dict[str, dict[str, Any]] = {}
     labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])
@@ -74,7 +79,17 @@ def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
             continue
         model = getattr(getattr(criterion, "config", None), "judge_model", None)
         if model and _is_llm_criterion(criterion):
-            per[name] = {"model": model}
+            per[name] = {"model": model, "judge": NO_PROVIDER}
+    return per
+
+
+def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
+    """The judge of the run for meta.json and the report (secrets are removed by the store).
+
+    One judge shared by every judged criterion is reported as that config; several are
+    reported per criterion under ``per_criterion``.
+    """
+    per = judges_by_criterion(criteria)
     distinct = {canonical_json(v) for v in per.values()}
     if len(distinct) == 1:
         return dict(next(iter(per.values())))
@@ -98,7 +113,26 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     if config is None or not hasattr(config, "model_dump"):
         return None
     data = config.model_dump(mode="json")
+    if data.get("base_url"):
+        data["base_url"] = mask_url(data["base_url"])
     return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
+
+
+def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> None:
+    """Say, before the first case, which judge each judged criterion will use: a judge that
+    is not the one the user meant (or none at all) should not take a whole run to notice."""
+    per = judges_by_criterion(criteria)
+    for name, judge in per.items():
+        if judge.get("judge") == NO_PROVIDER:
+            what = (f"{judge['model']}: {NO_PROVIDER}, so every score is the 0.5 placeholder "
+                    "(counted as a judge error); name the provider (e.g. openai/MODEL) and "
+                    "set its key or base URL")
+        else:
+            what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
+            if judge.get("base_url"):
+                what += f" at {judge['base_url']}"
+        line = f"referee: judge for {name}: {what}"
+        print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
 
 
 def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
@@ -129,16 +163,12 @@ def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
 _OPERATIONAL = frozenset({"base_url", "timeout", "max_concurrency", "max_retries",
                           "retry_max_total_s", "cache", "cache_path", "rpm", "tpm"})
 
-# A password in a URL (a judge's base_url) never reaches meta.json.
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
-
-
 def _plain(value: Any, depth: int = 0) -> Any:
     """A JSON value that names ``value`` the same way in every process."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"\1***@", value)
+        return mask_url_passwords(value)  # a judge's base_url password never reaches meta.json
     if hasattr(value, "model_dump"):
         try:
             data = value.model_dump(mode="json")
@@ -251,6 +281,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                                 extra_meta={"criteria": criteria_spec})
     if store is not None:
         report.metadata["run_dir"] = str(store.run_dir)
+    if options.verbose:
+        announce_judges(criteria)
 
     engine.store = store
     last_interrupted_run_dir = None

@@ -74,10 +74,17 @@ class FakeJudge(ScriptedJudge):
             system=request.system, temperature=request.temperature,
             max_tokens=request.max_tokens,
             body={"json_mode": request.json_mode, "timeout": request.timeout})
+        limits = self._admit(recorded)
+        if limits is not None and not limits.admitted:
+            raise FakeHTTPError(429, f"{max(limits.retry_after_s, 0.001):.3f}")
         self._enter()
         try:
             outcome = self.script.decide(recorded)
-            return await self._realize(outcome, recorded, request.timeout)
+            raw = await self._realize(outcome, recorded, request.timeout)
+            limit = self.rate_limit
+            if limits is not None and limit is not None:
+                limit.charge(raw.output_tokens)  # as the server does when it answers
+            return raw
         finally:
             self._leave()
 
@@ -105,7 +112,8 @@ class FakeJudge(ScriptedJudge):
             await asyncio.sleep(outcome.latency_s)
         input_tokens, output_tokens = token_counts(outcome, recorded)
         return RawReply(text=outcome.text, input_tokens=input_tokens,
-                        output_tokens=output_tokens, model=recorded.model)
+                        output_tokens=output_tokens, model=recorded.model,
+                        truncated=outcome.cut_off)
 
 
 class _FakeAdapter:

@@ -6,8 +6,10 @@ Shared by the loopback HTTP server and the in-process fake so both are scripted 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
@@ -37,6 +39,12 @@ class Reply:
     output_tokens: int | None = None
     thinking: str | None = None  # a reasoning block sent before the answer, where the API has one
     latency_s: float = 0.0
+    # True: the provider says it cut the reply off at max_tokens (finish_reason "length",
+    # stop_reason "max_tokens", finishReason MAX_TOKENS, Responses status "incomplete").
+    cut_off: bool = False
+    # Chat Completions only: the message's content as this JSON text instead of ``text``
+    # ("null", an object, a number, a list of parts), as OpenAI-compatible servers may send.
+    content_json: str | None = None
     tool_calls: tuple[ScriptedToolCall, ...] = ()
 
     @classmethod
@@ -70,6 +78,14 @@ class Fault:
     def rate_limit(cls, retry_after: float | str | None = None) -> "Fault":
         return cls("status", status=429,
                    retry_after=None if retry_after is None else _header_value(retry_after))
+
+    @classmethod
+    def quota_exhausted(cls) -> "Fault":
+        """OpenAI's 429 for an account out of credit (``insufficient_quota``): not a pace."""
+        return cls("status", status=429, body=(
+            '{"error": {"message": "You exceeded your current quota, please check your plan '
+            'and billing details.", "type": "insufficient_quota", "param": null, '
+            '"code": "insufficient_quota"}}'))
 
     @classmethod
     def http(cls, status: int, retry_after: float | str | None = None,
@@ -132,9 +148,11 @@ class RecordedRequest:
     connection_id: int = 0
     # Where the Anthropic cache_control breakpoint ends the cacheable prefix of cache_text.
     cache_breakpoint: int | None = None
-    # What the reply reported, once answered (time.monotonic() clock).
-    arrived_at: float = 0.0
+    # time.monotonic() clock: when the request arrived and, once answered, when its reply went.
+    arrived_at: float = field(default_factory=time.monotonic)
     answered_at: float | None = None
+    rate_limited: bool = False  # answered 429 by the enforced rate limit
+    # What the reply reported, once answered.
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
@@ -200,6 +218,94 @@ def _plain_text(value: Any) -> str:
     if value is None:
         return ""
     return json.dumps(value, sort_keys=True)
+
+
+
+@dataclass(frozen=True)
+class RateLimitState:
+    """The enforced limits as a provider reports them, and whether this request got through."""
+
+    admitted: bool
+    retry_after_s: float
+    rpm: float | None
+    remaining_requests: float
+    reset_requests_s: float
+    tpm: float | None
+    remaining_tokens: float
+    reset_tokens_s: float
+
+
+class RateLimit:
+    """Token buckets on requests and tokens per minute, as providers enforce them.
+
+    Each bucket holds ``burst_s`` seconds' worth of its limit and refills continuously. A request
+    is admitted when one request and its prompt tokens are available; its reply's tokens are
+    charged when it is answered (the bucket may go below zero, delaying the next ones).
+    """
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None,
+                 burst_s: float = 1.0) -> None:
+        if rpm is None and tpm is None:
+            raise ValueError("a rate limit needs rpm, tpm or both")
+        for name, value in (("rpm", rpm), ("tpm", tpm), ("burst_s", burst_s)):
+            if value is not None and not 0 < value < math.inf:
+                raise ValueError(f"{name} must be positive, got {value}")
+        self.rpm, self.tpm = rpm, tpm
+        self._lock = threading.Lock()
+        now = time.monotonic()
+        self._requests = _ServerBucket(rpm, burst_s, now) if rpm else None
+        self._tokens = _ServerBucket(tpm, burst_s, now) if tpm else None
+
+    def admit(self, prompt_tokens: int) -> RateLimitState:
+        with self._lock:
+            now = time.monotonic()
+            buckets = [(self._requests, 1.0), (self._tokens, float(prompt_tokens))]
+            waits = [b.wait_for(cost, now) for b, cost in buckets if b is not None]
+            admitted = max(waits) <= 0
+            if admitted:
+                for bucket, cost in buckets:
+                    if bucket is not None:
+                        bucket.take(cost, now)
+            return self._state(admitted, max(max(waits), 0.0), now)
+
+    def charge(self, tokens: int) -> None:
+        if self._tokens is not None:
+            with self._lock:
+                self._tokens.take(float(tokens), time.monotonic())
+
+    def state(self) -> RateLimitState:
+        with self._lock:
+            return self._state(True, 0.0, time.monotonic())
+
+    def _state(self, admitted: bool, retry_after_s: float, now: float) -> RateLimitState:
+        requests, tokens = self._requests, self._tokens
+        return RateLimitState(
+            admitted=admitted, retry_after_s=retry_after_s, rpm=self.rpm,
+            remaining_requests=requests.level(now) if requests else 0.0,
+            reset_requests_s=requests.time_to_full(now) if requests else 0.0,
+            tpm=self.tpm, remaining_tokens=tokens.level(now) if tokens else 0.0,
+            reset_tokens_s=tokens.time_to_full(now) if tokens else 0.0)
+
+
+class _ServerBucket:
+    def __init__(self, per_minute: float, burst_s: float, now: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(self.rate * burst_s, 1.0)
+        self._level = self.capacity
+        self._at = now
+
+    def level(self, now: float) -> float:
+        return min(self.capacity, self._level + (now - self._at) * self.rate)
+
+    def wait_for(self, cost: float, now: float) -> float:
+        """Seconds until ``cost`` is available (a cost above the size needs a full bucket)."""
+        return (min(cost, self.capacity) - self.level(now)) / self.rate
+
+    def take(self, cost: float, now: float) -> None:
+        self._level, self._at = self.level(now) - cost, now
+
+    def time_to_full(self, now: float) -> float:
+        return max(self.capacity - self.level(now), 0.0) / self.rate
 
 
 Outcome = Union[str, Reply, Fault]
@@ -286,6 +392,7 @@ class ScriptedJudge:
         self._requests: list[RecordedRequest] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        self._rate_limit: RateLimit | None = None
 
     # scripting
     def set_reply(self, reply: Outcome | Responder) -> None:
@@ -300,7 +407,31 @@ class ScriptedJudge:
         """Faults answered, in order, by the next requests before any scripted reply."""
         self.script.enqueue_faults(*faults)
 
+    def set_rate_limit(self, rpm: float | None = None, tpm: float | None = None,
+                       burst_s: float = 1.0) -> None:
+        """Enforce requests/tokens per minute as providers do: over the limit, answer 429 with
+        Retry-After and rate-limit headers (which every reply carries). No arguments: off."""
+        limit = RateLimit(rpm, tpm, burst_s) if (rpm or tpm) else None
+        with self._lock:
+            self._rate_limit = limit
+
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        with self._lock:
+            return self._rate_limit
+
     # the record
+    @property
+    def rate_limited_count(self) -> int:
+        """Requests answered 429 by the enforced rate limit."""
+        with self._lock:
+            return sum(r.rate_limited for r in self._requests)
+
+    def admitted_times(self) -> list[float]:
+        """Arrival times (time.monotonic) of the requests the rate limit let through."""
+        with self._lock:
+            return [r.arrived_at for r in self._requests if not r.rate_limited]
+
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -334,6 +465,22 @@ class ScriptedJudge:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def _admit(self, request: RecordedRequest) -> RateLimitState | None:
+        """Check the enforced rate limit (None when there is none) and mark a refused request."""
+        limit = self.rate_limit
+        if limit is None:
+            return None
+        state = limit.admit(token_counts(Reply(), request)[0])
+        if not state.admitted:
+            with self._lock:
+                request.rate_limited = True
+        return state
+
+    def _charge_reply(self, request: RecordedRequest, reply: Reply) -> None:
+        limit = self.rate_limit
+        if limit is not None:
+            limit.charge(token_counts(reply, request)[1])
 
     def _append_request(self, **fields: Any) -> RecordedRequest:
         """Record one request, numbered in arrival order."""

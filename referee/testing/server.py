@@ -6,7 +6,9 @@ record of every request with concurrency counters.
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import socket
 import struct
 import threading
@@ -24,6 +26,7 @@ from referee.testing.prompt_cache import CacheUse, PromptCache
 from referee.testing.script import (
     Fault,
     Outcome,
+    RateLimitState,
     RecordedRequest,
     Reply,
     Responder,
@@ -143,8 +146,9 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
         return {
             "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
             "model": request.model,
-            "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
-                         "logprobs": None, "message": _chat_message(text, calls)}],
+            "choices": [{"index": 0, "finish_reason": (
+                "length" if reply.cut_off else "tool_calls" if calls else "stop"),
+                         "logprobs": None, "message": _chat_message(text, calls, reply)}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "prompt_tokens_details": {"cached_tokens": cached}},
@@ -162,9 +166,11 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
                        "name": call.name, "arguments": json.dumps(call.arguments),
                        "status": "completed"} for call_id, call in calls)
         return {
-            "id": f"resp_{ident}", "object": "response", "created_at": now, "status": "completed",
+            "id": f"resp_{ident}", "object": "response", "created_at": now,
+            "status": "incomplete" if reply.cut_off else "completed",
             "model": request.model, "output": output, "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+            "tool_choice": "auto", "tools": [], "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if reply.cut_off else None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
                       "input_tokens_details": {"cached_tokens": cached},
@@ -181,7 +187,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
                         "input": call.arguments} for call_id, call in calls)
         return {
             "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
-            "content": content, "stop_reason": "tool_use" if calls else "end_turn",
+            "content": content, "stop_reason": (
+                "max_tokens" if reply.cut_off else "tool_use" if calls else "end_turn"),
             "stop_sequence": None,
             # Anthropic counts cache reads and writes apart from input_tokens.
             "usage": {"input_tokens": input_tokens - cached - written,
@@ -196,8 +203,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
     parts.extend({"functionCall": {"id": call_id, "name": call.name, "args": call.arguments}}
                  for call_id, call in calls)
     return {
-        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                        "index": 0}],
+        "candidates": [{"content": {"role": "model", "parts": parts},
+                        "finishReason": "MAX_TOKENS" if reply.cut_off else "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
                           "totalTokenCount": input_tokens + output_tokens,
                           **({"cachedContentTokenCount": cached} if cached else {})},
@@ -205,10 +212,16 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
     }
 
 
-def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]]) -> dict[str, Any]:
-    """A Chat Completions assistant message; with tool calls, empty text is sent as null."""
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None,
-                               "refusal": None}
+def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]],
+                  reply: Reply) -> dict[str, Any]:
+    """A Chat Completions assistant message; with tool calls, empty text is sent as null.
+
+    ``reply.content_json`` replaces the content as given (null, an object, a list of parts).
+    """
+    content = text if text or not calls else None
+    if reply.content_json is not None:
+        content = json.loads(reply.content_json)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if calls:
         message["tool_calls"] = [
             {"id": call_id, "type": "function",
@@ -229,6 +242,48 @@ def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:
                           "status": names.get(status, "UNKNOWN")}}
     return {"error": {"message": message, "type": "scripted_error", "param": None,
                       "code": str(status)}}
+
+
+def _duration(seconds: float) -> str:
+    """OpenAI's reset format: ``"20ms"``, ``"1.5s"``, ``"6m0s"``."""
+    if seconds < 1.0:
+        return f"{math.ceil(seconds * 1000)}ms"
+    if seconds < 60.0:
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(seconds // 60)}m{seconds % 60:.0f}s"
+
+
+def _instant(seconds: float) -> str:
+    """Anthropic's reset format: an RFC 3339 UTC instant."""
+    when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _rate_limit_headers(provider: str, state: RateLimitState) -> dict[str, str]:
+    """The rate-limit headers each provider sends; on a 429 also when to retry."""
+    headers: dict[str, str] = {}
+    if provider == "openai":
+        for kind, limit, remaining, reset in (
+                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
+                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
+            if limit:
+                headers[f"x-ratelimit-limit-{kind}"] = str(int(limit))
+                headers[f"x-ratelimit-remaining-{kind}"] = str(max(int(remaining), 0))
+                headers[f"x-ratelimit-reset-{kind}"] = _duration(reset)
+    elif provider == "anthropic":
+        for kind, limit, remaining, reset in (
+                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
+                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
+            if limit:
+                prefix = f"anthropic-ratelimit-{kind}"
+                headers[f"{prefix}-limit"] = str(int(limit))
+                headers[f"{prefix}-remaining"] = str(max(int(remaining), 0))
+                headers[f"{prefix}-reset"] = _instant(reset)
+    if not state.admitted:
+        if provider == "openai":
+            headers["retry-after-ms"] = str(max(math.ceil(state.retry_after_s * 1000), 1))
+        headers["retry-after"] = str(max(math.ceil(state.retry_after_s), 1))
+    return headers
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -273,9 +328,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         owner._enter()
+        self._in_flight = True
         try:
             request = owner._record(self, path, provider, api_style, model, prompt, system,
                                     temperature, max_tokens, body)
+            limits = owner._admit(request)
+            if limits is not None and not limits.admitted:
+                self._send_json(429, _error_body(provider, 429, "scripted rate limit reached"),
+                                _rate_limit_headers(provider, limits))
+                return
             try:
                 outcome = owner.script.decide(request)
             except Exception as exc:
@@ -284,21 +345,27 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(500, _error_body(
                     provider, 500, f"scripted responder raised {type(exc).__name__}: {exc}"))
                 return
-            self._answer(request, outcome)
+            self._answer(request, outcome, limits)
         finally:
-            owner._leave()
+            self._leave_in_flight()
 
-    def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float) -> None:
+    def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float,
+               headers: dict[str, str] | None = None) -> None:
         owner = self.server.owner
         use = owner._cache_lookup(request)
         if wait_s:
             owner._stopping.wait(wait_s)
-        self._send_json(200, _success_body(request, reply, reply.text, use))
+        self._send_json(200, _success_body(request, reply, reply.text, use), headers)
         owner._cache_store(request, use)
 
-    def _answer(self, request: RecordedRequest, outcome: Reply | Fault) -> None:
+    def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
+                limits: RateLimitState | None = None) -> None:
         if isinstance(outcome, Reply):
-            self._reply(request, outcome, outcome.latency_s)
+            headers = None
+            if limits is not None:
+                self.server.owner._charge_reply(request, outcome)
+                headers = _rate_limit_headers(request.provider, limits)
+            self._reply(request, outcome, outcome.latency_s, headers)
             return
         owner = self.server.owner
         fault = outcome
@@ -349,9 +416,17 @@ class _Handler(BaseHTTPRequestHandler):
                    headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
+    def _leave_in_flight(self) -> None:
+        # Before the answer goes out: a client that reads it and sends its next request at once
+        # must not find this one still counted (max_in_flight would overstate its concurrency).
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.owner._leave()
+
     def _send_raw(self, status: int, payload: bytes, content_type: str,
                   headers: dict[str, str] | None = None) -> None:
         try:
+            self._leave_in_flight()
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))

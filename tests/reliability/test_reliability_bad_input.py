@@ -70,8 +70,12 @@ BAD_INPUTS = [
                "tags.jsonl:2", "field 'tags'", "valid list"),
     _case_file("input.jsonl", '{"input": "a"}\n{"input": 42}\n',
                "input.jsonl:2", "field 'input'", "valid string"),
-    _case_file("field.jsonl", '{"input": "a", "expected_tool_trajectory": []}\n',
-               "field.jsonl:1", "field 'expected_tool_trajectory'", "expected one of"),
+    _case_file("field.jsonl", '{"input": "a", "expected_tool_trajectroy": []}\n',
+               "field.jsonl:1", "field 'expected_tool_trajectroy'",
+               "did you mean 'expected_tool_trajectory'?", "expected one of"),
+    _case_file("column.csv", "input,expected_outptu\na,b\n", "column.csv:1",
+               "column 'expected_outptu' maps to no case field",
+               "did you mean 'expected_output'?", "metadata.KEY"),
     _config("unknown-criterion-in-config", '{"criteria": {"no_such_criterion": {}}}',
             "field 'criteria.no_such_criterion'", "expected one of: tool_name_match"),
     _python("unknown-criterion-in-python", """
@@ -104,6 +108,24 @@ BAD_INPUTS = [
         """, "GEval: runs must be an integer of at least 1, got 0"),
     _config("config-not-json", '{"criteria": {"llm_judge": {}}', "config.json:1",
             "expected a JSON object"),
+    # NaN passes every range check ("nan <= 0" is false), so it is refused outright; inf too.
+    *[BadInput(f"option-{flag.strip('-')}-{value}", {"ok.jsonl": OK_CASES},
+               ("run", "ok.jsonl", "--agent", "agent.py:agent", flag, value),
+               (f"argument {flag}", f"got '{value}'"))
+      for flag, value in (("--timeout", "nan"), ("--timeout", "inf"), ("--timeout", "NaN"),
+                          ("--fail-threshold", "nan"), ("--max-error-rate", "nan"))],
+    _config("timeout-nan-in-config", '{"timeout": NaN}', "field 'timeout'", "finite number"),
+    _config("threshold-nan-in-config", '{"criteria": {"response_match": {"threshold": NaN}}}',
+            "field 'criteria.response_match.threshold'", "finite number"),
+    _python("judge-timeout-nan", """
+        from referee.judge import JudgeConfig
+        judge = JudgeConfig(timeout=float("nan"))
+        """, "JudgeConfig: field 'timeout'", "finite number"),
+    _python("suite-timeout-inf", """
+        from referee import EvalCase, EvalSuite
+        suite = EvalSuite("s").add_cases([EvalCase(input="a")])
+        suite.run(lambda p: p, timeout=float("inf"), save=False)
+        """, "timeout must be positive seconds, got inf"),
 ]
 
 

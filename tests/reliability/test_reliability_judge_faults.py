@@ -77,20 +77,28 @@ class Scenario:
     error_words: tuple[str, ...] = ()
     sleeps_ok: Callable[[list[float]], bool] | None = None
     timeout: float | None = None
+    requests_at_least: bool = False  # 429s: a time budget, so a floor rather than a count
+    rate_limit_wait_s: float | None = None
 
 
 PASS, JERR = CaseStatus.PASSED, CaseStatus.JUDGE_ERROR
 EXHAUSTED = (f"after {ATTEMPTS} attempt(s)", "attempts exhausted")
 SCENARIOS = [
+    # A 429 is a pace: the whole endpoint pauses (so other cases' requests wait too) and the
+    # request goes on until its pauses pass the rate-limit wait budget, whatever max_retries is.
     Scenario("429-retry-after-recovers", FaultPlan(Fault.rate_limit(retry_after=7), count=2),
-             PASS, CALLS_PER_CASE + 2, sleeps_ok=lambda s: s == [7.0, 7.0]),
+             PASS, CALLS_PER_CASE + 2, sleeps_ok=lambda s: len(s) >= 2 and all(
+                 6.5 <= x <= 7.0 for x in s)),
     Scenario("429-retry-after-persists", FaultPlan(Fault.rate_limit(retry_after=1)),
-             JERR, CALLS_PER_CASE * ATTEMPTS, ("HTTP 429", *EXHAUSTED),
-             sleeps_ok=lambda s: s == [1.0] * (CALLS_PER_CASE * MAX_RETRIES)),
+             JERR, CALLS_PER_CASE * 3, ("HTTP 429", "rate-limit wait budget (2.5s) exhausted"),
+             sleeps_ok=lambda s: all(0.5 <= x <= 1.0 for x in s), requests_at_least=True,
+             rate_limit_wait_s=2.5),
     Scenario("429-no-retry-after-recovers", FaultPlan(Fault.rate_limit(), count=2),
-             PASS, CALLS_PER_CASE + 2, sleeps_ok=_backoff_only),
+             PASS, CALLS_PER_CASE + 2,  # the endpoint's backoff, or what is left of it
+             sleeps_ok=lambda s: bool(s) and all(0 < x <= 1.0 for x in s)),
     Scenario("429-no-retry-after-persists", FaultPlan(Fault.rate_limit()),
-             JERR, CALLS_PER_CASE * ATTEMPTS, ("HTTP 429", *EXHAUSTED), sleeps_ok=_backoff_only),
+             JERR, CALLS_PER_CASE * 2, ("HTTP 429", "rate-limit wait budget (2s) exhausted"),
+             requests_at_least=True, rate_limit_wait_s=2.0),
     Scenario("500-burst-recovers", FaultPlan(Fault.server_error(500), count=2),
              PASS, CALLS_PER_CASE + 2, sleeps_ok=_backoff_only),
     Scenario("503-burst-outlasts-retries", FaultPlan(Fault.http(503)),
@@ -164,6 +172,8 @@ async def test_judge_fault(judge_server: ScriptedJudgeServer, sleeps: list[float
     overrides = {"max_retries": MAX_RETRIES}
     if scenario.timeout is not None:
         overrides["timeout"] = scenario.timeout
+    if scenario.rate_limit_wait_s is not None:
+        overrides["rate_limit_wait_s"] = scenario.rate_limit_wait_s
     cfg = judge_server.judge_config(provider=provider, api_style=api_style, **overrides)
 
     report = await _suite(cfg).run_async(_model, verbose=False, save=False)
@@ -172,7 +182,10 @@ async def test_judge_fault(judge_server: ScriptedJudgeServer, sleeps: list[float
                 3: CaseStatus.PASSED}
     _check_accounting(report, expected)
     per_case = requests_per_case(judge_server)
-    assert per_case[FAULTY] == scenario.requests, "the retry bound was not kept"
+    if scenario.requests_at_least:
+        assert per_case[FAULTY] >= scenario.requests, "the request gave up too early"
+    else:
+        assert per_case[FAULTY] == scenario.requests, "the retry bound was not kept"
     assert {per_case[i] for i in (0, BAD, 3)} == {CALLS_PER_CASE}
     assert per_case[None] == 0  # every request quoted its case
     faulty = report.cases[FAULTY]

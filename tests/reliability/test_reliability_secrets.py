@@ -175,3 +175,106 @@ async def test_judge_errors_carry_no_key_in_message_or_traceback(leaky_env: Scri
     leaks = _scan("message", str(info.value)) + _scan("repr", repr(info.value))
     leaks += _scan("formatted traceback", shown)
     assert leaks == []
+
+
+# Issue 10, section 5: redaction before truncation, literal keys, base URL passwords ----------
+
+GATEWAY_KEY = "gwkey-CANARY-7f3a9c2e5b1d4f6a8c0e2b4d6f8a1c3e5b7d9f"  # no known key shape
+
+
+def _pieces(secret: str, size: int = 6) -> list[str]:
+    return [secret[i:i + size] for i in range(len(secret) - size + 1)]
+
+
+def _leaks_in_part(text: str, secret: str) -> list[str]:
+    return [piece for piece in _pieces(secret) if piece in text]
+
+
+@pytest.mark.parametrize("source", ["environment", "explicit"])
+async def test_a_key_echoed_in_a_long_gateway_error_never_survives_even_in_part(
+        monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    def gateway(request: RecordedRequest):
+        # The key lands at a different offset each time, so one of them straddles every cut.
+        pad = int(request.prompt.split("pad=")[1].split()[0])
+        message = ("upstream said: " + "x" * pad + f" rejected key {_presented_key(request)} "
+                   + "for this route; " * 20)
+        return Fault.http(403, body=json.dumps({"error": {"message": message}}))
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    if source == "environment":
+        monkeypatch.setenv("OPENAI_API_KEY", GATEWAY_KEY)
+        key = None
+    else:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        key = SecretStr(GATEWAY_KEY)
+    with ScriptedJudgeServer(gateway) as server:
+        judge = get_judge(JudgeConfig(provider="openai", base_url=server.base_url(),
+                                      api_key=key, max_retries=0, cache=False))
+        for pad in range(100, 220, 7):
+            with pytest.raises(JudgeUnavailable) as info:
+                await judge.complete(f"pad={pad} is this right?")
+            shown = f"{info.value}\n{info.value!r}\n" + "".join(
+                traceback.format_exception(info.value))
+            assert "rejected key" in shown or pad > 150  # the excerpt really was cut there
+            assert _leaks_in_part(shown, GATEWAY_KEY) == [], (pad, str(info.value))
+
+
+PASSWORD = "pw-CANARY-9d8c7b6a5f4e3d2c"
+
+
+def test_a_password_in_a_base_url_is_never_stored_or_printed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "JUDGE_PROVIDER", "JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    configure(None)
+
+    def judge(request: RecordedRequest):
+        if case_of(request) == 1:  # a server error that quotes the URL it was called at
+            url = f"http://proxy:{PASSWORD}@127.0.0.1{request.path}"
+            return Fault.http(400, body=json.dumps({"error": {"message": f"bad route {url}"}}))
+        if "exactly one word" in request.prompt:
+            return "Yes"
+        return json.dumps({"score": 0.9, "reasoning": "matches"})
+
+    with ScriptedJudgeServer(judge) as server:
+        url = server.base_url().replace("http://", f"http://proxy:{PASSWORD}@")
+        judge_config = JudgeConfig(provider="openai", base_url=url, max_retries=0, cache=False)
+        criterion_config = CriterionConfig(judge_model="openai/gpt-4o-mini", base_url=url,
+                                           num_samples=1, api_style="chat")
+        suite = EvalSuite("passwords")
+        suite.add_cases([EvalCase(input=case_input(i), expected_output="30 days")
+                         for i in range(3)])
+        suite.add_evaluators(CustomRubric([("Is the window stated?", True)], judge=judge_config),
+                             ResponseMatchCriterion(criterion_config))
+        caplog.set_level(logging.DEBUG, logger="referee")
+        report = suite.run(lambda p: f"30 days {p}", verbose=True, runs_dir=tmp_path / "runs",
+                           formats=["console", "json", "junit", "html"])
+        assert server.request_count >= 6  # the password-bearing URL was really used
+    assert report.cases[1].status is CaseStatus.JUDGE_ERROR
+    assert "bad route http://proxy:***@" in report.cases[1].error
+    shown = f"{judge_config!r} {judge_config} {criterion_config!r} {criterion_config}"
+    assert "proxy:***@" in shown
+    out, err = capfd.readouterr()
+    assert "proxy:***@127.0.0.1" in err  # the judge named up front, password masked
+    blobs = {"stdout": out, "stderr": err, "logs": caplog.text, "reprs": shown,
+             "report": report.model_dump_json()}
+    for path in (tmp_path / "runs").rglob("*"):
+        if path.is_file():
+            blobs[path.name] = path.read_text(encoding="utf-8", errors="replace")
+    assert [name for name, blob in blobs.items() if PASSWORD in blob] == []
+
+
+def test_a_key_at_the_cut_of_a_long_html_field_is_redacted_whole(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from referee.evaluators.deterministic import Contains
+    from referee.report.html import MAX_FIELD_CHARS
+
+    monkeypatch.setenv("OPENAI_API_KEY", GATEWAY_KEY)
+    output = "x" * (MAX_FIELD_CHARS - 10) + GATEWAY_KEY + "y" * 50  # the key straddles the cut
+    suite = EvalSuite("long").add_cases([EvalCase(input="q")])
+    suite.add_evaluators(Contains("30 days"))
+    suite.run(lambda p: output, verbose=False, runs_dir=tmp_path, formats=["html"])
+    [page] = list(tmp_path.rglob("report.html"))
+    assert _leaks_in_part(page.read_text(encoding="utf-8"), GATEWAY_KEY) == []

@@ -202,3 +202,43 @@ def test_viewer_is_loopback_only_and_refuses_cross_origin_requests(tmp_path: Pat
         assert {name: r.status for name, r in refused.items()} == {name: 403 for name in refused}
         assert _get(port, method="POST").status == 405
         assert _get(port, "/run/..%2F..%2Fetc").status == 404
+
+
+# Issue 10, section 5: nothing printed to a terminal carries its control sequences ----------
+
+ESCAPES = ("\x1b[2J\x1b[H", "\x1b]0;pwned-title\x07", "\x9b31m", "\rOVERWRITE", "\x07",
+           "\x1bc")
+
+
+def test_terminal_control_sequences_never_reach_the_console(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from referee.cli import main
+    from referee.evaluators.deterministic import Contains
+
+    hostile = "".join(ESCAPES)
+    suite = EvalSuite(f"suite{hostile}")
+    suite.add_cases([EvalCase(input=f"q{i}", name=f"case-{i}{hostile}", expected_output="x")
+                     for i in range(3)])
+    suite.add_evaluators(Contains("30 days"))
+
+    def model(prompt: str) -> str:
+        if prompt == "q1":
+            raise RuntimeError(f"model broke {hostile}")
+        return f"no window here {hostile}"
+
+    runs = tmp_path / "runs"
+    report = suite.run(model, verbose=True, runs_dir=runs, formats=["console", "json"])
+    assert main(["list", "--dir", str(runs)]) == 0
+    out, err = capfd.readouterr()
+    printed = out + err
+    assert "case-0" in printed and "model broke" in printed  # the lines are there...
+    for sequence in ("\x1b", "\x07", "\x9b", "\r"):  # ...but none of their controls
+        assert sequence not in printed, repr(sequence)
+    assert "pwned-title" not in printed and "[2J" not in printed
+    # Stored data keeps every byte.
+    [run_dir] = list(runs.iterdir())
+    stored = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert {c["name"] for c in stored} == {f"case-{i}{hostile}" for i in range(3)}
+    assert report.cases[1].error == f"RuntimeError: model broke {hostile}"

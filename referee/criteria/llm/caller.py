@@ -15,7 +15,6 @@ from typing import Any
 from referee.config import CriterionConfig
 from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT
 from referee.criteria.llm.replies import reply_score, reply_text
-from referee.errors import JudgeUnavailable
 from referee.judge import (
     JudgeConfig,
     get_judge,
@@ -28,6 +27,8 @@ from referee.usage import TokenUsage
 logger = logging.getLogger("referee.evaluation")
 
 JUDGE_TEMPERATURE = 0.3
+# The keys of the judge's own reply object, which an object echoed from the output lacks.
+SCORE_KEYS = ("score", "reasoning")
 NO_PROVIDER_REASONING = "No LLM provider available"
 
 # The sampling loop runs each sample in its own task and records the sample's index here, so
@@ -68,8 +69,11 @@ def is_no_provider_reply(reply: Any) -> bool:
 class LLMCallerMixin:
     """Shared judge calls for criteria that have a ``config: CriterionConfig``.
 
-    The provider follows from ``config.judge_model`` (``gemini*`` Google, ``gpt*``/``o1``/``o3``/
-    ``o4`` OpenAI, ``claude*`` Anthropic); calls use temperature 0.3 and JSON mode.
+    The provider follows from ``config.judge_model``: an explicit prefix (``openai/llama3``,
+    ``anthropic/claude-haiku-4-5``, ``google/gemini-2.5-flash``), else the name (``gemini*``
+    Google, ``gpt*``/``o1``/``o3``/``o4`` OpenAI, ``claude*`` Anthropic). ``config.base_url``
+    (or the provider's variable, such as ``OPENAI_BASE_URL``) names another endpoint. Calls use
+    temperature 0.3 and JSON mode.
     """
 
     config: CriterionConfig
@@ -77,7 +81,13 @@ class LLMCallerMixin:
 
     def _judge_config(self) -> JudgeConfig | None:
         return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
-                                      temperature=JUDGE_TEMPERATURE)
+                                      temperature=JUDGE_TEMPERATURE,
+                                      base_url=self.config.base_url)
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The judge this criterion will call; None when no provider can serve
+        ``config.judge_model`` (every sample then scores document 000's 0.5 placeholder)."""
+        return self._judge_config()
 
     async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None
                                   ) -> tuple[dict[str, Any], TokenUsage] | None:
@@ -86,16 +96,22 @@ class LLMCallerMixin:
             return None
         index = _sample_index.get() if sample_index is None else sample_index
         reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
-                                              json_mode=True, sample_index=index)
-        usage = reply.usage if reply.usage is not None else TokenUsage()
+                                              json_mode=True, sample_index=index,
+                                              accept=self._reply_yields_score)
         try:
-            parsed = parse_json_object(reply.text)
+            parsed = parse_json_object(reply.text, SCORE_KEYS)
         except ValueError as exc:
-            # An unreadable reply is a judge malfunction, not a low score.
-            error = JudgeUnavailable(str(exc), provider=cfg.provider, model=cfg.model, cause=exc)
-            error.token_usage = usage  # type: ignore[attr-defined]  # paid for all the same
-            raise error from exc
-        return parsed, usage
+            # An unreadable reply is a judge malfunction, not a low score; it still cost.
+            raise reply.unreadable(str(exc)) from None
+        return parsed, reply.usage
+
+    def _score_from_reply(self, reply: dict[str, Any]) -> float:
+        return reply_score(reply)
+
+    def _reply_yields_score(self, text: str) -> bool:
+        """Whether a reply is worth keeping in the judge cache: the criterion reads a score."""
+        self._score_from_reply(parse_json_object(text, SCORE_KEYS))  # raises when it cannot
+        return True
 
     async def _call_google_json(self, prompt: str, sample_index: int | None = None
                                 ) -> tuple[dict[str, Any], TokenUsage] | None:

@@ -14,7 +14,7 @@ from referee.criteria.llm.caller import (
     logger,
     sample_index_scope,
 )
-from referee.criteria.llm.replies import reply_score, reply_text
+from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult, ErrorKind
@@ -85,9 +85,6 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     def _sample_count(self) -> int:
         return self.config.num_samples
-
-    def _score_from_reply(self, reply: dict[str, Any]) -> float:
-        return reply_score(reply)
 
     def _summarize(self, scores: list[float], reasonings: list[str], final_score: float) -> str:
         """``details["reason"]``: the mean, and the reasoning of the most typical sample."""
@@ -201,9 +198,12 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
         messages = [f"{type(f).__name__}: {f}" for f in failures]
         reason = ALL_SAMPLES_FAILED + (f" ({messages[0]})" if messages else "")
         usage = token_usage if token_usage is not None and token_usage.requests else None
-        return self._error(
-            ALL_SAMPLES_FAILED, "judge" if judge_down else "evaluator",
-            details={"reason": reason, "sample_errors": messages,
-                     "judge_model": self.config.judge_model},
-            token_usage=usage,
-        )
+        details: dict[str, Any] = {"reason": reason, "sample_errors": messages,
+                                   "judge_model": self.config.judge_model}
+        # The replies that yielded no score (redacted excerpts): the evidence of what went wrong.
+        raw = [f.details["raw_reply"] for f in failures
+               if isinstance(getattr(f, "details", None), dict) and "raw_reply" in f.details]
+        if raw:
+            details["raw_replies"] = raw
+        return self._error(ALL_SAMPLES_FAILED, "judge" if judge_down else "evaluator",
+                           details=details, token_usage=usage)

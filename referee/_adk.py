@@ -1,0 +1,256 @@
+"""Google ADK eval sets read into referee's case model and written back.
+
+ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by field:
+
+| ADK                                         | referee                                             |
+|---------------------------------------------|-----------------------------------------------------|
+| ``eval_set_id``, ``name``, ``description``  | the same ``EvalSet`` fields                         |
+| ``EvalCase.eval_id``                        | ``EvalCase.eval_id``                                |
+| ``session_input`` (app_name, user_id, ...)  | ``EvalCase.session_input``                          |
+| ``conversation[].invocation_id``            | ``Invocation.invocation_id``                        |
+| ``conversation[].user_content`` (Content)   | ``Invocation.user_content`` (its text is the input) |
+| ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text)       |
+| ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
+| ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
+| ``conversation_scenario``                   | its starting prompt is the case's ``input``         |
+| ``creation_timestamp``, ``rubrics``, ``final_session_state``, ``app_details``, ... | ``metadata["adk"]`` |
+
+What has no referee field is kept under ``metadata["adk"]``, and so is any original value that
+referee's fields cannot reproduce exactly (a Content with several parts or null keys, an
+``intermediate_data`` with intermediate responses). Writing back uses the kept original while
+referee's view of it is unchanged, and builds the ADK shape from referee's fields once they were
+edited. ADK's camelCase spellings (``evalId``, ``userContent``, ``toolUses``) are read too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from referee._strict import move_alias
+
+if TYPE_CHECKING:
+    from referee.case import EvalCase, Invocation
+
+ADK = "adk"  # the metadata key that keeps what has no referee field
+TURN_KEYS = frozenset({"final_response", "intermediate_data", "creation_timestamp", "rubrics",
+                       "app_details", "inference_call_count", "duration"})
+CASE_KEYS = frozenset({"conversation_scenario", "creation_timestamp", "rubrics",
+                       "final_session_state"})
+SET_KEYS = frozenset({"creation_timestamp"})
+
+
+def _get(mapping: Any, snake: str) -> Any:
+    """A key in either spelling (ADK's models accept both)."""
+    if not isinstance(mapping, dict):
+        return None
+    if snake in mapping:
+        return mapping[snake]
+    head, *rest = snake.split("_")
+    return mapping.get(head + "".join(p.title() for p in rest))
+
+
+def text_content(text: str, role: str) -> dict[str, Any]:
+    return {"parts": [{"text": text}], "role": role}
+
+
+def collapse_plain_content(content: dict[str, Any], role: str) -> Any:
+    """A Content that is exactly one text part of ``role`` is that text; others stay as given."""
+    parts = content.get("parts")
+    if (set(content) == {"parts", "role"} and content.get("role") == role and isinstance(parts, list)
+            and len(parts) == 1 and isinstance(parts[0], dict) and set(parts[0]) == {"text"}
+            and isinstance(parts[0]["text"], str)):
+        return parts[0]["text"]
+    return content
+
+
+def _parts(intermediate: Any) -> list[dict[str, Any]]:
+    events = _get(intermediate, "invocation_events")
+    parts: list[dict[str, Any]] = []
+    for event in events if isinstance(events, list) else []:
+        content = _get(event, "content")
+        for part in _get(content, "parts") or []:
+            if isinstance(part, dict):
+                parts.append(part)
+    return parts
+
+
+def tool_calls(intermediate: Any) -> list[dict[str, Any]]:
+    """Expected tool calls (referee ToolCall dicts) of an ``intermediate_data`` value: its
+    ``tool_uses`` or the function-call parts of its ``invocation_events``; each gets the
+    result of the function response with the same id."""
+    if not isinstance(intermediate, dict):
+        return []
+    if _get(intermediate, "invocation_events") is not None:
+        parts = _parts(intermediate)
+        uses = [p for p in (_get(part, "function_call") for part in parts) if p]
+        responses = [p for p in (_get(part, "function_response") for part in parts) if p]
+    else:
+        uses = _get(intermediate, "tool_uses") or []
+        responses = _get(intermediate, "tool_responses") or []
+    results = {r.get("id"): r.get("response") for r in responses
+               if isinstance(r, dict) and r.get("id") is not None}
+    calls = []
+    for use in uses:
+        if not isinstance(use, dict):
+            raise ValueError(f"intermediate_data: a tool use is a {type(use).__name__}, "
+                             "expected an object with 'name' and 'args'")
+        call: dict[str, Any] = {"name": use.get("name"), "args": use.get("args") or {}}
+        if use.get("id") is not None:
+            call["call_id"] = use["id"]
+            if use["id"] in results:
+                call["result"] = results[use["id"]]
+        calls.append(call)
+    return calls
+
+
+def intermediate_data(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """ADK's IntermediateData for referee tool calls (the shape ``tool_calls`` reads back)."""
+    return {
+        "tool_uses": [{"id": c.get("call_id"), "args": c.get("args", {}), "name": c["name"]}
+                      for c in calls],
+        "tool_responses": [{"id": c.get("call_id"), "name": c["name"], "response": c["result"]}
+                           for c in calls if c.get("result") is not None],
+        "intermediate_responses": [],
+    }
+
+
+def _keep(data: dict[str, Any], kept: dict[str, Any]) -> None:
+    if kept:
+        metadata = dict(data.get("metadata") or {})
+        metadata[ADK] = {**metadata.get(ADK, {}), **kept}
+        data["metadata"] = metadata
+
+
+def read_turn(data: dict[str, Any]) -> dict[str, Any]:
+    """Invocation input with ADK's keys moved to referee fields and ``metadata['adk']``."""
+    if not TURN_KEYS & data.keys():
+        return data
+    from referee.case import content_text
+
+    data = dict(data)
+    kept: dict[str, Any] = {}
+    if "final_response" in data:
+        move_alias(data, "final_response", "expected_final_response")
+        raw = data.pop("expected_final_response")
+        if raw is not None:
+            text = content_text(raw)
+            data["expected_final_response"] = text
+            if raw != text_content(text, "model"):
+                kept["final_response"] = raw
+        else:
+            kept["final_response"] = None
+    if "intermediate_data" in data:
+        raw = data.pop("intermediate_data")
+        calls = tool_calls(raw)
+        if calls and data.get("expected_tool_trajectory"):
+            raise ValueError("'intermediate_data' and 'expected_tool_trajectory' both name the "
+                             "expected tool calls; give one of them")
+        data["expected_tool_trajectory"] = calls
+        if raw != intermediate_data(calls):
+            kept["intermediate_data"] = raw
+    for key in sorted(TURN_KEYS - {"final_response", "intermediate_data"}):
+        if key in data:
+            kept[key] = data.pop(key)
+    _keep(data, kept)
+    return data
+
+
+def read_case(data: dict[str, Any]) -> dict[str, Any]:
+    """EvalCase input with ADK's case keys moved to referee fields and ``metadata['adk']``."""
+    if "conversation" in data and data["conversation"] is None:
+        data = {k: v for k, v in data.items() if k != "conversation"}  # a scenario case
+    if not CASE_KEYS & data.keys() and data.get("session_input", {}) is not None:
+        return data
+    data = dict(data)
+    kept = {key: data.pop(key) for key in sorted(CASE_KEYS) if key in data}
+    if "session_input" in data and data["session_input"] is None:
+        kept["session_input"] = data.pop("session_input")  # written back as the null it was
+    scenario = kept.get("conversation_scenario")
+    if scenario is not None:
+        prompt = _get(scenario, "starting_prompt")
+        if not isinstance(prompt, str):
+            raise ValueError("conversation_scenario needs a 'starting_prompt' string")
+        if data.get("conversation"):
+            raise ValueError("an ADK case has a conversation or a conversation_scenario, not both")
+        data.setdefault("input", prompt)
+    _keep(data, kept)
+    return data
+
+
+# Writing -------------------------------------------------------------------------------------
+
+_ABSENT = object()
+
+
+def _write_turn(turn: "Invocation") -> dict[str, Any]:
+    from referee.case import MessageContent, ToolCall, content_text
+
+    kept = dict(turn.metadata.get(ADK, {}))
+    out: dict[str, Any] = {}
+    if turn.invocation_id is not None:
+        out["invocation_id"] = turn.invocation_id
+    content = turn.user_content
+    if isinstance(content, MessageContent):
+        content = text_content(content.get_text(), "user")
+    elif not isinstance(content, dict):
+        content = text_content(content_text(content), "user")
+    out["user_content"] = content
+    expected = turn.expected_final_response
+    raw = kept.pop("final_response", None)
+    if expected is None:
+        if "final_response" in turn.metadata.get(ADK, {}):
+            out["final_response"] = None
+    elif raw is not None and content_text(raw) == expected:
+        out["final_response"] = raw
+    else:
+        out["final_response"] = text_content(expected, "model")
+    calls = [c.model_dump(mode="json", exclude_defaults=True) for c in turn.expected_tool_trajectory]
+    raw = kept.pop("intermediate_data", _ABSENT)
+    if raw is not _ABSENT and [ToolCall.model_validate(c) for c in tool_calls(raw)] == \
+            turn.expected_tool_trajectory:
+        out["intermediate_data"] = raw
+    elif calls:
+        out["intermediate_data"] = intermediate_data(calls)
+    out.update(kept)
+    # Keys ADK's Invocation ignores, kept so that referee reads its own expectations back.
+    if turn.expected_node_order:
+        out["expected_node_order"] = list(turn.expected_node_order)
+    if turn.expected_intermediate_responses:
+        out["expected_intermediate_responses"] = list(turn.expected_intermediate_responses)
+    metadata = {k: v for k, v in turn.metadata.items() if k != ADK}
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def write_case(case: "EvalCase") -> dict[str, Any]:
+    """One case in ADK's shape. Referee fields ADK lacks (name, tags, context, metadata) are
+    written as extra keys, which ADK's EvalCase keeps and referee reads back."""
+    kept = dict(case.metadata.get(ADK, {}))
+    out: dict[str, Any] = {"eval_id": case.eval_id}
+    scenario = kept.pop("conversation_scenario", None)
+    if scenario is None and "conversation_scenario" in case.metadata.get(ADK, {}):
+        out["conversation_scenario"] = None  # ADK's dump writes the null
+    turn = case.conversation[0] if len(case.conversation) == 1 else None
+    plain_scenario_turn = (turn is not None and turn.user_text == _get(scenario, "starting_prompt")
+                           and not turn.expected_final_response
+                           and not turn.expected_tool_trajectory and not turn.metadata)
+    if scenario is not None and plain_scenario_turn:
+        out["conversation_scenario"] = scenario
+    else:
+        out["conversation"] = [_write_turn(t) for t in case.conversation]
+    if case.session_input is not None:
+        out["session_input"] = case.session_input.model_dump(mode="json", exclude_unset=True)
+    out.update(kept)
+    if case.name:
+        out["name"] = case.name
+    if case.description:
+        out["description"] = case.description
+    if case.tags:
+        out["tags"] = list(case.tags)
+    if case.context is not None:
+        out["context"] = case.context
+    metadata = {k: v for k, v in case.metadata.items() if k != ADK}
+    if metadata:
+        out["metadata"] = metadata
+    return out

@@ -1,0 +1,215 @@
+"""Rate limits as a pace: endpoint-wide pauses, adaptive concurrency, rpm/tpm budgets and the
+providers' rate-limit headers, through the real SDKs against the scripted server.
+
+Timing is only ever checked as a lower bound with wide margins (a slow machine makes runs
+longer, never shorter), or through counts the server keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from referee.errors import JudgeUnavailable
+from referee.judge import get_judge
+from referee.judge import limiter as limiter_module
+from referee.judge.client import _endpoint_for
+from referee.judge.limiter import (
+    BudgetSettings,
+    EndpointLimiter,
+    Outcome,
+    Permit,
+    read_rate_limit_headers,
+)
+from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
+
+pytestmark = pytest.mark.usefixtures("isolated_judge")
+
+
+async def _ask(judge, count: int, prefix: str = "q") -> list:
+    return await asyncio.gather(*(judge.complete(f"{prefix}{i}") for i in range(count)))
+
+
+async def test_a_429_pauses_the_whole_endpoint(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.05))
+    judge_server.enqueue_faults(Fault.rate_limit(retry_after=0.5))
+    judge = get_judge(judge_server.judge_config(provider="openai", max_concurrency=4))
+    replies = await _ask(judge, 12)
+    assert all(r.text == "Yes" for r in replies)
+    requests = judge_server.requests
+    refused_at = requests[0].arrived_at
+    assert requests[0].path.endswith("/chat/completions")
+    # The three sent alongside the refused one were already on their way; every later request,
+    # the refused one's retry included, waited for the pause instead of finding the limit itself.
+    later = [r.arrived_at for r in requests[4:]]
+    assert len(later) == 9 and min(later) >= refused_at + 0.4
+
+
+async def test_adaptive_concurrency_halves_on_429_and_grows_back(
+        judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.02))
+    judge = get_judge(judge_server.judge_config(provider="openai"))
+    await _ask(judge, 200)
+    grown = judge.concurrency_limit
+    assert grown > 8
+    judge_server.enqueue_faults(*[Fault.rate_limit(retry_after=0.05)] * 3)
+    await _ask(judge, 12, prefix="r")
+    cut = judge.concurrency_limit
+    # The three 429s of one round trip cut once, by half; a few successes add little back.
+    assert cut <= grown // 2 + 1
+    assert _endpoint_for(judge.config).limiter.rate_limited == 3
+
+
+async def test_an_explicit_cap_is_never_grown_nor_passed(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.02))
+    judge = get_judge(judge_server.judge_config(provider="openai", max_concurrency=6))
+    await _ask(judge, 120)
+    assert judge.concurrency_limit == 6 and judge_server.max_in_flight <= 6
+    judge_server.enqueue_faults(Fault.rate_limit(retry_after=0.05))
+    await _ask(judge, 12, prefix="r")
+    assert judge.concurrency_limit == 6  # pinned: a 429 pauses but does not cut
+
+
+async def test_429s_past_the_wait_budget_are_a_judge_error(judge_server: ScriptedJudgeServer) -> None:
+    cfg = judge_server.judge_config(provider="anthropic", rate_limit_wait_s=2.0)
+    await get_judge(cfg).complete("warm-up")  # the SDK's import and client are not the test
+    judge_server.set_reply(Fault.rate_limit(retry_after=0.3))
+    with pytest.raises(JudgeUnavailable, match="rate-limit wait budget"):
+        await get_judge(cfg).complete("q")
+    # It kept going at the provider's pace within the budget: retried, and gave up in the end.
+    assert judge_server.request_count - 1 >= 2
+
+
+async def test_insufficient_quota_is_not_retried(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Fault.quota_exhausted())
+    with pytest.raises(JudgeUnavailable, match="quota exhausted.*not retryable"):
+        await get_judge(judge_server.judge_config(provider="openai")).complete("q")
+    assert judge_server.request_count == 1
+
+
+async def test_rpm_budget_is_honoured_at_the_server(judge_server: ScriptedJudgeServer) -> None:
+    judge = get_judge(judge_server.judge_config(provider="openai", rpm=1200))  # 20/s, burst 20
+    started = time.monotonic()
+    await _ask(judge, 50)
+    arrivals = sorted(r.arrived_at for r in judge_server.requests)
+    assert len(arrivals) == 50
+    # 20 at once, then one every 50 ms: the last of the other 30 cannot arrive before 1.5 s.
+    assert arrivals[-1] - started >= 1.5 * 0.8
+    # Sending and arriving drift apart on a busy machine: allow a whole second's worth more.
+    first_half_second = [t for t in arrivals if t < arrivals[0] + 0.5]
+    assert len(first_half_second) <= 20 + 20
+
+
+async def test_tpm_budget_is_honoured_at_the_server(judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply("Yes", input_tokens=100, output_tokens=1))
+    # 1,000 tokens a second, a burst of 1,000; each request bills 101 tokens.
+    judge = get_judge(judge_server.judge_config(provider="openai", tpm=60_000))
+    started = time.monotonic()
+    await asyncio.gather(*(judge.complete(f"q{i} " + "word " * 95) for i in range(30)))
+    arrivals = sorted(r.arrived_at for r in judge_server.requests)
+    # 3,030 tokens, 1,000 of them at once: about 2 s for the rest.
+    assert arrivals[-1] - started >= 2.0 * 0.7
+    first_half_second = [t for t in arrivals if t < arrivals[0] + 0.5]
+    assert len(first_half_second) * 101 <= 1000 + 1000 + 300
+
+
+def test_budgets_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                      judge_server: ScriptedJudgeServer) -> None:
+    monkeypatch.setenv("REFEREE_JUDGE_RPM", "lots")
+    with pytest.raises(ValueError, match="REFEREE_JUDGE_RPM='lots' is not a number"):
+        get_judge(judge_server.judge_config(provider="openai"))
+    monkeypatch.setenv("REFEREE_JUDGE_RPM", "300")
+    monkeypatch.setenv("REFEREE_JUDGE_TPM", "90000")
+    budget = _endpoint_for(judge_server.judge_config(provider="openai")).limiter
+    assert budget.requests_per_minute == 300 and budget.tokens_per_minute == 90000
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_rate_limit_headers_slow_down_before_the_429(judge_server: ScriptedJudgeServer,
+                                                          provider: str) -> None:
+    judge_server.set_reply(Reply("Yes", latency_s=0.01))
+    judge_server.set_rate_limit(rpm=1200)  # 20 a second, a burst of 20
+    judge = get_judge(judge_server.judge_config(provider=provider))  # no budget of its own
+    replies = await _ask(judge, 60)
+    assert len(replies) == 60
+    budget = _endpoint_for(judge.config).limiter
+    assert budget.requests_per_minute == 1200  # learned from the headers
+    # Told the pace by every reply, it waits its turn instead of being refused (with the
+    # headers ignored, the same run meets about 26 429s).
+    assert judge_server.rate_limited_count <= 8
+    assert judge_server.request_count - judge_server.rate_limited_count == 60
+
+
+async def test_the_server_refuses_like_a_provider(judge_server: ScriptedJudgeServer) -> None:
+    import httpx
+
+    judge_server.set_rate_limit(rpm=60, tpm=10_000)  # one a second, a burst of one
+    url = f"{judge_server.base_url('openai')}/chat/completions"
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
+    async with httpx.AsyncClient() as client:
+        ok = await client.post(url, json=body)
+        refused = await client.post(url, json=body)
+    assert ok.status_code == 200 and refused.status_code == 429
+    assert ok.headers["x-ratelimit-limit-requests"] == "60"
+    assert ok.headers["x-ratelimit-remaining-requests"] == "0"
+    assert ok.headers["x-ratelimit-limit-tokens"] == "10000"
+    assert 0 < int(refused.headers["retry-after-ms"]) <= 1000
+    assert refused.headers["retry-after"] == "1"
+    seen = read_rate_limit_headers(refused.headers)
+    assert seen is not None and seen.limit_requests == 60 and seen.remaining_requests == 0
+    assert 0 < (seen.reset_requests_s or 0) <= 1.0
+    assert judge_server.rate_limited_count == 1
+
+
+def test_reading_anthropic_headers() -> None:
+    seen = read_rate_limit_headers({
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "49",
+        "anthropic-ratelimit-requests-reset": "2026-01-01T00:00:01Z",
+        "anthropic-ratelimit-input-tokens-limit": "40000",
+        "anthropic-ratelimit-input-tokens-remaining": "39000",
+    }, now=1767225600.0)  # 2026-01-01T00:00:00Z
+    assert seen is not None
+    assert (seen.limit_requests, seen.remaining_requests, seen.reset_requests_s) == (50, 49, 1.0)
+    assert (seen.limit_tokens, seen.remaining_tokens) == (40000, 39000)
+    assert read_rate_limit_headers({"content-type": "application/json"}) is None
+
+
+async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
+    """A budget held elsewhere (one per cluster, say) plugs in through set_budget_factory."""
+    leases: list[int] = []
+    outcomes: list[str] = []
+
+    class CountingBudget(EndpointLimiter):
+        async def lease(self, tokens: int) -> Permit:
+            leases.append(tokens)
+            return await super().lease(tokens)
+
+        def settle(self, permit: Permit, outcome: Outcome) -> None:
+            outcomes.append(outcome.kind)
+            super().settle(permit, outcome)
+
+    def factory(settings: BudgetSettings) -> EndpointLimiter:
+        return CountingBudget(settings)
+
+    limiter_module.set_budget_factory(factory)
+    try:
+        judge_server.enqueue_faults(Fault.rate_limit(retry_after=0.01))
+        reply = await get_judge(judge_server.judge_config(provider="openai")).complete("q" * 40)
+    finally:
+        limiter_module.set_budget_factory(None)
+    assert reply.text == "Yes"
+    assert leases == [10 + 16, 10 + 16] and outcomes == ["rate_limited", "ok"]
+
+
+async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
+    fake = FakeJudge("Yes")
+    fake.set_rate_limit(rpm=600)  # ten a second, a burst of ten
+    judge = get_judge(fake.judge_config(max_concurrency=20))
+    replies = await _ask(judge, 14)
+    assert [r.text for r in replies] == ["Yes"] * 14
+    # The burst went through, the rest were refused once, waited the endpoint's pause, and got in.
+    assert fake.rate_limited_count >= 1
+    assert fake.request_count - fake.rate_limited_count == 14
