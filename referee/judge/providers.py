@@ -101,16 +101,18 @@ def _aiohttp_installed() -> bool:
     return importlib.util.find_spec("aiohttp") is not None
 
 
-def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str) -> Any:
+def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str | None = None) -> Any:
     """The SDK's own aiohttp-backed HTTP client, when the SDK and aiohttp provide one.
 
     Per request it costs a third of the CPU of the default transport, whose connection pool
     rescans every connection on each request; at judge concurrency that CPU bounds throughput.
-    A base URL with credentials in it (a proxy's user:password@) keeps the default transport:
-    aiohttp refuses them next to the SDK's Authorization header.
+    A base URL with credentials in it (a gateway's ``user:pass@host``) keeps the default
+    transport: aiohttp refuses URL credentials next to the SDK's Authorization header.
     """
     factory = getattr(sdk, "DefaultAioHttpClient", None)
-    if factory is None or not _aiohttp_installed() or "@" in urlsplit(base_url or "").netloc:
+    if factory is None or not _aiohttp_installed():
+        return None
+    if base_url and "@" in (urlsplit(base_url).netloc or ""):
         return None
     try:
         return factory(timeout=timeout)
