@@ -196,6 +196,8 @@ def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
         evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
     if args.label:
         evaluator.model_id = args.label
+    if args.backend is not None:
+        evaluator.backend = args.backend
     return evaluator.evaluate(
         eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
@@ -209,6 +211,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
     from referee.run.suite import EvalSuite
 
     module = load_python_file(path)
+    if args.backend is not None:
+        args.backend.send_by_value(module)  # the workers cannot import a file loaded by path
     suite = getattr(module, "suite", None)
     evaluator = getattr(module, "evaluator", None)
     if isinstance(suite, EvalSuite):
@@ -221,7 +225,8 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
                                concurrency=args.concurrency, timeout=args.timeout,
                                runs_dir=args.runs_dir, resume=args.resume,
                                retry_errors=args.retry_errors, rescore=args.rescore,
-                               formats=formats, metadata=_run_metadata(args))
+                               formats=formats, metadata=_run_metadata(args),
+                               backend=args.backend)
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -242,8 +247,20 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
         raise CliError(f"{path}: no such file")
     config = EvalConfig.from_file(args.config) if args.config else None
     eval_set = EvalSet.load(path)
-    return _evaluate_agent(AgentEvaluator(load_callable(args.agent), config=config), eval_set,
-                           args, formats)
+    agent = load_callable(args.agent)
+    if args.backend is not None:
+        args.backend.send_by_value(sys.modules[agent.__module__])
+    return _evaluate_agent(AgentEvaluator(agent, config=config), eval_set, args, formats)
+
+
+def _ray_backend(address: str) -> Any:
+    """--ray [ADDRESS]: the cluster at ADDRESS, else $RAY_ADDRESS or a local one."""
+    try:
+        from referee.scale import RayBackend
+
+        return RayBackend(address or None)
+    except ImportError as exc:
+        raise CliError(f"--ray: {exc}") from None
 
 
 MAX_NOTES_SHOWN = 20
@@ -319,6 +336,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
+    if args.ray is not None and args.traces:
+        raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
+                       "traces here, with nothing to run")
+    args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
         pending = _run_from_traces(target, args, formats)
@@ -487,6 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --resume: score the stored outputs with the criteria given now "
                           "(resuming with changed criteria is refused otherwise); the model "
                           "runs only for cases that have no output yet")
+    run.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                     help="run the cases on a Ray cluster (ADDRESS, else $RAY_ADDRESS or a local "
+                          "one); needs the extra referee[ray]. Results come back here and the run "
+                          "is stored here, as a local run")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")

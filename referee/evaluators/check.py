@@ -93,6 +93,17 @@ class CheckEvaluator(QAGEvaluator):
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._lock_guard = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Locks belong to this process (and the asyncio one to a loop): a copy shipped to
+        # another process (a Ray worker) gets fresh ones, and keeps the questions prepared here.
+        state = self.__dict__.copy()
+        state.update(_lock=None, _lock_loop=None, _lock_guard=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock_guard = threading.Lock()
+
     @staticmethod
     def _pinned(questions: list[str] | None) -> list[str] | None:
         if questions is None:

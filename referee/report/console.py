@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -171,10 +172,14 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     for warning in report.warnings:
         console.print(Text(f"Warning: {_clip(warning, 2 * MAX_REASON_CHARS)}", style="yellow"))
 
-    not_passed = [c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)]
+    # Counted from the totals and listed from a stream: a large run is never held to print it.
+    not_passed_count = report.total - report.passed - report.skipped
+    not_passed = list(itertools.islice(
+        (c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)),
+        MAX_FAILURES_LISTED))
     if not_passed:
-        console.print(Text(f"Failures and errors ({len(not_passed)}):", style="bold"))
-        for case in not_passed[:MAX_FAILURES_LISTED]:
+        console.print(Text(f"Failures and errors ({not_passed_count}):", style="bold"))
+        for case in not_passed:
             style = _STATUS_STYLE.get(case.status, "yellow")
             head = Text("  ")
             head.append(case.status.value, style=style)
@@ -182,8 +187,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             console.print(head)
             for line in _failure_lines(case):
                 console.print(Text(f"      {_clip(line)}"))
-        if len(not_passed) > MAX_FAILURES_LISTED:
-            console.print(Text(f"  … and {len(not_passed) - MAX_FAILURES_LISTED} more "
+        if not_passed_count > len(not_passed):
+            console.print(Text(f"  … and {not_passed_count - len(not_passed)} more "
                                "(see the HTML or JSON report)"))
 
     usage = report.token_usage

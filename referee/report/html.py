@@ -17,7 +17,6 @@ import gzip
 import hashlib
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -418,7 +417,12 @@ def _charts(report: EvalReport) -> list[charts.Chart]:
             charts.OutcomeCounts(name, s.passed, s.failed, s.errors, s.skipped)
             for name, s in stats.items()]))
     scores: dict[str, list[float]] = {name: [] for name in stats}
-    for case in report.cases:
+    durations: list[float] = []
+    tokens: list[int] = []
+    for case in report.cases:  # one pass: a stored run's cases are read from disk
+        durations.append(case.duration_seconds)
+        if case.token_usage is not None:
+            tokens.append(case.token_usage.total_tokens)
         for r in case.criterion_results:
             if _outcome(r) in ("passed", "failed"):
                 scores.setdefault(r.criterion, []).append(r.score)
@@ -428,10 +432,9 @@ def _charts(report: EvalReport) -> list[charts.Chart]:
                                      low=0.0, high=1.0)
             chart.data["criterion"] = name
             out.append(chart)
-    if report.cases:
-        out.append(charts.histogram([c.duration_seconds for c in report.cases], kind="latency",
+    if durations:
+        out.append(charts.histogram(durations, kind="latency",
                                     title="Case duration (s)", low=0.0))
-    tokens = [c.token_usage.total_tokens for c in report.cases if c.token_usage is not None]
     if any(tokens):
         out.append(charts.histogram(tokens, kind="tokens", title="Judge tokens per case", low=0.0))
     return out
@@ -449,7 +452,7 @@ def resume_command(report: EvalReport) -> str:
 
 
 def _summary_view(report: EvalReport) -> dict[str, Any]:
-    by_status = Counter(c.status for c in report.cases)
+    by_status = report.status_counts
     counts = [(s.value, by_status[s]) for s in CaseStatus]
     usage = report.token_usage
     usage_text = ""
@@ -460,8 +463,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         usage_text += ("; " if usage_text else "") + f"model under test spend: {model_usage.describe()}"
     stats = report.summary.criterion_stats
     groups: dict[str, int] = {}
-    for case in report.cases:
-        groups[_group(case.status)] = groups.get(_group(case.status), 0) + 1
+    for status, n in by_status.items():
+        if n:
+            groups[_group(status)] = groups.get(_group(status), 0) + n
     return {
         "title": report.name or report.eval_set_id or report.run_id,
         "run_id": report.run_id,
@@ -498,14 +502,49 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 # Pages -----------------------------------------------------------------------------------
 
+# A page holds every case up to HTML_ALL_CASES_UP_TO; a larger run's page holds the summary of
+# every case and HTML_SAMPLE_CASES of them: every failure and error first (up to half the
+# sample, in case order), then an evenly spaced sample of the others. The page says so; the
+# full record stays in cases.jsonl (`referee view`, the JSON report).
+HTML_ALL_CASES_UP_TO = 20_000
+HTML_SAMPLE_CASES = 5_000
+
+
+def _shown_cases(report: EvalReport) -> tuple[list[CaseResult], str]:
+    total = report.total
+    if total <= HTML_ALL_CASES_UP_TO:
+        return list(report.cases), ""
+    ok = (CaseStatus.PASSED, CaseStatus.SKIPPED)
+    problems = total - report.passed - report.skipped
+    problem_slots = min(problems, HTML_SAMPLE_CASES // 2)
+    stride = max(1, -(-(total - problems) // (HTML_SAMPLE_CASES - problem_slots)))
+    shown: list[CaseResult] = []
+    taken_problems = seen_ok = 0
+    for case in report.cases:
+        if case.status not in ok:
+            if taken_problems < problem_slots:
+                shown.append(case)
+                taken_problems += 1
+        else:
+            if seen_ok % stride == 0:
+                shown.append(case)
+            seen_ok += 1
+    note = (f"This run has {total:,} cases; the page shows {len(shown):,} of them: "
+            f"the first {taken_problems:,} of its {problems:,} failures and errors, and every "
+            f"{stride:,}th other case. The counts above cover every case; every case is in "
+            f"the run's cases.jsonl (referee view, or the JSON report).")
+    return shown, note
+
+
 def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
     summary = _summary_view(report)
-    cases = [_case_view(c, summary["criteria"]) for c in report.cases]
+    shown, sample_note = _shown_cases(report)
+    cases = [_case_view(c, summary["criteria"]) for c in shown]
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     return _page(
         "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
-        index_href=index_href,
+        sample_note=sample_note, index_href=index_href,
     )
 
 

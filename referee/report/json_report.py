@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from referee.report.model import EvalReport
@@ -36,9 +37,9 @@ def strip_raw_http(value: Any) -> Any:
     return value
 
 
-def lean_report_dict(report: EvalReport) -> dict[str, Any]:
+def lean_report_dict(report: EvalReport, *, with_cases: bool = True) -> dict[str, Any]:
     """The report as plain data, as every renderer should see it."""
-    data = strip_raw_http(report.to_dict())
+    data = strip_raw_http(report.to_dict(with_cases=with_cases))
     for key in ("judge", "config_used", "metadata"):
         data[key] = redact_secrets(data.get(key) or {})
     return data
@@ -46,3 +47,18 @@ def lean_report_dict(report: EvalReport) -> dict[str, Any]:
 
 def render_json(report: EvalReport, indent: int | None = 2) -> str:
     return json.dumps(lean_report_dict(report), indent=indent, ensure_ascii=False)
+
+
+def iter_json(report: EvalReport) -> Iterator[str]:
+    """The JSON report in pieces, one case at a time: a stored run's cases are read from
+    cases.jsonl as they are written out, so the file can be far larger than memory.
+
+    The same document as ``render_json``; cases sit one per line instead of indented.
+    """
+    head = lean_report_dict(report, with_cases=False)
+    text = json.dumps(head, indent=2, ensure_ascii=False)
+    yield text[:-2] + ',\n  "cases": ['
+    for i, case in enumerate(report.cases):
+        line = json.dumps(strip_raw_http(case.model_dump(mode="json")), ensure_ascii=False)
+        yield ("\n    " if i == 0 else ",\n    ") + line
+    yield "\n  ]\n}\n"

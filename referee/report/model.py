@@ -11,11 +11,12 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
@@ -320,52 +321,161 @@ class EvalSummary(BaseModel):
         return cls.from_cases(results)
 
     @classmethod
-    def from_cases(cls, cases: list[CaseResult]) -> "EvalSummary":
-        total = len(cases)
-        counts = Counter(c.status for c in cases)
-        passed = counts[CaseStatus.PASSED]
-        failed = counts[CaseStatus.FAILED]
-        errors = sum(counts[s] for s in ERROR_STATUSES)
+    def from_cases(cls, cases: Iterable[CaseResult]) -> "EvalSummary":
+        return RunTally.of(cases).summary()
+
+
+class _CriterionTally:
+    __slots__ = ("total", "passed", "failed", "errors", "skipped", "score_sum", "scored",
+                 "token_usage")
+
+    def __init__(self) -> None:
+        self.total = self.passed = self.failed = self.errors = self.skipped = self.scored = 0
+        self.score_sum = 0.0
+        self.token_usage: TokenUsage | None = None
+
+
+class RunTally:
+    """What a report needs to know about its cases without holding them: counts by status,
+    per-criterion statistics, durations and judge usage, added one finished case at a time.
+
+    A streamed run keeps only this (plus cases.jsonl on disk), so memory does not grow with
+    the number of cases. ``to_dict``/``from_dict`` let report.json carry it.
+    """
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.status_counts: Counter[CaseStatus] = Counter()
+        self.duration_sum = 0.0
+        self.token_usage: TokenUsage | None = None
+        # Criterion results that could not be scored on a case that FAILED on another one.
+        self.criterion_errors_on_failed = 0
+        # Values stored as marked stand-ins: how many, on how many cases, the first few named.
+        self.converted_values = 0
+        self.converted_cases = 0
+        self.converted_named: list[str] = []
+        # Judge usage by case (the summary lists it): only cases that spent judge tokens.
+        self.per_case_token_usage: dict[str, TokenUsage] = {}
+        self._criteria: dict[str, _CriterionTally] = {}
+
+    @classmethod
+    def of(cls, cases: Iterable[CaseResult]) -> "RunTally":
+        tally = cls()
+        for case in cases:
+            tally.add(case)
+        return tally
+
+    def add(self, case: CaseResult) -> None:
+        self.cases += 1
+        self.status_counts[case.status] += 1
+        if case.converted:
+            self.converted_cases += 1
+            self.converted_values += len(case.converted)
+            for value in case.converted[:MAX_NAMED_CONVERSIONS - len(self.converted_named)]:
+                self.converted_named.append(f"{case.label!r} {value.describe()}")
+        self.duration_sum += case.duration_seconds
+        if case.token_usage is not None:
+            self.token_usage = case.token_usage + self.token_usage
+            self.per_case_token_usage[case.eval_id] = case.token_usage
+        for r in case.criterion_results:
+            s = self._criteria.get(r.criterion)
+            if s is None:
+                s = self._criteria[r.criterion] = _CriterionTally()
+            s.total += 1
+            if r.token_usage is not None:
+                s.token_usage = r.token_usage + s.token_usage
+            if r.skipped:
+                s.skipped += 1
+            elif r.is_error:
+                s.errors += 1
+                if case.status == CaseStatus.FAILED:
+                    self.criterion_errors_on_failed += 1
+            else:
+                s.passed += r.passed
+                s.failed += not r.passed
+                s.score_sum += r.score
+                s.scored += 1
+
+    def count(self, status: CaseStatus) -> int:
+        return self.status_counts[status]
+
+    @property
+    def errors(self) -> int:
+        return sum(self.status_counts[s] for s in ERROR_STATUSES)
+
+    @property
+    def criterion_errors(self) -> int:
+        return sum(s.errors for s in self._criteria.values())
+
+    def summary(self) -> EvalSummary:
+        total = self.cases
+        passed = self.count(CaseStatus.PASSED)
+        failed = self.count(CaseStatus.FAILED)
         evaluated = passed + failed
         stats: dict[str, CriterionStats] = {}
-        scores: dict[str, list[float]] = {}
-        for case in cases:
-            for r in case.criterion_results:
-                s = stats.setdefault(r.criterion, CriterionStats())
-                s.total += 1
-                if r.token_usage is not None:
-                    s.token_usage = r.token_usage + s.token_usage
-                if r.skipped:
-                    s.skipped += 1
-                elif r.is_error:
-                    s.errors += 1
-                else:
-                    s.passed += r.passed
-                    s.failed += not r.passed
-                    scores.setdefault(r.criterion, []).append(r.score)
-        for name, s in stats.items():
-            vals = scores.get(name, [])
-            s.scored = len(vals)
-            s.avg_score = sum(vals) / len(vals) if vals else 0.0
-            s.pass_rate = s.passed / s.scored if s.scored else 0.0
-        durations = [c.duration_seconds for c in cases]
-        usage = TokenUsage.total([c.token_usage for c in cases]) or TokenUsage()
-        return cls(
-            total_cases=total,
-            passed_cases=passed,
-            failed_cases=failed,
-            error_cases=errors,
-            skipped_cases=counts[CaseStatus.SKIPPED],
+        for name, s in self._criteria.items():
+            stats[name] = CriterionStats(
+                total=s.total, passed=s.passed, failed=s.failed, errors=s.errors,
+                skipped=s.skipped, scored=s.scored,
+                avg_score=s.score_sum / s.scored if s.scored else 0.0,
+                pass_rate=s.passed / s.scored if s.scored else 0.0, token_usage=s.token_usage)
+        return EvalSummary(
+            total_cases=total, passed_cases=passed, failed_cases=failed,
+            error_cases=self.errors, skipped_cases=self.count(CaseStatus.SKIPPED),
             pass_rate=passed / evaluated if evaluated else 0.0,
-            error_rate=errors / total if total else 0.0,
-            avg_duration_seconds=sum(durations) / total if total else 0.0,
-            total_duration_seconds=sum(durations),
-            criterion_stats=stats,
-            total_token_usage=usage,
-            per_case_token_usage={c.eval_id: c.token_usage for c in cases
-                                  if c.token_usage is not None},
-            avg_tokens_per_case=usage.total_tokens / total if total else 0.0,
+            error_rate=self.errors / total if total else 0.0,
+            avg_duration_seconds=self.duration_sum / total if total else 0.0,
+            total_duration_seconds=self.duration_sum, criterion_stats=stats,
+            total_token_usage=self.token_usage or TokenUsage(),
+            per_case_token_usage=dict(self.per_case_token_usage),
+            avg_tokens_per_case=(self.token_usage.total_tokens / total
+                                 if total and self.token_usage else 0.0),
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cases": self.cases,
+            "status_counts": {s.value: n for s, n in self.status_counts.items() if n},
+            "duration_sum": self.duration_sum,
+            "criterion_errors_on_failed": self.criterion_errors_on_failed,
+            "converted": {"values": self.converted_values, "cases": self.converted_cases,
+                          "named": list(self.converted_named)},
+            "token_usage": self.token_usage.model_dump(mode="json") if self.token_usage else None,
+            "per_case_token_usage": {k: u.model_dump(mode="json")
+                                     for k, u in self.per_case_token_usage.items()},
+            "criteria": {
+                name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
+                       "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None}
+                for name, s in self._criteria.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunTally":
+        tally = cls()
+        tally.cases = int(data.get("cases") or 0)
+        tally.status_counts = Counter({CaseStatus(k): int(n)
+                                       for k, n in (data.get("status_counts") or {}).items()})
+        tally.duration_sum = float(data.get("duration_sum") or 0.0)
+        tally.criterion_errors_on_failed = int(data.get("criterion_errors_on_failed") or 0)
+        converted = data.get("converted") or {}
+        tally.converted_values = int(converted.get("values") or 0)
+        tally.converted_cases = int(converted.get("cases") or 0)
+        tally.converted_named = [str(n) for n in converted.get("named") or []]
+        usage = data.get("token_usage")
+        tally.token_usage = TokenUsage.model_validate(usage) if usage else None
+        tally.per_case_token_usage = {
+            str(k): TokenUsage.model_validate(u)
+            for k, u in (data.get("per_case_token_usage") or {}).items()}
+        for name, values in (data.get("criteria") or {}).items():
+            s = tally._criteria[name] = _CriterionTally()
+            for key in _CriterionTally.__slots__:
+                if key == "token_usage":
+                    usage = values.get(key)
+                    s.token_usage = TokenUsage.model_validate(usage) if usage else None
+                else:
+                    setattr(s, key, type(getattr(s, key))(values.get(key) or 0))
+        return tally
 
 
 class EvalReport(BaseModel):
@@ -392,6 +502,12 @@ class EvalReport(BaseModel):
                 data.setdefault("cases", data.pop("case_results"))
         return data
 
+    @field_serializer("cases", mode="wrap")
+    def _dump_cases(self, cases: Any, handler: Any) -> Any:
+        # A stored run's cases are read from cases.jsonl (StoredCases); dumping the whole
+        # report reads them all, as a list would have held them.
+        return handler(cases if isinstance(cases, list) else list(cases))
+
     # Counts (document 001) -------------------------------------------------------------
     @property
     def results(self) -> list[CaseResult]:
@@ -413,8 +529,20 @@ class EvalReport(BaseModel):
     def total(self) -> int:
         return len(self.cases)
 
+    def _tally(self) -> RunTally:
+        """Counts of the cases: kept by a streamed run's case list, else counted now (a plain
+        list may have been edited since)."""
+        tally = getattr(self.cases, "tally", None)
+        return tally if isinstance(tally, RunTally) else RunTally.of(self.cases)
+
     def _count(self, status: CaseStatus) -> int:
-        return sum(1 for c in self.cases if c.status == status)
+        return self._tally().count(status)
+
+    @property
+    def status_counts(self) -> dict[CaseStatus, int]:
+        """How many cases ended in each status (every status, zeros included)."""
+        tally = self._tally()
+        return {s: tally.count(s) for s in CaseStatus}
 
     @property
     def passed(self) -> int:
@@ -434,18 +562,18 @@ class EvalReport(BaseModel):
 
     @property
     def errors(self) -> int:
-        return sum(1 for c in self.cases if c.status.is_error)
+        return self._tally().errors
 
     @property
     def criterion_errors(self) -> int:
         """Criterion results that could not be scored, on any case: a judge outage stays
         visible even where a known failure decided the case's status."""
-        return sum(1 for c in self.cases for r in c.criterion_results if r.is_error)
+        return self._tally().criterion_errors
 
     @property
     def errors_by_kind(self) -> dict[str, int]:
-        counts = Counter(c.status.value.lower() for c in self.cases if c.status.is_error)
-        return dict(sorted(counts.items()))
+        counts = self._tally().status_counts
+        return dict(sorted((s.value.lower(), n) for s, n in counts.items() if s.is_error and n))
 
     @property
     def pass_rate(self) -> float:
@@ -470,14 +598,14 @@ class EvalReport(BaseModel):
         run store, and stand-ins for values that JSON could not hold (one line, naming the
         first few)."""
         damaged = [str(d) for d in self.metadata.get("damaged") or []]
-        converted = [(c, v) for c in self.cases for v in c.converted]
-        if not converted:
+        tally = self._tally()
+        if not tally.converted_values:
             return damaged
-        cases = len({id(c) for c, _ in converted})
-        named = "; ".join(f"{c.label!r} {v.describe()}" for c, v in converted[:MAX_NAMED_CONVERSIONS])
-        more = len(converted) - MAX_NAMED_CONVERSIONS
+        cases = tally.converted_cases
+        named = "; ".join(tally.converted_named)
+        more = tally.converted_values - MAX_NAMED_CONVERSIONS
         tail = f"; and {more} more" if more > 0 else ""
-        return damaged + [f"{len(converted)} value(s) in {cases} case(s) could not be stored as JSON and "
+        return damaged + [f"{tally.converted_values} value(s) in {cases} case(s) could not be stored as JSON and "
                 f"were stored as marked stand-ins (each case's 'converted' lists them): "
                 f"{named}{tail}"]
 
@@ -489,7 +617,7 @@ class EvalReport(BaseModel):
     @property
     def token_usage(self) -> TokenUsage:
         """What the judge spent: every judged criterion of every case."""
-        return TokenUsage.total([c.token_usage for c in self.cases]) or TokenUsage()
+        return self._tally().token_usage or TokenUsage()
 
     @property
     def model_token_usage(self) -> TokenUsage | None:
@@ -501,7 +629,7 @@ class EvalReport(BaseModel):
     # Document 000 ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
-        return EvalSummary.from_cases(self.cases)
+        return self._tally().summary()
 
     @property
     def eval_set_name(self) -> str:
@@ -519,8 +647,16 @@ class EvalReport(BaseModel):
         return next((c for c in self.cases if c.eval_id == eval_id), None)
 
     # Persistence -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
+    def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:
+        """Plain data; ``with_cases=False`` leaves the cases out (the run store keeps them in
+        cases.jsonl), so a million-case report is written without holding its cases."""
+        data = self.model_dump(mode="json", exclude={"cases"})
+        if with_cases:
+            fields = list(data.items())
+            at = list(type(self).model_fields).index("cases")
+            data = dict(fields[:at])
+            data["cases"] = [c.model_dump(mode="json") for c in self.cases]
+            data.update(fields[at:])
         data["totals"] = {
             "total": self.total, "evaluated": self.evaluated, "passed": self.passed,
             "failed": self.failed, "skipped": self.skipped, "errors": self.errors,
@@ -568,8 +704,7 @@ def nothing_evaluated_reason(report: EvalReport) -> str:
 
 def criterion_errors_line(report: EvalReport) -> str:
     """How many criterion results could not be scored, including on cases that FAILED anyway."""
-    on_failed = sum(1 for c in report.cases if c.status == CaseStatus.FAILED
-                    for r in c.criterion_results if r.is_error)
+    on_failed = report._tally().criterion_errors_on_failed
     line = f"{report.criterion_errors} criterion errors"
     if on_failed:
         line += f" ({on_failed} on cases that FAILED on another criterion)"

@@ -5,7 +5,8 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
     meta.json     who ran what: suite/eval-set name, model id, judge config (no secrets),
                   versions, timestamps, the case ids and their fingerprint
     cases.jsonl   one finished CaseResult per line, written and flushed as each case ends
-    report.json   the full EvalReport, written once the run finishes
+    report.json   written once the run finishes: the summary, the counts (``tally``) and a
+                  reference to cases.jsonl (``cases_file``) rather than a copy of every case
     .lock         while a process writes the run: its pid and host (one writer per run)
     cases.damaged.jsonl   lines a resume found unreadable and set aside
 
@@ -17,6 +18,11 @@ damaged instead of failing or hiding it. Resuming runs the left-out cases again.
 
 Any OSError while writing becomes ``RunStoreWriteError``, which names the run directory and
 says that ``--resume`` completes the run.
+
+A finished run's ``report.cases`` reads cases.jsonl on demand (``StoredCases``), so loading a
+run of a million cases holds its counts, not its cases; resume streams the recorded ids. A
+report.json that carries its cases inline (older runs, or a report written from an in-memory
+list) is read as it is. An interrupted run is rebuilt in memory from cases.jsonl.
 
 Each case line is flushed to the operating system as soon as the case ends, so killing the
 process loses nothing. ``fsync`` (which only matters if the machine itself goes down) runs at
@@ -43,7 +49,8 @@ from pydantic import ValidationError
 
 from referee.errors import InputError, RefereeError
 from referee.redact import redact_secrets
-from referee.report.model import CaseResult, EvalReport
+from referee.report.case_file import StoredCases
+from referee.report.model import CaseResult, EvalReport, RunTally
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
@@ -353,7 +360,11 @@ class RunStore:
 
     def write_report(self, report: EvalReport) -> Path:
         self.close()
-        data = report.to_dict()
+        stored = isinstance(report.cases, StoredCases) and report.cases.path == self.cases_path
+        data = report.to_dict(with_cases=not stored)
+        if stored:
+            data["cases_file"] = CASES_FILE
+            data["tally"] = report.cases.tally.to_dict()
         for key in ("judge", "config_used", "metadata"):
             data[key] = redact_secrets(data.get(key, {}))
         # No indent: json's C encoder only runs without one (4x faster on large runs), and the
@@ -405,8 +416,10 @@ class RunStore:
             by_id[result.eval_id] = result
         return list(by_id.values())
 
-    def finished_ids(self) -> set[str]:
-        return {c.eval_id for c in self.read_cases()}
+    def finished_ids(self, *, except_errors: bool = False) -> set[str]:
+        """The ids of the recorded cases, streamed; ``except_errors`` leaves out errored ones."""
+        return {eval_id for eval_id, errored in StoredCases(self.cases_path).ids()
+                if not (except_errors and errored)}
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():
@@ -467,15 +480,27 @@ def read_report_file(path: Path) -> EvalReport:
         raise InputError(exc.msg, source=str(path), line=exc.lineno, expected=expected) from None
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", source=str(path), expected=expected) from None
-    if not isinstance(data, dict) or "run_id" not in data or not isinstance(data.get("cases"), list):
+    cases_file = data.get("cases_file") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "run_id" not in data or not (
+            isinstance(data.get("cases"), list) or isinstance(cases_file, str)):
         raise InputError("not a referee report (no run_id and list of cases)", source=str(path),
                          expected=expected)
+    tally_data = data.pop("tally", None)
     try:
-        return EvalReport.from_dict(data)
+        report = EvalReport.from_dict({k: v for k, v in data.items() if k != "cases_file"})
+        tally = RunTally.from_dict(tally_data) if isinstance(tally_data, dict) else None
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(err["msg"], source=str(path),
                          field=".".join(str(p) for p in err["loc"])) from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"unreadable tally: {exc}", source=str(path), field="tally") from None
+    if isinstance(cases_file, str) and "cases" not in data:
+        if Path(cases_file).name != cases_file:
+            raise InputError("cases_file must name a file next to report.json", source=str(path),
+                             field="cases_file", expected=CASES_FILE)
+        report.cases = StoredCases(path.parent / cases_file, tally=tally)
+    return report
 
 
 def load_run(run_dir_or_file: str | Path) -> EvalReport:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from rich.console import Console
 
 from referee.report.console import render_console
 from referee.report.html import render_html
-from referee.report.json_report import render_json
+from referee.report.json_report import iter_json, render_json
 from referee.report.junit import render_junit
 from referee.report.model import EvalReport
 
@@ -22,6 +22,8 @@ FILE_RENDERERS: dict[str, tuple[str, Callable[[EvalReport], str]]] = {
     "html": ("report.html", render_html),
 }
 FORMATS = ("console", *FILE_RENDERERS)
+# Formats written piece by piece, so a run larger than memory still gets its file.
+STREAMED_RENDERERS: dict[str, Callable[[EvalReport], Iterator[str]]] = {"json": iter_json}
 
 
 def parse_formats(formats: Iterable[str] | str) -> list[str]:
@@ -39,9 +41,11 @@ def parse_formats(formats: Iterable[str] | str) -> list[str]:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, pieces: Iterable[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for piece in pieces:
+            fh.write(piece)
     os.replace(tmp, path)
 
 
@@ -61,7 +65,8 @@ def write_reports(report: EvalReport, run_dir: Path, formats: Iterable[str] | st
             run_dir.mkdir(parents=True, exist_ok=True)
         filename, render = FILE_RENDERERS[name]
         path = run_dir / filename
-        _write_atomic(path, render(report))
+        streamed = STREAMED_RENDERERS.get(name)
+        _write_atomic(path, streamed(report) if streamed is not None else [render(report)])
         written[name] = path
     if "console" in wanted:
         # Printed last, so the summary can point at the files just written.

@@ -24,6 +24,7 @@ from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
 from referee.run.engine import Engine, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
+from referee.run.model_factory import with_model_factory
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
@@ -113,9 +114,13 @@ class AgentEvaluator:
     your own (a registry-only criterion, a CompositeCriterion...) after the configured ones.
     """
 
-    def __init__(self, agent: AgentFn, config: EvalConfig | None = None, *,
+    def __init__(self, agent: AgentFn | None = None, config: EvalConfig | None = None, *,
                  criteria: Sequence[Any] | None = None, model_id: str = "",
-                 runs_dir: str | Path | None = None, save: bool = True) -> None:
+                 runs_dir: str | Path | None = None, save: bool = True, backend: Any = None,
+                 model_factory: str | Callable[[], Any] | None = None) -> None:
+        # backend="ray" runs the cases on a Ray cluster; model_factory builds an agent that
+        # cannot be pickled on each worker ('module:function' or a picklable function).
+        agent = with_model_factory(agent, model_factory)
         if not callable(agent):
             raise TypeError(f"agent must be callable, got {type(agent).__name__}")
         from referee.criteria.registry import build_criteria
@@ -126,6 +131,7 @@ class AgentEvaluator:
         self.model_id = model_id or getattr(agent, "__name__", type(agent).__name__)
         self.runs_dir = runs_dir
         self.save = save
+        self.backend = backend
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
         return await run_conversation(self.agent, case, caller)
@@ -161,7 +167,7 @@ class AgentEvaluator:
             verbose=self.config.verbose if verbose is None else verbose,
             save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
             retry_errors=retry_errors, rescore=rescore, formats=tuple(formats),
-            metadata=dict(metadata or {}),
+            metadata=dict(metadata or {}), backend=self.backend,
         )
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,

@@ -16,7 +16,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
 from referee.case import EvalCase
@@ -368,35 +368,41 @@ class Engine:
                   outputs: dict[str, ExecutionResult] | None = None) -> list[CaseResult]:
         """Every case's result, in case order. ``finished`` (by case key) are not run again;
         ``outputs`` (by case key) are scored without calling the model (re-scoring)."""
-        outputs = outputs or {}
-        await self.prepare()
         keys = case_keys(cases)
         finished = finished or {}
-        results: list[CaseResult | None] = [None] * len(cases)
-        todo: asyncio.Queue[int] = asyncio.Queue()
-        for i, key in enumerate(keys):
-            if key in finished:
-                results[i] = finished[key]
-            else:
-                todo.put_nowait(i)
+        results: list[CaseResult | None] = [finished.get(key) for key in keys]
+
+        def keep(result: CaseResult) -> None:
+            results[result.index] = result
+
+        await self.stream(cases, execute, keys=keys, skip=finished, on_result=keep,
+                          outputs=outputs)
+        return [r for r in results if r is not None]
+
+    async def stream(self, cases: Sequence[EvalCase], execute: Execute, *,
+                     keys: Sequence[str] | None = None, skip: Container[str] = (),
+                     on_result: Callable[[CaseResult], None] | None = None,
+                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+        """Run every case whose key is not in ``skip``, handing each result over as it finishes
+        (to the store, then ``on_result``) and keeping none: memory stays flat however many
+        cases there are. ``cases`` is only indexed, so it may build each case on demand.
+        ``outputs`` (by case key) are scored without calling the model (re-scoring).
+        Returns how many cases ran."""
+        await self.prepare()
+        keys = case_keys(cases) if keys is None else keys
+        todo = sum(1 for key in keys if key not in skip)
+        pending = (i for i, key in enumerate(keys) if key not in skip)
 
         caller = ModelCaller(self.concurrency)
-        self.progress.start(len(cases), len(cases) - todo.qsize())
+        self.progress.start(len(keys), len(keys) - todo)
 
         async def worker() -> None:
-            while True:
-                try:
-                    i = todo.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
+            for i in pending:  # shared by every worker; next() never awaits, so no race
                 result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i],
-                                             output=outputs.get(keys[i]))
-                results[i] = result
-                if self.store is not None:
-                    self.store.append_case(result)
-                self.progress.case_finished(result)
+                                             output=outputs.get(keys[i]) if outputs else None)
+                self.record(result, on_result)
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo.qsize()))]
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo))]
         try:
             await asyncio.gather(*workers)
         except BaseException:
@@ -408,7 +414,18 @@ class Engine:
         finally:
             self.progress.stop()
             caller.close()
-        return [r for r in results if r is not None]
+        return todo
+
+    def record(self, result: CaseResult,
+               on_result: Callable[[CaseResult], None] | None = None) -> None:
+        """One finished case: to the store first (so a kill keeps it), then the caller, then
+        the progress display. Whatever runs the cases (here, or a backend's workers) calls it
+        from one place, so the store has one writer."""
+        if self.store is not None:
+            self.store.append_case(result)
+        if on_result is not None:
+            on_result(result)
+        self.progress.case_finished(result)
 
     async def run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
                        index: int = 0, key: str | None = None,

@@ -22,10 +22,12 @@ from referee.errors import InputError
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.report.console import render_console
 from referee.execution import ExecutionResult
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.report.case_file import StoredCases
+from referee.report.model import CaseResult, CaseStatus, EvalReport, RunTally
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
+from referee.run.backends import resolve_backend
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
 from referee.run.progress import make_progress
 from referee.terminal import terminal_safe
@@ -59,6 +61,8 @@ class RunOptions:
     rescore: bool = False
     formats: Sequence[str] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Where the cases execute: None/"local" (this process), "ray", or an executor object.
+    backend: Any = None
 
 
 NO_PROVIDER = "no provider available"
@@ -245,7 +249,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     if file_formats and not options.save and options.resume is None:
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
-    finished: dict[str, CaseResult] = {}
+    finished: set[str] = set()
     outputs: dict[str, ExecutionResult] = {}
     store: RunStore | None = None
     criteria_spec = describe_criteria(criteria)
@@ -256,6 +260,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     # must neither leave a half-made run behind nor unfinish a stored one.
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
                     progress=make_progress(options.verbose, name))
+    executor = resolve_backend(options.backend)
     if options.resume is not None:
         # Checked before reopen(), which drops a finished run's report.json: a refused
         # resume must leave the run as it was.
@@ -263,11 +268,14 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         _check_resumable(meta, keys, criteria_spec, options)
         store = RunStore.reopen(options.resume)
         try:
-            for stored in store.read_cases():
-                if options.rescore and _has_output(stored):
-                    outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
-                elif not (options.retry_errors and stored.status.is_error):
-                    finished[stored.eval_id] = stored
+            if options.rescore:
+                for stored in StoredCases(store.cases_path):
+                    if _has_output(stored):
+                        outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
+                    elif not (options.retry_errors and stored.status.is_error):
+                        finished.add(stored.eval_id)
+            else:
+                finished = store.finished_ids(except_errors=options.retry_errors)
         except BaseException:
             store.release()
             raise
@@ -286,14 +294,27 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
 
     engine.store = store
     last_interrupted_run_dir = None
+    # A stored run keeps its cases in cases.jsonl and only their counts here; an unsaved run
+    # has nowhere else to keep them.
+    tally = RunTally()
+    in_memory: list[CaseResult] = []
+    record = tally.add if store is not None else in_memory.append
     try:
         try:
-            report.cases = await engine.run(cases, execute, finished=finished, outputs=outputs)
+            await executor.stream(engine, cases, execute, keys=keys, skip=finished,
+                                  on_result=record, outputs=outputs)
         except (asyncio.CancelledError, KeyboardInterrupt):
             if store is not None:
                 last_interrupted_run_dir = store.run_dir
             raise
         report.finished_at = time.time()
+        if store is not None:
+            store.close()  # synced before it is read back
+            # After a resume, cases.jsonl also holds the earlier cases: count from the file then.
+            report.cases = StoredCases(store.cases_path,
+                                       tally=None if options.resume is not None else tally)
+        else:
+            report.cases = sorted(in_memory, key=lambda c: c.index)
         if store is not None:
             if options.rescore:
                 # Only now: an interrupted re-score must not pass for a run of the new criteria.

@@ -12,6 +12,7 @@ from referee.execution import ExecutionResult
 from referee.report.model import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
+from referee.run.model_factory import with_model_factory
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
@@ -44,24 +45,43 @@ class EvalSuite:
         self.name = name
         self.model_id = model_id
         self._cases: list[EvalCase] = []
+        self._source: Sequence[EvalCase] | None = None
         self._evaluators: list[Any] = []
 
     # Building -----------------------------------------------------------------------------
     @property
-    def cases(self) -> list[EvalCase]:
-        return list(self._cases)
+    def cases(self) -> Sequence[EvalCase]:
+        """A copy of the added cases, or the source given to ``stream_cases`` (not copied)."""
+        return self._source if self._source is not None else list(self._cases)
 
     @property
     def evaluators(self) -> list[Any]:
         return list(self._evaluators)
 
     def add_case(self, case: EvalCase) -> "EvalSuite":
+        if self._source is not None:
+            raise ValueError("this suite streams its cases from a source (stream_cases); "
+                             "add the case to that source instead")
         self._cases.append(_as_case(case, f"cases[{len(self._cases)}]"))
         return self
 
     def add_cases(self, cases: Iterable[EvalCase]) -> "EvalSuite":
         for case in cases:
             self.add_case(case)
+        return self
+
+    def stream_cases(self, source: Sequence[EvalCase]) -> "EvalSuite":
+        """Run the cases of ``source`` without holding them: for suites larger than memory.
+
+        ``source`` is a sequence that may build each case when it is indexed (from a file, a
+        database, a generator function); a run reads every case once to compute the case keys
+        and again when the case runs. It replaces any cases added with ``add_case``; a stored
+        run then keeps only counts in memory, and ``report.cases`` reads them back from disk.
+        """
+        if not isinstance(source, Sequence):
+            raise TypeError(f"stream_cases needs a sequence (len() and [i]), got {type(source).__name__}")
+        self._cases = []
+        self._source = source
         return self
 
     def add_evaluator(self, evaluator: Any) -> "EvalSuite":
@@ -88,13 +108,14 @@ class EvalSuite:
         ))
 
     # Running ------------------------------------------------------------------------------
-    def run(self, model_fn: Callable[[str], Any], verbose: bool = True,
+    def run(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
             fail_threshold: float | None = None, max_error_rate: float | None = None, *,
             workers: int | None = None, concurrency: int | None = None,
             timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
             resume: str | Path | None = None, retry_errors: bool = False,
             rescore: bool = False, formats: Sequence[str] = (),
-            metadata: dict[str, Any] | None = None) -> EvalReport:
+            metadata: dict[str, Any] | None = None, backend: Any = None,
+            model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -107,21 +128,27 @@ class EvalSuite:
         the model again. ``RunStoreWriteError`` means the run directory could not be written
         (a full disk): its finished cases are kept and ``resume`` completes the run.
         ``metadata`` is stored with the run (meta.json and every report).
+
+        ``backend="ray"`` (or a ``referee.scale.RayBackend``) runs the cases on a Ray cluster;
+        ``model_factory`` (``'module:function'`` or a picklable function returning the model)
+        builds a model that cannot be pickled on each worker instead of passing ``model_fn``.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
-            metadata=metadata))
+            metadata=metadata, backend=backend, model_factory=model_factory))
 
-    async def run_async(self, model_fn: Callable[[str], Any], verbose: bool = True,
+    async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
                         *, workers: int | None = None, concurrency: int | None = None,
                         timeout: float | None = None, save: bool = True,
                         runs_dir: str | Path | None = None, resume: str | Path | None = None,
                         retry_errors: bool = False, rescore: bool = False,
                         formats: Sequence[str] = (),
-                        metadata: dict[str, Any] | None = None) -> EvalReport:
+                        metadata: dict[str, Any] | None = None, backend: Any = None,
+                        model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
+        model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
         validate_gates(fail_threshold, max_error_rate)
@@ -131,9 +158,11 @@ class EvalSuite:
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
                                 retry_errors, rescore, formats, metadata)
+        options.backend = backend
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
-            cases=self._cases, criteria=self._evaluators, execute=execute, options=options)
+            cases=self._source if self._source is not None else self._cases,
+            criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
         return report
 
@@ -193,5 +222,5 @@ class EvalSuite:
                           formats=tuple(formats), metadata=dict(metadata or {}))
 
     def __repr__(self) -> str:
-        return (f"EvalSuite(name={self.name!r}, cases={len(self._cases)}, "
+        return (f"EvalSuite(name={self.name!r}, cases={len(self.cases)}, "
                 f"evaluators={len(self._evaluators)})")

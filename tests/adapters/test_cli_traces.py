@@ -6,6 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
+from referee.report.store import load_run
 from referee.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,8 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 def stored_report(runs: Path) -> dict:
     [run_dir] = [p for p in runs.iterdir() if p.is_dir()]
-    return json.loads((run_dir / "report.json").read_text())
+    # report.json refers to cases.jsonl for its cases; load_run reads both back.
+    return load_run(run_dir).to_dict()
 
 
 def test_recorded_otlp_spans_are_scored_against_a_case_file(tmp_path, capsys):

@@ -5,7 +5,6 @@ referee does not know. Each stays that case's TIMEOUT or MODEL_ERROR; nothing ho
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from referee import EvalCase, EvalSuite
 from referee.evaluators.deterministic import Contains
 from referee.execution import RESPONSE_KEYS
 from referee.report.model import CaseStatus
+from referee.report.store import load_run
 from referee.result import CriterionResult
 from referee.criteria.base import BaseCriterion
 from referee.run import engine
@@ -81,7 +81,7 @@ def test_hung_sync_models_time_out_and_never_hold_the_run_or_its_slots(tmp_path:
     assert out.startswith("6 passed, 0 failed, 3 errors"), out
 
     [run_dir] = list(runs.iterdir())
-    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    report = load_run(run_dir).to_dict()  # report.json refers to cases.jsonl for the cases
     statuses = {c["name"]: c["status"] for c in report["cases"]}
     assert statuses == {**{f"hang {i}": "TIMEOUT" for i in range(3)},
                         **{f"ok {i}": "PASSED" for i in range(6)}}

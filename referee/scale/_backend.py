@@ -1,0 +1,228 @@
+"""The Ray backend: shards of cases run on Ray workers, results stream back to the driver.
+
+The driver (the process that called ``run``) has already computed the case keys, written
+meta.json, prepared the criteria and left out the finished cases (resume). Here it cuts the
+rest into shards of ``shard_size`` cases and keeps ``max_shards_in_flight`` Ray tasks busy.
+Each task runs referee's own async engine over its shard and yields every finished case as
+soon as it ends; the driver records it through ``engine.record`` (the store's only writer,
+then the progress display). A task that fails or whose worker is lost is sent again with the
+cases of its shard that were not recorded yet: a recorded case is never run again, and a
+result that arrives twice is recorded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from referee.case import EvalCase
+from referee.execution import ExecutionResult
+from referee.report.model import CaseResult, CaseStatus
+from referee.run.engine import Engine, Execute
+from referee.scale._ray import require_ray
+
+DEFAULT_SHARD_SIZE = 16
+# How often a task that keeps failing is sent again before its cases are recorded as errors.
+MAX_SHARD_ATTEMPTS = 4
+
+
+@dataclass
+class ShardSpec:
+    """What every shard of a run shares; put in Ray's object store once per run."""
+
+    criteria: list[Any]
+    prepare_failures: dict[int, BaseException]
+    execute: Execute
+    concurrency: int
+    timeout: float | None
+
+
+@dataclass
+class _Shard:
+    indices: list[int]
+    attempt: int = 1
+    last_error: str = ""
+    recorded: set[int] = field(default_factory=set)
+
+
+def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
+                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[str]:
+    """On the worker: run the shard on referee's engine, yield each case's JSON as it ends."""
+    from referee.run.sync import run_sync
+
+    engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout)
+    # prepare() ran once, on the driver; its failures travel with the criteria.
+    engine._prepared = True
+    engine._prepare_failures = dict(spec.prepare_failures)
+    finished: queue.Queue[Any] = queue.Queue()
+    done = object()
+
+    def collect(result: CaseResult) -> None:
+        result.index = indices[result.index]  # the shard's position -> the run's position
+        finished.put(result.model_dump_json())
+
+    def runner() -> None:
+        try:
+            run_sync(engine.stream(cases, spec.execute, keys=keys, on_result=collect,
+                                   outputs=outputs))
+        except BaseException as exc:  # handed to the generator, which raises it in the task
+            finished.put(exc)
+        finally:
+            finished.put(done)
+
+    threading.Thread(target=runner, name="referee-shard", daemon=True).start()
+    while True:
+        item = finished.get()
+        if item is done:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _reason(exc: BaseException) -> str:
+    """One line: Ray's task errors put the cause (e.g. the worker's ImportError) last."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+
+
+class RayBackend:
+    """Runs a run's cases on a Ray cluster (``address``: an existing cluster; None: the one this
+    process is connected to, or a local one started on first use).
+
+    ``shard_size`` cases go to one task; at most ``max_shards_in_flight`` tasks run at once
+    (default: twice as many as the cluster's CPUs can run at once, each task taking ``task_cpus``).
+    Each task runs ``concurrency`` cases at a time, as the local engine would.
+    """
+
+    def __init__(self, address: str | None = None, *, shard_size: int = DEFAULT_SHARD_SIZE,
+                 max_shards_in_flight: int | None = None, task_cpus: float = 1.0,
+                 init_options: dict[str, Any] | None = None) -> None:
+        if shard_size < 1:
+            raise ValueError(f"shard_size must be at least 1, got {shard_size}")
+        if max_shards_in_flight is not None and max_shards_in_flight < 1:
+            raise ValueError(f"max_shards_in_flight must be at least 1, got {max_shards_in_flight}")
+        self.ray = require_ray()
+        self.address = address
+        self.shard_size = shard_size
+        self.max_shards_in_flight = max_shards_in_flight
+        if not task_cpus > 0:
+            raise ValueError(f"task_cpus must be positive, got {task_cpus}")
+        self.task_cpus = task_cpus
+        self.init_options = dict(init_options or {})
+        self.tasks_started = 0
+        self.tasks_failed = 0
+
+    def send_by_value(self, module: Any) -> None:
+        """Ship ``module``'s functions with the tasks instead of importing it on the workers:
+        for a file loaded by path (``referee run evals.py``), which workers cannot import."""
+        self.ray.cloudpickle.register_pickle_by_value(module)
+
+    def _connect(self) -> None:
+        ray = self.ray
+        if not ray.is_initialized():
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
+                     **self.init_options)
+
+    async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
+                     keys: Sequence[str], skip: Container[str],
+                     on_result: Callable[[CaseResult], None],
+                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+        await engine.prepare()  # once, here: the workers get the prepared criteria
+        todo = [i for i, key in enumerate(keys) if key not in skip]
+        engine.progress.start(len(keys), len(keys) - len(todo))
+        stop = threading.Event()
+        try:
+            await asyncio.to_thread(self._drive, engine, cases, execute, keys, todo,
+                                    on_result, stop, outputs or {})
+        finally:
+            stop.set()  # a cancelled run (Ctrl-C) stops handing out shards and cancels tasks
+            engine.progress.stop()
+        return len(todo)
+
+    def _drive(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
+               keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
+               stop: threading.Event, outputs: Mapping[str, ExecutionResult]) -> None:
+        ray = self.ray
+        self._connect()
+        spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
+                                     prepare_failures=dict(engine._prepare_failures),
+                                     execute=execute, concurrency=engine.concurrency,
+                                     timeout=engine.timeout))
+        # max_retries=0: a lost task is sent again from here, without the cases already recorded.
+        run_shard = ray.remote(num_returns="streaming", max_retries=0,
+                               num_cpus=self.task_cpus)(_shard_results)
+        slots = ray.cluster_resources().get("CPU", 1) / self.task_cpus
+        limit = self.max_shards_in_flight or max(2, int(2 * slots))
+        waiting: deque[_Shard] = deque(
+            _Shard(todo[s:s + self.shard_size]) for s in range(0, len(todo), self.shard_size))
+        running: dict[Any, _Shard] = {}
+        recorded: set[int] = set()
+
+        def submit(shard: _Shard) -> None:
+            pending = [i for i in shard.indices if i not in recorded]
+            shard.indices = pending
+            if not pending:
+                return
+            shard_keys = [keys[i] for i in pending]
+            gen = run_shard.remote(spec_ref, [cases[i] for i in pending], pending, shard_keys,
+                                   {k: outputs[k] for k in shard_keys if k in outputs})
+            running[gen] = shard
+            self.tasks_started += 1
+
+        def record(result: CaseResult) -> None:
+            if result.index in recorded:
+                return  # a retried shard's duplicate: the first record stands
+            recorded.add(result.index)
+            engine.record(result, on_result)
+
+        try:
+            while (waiting or running) and not stop.is_set():
+                while waiting and len(running) < limit:
+                    submit(waiting.popleft())
+                if not running:
+                    continue
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=0.2)
+                for gen in ready:
+                    shard = running[gen]
+                    try:
+                        ref = next(gen)
+                        record(CaseResult.model_validate_json(ray.get(ref)))
+                    except StopIteration:
+                        del running[gen]
+                        missing = [i for i in shard.indices if i not in recorded]
+                        if missing:  # the task ended without reporting some: send them again
+                            self._retry(shard, "the task ended without reporting every case",
+                                        waiting, record, keys, cases)
+                    except Exception as exc:  # the task raised, or its worker was lost
+                        del running[gen]
+                        self.tasks_failed += 1
+                        self._retry(shard, _reason(exc), waiting, record, keys, cases)
+        finally:
+            for gen in running:
+                try:
+                    ray.cancel(gen, force=True)
+                except Exception:  # already finished or gone: nothing left to stop
+                    pass
+
+    @staticmethod
+    def _retry(shard: _Shard, reason: str, waiting: deque[_Shard],
+               record: Callable[[CaseResult], None], keys: Sequence[str],
+               cases: Sequence[EvalCase]) -> None:
+        shard.last_error = reason[:300] if reason else "unknown failure"
+        if shard.attempt < MAX_SHARD_ATTEMPTS:
+            shard.attempt += 1
+            waiting.append(shard)
+            return
+        # A shard that keeps killing its worker: its unrecorded cases end as errors, the run goes on.
+        for i in shard.indices:
+            case = cases[i]
+            record(CaseResult(
+                index=i, eval_id=keys[i], name=case.name, status=CaseStatus.MODEL_ERROR, case=case,
+                error=(f"the Ray task running this case failed {shard.attempt} times; last: "
+                       f"{shard.last_error}")))
