@@ -6,9 +6,9 @@
 The run is synthetic but shaped like a real one: a 200-character question, a 500-character
 answer (words drawn at random from a 2,000-word vocabulary, so compression is not flattered by
 repeated text), a three-call tool trajectory (one call with other arguments), a QAG evaluator with five
-judged questions, a trajectory criterion and a keyword check. Render time is the wall time of
-``chromium --headless --dump-dom`` on the report (the page loaded and its script run) minus the
-same for an empty page, so browser start-up is not counted; each is the median of --repeats.
+judged questions, a trajectory criterion and a keyword check. Two render times: the wall time of ``chromium --headless --dump-dom`` on the report minus the
+same for an empty page, and the page's own ready time (navigation start to the load event with
+layout forced, recorded by the page's script); each is the median of --repeats.
 """
 
 from __future__ import annotations
@@ -77,16 +77,24 @@ def synthetic_report(n: int) -> EvalReport:
     return EvalReport(name=f"synthetic-{n}", model_id="bench", cases=cases, finished_at=time.time())
 
 
-def _chromium_seconds(path: Path, profile: Path) -> float:
+def _chromium_seconds(path: Path, profile: Path) -> tuple[float, float | None]:
+    """(wall seconds of the whole chromium process, the page's own ready time in seconds).
+
+    The page's own time is what its script records at the load event after forcing a layout
+    (``data-ready-ms``, from navigation start): browser start-up is not in it.
+    """
+    import re
     from shutil import which
 
     binary = which("chromium") or which("chromium-browser") or which("google-chrome")
     if binary is None:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
     start = time.perf_counter()
-    subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                    path.as_uri()], capture_output=True, check=True, timeout=300)
-    return time.perf_counter() - start
+    proc = subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                           path.as_uri()], capture_output=True, check=True, timeout=300, text=True)
+    wall = time.perf_counter() - start
+    ready = re.search(r'data-ready-ms="(\d+)"', proc.stdout)
+    return wall, int(ready.group(1)) / 1000 if ready else None
 
 
 def measure(sizes: list[int], repeats: int) -> list[dict[str, float]]:
@@ -95,7 +103,8 @@ def measure(sizes: list[int], repeats: int) -> list[dict[str, float]]:
         folder = Path(tmp)
         empty = folder / "empty.html"
         empty.write_text("<!DOCTYPE html><title>empty</title>", encoding="utf-8")
-        baseline = statistics.median(_chromium_seconds(empty, folder / "p0") for _ in range(repeats))
+        baseline = statistics.median(_chromium_seconds(empty, folder / "p0")[0]
+                                     for _ in range(repeats))
         for n in sizes:
             report = synthetic_report(n)
             started = time.perf_counter()
@@ -103,10 +112,13 @@ def measure(sizes: list[int], repeats: int) -> list[dict[str, float]]:
             build = time.perf_counter() - started
             path = folder / f"report-{n}.html"
             path.write_text(page, encoding="utf-8")
-            load = statistics.median(_chromium_seconds(path, folder / f"p{n}") for _ in range(repeats))
+            runs = [_chromium_seconds(path, folder / f"p{n}") for _ in range(repeats)]
+            load = statistics.median(wall for wall, _ in runs)
+            ready = [r for _, r in runs if r is not None]
             rows.append({"cases": n, "bytes": len(page.encode("utf-8")),
                          "render_python_s": round(build, 3),
                          "chromium_load_s": round(max(0.0, load - baseline), 3),
+                         "page_ready_s": round(statistics.median(ready), 3) if ready else None,
                          "chromium_baseline_s": round(baseline, 3)})
     return rows
 
@@ -121,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'cases':>7} {'size MB':>8} {'python s':>9} {'chromium s':>11}")
+    print(f"{'cases':>7} {'size MB':>8} {'python s':>9} {'chromium s':>11} {'page ready s':>13}")
     for row in rows:
+        ready = f"{row['page_ready_s']:.2f}" if row["page_ready_s"] is not None else "-"
         print(f"{row['cases']:>7} {row['bytes'] / 1e6:>8.2f} {row['render_python_s']:>9.2f} "
-              f"{row['chromium_load_s']:>11.2f}")
+              f"{row['chromium_load_s']:>11.2f} {ready:>13}")
     print(f"(chromium start-up, subtracted: {rows[0]['chromium_baseline_s']:.2f} s)")
     return 0
 
