@@ -68,11 +68,15 @@ class Stopwatch:
 
 def runner_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--workload", choices=("rag", "agent"), required=True)
+    parser.add_argument("--workload", choices=("rag", "long-rag", "agent"), required=True)
     parser.add_argument("--cases", type=int, required=True)
     parser.add_argument("--base-url", default="", help="OpenAI-compatible judge endpoint (…/v1)")
     parser.add_argument("--cache-dir", default="", help="judge cache directory; empty: cache off")
     parser.add_argument("--batched", action="store_true", help="referee only: batched QAG mode")
+    parser.add_argument("--case-batched", action="store_true",
+                        help="referee only: one batched judge request per case")
+    parser.add_argument("--provider", default="openai", choices=("openai", "anthropic", "google"),
+                        help="referee only: the judge wire (the peers speak OpenAI's)")
     parser.add_argument("--warmup-cases", type=int, default=0,
                         help="referee only: run this many other cases first, untimed, so the "
                              "timed run's CPU is the steady state (imports, clients excluded)")

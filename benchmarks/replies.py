@@ -105,13 +105,17 @@ def _schema_name(body: dict[str, Any]) -> str | None:
     return None
 
 
-def reply_for(body: dict[str, Any]) -> str:
-    """The judge's reply text for one chat-completions request body."""
-    system, prompt = _messages_text(body)
+def reply_for(body: dict[str, Any], *, system: str | None = None,
+              prompt: str | None = None) -> str:
+    """The judge's reply text for one request: its body, and the system and user text the
+    server read from it (any of the three wire formats); without them, an OpenAI-style body."""
+    if prompt is None:
+        system, prompt = _messages_text(body)
+    system = system or ""
     schema = _schema_name(body)
     if schema is not None:
         return _schema_reply(schema, prompt)
-    if '"answers"' in system:
+    if '"answers"' in system or '"answers"' in prompt:
         questions = re.findall(r"^\s*(\d+)\.\s+(.+)$", prompt.split("Questions:", 1)[-1], re.MULTILINE)
         declared = re.search(r"Answer all (\d+) question", prompt)
         if declared and int(declared.group(1)) != len(questions):
@@ -119,7 +123,7 @@ def reply_for(body: dict[str, Any]) -> str:
                              f"found {len(questions)} numbered lines")
         return json.dumps({"answers": [{"id": int(i), "answer": "yes" if good_answer(q) else "no"}
                                        for i, q in questions]})
-    if '"score"' in system:
+    if '"score"' in system or '"score": <number' in prompt:
         return json.dumps({"score": 0.9, "reason": "Meets the criterion."})
     if re.search(r"\bscore\b.{0,40}\binteger between 0 and 10", prompt):  # deepeval GEval, logprobs path
         return json.dumps({"reason": "The actual output states the expected facts.", "score": 10})

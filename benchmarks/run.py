@@ -13,7 +13,9 @@ separate virtualenv (benchmarks.peers); referee runs in the current interpreter.
 Workloads: W1 RAG suite (Faithfulness, Hallucination, Relevance, AnswerAccuracy over cases with
 context and a reference answer); W2 agent suite (trajectory IN_ORDER with args, tool-name match,
 ROUGE, keywords; no judge); W3 W1 re-run with the judge cache warm; W4 W1 at several sizes;
-W6 W1 against a judge that enforces a rate limit (1,200 and 6,000 requests per minute).
+W5 long-context RAG (~1,500 tokens of context per case), the judge bill under each provider's
+prompt-caching rules (referee runs once per judge wire: OpenAI, Anthropic, Gemini); W6 W1
+against a judge that enforces a rate limit (1,200 and 6,000 requests per minute).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from benchmarks.billing import BILL_HEADER, BILLING_PROVIDERS, Bill, bill, bill_columns
 from benchmarks.measure import read_result
 from benchmarks.peers import DEFAULT_VENV, REPO_ROOT, ensure_peers
 from benchmarks.replies import reply_for
 
-SYSTEMS = ("referee", "referee-batched", "multivon-eval", "deepeval")
-WORKLOADS = ("W1", "W2", "W3", "W4", "W6", "CPU")
+SYSTEMS = ("referee", "referee-batched", "referee-case-batched", "multivon-eval", "deepeval")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "CPU")
 # W6's enforced limits: requests per minute, and as many tokens per minute as this many tokens
 # per request allow (a little above what referee's W1 requests need, so both limits matter).
 W6_TOKENS_PER_REQUEST = 250
@@ -45,12 +48,14 @@ W6_TOKENS_PER_REQUEST = 250
 DEFAULT_REQUEST_CONCURRENCY = {
     "referee": 64,            # the adaptive ceiling per endpoint (JudgeConfig.max_concurrency unset)
     "referee-batched": 64,
+    "referee-case-batched": 64,
     "multivon-eval": 8,       # suite.run workers=min(8, cases); one call at a time per worker
     "deepeval": 20,           # AsyncConfig.max_concurrent (test cases in flight)
 }
 _RUNNER_MODULE = {
     "referee": "benchmarks.systems.referee_runner",
     "referee-batched": "benchmarks.systems.referee_runner",
+    "referee-case-batched": "benchmarks.systems.referee_runner",
     "multivon-eval": "benchmarks.systems.multivon_eval",
     "deepeval": "benchmarks.systems.deepeval_runner",
 }
@@ -63,12 +68,13 @@ class Sizes:
     rag: int = 200
     agent: int = 2000
     scaling: tuple[int, ...] = (50, 200, 1000)
+    long_rag: int = 100
     # W6: (enforced requests per minute, cases), each about 16 s of requests at the limit.
     rate_limited: tuple[tuple[int, int], ...] = ((1200, 20), (6000, 100))
 
     @classmethod
     def quick(cls) -> "Sizes":
-        return cls(rag=20, agent=200, scaling=(10, 20, 50),
+        return cls(rag=20, agent=200, scaling=(10, 20, 50), long_rag=10,
                    rate_limited=((1200, 10), (6000, 30)))
 
 
@@ -104,6 +110,7 @@ class Row:
     ratio_to_referee: float | None = None
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the run produced no measurement: why
+    bill: Bill | None = None  # the judge bill (benchmarks.billing), counted at the server
 
     @property
     def rss_per_case_kb(self) -> float:
@@ -139,7 +146,7 @@ class CountingResponder:
 
     def __call__(self, request: Any) -> Any:
         try:
-            text = reply_for(request.body)
+            text = reply_for(request.body, system=request.system, prompt=request.prompt)
         except ValueError as exc:
             # A reply the system cannot parse would benchmark its error path; record it loudly.
             with self._lock:
@@ -192,15 +199,20 @@ class Harness:
         return str(self.peer_python)
 
     def run_one(self, workload: str, system: str, kind: str, cases: int, *,
-                cache_dir: Path | None = None, record: bool = True, warmup_cases: int = 0) -> Row:
+                cache_dir: Path | None = None, record: bool = True,
+                provider: str = "openai", warmup_cases: int = 0) -> Row:
         self._runs += 1
         tag = f"{workload}-{system}-{cases}-{self._runs}"
         report, out = self.workdir / f"{tag}.report.json", self.workdir / f"{tag}.out.json"
         cwd = self.workdir / tag
         cwd.mkdir()
         command = [self._python_for(system), "-m", _RUNNER_MODULE[system], "--workload", kind,
-                   "--cases", str(cases), "--base-url", self.server.base_url("openai"),
+                   "--cases", str(cases), "--base-url", self.server.base_url(provider),
                    "--report", str(report), "--out", str(out)]
+        if provider != "openai":
+            command += ["--provider", provider]
+        if system == "referee-case-batched":
+            command.append("--case-batched")
         if cache_dir is not None:
             command += ["--cache-dir", str(cache_dir)]
         if system == "referee-batched":
@@ -213,6 +225,7 @@ class Harness:
         env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
                    OPENAI_API_KEY="sk-loopback", PYTHONHASHSEED="0")
         self.server.reset_record()
+        self.server.clear_prompt_cache()  # every run starts with the provider's cache cold
         self.responder.reset()
         self.log(f"  {workload:<3} {system:<16} {cases:>5} cases ...")
         try:
@@ -241,11 +254,11 @@ class Harness:
                   rate_limited=self.server.rate_limited_count,
                   criteria_only_evaluations=data.get("criteria_only_evaluations", 0),
                   criteria_only_cpu_s=data.get("criteria_only_cpu_s", 0.0),
-                  notes=list(data.get("notes", [])))
+                  notes=list(data.get("notes", [])), bill=bill(self.server.requests))
         if self.responder.failures:
             row.notes.append(f"{len(self.responder.failures)} unscripted prompt(s): "
                              f"{self.responder.failures[0]}")
-        if kind == "rag" and row.judge_requests:
+        if kind != "agent" and row.judge_requests:
             row.ideal_s = (row.judge_requests * self.latency_s
                            / DEFAULT_REQUEST_CONCURRENCY[system])
             row.efficiency = row.ideal_s / row.wall_s if row.wall_s > 0 else None
@@ -302,6 +315,35 @@ class Harness:
                     continue
                 cache = self.fresh_cache(system) if system.startswith("referee") else None
                 self.run_one("W4", system, "rag", size, cache_dir=cache)
+
+    def w5(self, systems: list[str]) -> None:
+        """Long-context RAG, judge cache off: what each system's judge bill is per case.
+
+        referee runs once per judge wire, so that each provider's caching rules meet the
+        requests referee really sends that provider (Anthropic's cache_control, for one); the
+        row shows the OpenAI run's counts with each provider's column from its own run.
+        """
+        for system in systems:
+            if not system.startswith("referee"):
+                self.run_one("W5", system, "long-rag", self.sizes.long_rag)
+                continue
+            runs = {p: self.run_one("W5", system, "long-rag", self.sizes.long_rag,
+                                    record=False, provider=p) for p in BILLING_PROVIDERS}
+            row = runs["openai"]
+            if any(r.error is not None or r.bill is None for r in runs.values()):
+                failed = next(r for r in runs.values() if r.error is not None or r.bill is None)
+                self.rows.append(failed)
+                continue
+            assert row.bill is not None
+            for provider, run in runs.items():
+                assert run.bill is not None
+                for attr in ("cached_tokens", "write_tokens", "billable_input_tokens", "cost_usd"):
+                    getattr(row.bill, attr)[provider] = getattr(run.bill, attr)[provider]
+                if provider != "openai":
+                    row.notes.append(f"W5 {provider} column from a run on the {provider} wire "
+                                     f"({run.judge_requests} requests, "
+                                     f"{run.passed_evaluations}/{run.evaluations} passed)")
+            self.rows.append(row)
 
     def w6(self, systems: list[str]) -> None:
         for rpm, cases in self.sizes.rate_limited:
@@ -387,7 +429,8 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
     rows = [r for r in rows if r.workload not in ("W6", "CPU")]
     header = ("workload", "system", "cases", "wall s", "x referee", "judge req", "judge tokens",
               "in flight", "ideal s", "efficiency", "peak RSS MB", "RSS/case KB",
-              "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals")
+              "report KB", "report/case B", "evals/CPU-s", "criteria-only/CPU-s", "passed/evals",
+              *BILL_HEADER)
     lines = [header]
     for r in rows:
         if r.error is not None:
@@ -404,6 +447,7 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
             f"{r.criteria_only_per_cpu_s:,.0f}" if r.criteria_only_evaluations else "-",
             f"{r.passed_evaluations}/{r.evaluations}" + (f" ({r.errored_evaluations} err)"
                                                           if r.errored_evaluations else ""),
+            *bill_columns(r.bill if r.judge_requests else None, r.cases),
         ))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = [f"judge latency {latency_ms:g} ms per request; ideal = requests x latency / "
@@ -453,12 +497,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (W1 20, W2 200, W4 10/20/50)")
     parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency (default 50)")
     parser.add_argument("--workloads", type=_csv, default=list(WORKLOADS),
-                        help="comma-separated subset of W1,W2,W3,W4,W6,CPU (default all)")
+                        help="comma-separated subset of W1,W2,W3,W4,W5,W6,CPU (default all)")
     parser.add_argument("--systems", type=_csv, default=list(SYSTEMS),
                         help=f"comma-separated subset of {','.join(SYSTEMS)} (default all)")
     parser.add_argument("--rag-cases", type=int, help="W1/W3 size (default 200)")
     parser.add_argument("--agent-cases", type=int, help="W2 size (default 2000)")
     parser.add_argument("--w4-sizes", type=_csv, help="W4 sizes (default 50,200,1000)")
+    parser.add_argument("--long-rag-cases", type=int, help="W5 size (default 100)")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="peer virtualenv")
     parser.add_argument("--no-install", action="store_true", help="use the peer venv as it is")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per-run limit in seconds")
@@ -470,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes.rag = args.rag_cases
     if args.agent_cases:
         sizes.agent = args.agent_cases
+    if args.long_rag_cases:
+        sizes.long_rag = args.long_rag_cases
     if args.w4_sizes:
         sizes.scaling = tuple(int(s) for s in args.w4_sizes)
     try:

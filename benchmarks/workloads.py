@@ -51,6 +51,51 @@ def rag_cases(count: int, start: int = 0) -> list[dict[str, Any]]:
     return [rag_case(i) for i in range(start, start + count)]
 
 
+# W5: each context chunk grows to about 500 tokens (~2,000 characters) of policy text, so a case
+# carries about 1,500 tokens of context, past every provider's 1,024-token caching minimum
+# except Claude Haiku 4.5's 4,096.
+_CLAUSES = [
+    "Refunds are paid to the original payment method within {n} business days of inspection.",
+    "Items marked final sale in {city} stores cannot be exchanged after {n} days.",
+    "A receipt or order number is required for every return of {product}.",
+    "Gift recipients may exchange {product} for store credit up to {n} days after delivery.",
+    "Damaged packaging alone does not make {product} ineligible for return in {city}.",
+    "Returns shipped from {city} are processed at the regional centre within {n} days.",
+    "Customers in {city} may book a courier pickup for returns weighing over {n} kilograms.",
+    "Warranty claims for {product} require the serial number printed under the base.",
+]
+LONG_CONTEXT_CHUNK_CHARS = 2000
+
+
+def _long_chunk(head: str, index: int, salt: int, product: str, city: str) -> str:
+    sentences, i = [head], 0
+    while sum(len(x) + 1 for x in sentences) < LONG_CONTEXT_CHUNK_CHARS:
+        clause = _CLAUSES[(index + salt + i) % len(_CLAUSES)]
+        sentences.append(f"Clause {index}.{salt}.{i}: "
+                         + clause.format(n=3 + (index + i * salt) % 40, city=city, product=product))
+        i += 1
+    return " ".join(sentences)
+
+
+def long_rag_case(index: int) -> dict[str, Any]:
+    """One W5 case: W1's case with each of its three chunks grown to ~2,000 characters."""
+    case = rag_case(index)
+    product = _PRODUCTS[index % len(_PRODUCTS)]
+    city = _CITIES[(index // len(_PRODUCTS)) % len(_CITIES)]
+    case["context"] = [_long_chunk(chunk, index, salt, product, city)
+                       for salt, chunk in enumerate(case["context"], start=1)]
+    return case
+
+
+def long_rag_cases(count: int) -> list[dict[str, Any]]:
+    return [long_rag_case(i) for i in range(count)]
+
+
+def cases_for(workload: str, count: int) -> list[dict[str, Any]]:
+    """The judged workloads' cases: ``rag`` (W1/W3/W4) or ``long-rag`` (W5)."""
+    return long_rag_cases(count) if workload == "long-rag" else rag_cases(count)
+
+
 def agent_case(index: int) -> dict[str, Any]:
     """One W2 case: the expected tool trajectory (with args) and what the agent actually did.
 

@@ -2,26 +2,64 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, computed_field
+from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 
 class TokenUsage(BaseModel):
-    """Tokens, requests and cost. ``cache_read_tokens``/``cache_creation_tokens`` are 10xgraph's
-    prompt-cache counts (of the input tokens, not on top of them); usages add with ``+`` and
-    ``sum()``."""
+    """Tokens and requests spent, with the input split the way providers bill it.
+
+    ``input_tokens`` counts every prompt token, whatever its rate. Of those,
+    ``cached_input_tokens`` were read from the provider's prompt cache (billed at the cached
+    rate) and ``cache_write_tokens`` were written to it (Anthropic bills them above the input
+    rate); the rest are plain input. 10xgraph's ``cache_read_tokens`` and
+    ``cache_creation_tokens`` are the same two counts under its names. ``cached_requests`` are
+    replies served by referee's own reply cache, which cost nothing. Usages add with ``+`` and
+    ``sum()``.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     cached_requests: int = 0
     cost_usd: float | None = None
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
+    # 10xgraph spells these cache_read_tokens / cache_creation_tokens; both names are accepted
+    # on input and readable as properties, but stored (and serialised) once.
+    cached_input_tokens: int = Field(
+        default=0, validation_alias=AliasChoices("cached_input_tokens", "cache_read_tokens"))
+    cache_write_tokens: int = Field(
+        default=0, validation_alias=AliasChoices("cache_write_tokens", "cache_creation_tokens"))
 
     @computed_field  # type: ignore[prop-decorator]  # serialised, as 10xgraph's to_dict has it
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens billed at the plain input rate."""
+        return max(self.input_tokens - self.cached_input_tokens - self.cache_write_tokens, 0)
+
+    @property
+    def cache_read_tokens(self) -> int:
+        """10xgraph's name for ``cached_input_tokens``."""
+        return self.cached_input_tokens
+
+    @property
+    def cache_creation_tokens(self) -> int:
+        """10xgraph's name for ``cache_write_tokens``."""
+        return self.cache_write_tokens
+
+    def describe(self) -> str:
+        """One line for reports: requests, tokens by kind, and cost when known."""
+        text = (f"{self.requests} request(s) ({self.cached_requests} from the reply cache), "
+                f"{self.input_tokens} input")
+        if self.cached_input_tokens or self.cache_write_tokens:
+            text += (f" ({self.cached_input_tokens} prompt-cached, "
+                     f"{self.cache_write_tokens} written to the prompt cache)")
+        text += f" + {self.output_tokens} output tokens"
+        if self.cost_usd is not None:
+            text += f", ${self.cost_usd:.4f}"
+        return text
 
     def to_dict(self) -> dict[str, int]:
         """10xgraph's plain-dict form, with the total."""
@@ -45,8 +83,8 @@ class TokenUsage(BaseModel):
             requests=self.requests + other.requests,
             cached_requests=self.cached_requests + other.cached_requests,
             cost_usd=cost,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_creation_tokens=self.cache_creation_tokens + other.cache_creation_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     __radd__ = __add__

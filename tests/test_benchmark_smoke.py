@@ -58,7 +58,11 @@ def test_w1_counts_one_request_per_question(rows):
     assert row.judge_requests == 3 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
     assert row.evaluations == row.passed_evaluations == 3 * W1_EVALUATORS
     assert row.errored_evaluations == 0
-    assert row.judge_tokens > row.judge_requests  # word counts of prompts and replies
+    assert row.judge_tokens > row.judge_requests  # token estimates of prompts and replies
+    assert row.bill is not None and row.bill.requests == row.judge_requests
+    # W1's prompts are too short for any provider's cache: every input token is billable.
+    assert all(row.bill.billable_input_tokens[p] == row.bill.prompt_tokens
+               for p in ("openai", "anthropic", "google"))
     assert row.ideal_s == pytest.approx(row.judge_requests * 0.001
                                         / DEFAULT_REQUEST_CONCURRENCY["referee"])
     assert row.efficiency is not None and row.efficiency > 0
@@ -167,3 +171,25 @@ def test_structured_output_verdicts_match_the_items_in_the_prompt():
 def test_unscriptable_prompt_is_an_error_not_a_guess():
     with pytest.raises(ValueError, match="no reply"):
         replies.reply_for({"messages": [{"role": "user", "content": "Write a poem."}]})
+
+
+@pytest.mark.timeout(300)  # three runs of the referee runner, one per judge wire
+def test_w5_bills_each_provider_from_a_run_on_its_own_wire():
+    with Harness(latency_ms=1.0, sizes=Sizes(long_rag=2), peer_python=None, timeout_s=120,
+                 log=lambda message: None) as harness:
+        harness.w5(["referee-case-batched"])
+        rows = harness.finish()
+    row = _row(rows, "W5", "referee-case-batched", 2)
+    assert row.judge_requests == 2  # one request per case
+    assert row.bill is not None and row.bill.prompt_chars > 2 * 6000  # ~1,500 tokens of context
+    notes = " ".join(row.notes)
+    assert "anthropic column from a run on the anthropic wire" in notes
+    assert "google column from a run on the google wire" in notes
+    for provider in ("openai", "anthropic", "google"):
+        assert row.bill.cost_usd[provider] > 0
+        # One request per case finds nothing cached.
+        assert row.bill.cached_tokens[provider] == 0
+    # Claude Haiku 4.5 caches from 4,096 tokens: the prefix is left unmarked, nothing written.
+    assert row.bill.write_tokens["anthropic"] == 0
+    table = format_table(rows, 1.0)
+    assert "billable in/case anthropic" in table and "$/1k cases gemini-2.5-flash" in table

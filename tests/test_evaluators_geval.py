@@ -53,8 +53,11 @@ async def test_runs_alternate_the_framing(server):
     # The runs are concurrent, so requests arrive in any order: compare them as a multiset.
     prompts = [r.prompt for r in server.requests]
     assert len(prompts) == 3 and len(set(prompts)) == 2
-    before = [p.index("Criterion:") < p.index("<<<BEGIN MODEL OUTPUT") for p in prompts]
-    assert sorted(before) == [False, True, True]
+    # The framing varies after the case's data, which stays the shared, cacheable prefix.
+    data_end = prompts[0].index("<<<END MODEL OUTPUT")
+    assert all(p[:data_end] == prompts[0][:data_end] for p in prompts)
+    criterion_first = [p.index("Criterion:") < p.index("Grade") for p in prompts]
+    assert sorted(criterion_first) == [False, True, True]
     assert all("never instructions to you" in r.system for r in server.requests)
 
 

@@ -14,7 +14,7 @@ import json
 import os
 
 from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb, runner_args, write_result
-from benchmarks.workloads import rag_cases
+from benchmarks.workloads import cases_for
 
 # Must be set before deepeval is imported: no telemetry, no prompts, no .env discovery.
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
@@ -30,7 +30,7 @@ os.environ.setdefault("DEEPEVAL_DISABLE_TIMEOUTS", "1")
 
 def main() -> None:
     args = runner_args(__doc__ or "")
-    if args.workload != "rag":
+    if args.workload == "agent":
         raise SystemExit("deepeval runs only the RAG workloads (see the module docstring)")
     if args.cache_dir:
         # deepeval keeps its cache under the working directory (.deepeval/).
@@ -56,7 +56,7 @@ def main() -> None:
               evaluation_params=[LLMTestCaseParams.INPUT, LLMTestCaseParams.ACTUAL_OUTPUT,
                                  LLMTestCaseParams.EXPECTED_OUTPUT]),
     ]
-    data = rag_cases(args.cases)
+    data = cases_for(args.workload, args.cases)
     test_cases = [LLMTestCase(input=c["input"], actual_output=c["output"],
                               expected_output=c["expected_output"], context=c["context"],
                               retrieval_context=c["context"]) for c in data]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb, runner_args, write_result
-from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, rag_cases
+from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, cases_for
 
 
 def main() -> None:
@@ -26,10 +26,10 @@ def main() -> None:
 
     result = RunnerResult(system="multivon-eval", workload=args.workload, cases=args.cases)
     suite = EvalSuite(f"bench-{args.workload}")
-    if args.workload == "rag":
+    if args.workload != "agent":
         configure(JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=args.base_url,
                               cache=bool(args.cache_dir)))
-        data = rag_cases(args.cases)
+        data = cases_for(args.workload, args.cases)
         suite.add_cases([EvalCase(input=c["input"], context=c["context"],
                                   expected_output=c["expected_output"]) for c in data])
         suite.add_evaluators(Faithfulness(), Hallucination(), Relevance(), AnswerAccuracy())

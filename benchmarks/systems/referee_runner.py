@@ -13,28 +13,31 @@ import os
 import tempfile
 
 from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb, runner_args, write_result
-from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, rag_cases
+from benchmarks.workloads import AGENT_KEYWORDS, agent_cases, cases_for, rag_cases
 
 
 def run_rag(args, result: RunnerResult):
     from referee import EvalCase, EvalSuite, JudgeConfig, configure
     from referee.evaluators import AnswerAccuracy, Faithfulness, Hallucination, Relevance
+    from referee.judge import DEFAULT_MODELS
 
-    configure(JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=args.base_url,
-                          api_key="sk-loopback", cache=bool(args.cache_dir)))
-    data = rag_cases(args.cases)
+    configure(JudgeConfig(provider=args.provider, model=DEFAULT_MODELS[args.provider],
+                          base_url=args.base_url, api_key="sk-loopback",
+                          cache=bool(args.cache_dir)))
+    data = cases_for(args.workload, args.cases)
+    batch = "case" if args.case_batched else args.batched
     suite = EvalSuite(f"bench-{args.workload}")
     suite.add_cases([EvalCase(input=c["input"], context=c["context"],
                               expected_output=c["expected_output"]) for c in data])
-    suite.add_evaluators(Faithfulness(batch=args.batched), Hallucination(batch=args.batched),
-                         Relevance(batch=args.batched), AnswerAccuracy(batch=args.batched))
+    suite.add_evaluators(Faithfulness(batch=batch), Hallucination(batch=batch),
+                         Relevance(batch=batch), AnswerAccuracy(batch=batch))
     outputs = {c["input"]: c["output"] for c in data}
     if args.warmup_cases:
         warm = rag_cases(args.warmup_cases, start=len(data) + 1_000_000)
         warmup = EvalSuite("bench-warmup")
         warmup.add_cases([EvalCase(input=c["input"], context=c["context"],
                                    expected_output=c["expected_output"]) for c in warm])
-        warmup.add_evaluators(*[type(e)(batch=args.batched) for e in suite.evaluators])
+        warmup.add_evaluators(*[type(e)(batch=batch) for e in suite.evaluators])
         warm_outputs = {c["input"]: c["output"] for c in warm}
         warmup.run(lambda prompt: warm_outputs[prompt], verbose=False,
                    runs_dir=tempfile.mkdtemp(prefix="referee-bench-runs-"))
@@ -43,7 +46,9 @@ def run_rag(args, result: RunnerResult):
                        "(starts at 8, ceiling 64 per endpoint), "
                        "questions of a case concurrent, "
                        + ("judge cache on" if args.cache_dir else "judge cache off")
-                       + (", batched QAG" if args.batched else ", one request per question"))
+                       + {"case": ", case-level batch", True: ", batched QAG",
+                          False: ", one request per question"}[batch]
+                       + f", {args.provider} judge {DEFAULT_MODELS[args.provider]}")
     result.rss_baseline_kb = peak_rss_kb()
     runs_dir = tempfile.mkdtemp(prefix="referee-bench-runs-")
     with Stopwatch() as watch:
@@ -92,9 +97,10 @@ def main() -> None:
     args = runner_args(__doc__ or "")
     if args.cache_dir:
         os.environ["REFEREE_CACHE_DIR"] = args.cache_dir
-    name = "referee (batched)" if args.batched else "referee"
+    name = ("referee (case-batched)" if args.case_batched
+            else "referee (batched)" if args.batched else "referee")
     result = RunnerResult(system=name, workload=args.workload, cases=args.cases)
-    report, watch = (run_rag if args.workload == "rag" else run_agent)(args, result)
+    report, watch = (run_agent if args.workload == "agent" else run_rag)(args, result)
     result.wall_s, result.cpu_s = watch.wall_s, watch.cpu_s
     report.to_file(args.report)
     usage = report.summary.total_token_usage

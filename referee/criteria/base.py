@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import math
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from referee.case import EvalCase
@@ -12,6 +14,21 @@ from referee.config import CriterionConfig
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
+
+
+@dataclass
+class CaseScope:
+    """The criteria scoring one case, visible to each of them while they run.
+
+    The engine sets it around a case's criteria, so criteria can share work for that case
+    (one judge request for several batched evaluators); ``shared`` holds that work.
+    """
+
+    criteria: tuple[Any, ...]
+    shared: dict[Any, Any] = field(default_factory=dict)
+
+
+CURRENT_CASE: ContextVar[CaseScope | None] = ContextVar("referee_current_case", default=None)
 
 
 class BaseCriterion(ABC):

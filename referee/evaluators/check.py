@@ -67,7 +67,7 @@ class CheckEvaluator(QAGEvaluator):
 
     def __init__(self, criterion: str, threshold: float = 0.7, num_questions: int = 3,
                  questions: list[str] | None = None, name: str | None = None,
-                 judge: JudgeConfig | None = None, *, batch: bool = False) -> None:
+                 judge: JudgeConfig | None = None, *, batch: bool | str = False) -> None:
         if not isinstance(criterion, str) or not criterion.strip():
             raise ValueError(f"CheckEvaluator: criterion must be a non-empty string, "
                              f"got {criterion!r}")

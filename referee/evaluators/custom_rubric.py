@@ -33,7 +33,7 @@ class CustomRubric(QAGEvaluator):
 
     def __init__(self, criteria: list[tuple[str, bool]], name: str = "custom_rubric",
                  threshold: float = 0.7, judge: JudgeConfig | None = None, *,
-                 batch: bool = False) -> None:
+                 batch: bool | str = False) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"CustomRubric: name must be a non-empty string, got {name!r}")
         super().__init__(threshold=threshold, judge=judge, batch=batch)

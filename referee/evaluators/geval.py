@@ -11,8 +11,8 @@ import math
 from typing import Any
 
 from referee.case import EvalCase
-from referee.evaluators.prompts import GEVAL_SYSTEM, geval_prompt
-from referee.evaluators.qag import JudgeEvaluator, case_blocks, gather_all
+from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
+from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, parse_json_object, unreadable_replies
 from referee.result import CriterionResult
@@ -62,11 +62,13 @@ class GEval(JudgeEvaluator):
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         cfg = self.judge_config()
         judge = get_judge(cfg)
-        blocks = case_blocks(actual, expected)
+        prefix = material_prefix(case_blocks(actual, expected))
+        group = case_cache_group(expected)
 
         replies = await gather_all([
-            judge.complete(geval_prompt(self.criteria, blocks, index), system=GEVAL_SYSTEM,
-                           json_mode=True, sample_index=index, accept=_yields_score)
+            judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
+                           prompt_prefix=prefix, cache_group=group, json_mode=True,
+                           sample_index=index, accept=_yields_score)
             for index in range(self.runs)])
         runs: list[dict[str, Any]] = []
         for index, reply in enumerate(replies):

@@ -49,7 +49,8 @@ class Hallucination(QAGEvaluator):
     required_fields = ("context",)
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
-        blocks = (context_block(expected), output_block(actual))
+        # The same material as Faithfulness, so their questions share one cacheable prefix.
+        blocks = (input_block(expected), context_block(expected), output_block(actual))
         return [
             Question("Does the model output introduce any claim that is neither stated in nor "
                      "directly implied by the context?", False, blocks),

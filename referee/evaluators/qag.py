@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Sequence
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
-from referee.criteria.base import BaseCriterion
+from referee.criteria.base import CURRENT_CASE, BaseCriterion
 from referee.errors import JudgeUnavailable
 from referee.evaluators.calibration import (
     NO_QUESTION_SET,
@@ -31,11 +31,11 @@ from referee.evaluators.calibration import (
     file_threshold,
 )
 from referee.evaluators.prompts import (
-    BATCH_SYSTEM,
-    QUESTION_SYSTEM,
+    JUDGE_SYSTEM,
     DataBlock,
-    batch_prompt,
-    question_prompt,
+    batch_task,
+    material_prefix,
+    question_task,
 )
 from referee.execution import ExecutionResult
 from referee.judge import (
@@ -113,16 +113,23 @@ def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dic
     }
 
 
+def case_cache_group(expected: EvalCase) -> str:
+    """One provider prompt-cache key per case (OpenAI's ``prompt_cache_key``)."""
+    return "referee-" + hashlib.sha256(expected.eval_id.encode("utf-8")).hexdigest()[:24]
+
+
 def _yields_verdict(text: str) -> bool:
     return parse_verdict(text) is not Verdict.UNKNOWN
 
 
-async def ask_each(cfg: JudgeConfig, questions: Sequence[Question]
+async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
+                   cache_group: str | None = None
                    ) -> tuple[list[dict[str, Any]], list[JudgeReply]]:
     judge = get_judge(cfg)
     # sample_index = position: two identical questions in one evaluator stay two calls.
     replies = await gather_all([
-        judge.complete(question_prompt(q.text, q.blocks), system=QUESTION_SYSTEM,
+        judge.complete(question_task(q.text), system=JUDGE_SYSTEM,
+                       prompt_prefix=material_prefix(q.blocks), cache_group=cache_group,
                        json_mode=False, sample_index=i, accept=_yields_verdict)
         for i, q in enumerate(questions)])
     records = [_record(q, parse_verdict(r.text), r.text, r.cached)
@@ -178,17 +185,19 @@ def _answer_verdict(value: Any) -> Verdict:
     return Verdict.UNKNOWN
 
 
-async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question]
+async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
+                      cache_group: str | None = None
                       ) -> tuple[list[dict[str, Any]], JudgeReply]:
     judge = get_judge(cfg)
-    prompt = batch_prompt([q.text for q in questions], _union_blocks(questions))
     count = len(questions)
 
     def yields_verdict(text: str) -> bool:
         return any(_answer_verdict(v) is not Verdict.UNKNOWN
                    for v in _batch_answers(text, count).values())
 
-    reply = await judge.complete(prompt, system=BATCH_SYSTEM, json_mode=True, sample_index=0,
+    reply = await judge.complete(batch_task([q.text for q in questions]), system=JUDGE_SYSTEM,
+                                 prompt_prefix=material_prefix(_union_blocks(questions)),
+                                 cache_group=cache_group, json_mode=True, sample_index=0,
                                  accept=yields_verdict)
     answers = _batch_answers(reply.text, count)
     records = []
@@ -211,23 +220,39 @@ class QAGOutcome:
 
 
 async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *,
-                  batch: bool = False) -> QAGOutcome:
+                  batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
     """Ask ``questions`` and score them; raises JudgeUnavailable when no verdict is readable."""
     if not questions:
         raise ValueError(f"{owner}: no questions to ask")
     batch_reply = None
     if batch:
-        records, batch_reply = await ask_batched(cfg, questions)
+        records, batch_reply = await ask_batched(cfg, questions, cache_group=cache_group)
         replies = [batch_reply]
     else:
-        records, replies = await ask_each(cfg, questions)
-    usage = TokenUsage.total([r.usage for r in replies])
+        records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+    return score_records(owner, cfg, records, replies,
+                         mode="batched" if batch else "per_question", batch_reply=batch_reply)
+
+
+def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
+                  replies: Sequence[JudgeReply], *, mode: str,
+                  batch_reply: JudgeReply | None = None,
+                  usage: TokenUsage | None = None) -> QAGOutcome:
+    """The QAG score of answered questions; JudgeUnavailable when none has a verdict.
+
+    ``usage`` is what this evaluator is charged, by default what ``replies`` cost (a case-level
+    batch charges its one request to one evaluator only).
+    """
+    if usage is None:
+        usage = TokenUsage.total([r.usage for r in replies])
     total = len(records)
     unknown = sum(1 for r in records if r["matched"] is None)
     if unknown == total:
-        raise unreadable_replies(
+        error = unreadable_replies(
             replies, f"every judge verdict was unparseable ({total} of {total} question(s) "
             "UNKNOWN), so the case has no score", owner=owner)
+        error.token_usage = usage
+        raise error
     matched = sum(1 for r in records if r["matched"])
     answered = total - unknown
     score = matched / answered
@@ -247,7 +272,7 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
         "matched": matched,
         "answered": answered,
         "unknown": unknown,
-        "mode": "batched" if batch else "per_question",
+        "mode": mode,
         "judge_provider": cfg.provider,
         "judge_model": cfg.model,
     }
@@ -358,9 +383,9 @@ class QAGEvaluator(JudgeEvaluator):
     required_fields: tuple[str, ...] = ()
 
     def __init__(self, threshold: float | str | None = None, judge: JudgeConfig | None = None,
-                 *, batch: bool = False) -> None:
+                 *, batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
-        self.batch = bool(batch)
+        self.batch = check_batch(type(self).__name__, batch)
 
     def question_set(self) -> str:
         """A digest of the question texts (and the answer each expects), in order.
@@ -391,13 +416,96 @@ class QAGEvaluator(JudgeEvaluator):
         if missing is not None:
             return self._skipped(missing)
         cfg = self.judge_config()
-        outcome = await run_qag(self.name, cfg, self.questions(actual, expected), batch=self.batch)
+        scope = CURRENT_CASE.get()
+        if self.batch == CASE_BATCH and scope is not None:
+            outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
+        else:
+            outcome = await run_qag(self.name, cfg, self.questions(actual, expected),
+                                    batch=bool(self.batch), cache_group=case_cache_group(expected))
         details = outcome.details
         extra = self.extra_details(actual, expected)
         details.update(extra)
         if extra.get("note"):
             details["reason"] = f"{details['reason']}; {extra['note']}"
         return self._scored(cfg, outcome.score, details, outcome.token_usage)
+
+
+CASE_BATCH = "case"
+
+
+def check_batch(owner: str, batch: Any) -> bool | str:
+    """``False`` (a request per question), ``True`` (per evaluator) or ``"case"``."""
+    if isinstance(batch, bool):
+        return batch
+    if batch == CASE_BATCH:
+        return CASE_BATCH
+    raise ValueError(f"{owner}: batch must be False, True or 'case', got {batch!r}")
+
+
+def _judge_identity(cfg: JudgeConfig) -> tuple[Any, ...]:
+    return (cfg.provider, cfg.model, cfg.base_url, cfg.api_style, cfg.effective_temperature,
+            cfg.effective_max_tokens)
+
+
+# One evaluator's share of a case-level batch: its records, the usage it is charged, the
+# shared reply, and the evaluators that reply served.
+_CaseAnswer = tuple[list[dict[str, Any]], TokenUsage, JudgeReply, list[str]]
+
+
+async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: ExecutionResult,
+                        expected: EvalCase, shared: dict[Any, Any],
+                        criteria: Sequence[Any]) -> QAGOutcome:
+    """Case-level batch: one request per case for all ``batch="case"`` evaluators that use the
+    same judge, over the union of their material; each evaluator then scores its own questions.
+
+    The first of them to run asks for all; the others wait for its answer. The request's usage
+    is counted once, on the first evaluator (``details["case_batch"]`` names the evaluators it
+    served).
+    """
+    key = ("qag-case-batch", _judge_identity(cfg))
+    work = shared.get(key)
+    if work is None:
+        work = shared[key] = asyncio.get_running_loop().create_future()
+        try:
+            work.set_result(await _ask_case(cfg, actual, expected, criteria))
+        except BaseException as exc:
+            work.set_exception(exc)
+            work.exception()  # retrieved here too, so an unshared failure is not "never retrieved"
+            raise
+    answers: dict[int, _CaseAnswer] = await asyncio.shield(work)
+    if id(evaluator) not in answers:
+        raise ValueError(f"{evaluator.name}: no questions to ask")
+    records, usage, reply, served = answers[id(evaluator)]
+    outcome = score_records(evaluator.name, cfg, records, [reply], mode="case_batched",
+                            batch_reply=reply, usage=usage)
+    outcome.details["case_batch"] = served
+    return outcome
+
+
+async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCase,
+                    criteria: Sequence[Any]) -> dict[int, _CaseAnswer]:
+    identity = _judge_identity(cfg)
+    members: list[tuple[QAGEvaluator, list[Question]]] = []
+    for criterion in criteria:
+        if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
+                or criterion.missing_input(actual, expected) is not None
+                or _judge_identity(criterion.judge_config()) != identity):
+            continue
+        questions = criterion.questions(actual, expected)
+        if questions:
+            members.append((criterion, questions))
+    # One request shows the union of the material (ask_batched): Relevance's questions then
+    # see the context too. That trade-off is an open question (docs/judge.md).
+    asked = [q for _, questions in members for q in questions]
+    records, reply = await ask_batched(cfg, asked, cache_group=case_cache_group(expected))
+    served = [member.name for member, _ in members]
+    answers: dict[int, _CaseAnswer] = {}
+    start = 0
+    for position, (member, questions) in enumerate(members):
+        answers[id(member)] = (records[start:start + len(questions)],
+                               reply.usage if position == 0 else TokenUsage(), reply, served)
+        start += len(questions)
+    return answers
 
 
 # Data blocks every evaluator draws from: one label per kind of material, so questions can name it.

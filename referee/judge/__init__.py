@@ -19,12 +19,14 @@ from referee.judge.config import (
     resolve_judge_config,
     split_judge_model,
 )
-from referee.judge.pricing import estimate_cost, price_of, set_price
+from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
+from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
 from referee.judge.retry import RetryPolicy, parse_retry_after
 from referee.judge.verdict import Verdict, parse_json_object, parse_verdict
 
 __all__ = [
+    "CachingRules",
     "DEFAULT_MODELS",
     "Judge",
     "JudgeCache",
@@ -32,17 +34,21 @@ __all__ = [
     "JudgeReply",
     "JudgeRequest",
     "JudgeUnavailable",
+    "Price",
     "ProviderAdapter",
     "RawReply",
     "RetryPolicy",
     "Verdict",
+    "caching_rules",
     "configure",
     "default_cache_path",
     "estimate_cost",
+    "estimate_tokens",
     "get_cache",
     "get_configured",
     "get_judge",
     "judge_config_for_model",
+    "load_prices",
     "parse_json_object",
     "parse_retry_after",
     "parse_verdict",

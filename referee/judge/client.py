@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import threading
@@ -15,6 +16,7 @@ from typing import Any
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
+from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
 from referee.judge.pricing import usage_for
@@ -278,9 +280,16 @@ class Judge:
 
     async def complete(self, prompt: str, *, system: str | None = None, json_mode: bool = False,
                        sample_index: int = 0, temperature: float | None = None,
-                       max_tokens: int | None = None,
+                       max_tokens: int | None = None, prompt_prefix: str = "",
+                       cache_group: str | None = None,
                        accept: ReplyCheck | None = None) -> JudgeReply:
         """One judge reply; raises JudgeUnavailable when the provider cannot give one.
+
+        The user message is ``prompt_prefix + prompt``. Give the part that sibling requests
+        share (a case's material) as ``prompt_prefix``: when it is long enough for the
+        provider's prompt cache, it is marked for caching (Anthropic ``cache_control``, OpenAI
+        ``prompt_cache_key=cache_group``) and the first request with it goes before its
+        siblings, so that they find it cached.
 
         ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
         interprets the reply, decides. Only such replies are cached, and a cached reply it does
@@ -294,16 +303,20 @@ class Judge:
         if self._setup_error is not None or self._endpoint is None:
             raise self._unavailable(str(self._setup_error), self._setup_error)
         cfg = self.config
+        cacheable = bool(prompt_prefix) and worth_caching(cfg.provider, cfg.model,
+                                                          (system or "") + prompt_prefix)
         request = JudgeRequest(
-            model=cfg.model, prompt=prompt, system=system, json_mode=json_mode,
+            model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
             temperature=cfg.effective_temperature if temperature is None else temperature,
             max_tokens=cfg.effective_max_tokens if max_tokens is None else max_tokens,
-            timeout=cfg.effective_timeout, api_style=cfg.api_style)
+            timeout=cfg.effective_timeout, api_style=cfg.api_style,
+            prompt_prefix=prompt_prefix, cache_breakpoint=cacheable,
+            cache_key=cache_group if cacheable else None)
         cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
         key = ""
         if cache is not None:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
-                            api_style=cfg.api_style, prompt=prompt, system=system,
+                            api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index)
             hit = cache.get(key)
@@ -315,14 +328,19 @@ class Judge:
         flight = _start_flight(key) if cache is not None else None
         started = time.monotonic()
         try:
-            raw, attempts = await self._call_with_retries(request)
+            turn = (warm_up(cfg.provider, cfg.model, self._endpoint.base_url, system or "",
+                             prompt_prefix) if cacheable else contextlib.nullcontext())
+            async with turn:
+                raw, attempts = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
                 _end_flight(key, flight, None)  # those waiting make their own attempt
             raise
         latency = time.monotonic() - started
-        reply = JudgeReply(text=raw.text, usage=usage_for(cfg.model, raw.input_tokens,
-                                                          raw.output_tokens),
+        reply = JudgeReply(text=raw.text, usage=usage_for(
+                               cfg.model, raw.input_tokens, raw.output_tokens,
+                               cached_input_tokens=raw.cached_input_tokens,
+                               cache_write_tokens=raw.cache_write_tokens),
                            cached=False, provider=cfg.provider, model=cfg.model,
                            latency_s=latency, attempts=attempts,
                            truncated_at=request.max_tokens if raw.truncated else None)

@@ -14,9 +14,9 @@ import json
 import os
 import re
 import weakref
-from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
+from urllib.parse import urlsplit
 
 from referee.judge.config import JudgeConfig, _register_provider_name
 from referee.judge.retry import MalformedReply
@@ -32,14 +32,21 @@ class JudgeRequest:
     max_tokens: int
     timeout: float
     api_style: str
+    # How much of the start of ``prompt`` sibling requests share (a case's material), so that
+    # adapters can mark it for the provider's prompt cache; ``prompt`` is always the whole text.
+    prompt_prefix: str = ""
+    cache_breakpoint: bool = False  # Anthropic: put cache_control at the end of the prefix
+    cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
 
 
 @dataclass(frozen=True)
 class RawReply:
     text: str
-    input_tokens: int
+    input_tokens: int  # every prompt token, cached ones included
     output_tokens: int
     model: str
+    cached_input_tokens: int = 0  # read from the provider's prompt cache
+    cache_write_tokens: int = 0   # written to it
     # The provider stopped at max_tokens (finish_reason "length", stop_reason "max_tokens",
     # MAX_TOKENS): the text is cut off.
     truncated: bool = False
@@ -169,6 +176,8 @@ class OpenAIAdapter:
             messages.append({"role": "system", "content": system})
         messages.append({"role": "user", "content": request.prompt})
         body: dict[str, Any] = {"model": request.model, "messages": messages}
+        if request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if _OPENAI_REASONING.match(request.model):
             body["max_completion_tokens"] = request.max_tokens
         else:
@@ -204,16 +213,20 @@ class OpenAIAdapter:
             text, content_error = _chat_text(message if isinstance(message, dict) else {})
             truncated = choices[0].get("finish_reason") == "length"
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens", 0)) if isinstance(details, dict) else 0
         return RawReply(text=text, input_tokens=_int(usage.get("prompt_tokens", 0)),
                         output_tokens=_int(usage.get("completion_tokens", 0)),
-                        model=data.get("model") or request.model, truncated=truncated,
-                        content_error=content_error,
+                        model=data.get("model") or request.model, cached_input_tokens=cached,
+                        truncated=truncated, content_error=content_error,
                         headers=response.headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
                                   "max_output_tokens": request.max_tokens,
                                   "timeout": request.timeout}
+        if request.cache_key:
+            params["prompt_cache_key"] = request.cache_key
         if not _OPENAI_REASONING.match(request.model):
             params["temperature"] = request.temperature
         system = _openai_json_system(request)
@@ -234,10 +247,12 @@ class OpenAIAdapter:
                 if getattr(block, "type", None) == "output_text":
                     parts.append(getattr(block, "text", "") or "")
         usage = getattr(response, "usage", None)
+        details = getattr(usage, "input_tokens_details", None)
         incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
         return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
+                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
                         truncated=incomplete == "max_output_tokens",
                         headers=raw.headers)
 
@@ -301,17 +316,27 @@ class AnthropicAdapter:
                                         timeout=cfg.effective_timeout, **extra)
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
+        # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
+        # With a shared prefix it goes at the very end, so that the system text stays
+        # byte-identical between a case's JSON and plain requests and their prefix is shared.
+        system = request.system
+        prefix = request.prompt_prefix if request.prompt.startswith(request.prompt_prefix) else ""
+        prompt = request.prompt
+        if request.json_mode and prefix:
+            prompt = f"{prompt}\n\n{_JSON_INSTRUCTION}"
+        elif request.json_mode:
+            system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
+        content: Any = prompt
+        if request.cache_breakpoint and prefix:
+            content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
+                       {"type": "text", "text": prompt[len(prefix):]}]
         params: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": "user", "content": content}],
             "timeout": request.timeout,
         }
         if _accepts_temperature(client):
             params["temperature"] = request.temperature
-        # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
-        system = request.system
-        if request.json_mode:
-            system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         if system:
             params["system"] = system
         raw = await client.messages.with_raw_response.create(**params)
@@ -323,9 +348,14 @@ class AnthropicAdapter:
         text = "".join(getattr(block, "text", "") or "" for block in content
                        if getattr(block, "type", None) == "text")
         usage = getattr(response, "usage", None)
-        return RawReply(text=text, input_tokens=_int(getattr(usage, "input_tokens", 0)),
+        # Anthropic's input_tokens leaves out what was read from or written to the cache.
+        read = _int(getattr(usage, "cache_read_input_tokens", 0))
+        written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+        return RawReply(text=text,
+                        input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + written,
                         output_tokens=_int(getattr(usage, "output_tokens", 0)),
                         model=getattr(response, "model", None) or request.model,
+                        cached_input_tokens=read, cache_write_tokens=written,
                         truncated=getattr(response, "stop_reason", None) == "max_tokens",
                         headers=raw.headers)
 
@@ -408,6 +438,7 @@ class GoogleAdapter:
                         input_tokens=_int(getattr(usage, "prompt_token_count", 0)),
                         output_tokens=_int(getattr(usage, "candidates_token_count", 0)),
                         model=getattr(response, "model_version", None) or request.model,
+                        cached_input_tokens=_int(getattr(usage, "cached_content_token_count", 0)),
                         truncated=truncated,
                         headers=getattr(http, "headers", None))
 

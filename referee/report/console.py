@@ -192,12 +192,11 @@ def render_console(report: EvalReport, console: Console | None = None, *,
                                "(see the HTML or JSON report)"))
 
     usage = report.token_usage
-    if usage.requests or usage.total_tokens:
-        line = (f"Judge usage: {usage.requests} request(s) ({usage.cached_requests} cached), "
-                f"{usage.input_tokens} input + {usage.output_tokens} output tokens")
-        if usage.cost_usd is not None:
-            line += f", ${usage.cost_usd:.4f}"
-        console.print(Text(line))
+    if usage.requests or usage.cached_requests or usage.total_tokens:
+        console.print(Text(f"Judge spend: {usage.describe()}"))
+    model_usage = report.model_token_usage
+    if model_usage is not None:
+        console.print(Text(f"Model under test spend: {model_usage.describe()}"))
 
     location = run_dir or report.metadata.get("run_dir")
     if location:

@@ -459,11 +459,11 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
     counts = [(s.value, by_status[s]) for s in CaseStatus]
     usage = report.token_usage
     usage_text = ""
-    if usage.requests or usage.total_tokens:
-        usage_text = (f"judge usage {usage.requests} request(s), {usage.cached_requests} cached, "
-                      f"{usage.input_tokens}+{usage.output_tokens} tokens")
-        if usage.cost_usd is not None:
-            usage_text += f", ${usage.cost_usd:.4f}"
+    if usage.requests or usage.cached_requests or usage.total_tokens:
+        usage_text = f"judge spend: {usage.describe()}"
+    model_usage = report.model_token_usage
+    if model_usage is not None:
+        usage_text += ("; " if usage_text else "") + f"model under test spend: {model_usage.describe()}"
     stats = report.summary.criterion_stats
     groups: dict[str, int] = {}
     for status, n in by_status.items():

@@ -101,6 +101,11 @@ def render_junit(report: EvalReport) -> str:
                        ("error_rate", format_rate(report.error_rate, report.total)),
                        ("criterion_errors", str(report.criterion_errors))):
         ET.SubElement(properties, "property", name=key, value=value)
+    # The judge's spend and the model under test's, each on its own line.
+    for key, usage in (("judge_spend", report.token_usage),
+                       ("model_under_test_spend", report.model_token_usage)):
+        if usage is not None:
+            ET.SubElement(properties, "property", name=key, value=_clean(usage.describe()))
     suite.insert(0, properties)
     suite.set("tests", str(counts["tests"]))
     suite.set("failures", str(counts["failure"]))

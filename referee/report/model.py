@@ -356,6 +356,8 @@ class RunTally:
         self.converted_named: list[str] = []
         # Judge usage by case (the summary lists it): only cases that spent judge tokens.
         self.per_case_token_usage: dict[str, TokenUsage] = {}
+        # What the model under test reported spending, apart from the judge's spend.
+        self.model_token_usage: TokenUsage | None = None
         self._criteria: dict[str, _CriterionTally] = {}
 
     @classmethod
@@ -377,6 +379,8 @@ class RunTally:
         if case.token_usage is not None:
             self.token_usage = case.token_usage + self.token_usage
             self.per_case_token_usage[case.eval_id] = case.token_usage
+        if case.execution is not None and case.execution.token_usage is not None:
+            self.model_token_usage = case.execution.token_usage + self.model_token_usage
         for r in case.criterion_results:
             s = self._criteria.get(r.criterion)
             if s is None:
@@ -443,6 +447,8 @@ class RunTally:
             "token_usage": self.token_usage.model_dump(mode="json") if self.token_usage else None,
             "per_case_token_usage": {k: u.model_dump(mode="json")
                                      for k, u in self.per_case_token_usage.items()},
+            "model_token_usage": (self.model_token_usage.model_dump(mode="json")
+                                  if self.model_token_usage else None),
             "criteria": {
                 name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
                        "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None}
@@ -467,6 +473,8 @@ class RunTally:
         tally.per_case_token_usage = {
             str(k): TokenUsage.model_validate(u)
             for k, u in (data.get("per_case_token_usage") or {}).items()}
+        usage = data.get("model_token_usage")
+        tally.model_token_usage = TokenUsage.model_validate(usage) if usage else None
         for name, values in (data.get("criteria") or {}).items():
             s = tally._criteria[name] = _CriterionTally()
             for key in _CriterionTally.__slots__:
@@ -616,7 +624,14 @@ class EvalReport(BaseModel):
 
     @property
     def token_usage(self) -> TokenUsage:
+        """What the judge spent: every judged criterion of every case."""
         return self._tally().token_usage or TokenUsage()
+
+    @property
+    def model_token_usage(self) -> TokenUsage | None:
+        """What the model under test reported spending (``ExecutionResult.token_usage``),
+        kept apart from the judge's spend; None when it reported nothing."""
+        return self._tally().model_token_usage
 
     # Document 000 ----------------------------------------------------------------------
     @property
@@ -656,6 +671,11 @@ class EvalReport(BaseModel):
             "error_rate": self.error_rate, "criterion_errors": self.criterion_errors,
         }
         data["summary"] = self.summary.model_dump(mode="json")
+        model_usage = self.model_token_usage
+        data["spend"] = {
+            "judge": self.token_usage.model_dump(mode="json"),
+            "model_under_test": None if model_usage is None else model_usage.model_dump(mode="json"),
+        }
         data["warnings"] = self.warnings
         return data
 
@@ -667,7 +687,8 @@ class EvalReport(BaseModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
-        data = {k: v for k, v in data.items() if k not in ("totals", "summary", "warnings")}
+        data = {k: v for k, v in data.items()
+                if k not in ("totals", "summary", "spend", "warnings")}
         return cls.model_validate(data)
 
     @classmethod

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
 from referee.case import EvalCase
+from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
 from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
@@ -479,9 +480,14 @@ class Engine:
             return self._case(case, index, key, CaseStatus.MODEL_ERROR, execution=execution,
                               error=execution.error)
 
-        scored = await asyncio.gather(*(
-            self._score(i, criterion, execution, case) for i, criterion in enumerate(self.criteria)
-        ))
+        scope = CURRENT_CASE.set(CaseScope(tuple(self.criteria)))
+        try:
+            scored = await asyncio.gather(*(
+                self._score(i, criterion, execution, case)
+                for i, criterion in enumerate(self.criteria)
+            ))
+        finally:
+            CURRENT_CASE.reset(scope)
         status = case_status(scored)
         return self._case(case, index, key, status, execution=execution,
                           criterion_results=list(scored), error=_error_summary(scored, status),

@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from referee.judge.caching import estimate_tokens
+
 
 @dataclass(frozen=True)
 class ScriptedToolCall:
@@ -26,7 +28,7 @@ class ScriptedToolCall:
 
 @dataclass(frozen=True)
 class Reply:
-    """A successful judge reply. Token counts default to word counts of the prompt and text.
+    """A successful judge reply. Token counts default to estimates (about 4 characters each).
 
     With ``tool_calls`` it is an assistant turn that calls tools (an agent's model step): every
     API answers with its own tool-call shape, and ``text`` (empty by default there) rides along.
@@ -144,8 +146,22 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     connection_id: int = 0
+    # Where the Anthropic cache_control breakpoint ends the cacheable prefix of cache_text.
+    cache_breakpoint: int | None = None
+    # time.monotonic() clock: when the request arrived and, once answered, when its reply went.
     arrived_at: float = field(default_factory=time.monotonic)
+    answered_at: float | None = None
     rate_limited: bool = False  # answered 429 by the enforced rate limit
+    # What the reply reported, once answered.
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def cache_text(self) -> str:
+        """The prompt as a provider's prefix cache sees it: system text, then the user text."""
+        return f"{self.system or ''}\n\n{self.prompt}"
 
     @property
     def tool_outputs(self) -> list[str]:
@@ -358,10 +374,11 @@ class Script:
 
 
 def token_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
-    prompt_words = len(request.prompt.split()) + len((request.system or "").split())
-    input_tokens = reply.input_tokens if reply.input_tokens is not None else max(prompt_words, 1)
+    """Scripted counts, else referee's estimate (about 4 characters a token)."""
+    estimated = estimate_tokens(request.prompt) + estimate_tokens(request.system or "")
+    input_tokens = reply.input_tokens if reply.input_tokens is not None else max(estimated, 1)
     output_tokens = (reply.output_tokens if reply.output_tokens is not None
-                     else max(len(reply.text.split()), 1))
+                     else max(estimate_tokens(reply.text), 1))
     return input_tokens, output_tokens
 
 

@@ -20,7 +20,9 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import SecretStr
 
+from referee.judge.caching import caching_rules
 from referee.judge.config import DEFAULT_MODELS, JudgeConfig
+from referee.testing.prompt_cache import CacheUse, PromptCache
 from referee.testing.script import (
     Fault,
     Outcome,
@@ -96,8 +98,47 @@ def _parse_request(path: str, body: dict[str, Any]) -> tuple[str, str, str, str,
     raise LookupError(route)
 
 
-def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str, Any]:
+def _anthropic_breakpoint(body: dict[str, Any], system: str | None) -> int | None:
+    """Where the last ``cache_control`` block ends in the request's ``cache_text``."""
+    found: int | None = None
+    system_blocks = body.get("system")
+    if isinstance(system_blocks, list):
+        offset = 0
+        for block in system_blocks:
+            text = _text_of(block)
+            if not text:
+                continue
+            offset += len(text)
+            if isinstance(block, dict) and block.get("cache_control"):
+                found = offset
+            offset += 1  # the "\n" _text_of joins blocks with
+    offset = len(system or "") + 2
+    first_text = True
+    for message in body.get("messages") or []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        for block in blocks:
+            text = _text_of(block)
+            if not text:
+                continue
+            if not first_text:
+                offset += 1
+            first_text = False
+            offset += len(text)
+            if isinstance(block, dict) and block.get("cache_control"):
+                found = offset
+    return found
+
+
+def _success_body(request: RecordedRequest, reply: Reply, text: str,
+                  use: CacheUse | None = None) -> dict[str, Any]:
     input_tokens, output_tokens = token_counts(reply, request)
+    cached = min(use.cached_tokens, input_tokens) if use is not None else 0
+    written = min(use.write_tokens, input_tokens - cached) if use is not None else 0
+    request.input_tokens, request.output_tokens = input_tokens, output_tokens
+    request.cached_input_tokens, request.cache_write_tokens = cached, written
     now = int(time.time())
     ident = uuid.uuid4().hex[:24]
     calls = [(call.call_id or f"call_{uuid.uuid4().hex[:20]}", call) for call in reply.tool_calls]
@@ -109,7 +150,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
                 "length" if reply.cut_off else "tool_calls" if calls else "stop"),
                          "logprobs": None, "message": _chat_message(text, calls, reply)}],
             "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
-                      "total_tokens": input_tokens + output_tokens},
+                      "total_tokens": input_tokens + output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
         }
     if request.api_style == "responses":
         output: list[dict[str, Any]] = []
@@ -131,7 +173,7 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
             "incomplete_details": {"reason": "max_output_tokens"} if reply.cut_off else None,
             "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                       "total_tokens": input_tokens + output_tokens,
-                      "input_tokens_details": {"cached_tokens": 0},
+                      "input_tokens_details": {"cached_tokens": cached},
                       "output_tokens_details": {"reasoning_tokens": 0}},
         }
     if request.provider == "anthropic":
@@ -148,7 +190,10 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
             "content": content, "stop_reason": (
                 "max_tokens" if reply.cut_off else "tool_use" if calls else "end_turn"),
             "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+            # Anthropic counts cache reads and writes apart from input_tokens.
+            "usage": {"input_tokens": input_tokens - cached - written,
+                      "output_tokens": output_tokens, "cache_read_input_tokens": cached,
+                      "cache_creation_input_tokens": written},
         }
     parts: list[dict[str, Any]] = []
     if reply.thinking:
@@ -161,7 +206,8 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str) -> dict[str
         "candidates": [{"content": {"role": "model", "parts": parts},
                         "finishReason": "MAX_TOKENS" if reply.cut_off else "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
-                          "totalTokenCount": input_tokens + output_tokens},
+                          "totalTokenCount": input_tokens + output_tokens,
+                          **({"cachedContentTokenCount": cached} if cached else {})},
         "modelVersion": request.model,
     }
 
@@ -303,23 +349,28 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self._leave_in_flight()
 
+    def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float,
+               headers: dict[str, str] | None = None) -> None:
+        owner = self.server.owner
+        use = owner._cache_lookup(request)
+        if wait_s:
+            owner._stopping.wait(wait_s)
+        self._send_json(200, _success_body(request, reply, reply.text, use), headers)
+        owner._cache_store(request, use)
+
     def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
                 limits: RateLimitState | None = None) -> None:
-        owner = self.server.owner
         if isinstance(outcome, Reply):
-            if outcome.latency_s:
-                owner._stopping.wait(outcome.latency_s)
             headers = None
             if limits is not None:
-                owner._charge_reply(request, outcome)
+                self.server.owner._charge_reply(request, outcome)
                 headers = _rate_limit_headers(request.provider, limits)
-            self._send_json(200, _success_body(request, outcome, outcome.text), headers)
+            self._reply(request, outcome, outcome.latency_s, headers)
             return
+        owner = self.server.owner
         fault = outcome
         if fault.kind == "latency":
-            owner._stopping.wait(fault.seconds or 0.0)
-            reply = Reply()
-            self._send_json(200, _success_body(request, reply, reply.text))
+            self._reply(request, Reply(), fault.seconds or 0.0)
         elif fault.kind == "status":
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
             if fault.body is not None:
@@ -405,9 +456,14 @@ class ScriptedJudgeServer(ScriptedJudge):
     ...     cfg = server.judge_config(provider="openai")
     """
 
-    def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1") -> None:
+    def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
+                 prompt_cache: bool = True) -> None:
         super().__init__(reply)
         self._host = host
+        # Each provider's prompt cache, emulated by its published rules (prompt_cache.py);
+        # cached counts show in each reply's usage the way that provider reports them.
+        self.prompt_cache_enabled = prompt_cache
+        self._prompt_caches: dict[str, PromptCache] = {}
         self._connections = 0
         self._errors: list[BaseException] = []
         self._stopping = threading.Event()
@@ -488,6 +544,29 @@ class ScriptedJudgeServer(ScriptedJudge):
         with self._lock:
             self._connections = 0
 
+    def clear_prompt_cache(self) -> None:
+        """Forget every emulated prompt-cache entry (as if their lifetime had passed)."""
+        with self._lock:
+            caches = list(self._prompt_caches.values())
+        for cache in caches:
+            cache.clear()
+
+    def _cache_lookup(self, request: RecordedRequest) -> CacheUse | None:
+        rules = caching_rules(request.provider, request.model)
+        if not self.prompt_cache_enabled or rules is None:
+            return None
+        with self._lock:
+            cache = self._prompt_caches.setdefault(request.provider, PromptCache())
+        return cache.begin(rules, request.model, request.cache_text, request.cache_breakpoint,
+                           time.monotonic())
+
+    def _cache_store(self, request: RecordedRequest, use: CacheUse | None) -> None:
+        request.answered_at = time.monotonic()
+        rules = caching_rules(request.provider, request.model)
+        if use is None or rules is None:
+            return
+        self._prompt_caches[request.provider].commit(rules, use, request.answered_at)
+
     @property
     def errors(self) -> list[BaseException]:
         """Exceptions raised by scripted callbacks; each was answered with an HTTP 500."""
@@ -512,4 +591,6 @@ class ScriptedJudgeServer(ScriptedJudge):
             model=model, prompt=prompt, system=system, temperature=temperature,
             max_tokens=max_tokens, body=body,
             headers={k.lower(): v for k, v in handler.headers.items()},
-            connection_id=handler.connection_id)
+            connection_id=handler.connection_id, arrived_at=time.monotonic(),
+            cache_breakpoint=(_anthropic_breakpoint(body, system) if provider == "anthropic"
+                              else None))

@@ -20,7 +20,7 @@ from typing import Callable
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
 MARKER = re.compile(r"\[case-(\d+)\]")
-GEVAL_SYSTEM_HINT = "continuous scale"  # GEval's system prompt; QAG's asks for Yes/No
+GEVAL_TASK_HINT = "continuous scale"  # in GEval's task; QAG's asks for Yes/No
 
 # The three provider surfaces the fault matrix covers.
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat")]
@@ -41,7 +41,7 @@ def requests_per_case(server: ScriptedJudgeServer) -> Counter[int | None]:
 
 
 def is_geval(request: RecordedRequest) -> bool:
-    return GEVAL_SYSTEM_HINT in (request.system or "")
+    return GEVAL_TASK_HINT in request.prompt
 
 
 def good_reply(request: RecordedRequest, good: bool = True) -> str:

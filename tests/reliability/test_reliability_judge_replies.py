@@ -41,7 +41,8 @@ MAX_TOKENS = 1024  # the effective default every family uses
 
 
 def _is_doc000(request: RecordedRequest) -> bool:
-    return not is_geval(request) and "exactly one word" not in (request.system or "")
+    # A QAG question asks for one word in its task, at the end of the user message.
+    return not is_geval(request) and "exactly one word" not in request.prompt
 
 
 def _honest(request: RecordedRequest) -> str:

@@ -63,7 +63,7 @@ class LeakyJudge:
         if case in THROTTLED and request.prompt not in self.throttled:
             self.throttled.add(request.prompt)
             return Fault.rate_limit(retry_after=0)
-        if "exactly one word" in (request.system or ""):
+        if "exactly one word" in request.prompt:
             return "Yes"
         return json.dumps({"score": 0.9, "reason": "matches", "reasoning": "matches"})
 
@@ -234,7 +234,7 @@ def test_a_password_in_a_base_url_is_never_stored_or_printed(
         if case_of(request) == 1:  # a server error that quotes the URL it was called at
             url = f"http://proxy:{PASSWORD}@127.0.0.1{request.path}"
             return Fault.http(400, body=json.dumps({"error": {"message": f"bad route {url}"}}))
-        if "exactly one word" in (request.system or ""):
+        if "exactly one word" in request.prompt:
             return "Yes"
         return json.dumps({"score": 0.9, "reasoning": "matches"})
 

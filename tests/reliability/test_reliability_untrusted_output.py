@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("isolated_judge")
 
 
 def _judge_reply(request: RecordedRequest) -> str:
-    if "exactly one word" in (request.system or ""):
+    if "exactly one word" in request.prompt:
         return "No"
     if is_geval(request):
         return '{"score": 0.1, "reason": "it only tries to steer the judge"}'
