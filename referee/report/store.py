@@ -33,6 +33,7 @@ every deterministic criterion together on a 2,000-case run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -40,7 +41,6 @@ import platform
 import socket
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -143,6 +143,7 @@ class RunStore:
         self._cases_file: Any = None
         self._last_fsync = 0.0
         self._locked = False
+        self._lock_fd: int | None = None
         # What reading found broken, one line each ("cases.jsonl line 7: ..."); reports show it.
         self.damage: list[str] = []
 
@@ -213,70 +214,57 @@ class RunStore:
     def lock(self) -> None:
         """Become the run's only writer, or refuse at once naming the process that is.
 
-        A lock left by a process that has died (a kill, a crash) is taken over.
+        The lock is the kernel's (``flock`` on ``.lock``), so it dies with its holder: a killed
+        or crashed writer leaves nothing to take over, and no two takers can both win. The file
+        holds the writer's pid and host, for the message a refused rival prints.
         """
-        me = f"{os.getpid()} {socket.gethostname()}\n"
-        for _ in range(3):
+        me = f"{os.getpid()} {socket.gethostname()}\n".encode()
+        for _ in range(5):
+            fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                seen, holder = self._lock_holder()
-                if holder is not None:
-                    raise RunInUse(
-                        f"the run is being written by {holder} (lock file {self.lock_path}); "
-                        f"wait for it to end, or delete the lock file if no such process is "
-                        f"running it", source=str(self.run_dir))
-                self._take_over(seen)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise RunInUse(
+                    f"the run is being written by {self._lock_holder()} (lock file "
+                    f"{self.lock_path}); wait for it to end", source=str(self.run_dir)) from None
+            try:
+                current = os.stat(self.lock_path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current != os.fstat(fd).st_ino:
+                os.close(fd)  # a finishing writer unlinked the file this lock is on: again
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(me)
+            os.ftruncate(fd, 0)
+            os.write(fd, me)
+            self._lock_fd = fd
             self._locked = True
             return
         raise RunInUse("could not take the run's lock file; another process keeps taking it",
                        source=str(self.lock_path))
 
-    def _lock_holder(self) -> tuple[str | None, str | None]:
-        """(the lock file's text, its live holder in words); no holder when it is stale."""
+    def _lock_holder(self) -> str:
+        """The live holder in words, from the pid and host it wrote into the lock file."""
         try:
-            text = self.lock_path.read_text(encoding="utf-8", errors="replace")
+            fields = self.lock_path.read_text(encoding="utf-8", errors="replace").split()
         except FileNotFoundError:
-            return None, None
-        fields = text.split()
+            fields = []
         if not fields or not fields[0].isdigit():
-            # Being written this instant, or garbage: a young one is someone's, an old one no one's.
-            try:
-                age = time.time() - self.lock_path.stat().st_mtime
-            except FileNotFoundError:
-                return None, None
-            return text, ("another process" if age < 10 else None)
-        pid, host = int(fields[0]), fields[1] if len(fields) > 1 else socket.gethostname()
-        holder = f"process {pid} on {host}"
-        if host != socket.gethostname():
-            return text, holder  # cannot tell whether it lives: assume it does
-        return text, (holder if _pid_alive(pid) else None)
-
-    def _take_over(self, seen: str | None) -> None:
-        """Remove a dead holder's lock, and only it: a rival may have just replaced it."""
-        if seen is None:
-            return
-        stale = self.lock_path.with_name(f"{LOCK_FILE}.stale-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        try:
-            os.replace(self.lock_path, stale)
-        except FileNotFoundError:
-            return
-        try:
-            if stale.read_text(encoding="utf-8", errors="replace") != seen:
-                # A live rival's fresh lock: put it back where it was (unless taken again).
-                with contextlib.suppress(FileExistsError):
-                    os.link(stale, self.lock_path)
-        finally:
-            stale.unlink()
+            return "another process"  # it has the lock and is writing its pid this instant
+        host = fields[1] if len(fields) > 1 else socket.gethostname()
+        if host == socket.gethostname() and not _pid_alive(int(fields[0])):
+            return "another process"  # a dead writer's pid, not yet overwritten by the new one
+        return f"process {fields[0]} on {host}"
 
     def unlock(self) -> None:
         if self._locked:
             self._locked = False
+            # Unlinked while still held, so a rival that opened this file sees it is gone.
             with contextlib.suppress(FileNotFoundError):
                 self.lock_path.unlink()
+            fd, self._lock_fd = self._lock_fd, None
+            if fd is not None:
+                os.close(fd)
 
     @property
     def meta_path(self) -> Path:

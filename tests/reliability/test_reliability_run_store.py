@@ -30,7 +30,7 @@ from referee.cli import main
 from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
 from referee.report.model import CaseStatus
-from referee.report.store import DAMAGED_LINES_FILE, LOCK_FILE, list_runs, load_run
+from referee.report.store import DAMAGED_LINES_FILE, LOCK_FILE, RunStore, list_runs, load_run
 from referee.report.viewer import start_viewer
 
 ANSWER = "Les remboursements sont acceptés sous 30 jours — 日本語の説明"
@@ -206,10 +206,14 @@ def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     report = _suite("stale", 3).run(CountingModel(), verbose=False, resume=run_dir)
     assert report.passed == 3
     assert not (run_dir / LOCK_FILE).exists()
-    # A live holder (this test process) is not taken over.
-    (run_dir / LOCK_FILE).write_text(f"{os.getpid()} {socket.gethostname()}\n")
-    with pytest.raises(InputError, match=f"being written by process {os.getpid()}"):
-        _suite("stale", 3).run(CountingModel(), verbose=False, resume=run_dir)
+    # A live holder (a writer in this test process) is not taken over.
+    holder = RunStore(run_dir)
+    holder.lock()
+    try:
+        with pytest.raises(InputError, match=f"being written by process {os.getpid()}"):
+            _suite("stale", 3).run(CountingModel(), verbose=False, resume=run_dir)
+    finally:
+        holder.unlock()
     assert (run_dir / "report.json").is_file()  # the refused resume changed nothing
 
 
