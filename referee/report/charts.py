@@ -55,12 +55,20 @@ class OutcomeCounts:
     skipped: int
 
 
+PLOT_WIDTH = BAR_CHART_WIDTH - LABEL_WIDTH - 60
+
+
+def _row_chart(kind: str, title: str, rows: int, legend: list[tuple[str, str]]) -> Chart:
+    """A chart of one labelled bar row per criterion."""
+    height = max(1, rows) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP
+    return Chart(kind, title, BAR_CHART_WIDTH, height, legend=legend)
+
+
 def outcome_bars(rows: Sequence[OutcomeCounts]) -> Chart:
     """One stacked bar per criterion: passed, failed, errors, skipped, to the same scale."""
-    plot = BAR_CHART_WIDTH - LABEL_WIDTH - 60
-    height = max(1, len(rows)) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP
-    chart = Chart("outcomes", "Outcomes per criterion", BAR_CHART_WIDTH, height,
-                  legend=[(o, o) for o in OUTCOMES])
+    plot = PLOT_WIDTH
+    chart = _row_chart("outcomes", "Outcomes per criterion", len(rows),
+                       [(o, o) for o in OUTCOMES])
     widest = max((r.passed + r.failed + r.errors + r.skipped for r in rows), default=0)
     for i, row in enumerate(rows):
         y = ROW_GAP + i * (ROW_HEIGHT + ROW_GAP)
@@ -121,10 +129,9 @@ class Delta:
 
 def delta_bars(rows: Sequence[Delta]) -> Chart:
     """Mean score change per criterion (B - A) around a zero line, with its 95% interval."""
-    plot = BAR_CHART_WIDTH - LABEL_WIDTH - 60
-    height = max(1, len(rows)) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP
-    chart = Chart("deltas", "Mean score change per criterion (B − A)", BAR_CHART_WIDTH, height,
-                  legend=[("up", "better"), ("down", "worse"), ("ci", "95% interval")])
+    plot = PLOT_WIDTH
+    chart = _row_chart("deltas", "Mean score change per criterion (B − A)", len(rows),
+                       [("up", "better"), ("down", "worse"), ("ci", "95% interval")])
     reach = max((max(abs(r.ci_low), abs(r.ci_high), abs(r.mean_delta)) for r in rows), default=0.0)
     reach = reach or 1.0
     zero = LABEL_WIDTH + plot / 2
