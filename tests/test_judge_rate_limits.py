@@ -142,6 +142,19 @@ async def test_rate_limit_headers_slow_down_before_the_429(judge_server: Scripte
     assert judge_server.request_count - judge_server.rate_limited_count == 60
 
 
+def test_a_reported_shortfall_keeps_the_queue_already_reserved() -> None:
+    """A reply saying fewer are left than we have already queued must push the queue back,
+    never forget it: clamping the shortfall to zero let a dozen queued requests start at once
+    and meet a run of 429s (the flaky header test's cause)."""
+    now = 100.0
+    bucket = limiter_module._Bucket(per_minute=1200, capacity=10, now=now)
+    starts = [bucket.reserve(1.0, now) for _ in range(16)]  # 10 at once, then one per 50 ms
+    assert starts[-1] == pytest.approx(now + 0.30)
+    bucket.cap_available(-8.0, now)  # the provider has 8 fewer than even that queue assumes
+    assert bucket.available(now) == pytest.approx(-8.0)
+    assert bucket.reserve(1.0, now) == pytest.approx(now + 0.45)  # behind the shortfall
+
+
 async def test_the_server_refuses_like_a_provider(judge_server: ScriptedJudgeServer) -> None:
     import httpx
 

@@ -322,9 +322,11 @@ class _Bucket:
         self.full_at -= cost / self.rate
 
     def cap_available(self, available: float, now: float) -> None:
-        """The provider reports fewer left than we think: believe it."""
+        """The provider reports fewer left than we think: believe it. ``available`` may be
+        negative (more already reserved than the provider has left); clamping it to zero would
+        forget those reservations and let the next callers start at once."""
         if self.available(now) > available:
-            self.full_at = now + (self.capacity - max(available, 0.0)) / self.rate
+            self.full_at = now + (self.capacity - available) / self.rate
 
     def retune(self, per_minute: float, capacity: float, now: float) -> None:
         available = self.available(now)
