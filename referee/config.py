@@ -9,9 +9,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from referee._strict import StrictModel, unknown_field
+from referee._strict import StrictModel, move_alias, unknown_field
 from referee.errors import InputError
 from referee.redact import BaseURL, mask_url_fields
 
@@ -181,10 +181,17 @@ class UserSimulatorConfig(StrictModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
 
+    _input_aliases = frozenset({"max_invocations"})
+
     model: str = DEFAULT_JUDGE_MODEL
-    max_turns: int = Field(default=10, validation_alias=AliasChoices("max_turns", "max_invocations"))
+    max_turns: int = 10
     temperature: float = 0.7
     api_style: str = "responses"
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        move_alias(data, "max_invocations", "max_turns")
+        return data
 
     @property
     def max_invocations(self) -> int:
