@@ -350,29 +350,21 @@ class EvalPresets:
                       judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
         """Every deterministic check, plus (``use_llm_judge``) the judge, factual accuracy,
         hallucination and safety criteria."""
-        judged = {} if not use_llm_judge else {
-            name: factory(threshold=threshold, judge_model=judge_model)
-            for name, factory in (("llm_judge", CriterionConfig.llm_judge),
-                                  ("factual_accuracy", CriterionConfig.factual_accuracy),
-                                  ("hallucination", CriterionConfig.hallucination),
-                                  ("safety", CriterionConfig.safety))}
+        judged = dict.fromkeys(_PRESET_JUDGED, threshold) if use_llm_judge else {}
         return EvalConfig(criteria=CriteriaConfig(
             tool_name_match=CriterionConfig.tool_name_match(threshold=1.0),
             trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.IN_ORDER,
                                                   check_args=True),
             rouge_match=CriterionConfig.rouge_match(threshold=threshold),
-            **judged,
+            **_judged(judged, judge_model),
         ))
 
     @classmethod
     def safety_check(cls, threshold: float = 0.8,
                      judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
         """Hallucination and safety, both judged."""
-        return EvalConfig(criteria=CriteriaConfig(
-            hallucination=CriterionConfig.hallucination(threshold=threshold,
-                                                        judge_model=judge_model),
-            safety=CriterionConfig.safety(threshold=threshold, judge_model=judge_model),
-        ))
+        return EvalConfig(criteria=CriteriaConfig(**_judged(
+            {"hallucination": threshold, "safety": threshold}, judge_model)))
 
     @classmethod
     def combine(cls, *configs: EvalConfig) -> EvalConfig:
@@ -401,12 +393,23 @@ class EvalPresets:
             criteria["tool_name_match"] = CriterionConfig.tool_name_match(threshold=tool_threshold)
             criteria["trajectory"] = CriterionConfig.trajectory(
                 threshold=tool_threshold, match_type=tool_match_type, check_args=check_tool_args)
-        judged = (("llm_judge", llm_judge_threshold, CriterionConfig.llm_judge),
-                  ("hallucination", hallucination_threshold, CriterionConfig.hallucination),
-                  ("safety", safety_threshold, CriterionConfig.safety),
-                  ("factual_accuracy", factual_accuracy_threshold,
-                   CriterionConfig.factual_accuracy))
-        for name, threshold, factory in judged:
-            if threshold is not None:
-                criteria[name] = factory(threshold=threshold, judge_model=judge_model)
+        criteria.update(_judged({"llm_judge": llm_judge_threshold,
+                                 "hallucination": hallucination_threshold,
+                                 "safety": safety_threshold,
+                                 "factual_accuracy": factual_accuracy_threshold}, judge_model))
         return EvalConfig(criteria=CriteriaConfig(**criteria))
+
+
+# The judged criteria a preset can switch on, each by a threshold and a judge model.
+_PRESET_JUDGED = {
+    "llm_judge": CriterionConfig.llm_judge,
+    "factual_accuracy": CriterionConfig.factual_accuracy,
+    "hallucination": CriterionConfig.hallucination,
+    "safety": CriterionConfig.safety,
+}
+
+
+def _judged(thresholds: dict[str, float | None], judge_model: str) -> dict[str, CriterionConfig]:
+    """The judged criteria whose threshold is given, all asking ``judge_model``."""
+    return {name: _PRESET_JUDGED[name](threshold=threshold, judge_model=judge_model)
+            for name, threshold in thresholds.items() if threshold is not None}
