@@ -17,7 +17,8 @@ Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``tool_uses`` or ``invocation_events``, ``conversation_scenario``, ``rubrics``, creation
 timestamps, camelCase spellings) load into the same model; ``save(path, format="adk")`` writes
 one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
-files 10xgraph's ``EvalSet.to_file`` writes load as well.
+files 10xgraph's ``EvalSet.to_file`` writes load as well, and 10xgraph's ``EvalSetBuilder`` and
+``create_simple_eval_set`` build sets in code.
 
 A malformed file raises :class:`referee.errors.InputError` naming the file, the line (or the path
 inside the document) and the field, e.g. ``cases.jsonl:7: field 'expected_output': Input should
@@ -234,9 +235,6 @@ class EvalSet(StrictModel):
         path.write_text(text, encoding="utf-8", newline="" if kind == "csv" else None)
 
 
-# Formats -----------------------------------------------------------------------------------
-
-
 class EvalSetBuilder:
     """10xgraph's fluent way to write an :class:`EvalSet`: ``EvalSetBuilder("weather")
     .add_case(query=..., expected=..., expected_tools=["get_weather"]).build()``.
@@ -322,7 +320,6 @@ class EvalSetBuilder:
         return builder.build()
 
 
-
 def create_simple_eval_set(eval_set_id: str,
                            cases: Iterable[tuple[str, str, str]]) -> EvalSet:
     """10xgraph's shortcut: a set named ``eval_set_id`` from ``(query, expected, name)``
@@ -332,10 +329,14 @@ def create_simple_eval_set(eval_set_id: str,
                              expected_response=expected, name=name or f"Case {index}")
         for index, (query, expected, name) in enumerate(cases)])
 
+
 def _tool_calls(tools: Sequence[str | ToolCall] | None) -> list[ToolCall] | None:
     if not tools:
         return None
     return [ToolCall(name=t) if isinstance(t, str) else t for t in tools]
+
+
+# Formats -----------------------------------------------------------------------------------
 
 
 def _kind(path: Path) -> str:

@@ -77,13 +77,13 @@ def plain_console() -> Console:
     return console
 
 
-
 def render_text(report: EvalReport) -> str:
     """The summary :func:`render_console` prints, as plain text (no colour, no terminal)."""
     buffer = io.StringIO()
     render_console(report, Console(file=buffer, width=NON_TERMINAL_WIDTH, soft_wrap=True,
                                    no_color=True, force_terminal=False))
     return buffer.getvalue()
+
 
 def _failure_lines(case: CaseResult) -> list[str]:
     """Why a case did not pass: the case error, then each failing or errored criterion."""
