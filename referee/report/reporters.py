@@ -41,13 +41,12 @@ _NODE_RESPONSE_KEYS = ("node_responses", "node_details")
 def trimmed_report(report: EvalReport, *, details: bool = True, trajectory: bool = True,
                    tool_call_details: bool = True, node_responses: bool = True,
                    actual_response: bool = True) -> EvalReport:
-    """A copy of ``report`` without what the switches turn off (the original is untouched).
+    """A copy of ``report`` without what the switches turn off (the original is untouched),
+    with stand-ins for values JSON cannot hold (a report built by hand may carry any object).
 
     ``tool_call_details=False`` keeps each call's name and drops its arguments and result;
     ``actual_response=False`` drops the final response and each turn's response.
     """
-    if all((details, trajectory, tool_call_details, node_responses, actual_response)):
-        return report
     dropped_keys = ((() if trajectory else _TRAJECTORY_KEYS)
                     + (() if node_responses else _NODE_RESPONSE_KEYS))
 
@@ -59,6 +58,7 @@ def trimmed_report(report: EvalReport, *, details: bool = True, trajectory: bool
             c.model_copy(update={"args": {}, "result": None}) for c in calls]
 
     def trim(case: CaseResult) -> CaseResult:
+        case = case.storable()
         update: dict[str, Any] = {"metadata": without(case.metadata)}
         if not details:
             update["criterion_results"] = [r.model_copy(update={"details": {}})

@@ -656,3 +656,22 @@ def test_html_reporter_page_runs_in_chromium(tmp_path):
     dom = chromium_dom(path.as_uri(), tmp_path)
     assert re.search(r'<body[^>]*data-js="on"', dom), "the report's own script did not run"
     assert "Order lookup" in dom and "Refund window" in dom and "Support bot" in dom
+
+
+def test_reporters_store_stand_ins_for_what_json_cannot_hold():
+    from referee import JSONReporter
+
+    class Snapshot:  # an agent's own object, set after the result was built
+        def __repr__(self) -> str:
+            return "Snapshot(node='planner')"
+
+    report = reporter_report()
+    report.cases[0].node_responses = [{"node_name": "planner"}, Snapshot()]
+    assert report.cases[0].metadata["node_responses"][0] == {"node_name": "planner"}
+    data = JSONReporter().to_dict(report)
+    assert data["cases"][0]["metadata"]["node_responses"] == [
+        {"node_name": "planner"}, "Snapshot(node='planner')"]
+    assert data["cases"][0]["converted"][0]["path"].endswith("node_responses[1]")
+    assert "could not be stored as JSON" in data["warnings"][0]
+    assert "node_responses" not in JSONReporter(include_node_responses=False).to_dict(
+        report)["cases"][0]["metadata"]
