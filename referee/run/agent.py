@@ -244,10 +244,10 @@ class EvaluationRunner:
         skips left out), as every referee report does."""
         if not self.results:
             return {"total_evaluations": 0}
-        reports = list(self.results.values())
-        total = sum(r.total for r in reports)
-        passed = sum(r.passed for r in reports)
-        evaluated = sum(r.evaluated for r in reports)
-        return {"total_evaluations": len(reports), "total_cases": total,
+        summaries = [report.summary for report in self.results.values()]
+        total = sum(s.total_cases for s in summaries)
+        passed = sum(s.passed_cases for s in summaries)
+        evaluated = passed + sum(s.failed_cases for s in summaries)
+        return {"total_evaluations": len(summaries), "total_cases": total,
                 "evaluated_cases": evaluated, "passed_cases": passed,
                 "overall_pass_rate": passed / evaluated if evaluated else 0.0}
