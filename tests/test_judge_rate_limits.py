@@ -18,12 +18,14 @@ from referee.judge import limiter as limiter_module
 from referee.judge.client import _endpoint_for
 from referee.judge.limiter import (
     BudgetSettings,
+    EndpointIdentity,
     EndpointLimiter,
     Outcome,
     Permit,
     read_rate_limit_headers,
 )
 from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
+from referee.testing.server import DUMMY_API_KEY
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -204,7 +206,10 @@ async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
             outcomes.append(outcome.kind)
             super().settle(permit, outcome)
 
-    def factory(settings: BudgetSettings) -> EndpointLimiter:
+    endpoints: list[EndpointIdentity] = []
+
+    def factory(settings: BudgetSettings, endpoint: EndpointIdentity) -> EndpointLimiter:
+        endpoints.append(endpoint)
         return CountingBudget(settings)
 
     limiter_module.set_budget_factory(factory)
@@ -215,6 +220,10 @@ async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
         limiter_module.set_budget_factory(None)
     assert reply.text == "Yes"
     assert leases == [10 + 16, 10 + 16] and outcomes == ["rate_limited", "ok"]
+    # The factory learns which endpoint it builds for, but never the key itself.
+    [endpoint] = endpoints
+    assert (endpoint.provider, endpoint.base_url) == ("openai", judge_server.base_url("openai"))
+    assert DUMMY_API_KEY not in repr(endpoint) and len(endpoint.digest) == 32
 
 
 async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
