@@ -235,3 +235,22 @@ async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
     # The burst went through, the rest were refused once, waited the endpoint's pause, and got in.
     assert fake.rate_limited_count >= 1
     assert fake.request_count - fake.rate_limited_count == 14
+
+
+async def test_try_lease_grants_only_a_permit_that_may_start_now() -> None:
+    """What a budget that hands out permits in batches (one per cluster) relies on."""
+    paced = EndpointLimiter(BudgetSettings(max_concurrency=2, pinned=True, rpm=120))  # 2 at once
+    first, second = paced.try_lease(10), paced.try_lease(10)
+    assert first is not None and second is not None and paced.active == 2
+    assert paced.try_lease(10) is None and paced.active == 2  # no free slot: nothing taken
+    paced.settle(first, Outcome("ok", latency_s=0.1))
+    assert paced.try_lease(10) is None and paced.active == 1  # a slot, but the pace says wait
+    permit = await asyncio.wait_for(paced.lease(10), 5)  # the waiting lease still gets it
+    assert paced.active == 2
+    paced.settle(permit, Outcome("ok"))
+
+    paused = EndpointLimiter(BudgetSettings(max_concurrency=4, pinned=True))
+    told = paused.try_lease(10)
+    assert told is not None
+    paused.settle(told, Outcome("rate_limited", retry_after=30.0))
+    assert paused.try_lease(10) is None and paused.active == 0  # nothing starts in a pause
