@@ -56,8 +56,10 @@ class _Shard:
 
 
 def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
-                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[str]:
-    """On the worker: run the shard on referee's engine, yield each case's JSON as it ends."""
+                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
+    """On the worker: run the shard on referee's engine and yield the JSON of finished cases
+    as they end: each yield holds every case that finished since the last one, so cases that
+    end together cost the driver one object, and none waits for another."""
     from referee.run.sync import run_sync
 
     use_cluster_budgets(spec.judge_budget)
@@ -83,12 +85,21 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
 
     threading.Thread(target=runner, name="referee-shard", daemon=True).start()
     while True:
+        batch: list[str] = []
         item = finished.get()
-        if item is done:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+        while True:
+            if item is done or isinstance(item, BaseException):
+                if batch:
+                    yield batch  # what finished before the end or the failure is recorded
+                if isinstance(item, BaseException):
+                    raise item
+                return
+            batch.append(item)
+            try:
+                item = finished.get_nowait()
+            except queue.Empty:
+                break
+        yield batch
 
 
 def _reason(exc: BaseException) -> str:
@@ -207,8 +218,8 @@ class RayBackend:
                 for gen in ready:
                     shard = running[gen]
                     try:
-                        ref = next(gen)
-                        record(CaseResult.model_validate_json(ray.get(ref)))
+                        for payload in ray.get(next(gen)):
+                            record(CaseResult.model_validate_json(payload))
                     except StopIteration:
                         del running[gen]
                         missing = [i for i in shard.indices if i not in recorded]

@@ -158,3 +158,21 @@ def test_the_keeper_hands_out_batches_of_permits_that_may_start_now() -> None:
         assert keeper.limiter.active == 0
 
     asyncio.run(scenario())
+
+
+def test_an_idle_keeper_ends_itself(ray_cluster: str) -> None:
+    """Keepers are detached (a killed worker must not take the budget with it), so an idle one
+    frees its worker itself; whoever needs it next creates it again."""
+    name = keeper_name(EndpointIdentity("openai", "http://127.0.0.1:9/idle", "fingerprint"))
+    keeper = ray.remote(num_cpus=0)(BudgetKeeper).options(
+        name=name, namespace="referee", lifetime="detached").remote(
+        BudgetSettings(), 60.0, 0.5)
+    ray.get(keeper.report.remote("worker-a", []))  # starts its clock
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(name, namespace="referee")
+        except ValueError:
+            return
+        time.sleep(0.2)
+    pytest.fail("the idle keeper was still alive after 60 s")
