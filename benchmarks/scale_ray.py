@@ -12,6 +12,9 @@ the steady state rather than process start-up:
   cases are the same in every row); (Ray wall - local wall) / shards is shown as well.
 * throughput: a model that waits ``--agent-ms`` per case (an agent calling tools; the worker's
   CPU is idle meanwhile), one case at a time per task, with 1, 2, 4 and 8 workers at once.
+* keeper: the most permits per second one endpoint's keeper hands out: ``--keeper-holders``
+  budgets (as many worker processes would hold), each with 32 requests that lease a permit,
+  hold it for ``--judge-ms`` and settle it, for 10 s; per-worker budgets are not involved.
 * judge: a judged suite (Coherence, four requests a case) over 4 workers against a scripted
   judge answering in ``--judge-ms``, with one cluster-wide budget and with per-worker budgets:
   requests per second, the most in flight at the judge, and how many permits one lease call
@@ -116,12 +119,63 @@ def _judged(runs: Path, judge_ms: float, cpus: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _keeper_capacity(holders: int, hold_ms: float, seconds: float = 10.0) -> dict[str, Any]:
+    """Permits per second through one keeper, with ``holders`` budgets leasing at once."""
+    import asyncio
+    import threading
+
+    import ray
+
+    from referee.judge.limiter import BudgetSettings, EndpointIdentity, Outcome
+    from referee.scale._budget import KEEPER_NAMESPACE, ClusterBudget, keeper_name
+
+    endpoint = EndpointIdentity("openai", f"http://127.0.0.1:9/keeper-{time.time()}", "fp")
+    settings = BudgetSettings(max_concurrency=10_000, pinned=True)
+    counts = [0] * holders
+
+    def holder(slot: int) -> None:
+        budget = ClusterBudget(settings, endpoint)
+
+        async def one(deadline: float) -> None:
+            while time.monotonic() < deadline:
+                permit = await budget.lease(100)
+                await asyncio.sleep(hold_ms / 1000)
+                budget.settle(permit, Outcome("ok", latency_s=hold_ms / 1000, tokens=100))
+                counts[slot] += 1
+
+        async def many() -> None:
+            deadline = time.monotonic() + seconds
+            await asyncio.gather(*(one(deadline) for _ in range(32)))
+
+        asyncio.run(many())
+
+    threads = [threading.Thread(target=holder, args=(i,)) for i in range(holders)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    keeper = ray.get_actor(keeper_name(endpoint), namespace=KEEPER_NAMESPACE)
+    stats = ray.get(keeper.stats.remote())
+    ray.kill(keeper)
+    row = {"holders": holders, "requests_at_once": 32 * holders, "hold_ms": hold_ms,
+           "permits": sum(counts), "permits_per_s": round(sum(counts) / wall, 1),
+           "permits_per_lease_call": round(stats["granted"] / max(stats["lease_calls"], 1), 2),
+           "load": _load()}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--agent-ms", type=float, default=10.0)
     parser.add_argument("--judge-ms", type=float, default=50.0)
+    parser.add_argument("--keeper-holders", type=int, default=4)
+    parser.add_argument("--parts", default="overhead,throughput,keeper,judge",
+                        help="which measurements to run, comma-separated")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -135,9 +189,10 @@ def main() -> None:
     runs = Path(tempfile.mkdtemp(prefix="referee-scale-ray-"))
     results: dict[str, Any] = {"cpus": args.cpus, "cases": args.cases, "overhead": [],
                                "throughput": [], "load_at_start": _load()}
+    parts = set(args.parts.split(","))
     local = _timed(args.cases, instant, runs, concurrency=8)
     results["local_wall_s"] = round(local, 2)
-    for shard in (10, 50, 200):
+    for shard in (10, 50, 200) if "overhead" in parts else ():
         backend = dict(shard_size=shard, max_shards_in_flight=1)
         _timed(2 * shard, instant, runs, backend=RayBackend(**backend))  # warm up
         wall = _timed(args.cases, instant, runs, concurrency=8, backend=RayBackend(**backend))
@@ -147,12 +202,13 @@ def main() -> None:
                "load": _load()}
         results["overhead"].append(row)
         print(json.dumps(row), flush=True)
-    first, last = results["overhead"][0], results["overhead"][-1]
-    results["ms_per_shard_slope"] = round(
-        (first["wall_s"] - last["wall_s"]) / (first["shards"] - last["shards"]) * 1000, 1)
-    print(json.dumps({"ms_per_shard_slope": results["ms_per_shard_slope"]}), flush=True)
+    if results["overhead"]:
+        first, last = results["overhead"][0], results["overhead"][-1]
+        results["ms_per_shard_slope"] = round(
+            (first["wall_s"] - last["wall_s"]) / (first["shards"] - last["shards"]) * 1000, 1)
+        print(json.dumps({"ms_per_shard_slope": results["ms_per_shard_slope"]}), flush=True)
     count = max(40, int(args.cases / 5))
-    for workers in (1, 2, 4, 8):
+    for workers in (1, 2, 4, 8) if "throughput" in parts else ():
         backend = dict(shard_size=10, max_shards_in_flight=workers, task_cpus=args.cpus / workers)
         waiting = Waiting(args.agent_ms / 1000)
         _timed(10 * workers, waiting, runs, concurrency=1, backend=RayBackend(**backend))
@@ -162,7 +218,10 @@ def main() -> None:
                "ideal_cases_per_s": round(workers * 1000 / args.agent_ms, 1), "load": _load()}
         results["throughput"].append(row)
         print(json.dumps(row), flush=True)
-    results["judge"] = _judged(runs, args.judge_ms, args.cpus)
+    if "keeper" in parts:
+        results["keeper"] = _keeper_capacity(args.keeper_holders, args.judge_ms)
+    if "judge" in parts:
+        results["judge"] = _judged(runs, args.judge_ms, args.cpus)
     ray.shutdown()
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
