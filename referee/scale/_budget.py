@@ -170,13 +170,13 @@ class BudgetKeeper:
         """Take back the permits of holders not heard from in ``lease_ttl_s``."""
         cutoff = time.monotonic() - self.lease_ttl_s
         silent = {h for h, heard in self._last_heard.items() if heard < cutoff}
-        if not silent:
-            return 0
-        taken = [i for i, (holder, _) in self._permits.items() if holder in silent]
-        for lease_id in taken:
-            self.limiter.settle(self._permits.pop(lease_id)[1], Outcome("cancelled"))
         for holder in silent:
             del self._last_heard[holder]
+        # Also permits granted after their holder went silent (a lease that waited at the
+        # keeper while its worker died).
+        taken = [i for i, (holder, _) in self._permits.items() if holder not in self._last_heard]
+        for lease_id in taken:
+            self.limiter.settle(self._permits.pop(lease_id)[1], Outcome("cancelled"))
         if taken:
             logger.warning("judge budget: took back %d permit(s) of %d silent worker(s)",
                            len(taken), len(silent))

@@ -149,13 +149,19 @@ def test_the_keeper_hands_out_batches_of_permits_that_may_start_now() -> None:
         assert len(second.lease_ids) == 1 and await keeper.held() == 3
         # A 429 with Retry-After pauses the endpoint, and every reply says so.
         state = await keeper.report("worker-a", [(first.lease_ids[1], Outcome(
-            "rate_limited", retry_after=30.0))])
-        assert 29 < state.paused_for <= 30
+            "rate_limited", retry_after=2.0))])
+        assert 1 < state.paused_for <= 2
         # A holder that goes silent loses its permits; reports about them are then ignored.
         keeper.lease_ttl_s = 0.0
         assert keeper.reclaim_silent_holders() == 2 and await keeper.held() == 0
         await keeper.report("worker-a", [(first.lease_ids[2], Outcome("ok"))])
         assert keeper.limiter.active == 0
+        # A lease that waited at the keeper while its worker went silent: taken back too.
+        keeper.lease_ttl_s = 60.0
+        late = await asyncio.wait_for(keeper.lease("worker-c", [10], []), 60)  # after the pause
+        del keeper._last_heard["worker-c"]  # went silent and was forgotten meanwhile
+        assert keeper.reclaim_silent_holders() == 1 and keeper.limiter.active == 0
+        assert len(late.lease_ids) == 1
 
     asyncio.run(scenario())
 
