@@ -196,7 +196,24 @@ def print_report(report: EvalReport, verbose: bool = False, use_color: bool = Tr
     ConsoleReporter(use_color=use_color, verbose=verbose).report(report)
 
 
-class JSONReporter(_FileReporter):
+class _TrimmingReporter(_FileReporter):
+    """A file reporter with 10xgraph's ``include_*`` switches (set by its constructor)."""
+
+    include_details: bool
+    include_trajectory: bool
+    include_node_responses: bool
+    include_actual_response: bool
+    include_tool_call_details: bool
+
+    def _trimmed(self, report: EvalReport) -> EvalReport:
+        return trimmed_report(
+            report, details=self.include_details, trajectory=self.include_trajectory,
+            tool_call_details=self.include_tool_call_details,
+            node_responses=self.include_node_responses,
+            actual_response=self.include_actual_response)
+
+
+class JSONReporter(_TrimmingReporter):
     """referee's JSON report (``results.json`` under ``generate``'s ``output_dir``)."""
 
     format_name = "json"
@@ -213,11 +230,7 @@ class JSONReporter(_FileReporter):
         self.include_tool_call_details = include_tool_call_details
 
     def to_dict(self, report: EvalReport) -> dict[str, Any]:
-        return lean_report_dict(trimmed_report(
-            report, details=self.include_details, trajectory=self.include_trajectory,
-            tool_call_details=self.include_tool_call_details,
-            node_responses=self.include_node_responses,
-            actual_response=self.include_actual_response))
+        return lean_report_dict(self._trimmed(report))
 
     def to_json(self, report: EvalReport) -> str:
         return json.dumps(self.to_dict(report), indent=self.indent, ensure_ascii=False)
@@ -246,7 +259,7 @@ class JUnitXMLReporter(_FileReporter):
         return self.to_xml(report)
 
 
-class HTMLReporter(_FileReporter):
+class HTMLReporter(_TrimmingReporter):
     """referee's self-contained HTML report (``report.html``)."""
 
     format_name = "html"
@@ -261,11 +274,7 @@ class HTMLReporter(_FileReporter):
         self.include_trajectory = include_trajectory
 
     def to_html(self, report: EvalReport) -> str:
-        return render_html(trimmed_report(
-            report, details=self.include_details, trajectory=self.include_trajectory,
-            tool_call_details=self.include_tool_call_details,
-            node_responses=self.include_node_responses,
-            actual_response=self.include_actual_response))
+        return render_html(self._trimmed(report))
 
     def render(self, report: EvalReport) -> str:
         return self.to_html(report)
