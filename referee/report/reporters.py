@@ -29,7 +29,7 @@ from referee.report.html import render_html
 from referee.report.json_report import lean_report_dict
 from referee.report.junit import render_junit
 from referee.report.model import CaseResult, EvalReport
-from referee.report.writers import FILE_RENDERERS, _write_atomic
+from referee.report.writers import FILE_RENDERERS, write_atomic
 
 logger = logging.getLogger("referee.report")
 
@@ -79,7 +79,7 @@ def trimmed_report(report: EvalReport, *, details: bool = True, trajectory: bool
 def _save_text(path: str | Path, text: str) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, [text])
+    write_atomic(target, [text])
 
 
 class BaseReporter(abc.ABC):
