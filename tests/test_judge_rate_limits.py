@@ -226,3 +226,44 @@ async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
     # The burst went through, the rest were refused once, waited the endpoint's pause, and got in.
     assert fake.rate_limited_count >= 1
     assert fake.request_count - fake.rate_limited_count == 14
+
+
+def test_a_learned_limit_leaves_most_of_the_providers_burst_usable() -> None:
+    """The provider's bucket (remaining + what refills until its reset) is learned from the
+    headers; keeping half of it in reserve left half of every run's first burst unused."""
+    budget = EndpointLimiter(BudgetSettings())
+    permit = Permit(tokens=10, leased_at=0.0)
+    headers = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                       "x-ratelimit-remaining-requests": "99",
+                                       "x-ratelimit-reset-requests": "10ms"})
+    budget.settle(permit, Outcome("ok", latency_s=0.05, headers=headers))
+    assert budget.requests_per_minute == 6000
+    bucket = budget._requests
+    assert bucket is not None
+    # A bucket of 100 (99 left plus 1 refilling in 10 ms): 90 may go at once, 10 stay in reserve.
+    assert bucket.capacity == pytest.approx(100 * limiter_module.LEARNED_BURST_SHARE)
+    assert 85 <= bucket.available(time.monotonic()) <= 100
+
+
+async def _round_trips(budget: EndpointLimiter, callers: int, latency_s: float) -> None:
+    """``callers`` requests through ``budget``, each reporting ``latency_s``; no real waiting."""
+    async def one() -> None:
+        permit = await budget.lease(1)
+        await asyncio.sleep(0)  # the other callers queue for a slot meanwhile
+        budget.settle(permit, Outcome("ok", latency_s=latency_s))
+
+    await asyncio.gather(*(one() for _ in range(callers)))
+
+
+@pytest.mark.parametrize("rpm", [None, 600_000])
+async def test_a_known_pace_grows_the_window_through_a_latency_climb(rpm: float | None) -> None:
+    """Latency climbing above twice its floor stops the window's growth (more requests in flight
+    would only queue), unless a known pace needs more in flight at that latency: then the pace,
+    not the window, protects the provider, and a frozen window would hold the rate under it."""
+    budget = EndpointLimiter(BudgetSettings(max_concurrency=48, rpm=rpm))
+    await _round_trips(budget, 4, 0.05)      # the floor: 50 ms
+    await _round_trips(budget, 400, 0.30)    # then every reply takes six times as long
+    if rpm is None:
+        assert budget.limit <= 16            # no pace: growth stopped as latency climbed
+    else:
+        assert budget.limit == 48            # 10,000 a second at 0.3 s needs the ceiling

@@ -48,8 +48,15 @@ RATE_LIMIT_BACKOFF_CAP_S = 20.0
 # A user-set per-minute budget may burst this many seconds' worth at once.
 BUDGET_BURST_S = 1.0
 # Of a provider's bucket (learned from its headers) use at most this share for bursts: the rest
-# absorbs the jitter between when we send and when the provider counts.
-LEARNED_BURST_SHARE = 0.5
+# absorbs what the model of the provider's bucket gets wrong (a limit enforced over a shorter
+# window, a count taken at a different moment). The ``remaining`` counts of every reply keep the
+# model in step, so the reserve can be small: a half (as before) left half of every run's first
+# burst unused, 0.5 s of the limit at any rate.
+LEARNED_BURST_SHARE = 0.9
+# Under a known pace (rpm budget or learned limit), requests in flight needed to keep that pace
+# at the current latency (Little's law), times this margin: the window grows to it even while
+# latency climbs, because the pace, not the window, is what protects the provider then.
+PACE_WINDOW_MARGIN = 2.0
 
 OutcomeKind = Literal["ok", "rate_limited", "overloaded", "failed", "cancelled"]
 
@@ -532,11 +539,22 @@ class EndpointLimiter:
                               else 0.9 * self._smoothed + 0.1 * latency_s)
         if self._settings.pinned or not permit.saturated:
             return  # growing a limit that is not in use would prove nothing
-        if self._smoothed is not None and self._smoothed > LATENCY_TOLERANCE * self._floor:
+        short_of_pace = self._window < self._pace_window_locked()
+        if (self._smoothed is not None and self._smoothed > LATENCY_TOLERANCE * self._floor
+                and not short_of_pace):
             self._slow_start = False
             return
-        step = 1.0 if self._slow_start else 1.0 / max(self._window, 1.0)
+        # Below what a known pace needs, grow as in slow start (doubling per round trip):
+        # a window frozen by a latency climb would cap the rate under the limit, and every
+        # request in it waits for its turn at the pace anyway.
+        step = 1.0 if self._slow_start or short_of_pace else 1.0 / max(self._window, 1.0)
         self._window = min(self._window + step, float(self._settings.max_concurrency))
+
+    def _pace_window_locked(self) -> float:
+        """Requests in flight the request pace needs at the smoothed latency (0: no pace)."""
+        if self._requests is None or self._smoothed is None:
+            return 0.0
+        return math.ceil(self._requests.rate * self._smoothed * PACE_WINDOW_MARGIN)
 
     def _on_pushback_locked(self, permit: Permit, outcome: Outcome, now: float) -> None:
         if outcome.kind == "rate_limited":
