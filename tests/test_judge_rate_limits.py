@@ -267,3 +267,27 @@ async def test_a_known_pace_grows_the_window_through_a_latency_climb(rpm: float 
         assert budget.limit <= 16            # no pace: growth stopped as latency climbed
     else:
         assert budget.limit == 48            # 10,000 a second at 0.3 s needs the ceiling
+
+
+async def test_a_reply_read_late_does_not_stall_the_endpoint() -> None:
+    """``remaining`` is what the provider had when the request arrived; its bucket refilled
+    while the reply came back. A reply read half a second late (a busy machine) said 50 too
+    few were left and pushed every later start back by half a second."""
+    budget = EndpointLimiter(BudgetSettings(max_concurrency=64, pinned=True))
+    learned = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                       "x-ratelimit-remaining-requests": "99",
+                                       "x-ratelimit-reset-requests": "10ms"})
+    budget.settle(await budget.lease(1), Outcome("ok", latency_s=0.05, headers=learned))
+    late = await budget.lease(1)
+    queued = [await budget.lease(1) for _ in range(30)]  # reserved after it, at the pace
+    # The late reply: 40 were left when it arrived, 0.5 s (50 refills) before it was read.
+    reply = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                     "x-ratelimit-remaining-requests": "40",
+                                     "x-ratelimit-reset-requests": "600ms"})
+    budget.settle(late, Outcome("ok", latency_s=0.55, headers=reply))
+    bucket = budget._requests
+    assert bucket is not None
+    # 40 left + 50 refilled - 30 reserved since: 60, not 40 - 30 = 10 (or less).
+    assert bucket.available(time.monotonic()) >= 55
+    for permit in queued:
+        budget.settle(permit, Outcome("cancelled"))

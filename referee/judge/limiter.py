@@ -484,7 +484,7 @@ class EndpointLimiter:
         with self._lock:
             now = time.monotonic()
             if outcome.headers is not None:
-                self._learn_locked(permit, outcome.headers, now)
+                self._learn_locked(permit, outcome.headers, now, outcome.latency_s)
             if outcome.tokens is not None and self._tokens is not None and permit.token_mark:
                 # The estimate made before the call, corrected by what the provider counted.
                 self._tokens.refund(permit.tokens - outcome.tokens)
@@ -500,7 +500,8 @@ class EndpointLimiter:
         self._slots.release()
 
     # what replies teach
-    def _learn_locked(self, permit: Permit, headers: RateLimitHeaders, now: float) -> None:
+    def _learn_locked(self, permit: Permit, headers: RateLimitHeaders, now: float,
+                      latency_s: float) -> None:
         changed = False
         if headers.limit_requests and headers.limit_requests != self._learned_rpm:
             self._learned_rpm, changed = headers.limit_requests, True
@@ -519,13 +520,19 @@ class EndpointLimiter:
                     size = min(remaining + reset * bucket.rate, limit)
                     bucket.retune(limit, size * LEARNED_BURST_SHARE, now)
         # The provider counted this request when it arrived; everything we sent after it may
-        # not have reached it yet, so take it off what the provider says is left.
+        # not have reached it yet, so take it off what the provider says is left. Its bucket
+        # kept refilling meanwhile: credit the reply's time beyond the fastest reply seen (the
+        # time it spent coming back or waiting for this process), else a reply read late, on a
+        # busy machine, would stall the endpoint for as long as it was late.
+        refilled_s = max(latency_s - self._floor, 0.0) if math.isfinite(self._floor) else 0.0
         if self._requests is not None and headers.remaining_requests is not None:
             sent_since = self._requests.reserved - permit.request_mark
-            self._requests.cap_available(headers.remaining_requests - sent_since, now)
+            self._requests.cap_available(
+                headers.remaining_requests + refilled_s * self._requests.rate - sent_since, now)
         if self._tokens is not None and headers.remaining_tokens is not None:
             sent_since = self._tokens.reserved - permit.token_mark
-            self._tokens.cap_available(headers.remaining_tokens - sent_since, now)
+            self._tokens.cap_available(
+                headers.remaining_tokens + refilled_s * self._tokens.rate - sent_since, now)
 
     def _on_success_locked(self, permit: Permit, latency_s: float) -> None:
         if latency_s > 0:
