@@ -19,7 +19,9 @@ Reported per (limit, wire):
   so a slow start, a pause or an idle permit all lower it;
 * ``429 share``: 429s over every request the server received;
 * ``lost``: requests that ended in an error (must be 0);
-* the endpoint's learned pace and concurrency at the end.
+* the endpoint's learned pace and concurrency at the end;
+* the client's CPU per request and its busy share of the run: near 100%, the client process was
+  CPU-bound (a busy machine, or an expensive SDK path) and the rate measures that, not pacing.
 
 Targets (issue 11): at least 0.85 of the limit, at most 5% 429s, nothing lost.
 """
@@ -63,7 +65,10 @@ class PacingResult:
     final_concurrency: int = 0
     peak_concurrency: int = 0
     admitted_per_s: list[int] = field(default_factory=list)  # second by second, from the first
-    client_cpu_s: float = 0.0  # the child's whole CPU time, imports included
+    # The child's CPU during the run (imports excluded), and its share of the run's span: near
+    # 1.0 the client was CPU-bound, and the rate measures the machine, not the pacing.
+    client_cpu_ms_per_request: float = 0.0
+    client_busy_share: float = 0.0
 
     def meets_targets(self) -> bool:
         return self.of_limit >= 0.85 and self.rate_limited_share <= 0.05 and self.lost == 0
@@ -89,6 +94,8 @@ async def _ask_all(base_url: str, provider: str, requests: int) -> dict[str, Any
                                                 "anthropic": "claude-haiku-4-5"}[provider],
                       base_url=base_url, api_key="sk-loopback", cache=False)
     judge = get_judge(cfg)
+    __import__(provider)  # the SDK's import is start-up, not the run's CPU
+    before = resource.getrusage(resource.RUSAGE_SELF)
     outcomes = await asyncio.gather(
         *(judge.complete(PROMPT.format(index=i)) for i in range(requests)),
         return_exceptions=True)
@@ -99,7 +106,7 @@ async def _ask_all(base_url: str, provider: str, requests: int) -> dict[str, Any
             "learned_rpm": getattr(budget, "requests_per_minute", None),
             "final_concurrency": budget.limit,
             "peak_concurrency": getattr(budget, "peak_limit", budget.limit),
-            "cpu_s": usage.ru_utime + usage.ru_stime}
+            "run_cpu_s": (usage.ru_utime + usage.ru_stime) - (before.ru_utime + before.ru_stime)}
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -146,7 +153,8 @@ def measure(provider: str, rpm: float, requests: int, latency_ms: float = 50.0,
     out.learned_rpm = child["learned_rpm"]
     out.final_concurrency = child["final_concurrency"]
     out.peak_concurrency = child["peak_concurrency"]
-    out.client_cpu_s = child["cpu_s"]
+    out.client_cpu_ms_per_request = 1000.0 * child["run_cpu_s"] / max(out.received, 1)
+    out.client_busy_share = child["run_cpu_s"] / out.span_s if out.span_s else 0.0
     if child["first_error"]:
         print(f"  first error: {child['first_error']}", file=sys.stderr)
     return out
@@ -154,12 +162,13 @@ def measure(provider: str, rpm: float, requests: int, latency_ms: float = 50.0,
 
 def format_results(results: list[PacingResult]) -> str:
     header = ("wire", "rpm", "requests", "wall s", "span s", "admitted/s", "of limit", "429s", "429 share",
-              "lost", "client CPU s", "learned rpm", "concurrency end/peak", "targets")
+              "lost", "client CPU ms/req", "client busy", "learned rpm", "concurrency end/peak", "targets")
     lines = [header]
     for r in results:
         lines.append((r.provider, f"{r.rpm:,.0f}", str(r.requests), f"{r.wall_s:.1f}", f"{r.span_s:.1f}",
                       f"{r.steady_rate_per_s:.1f}", f"{r.of_limit:.2f}", str(r.rate_limited),
-                      f"{r.rate_limited_share:.1%}", str(r.lost), f"{r.client_cpu_s:.1f}",
+                      f"{r.rate_limited_share:.1%}", str(r.lost), f"{r.client_cpu_ms_per_request:.1f}",
+                      f"{r.client_busy_share:.0%}",
                       f"{r.learned_rpm:,.0f}" if r.learned_rpm else "-",
                       f"{r.final_concurrency}/{r.peak_concurrency}",
                       "met" if r.meets_targets() else "NOT met"))
