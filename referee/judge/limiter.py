@@ -6,7 +6,8 @@ learned afterwards; the budget then:
 
 * adapts the number of requests in flight (unless the user pinned it): it starts low, doubles
   while replies are healthy and the slots are all in use, then grows by one per round trip, stops
-  growing when latency climbs well above its floor, and halves on a 429 or 503;
+  growing when latency climbs well above its floor (unless a known pace needs more requests in
+  flight at that latency), and halves on a 429 or 503;
 * pauses the whole endpoint when one request is told to wait (Retry-After), so the requests of an
   endpoint do not each rediscover the limit;
 * paces starts with token buckets for requests and tokens per minute, set by the user
