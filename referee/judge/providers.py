@@ -6,6 +6,7 @@ stacked on retries multiply load exactly when a provider is already struggling.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import importlib.util
@@ -120,18 +121,123 @@ def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str | None = None) 
         return None
 
 
-@dataclass(frozen=True)
-class _DirectChat:
-    """Chat Completions sent straight through the SDK client's own HTTP client, with its URL
-    and headers: the SDK's request pipeline (options models, header merging, auth-retry
-    wrappers) costs more event-loop CPU per call than everything else referee does."""
+class _DirectHTTP:
+    """JSON requests sent straight through the aiohttp session under an SDK client's HTTP
+    client, with the SDK's URL, headers and auth, and its error classes.
 
-    http: Any
-    url: Any      # the SDK's URL type, parsed once
-    headers: Any  # the SDK's Headers type, normalised once
+    The SDK's request pipeline (options models, header merging, auth-retry wrappers) and the
+    HTTP client's request and response models cost more event-loop CPU per call than everything
+    else referee does; at judge concurrency that CPU, not the provider, bounds throughput. Only
+    set up where nothing is lost: the SDK's own aiohttp transport, with no proxy in between
+    (a proxied or otherwise different transport keeps the SDK's path).
+    """
+
+    def __init__(self, client: Any, transport: Any, headers: dict[str, str]) -> None:
+        import aiohttp
+        import yarl
+
+        self._aiohttp, self._yarl = aiohttp, yarl
+        self._client = client
+        self._transport = transport
+        self._base = str(client.base_url).rstrip("/") + "/"
+        self._urls: dict[str, Any] = {}
+        self.headers = headers
+
+    @classmethod
+    def for_client(cls, client: Any, http: Any) -> "_DirectHTTP | None":
+        auth = getattr(client, "auth_headers", None)
+        transport_for = getattr(http, "_transport_for_url", None)
+        if http is None or not isinstance(auth, dict) or transport_for is None:
+            return None
+        try:
+            transport = transport_for(client.base_url)
+        except Exception:  # an HTTP client unlike the one this was written against
+            return None
+        if (type(transport).__name__ != "AiohttpTransport" or not hasattr(transport, "get_client")
+                or getattr(transport, "proxy", None) is not None):
+            return None
+        # The SDK's platform headers (X-Stainless-*) are left out: each is parsed and normalised
+        # again on every request, and they describe the SDK's pipeline, which is not used.
+        headers = {k: v for k, v in {**client.default_headers, **auth}.items()
+                   if isinstance(v, str) and not k.lower().startswith("x-stainless")}
+        return cls(client, transport, headers)
+
+    def _session(self) -> Any:
+        # As the transport itself does: its session is opened on first use, on the running loop,
+        # and closed with the SDK client.
+        session = self._transport.client
+        if not isinstance(session, self._aiohttp.ClientSession):
+            session = self._transport.client = self._transport.get_client()
+        return session
+
+    def _url(self, path: str) -> Any:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = self._yarl.URL(self._base + path.lstrip("/"))
+        return url
+
+    async def post(self, path: str, body: dict[str, Any], timeout: float
+                   ) -> tuple[Any, Mapping[str, str]]:
+        """The reply's JSON and headers; the SDK's status error for a non-2xx reply, its
+        connection or timeout error when the request never got one."""
+        url = self._url(path)
+        try:
+            async with self._session().post(url, data=json.dumps(body).encode(),
+                                            headers=self.headers,
+                                            timeout=_client_timeout(timeout)) as response:
+                content = await response.read()
+                status, headers = response.status, response.headers
+        except (self._aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise self._connection_error(url, exc) from exc
+        if not 200 <= status < 300:
+            http = _sdk_http(self._client)
+            reply = http.Response(status_code=status, headers=list(headers.items()),
+                                  content=content, request=http.Request("POST", str(url)))
+            raise self._client._make_status_error_from_response(reply)
+        try:
+            return json.loads(content), headers
+        except ValueError as exc:
+            raise MalformedReply(f"{path} reply is not JSON: {exc}") from None
+
+    def _connection_error(self, url: Any, exc: BaseException) -> Exception:
+        sdk = importlib.import_module(type(self._client).__module__.split(".")[0])
+        request = _sdk_http(self._client).Request("POST", str(url))
+        if isinstance(exc, asyncio.TimeoutError):
+            return sdk.APITimeoutError(request=request)
+        return sdk.APIConnectionError(request=request)
 
 
-_direct_chat: "weakref.WeakKeyDictionary[Any, _DirectChat]" = weakref.WeakKeyDictionary()
+def _sdk_http(client: Any) -> Any:
+    """The HTTP library an SDK client is built on (httpx2 in newer SDKs, httpx before): its
+    ``Response`` and ``Request`` types are the ones the SDK's errors and ``post()`` take."""
+    base = importlib.import_module(type(client).__module__.split(".")[0] + "._base_client")
+    return getattr(base, "httpx2", None) or getattr(base, "httpx")
+
+
+@functools.lru_cache(maxsize=64)
+def _client_timeout(seconds: float) -> Any:
+    import aiohttp
+
+    # The SDK's transport maps httpx's connect/read/pool timeouts onto these; none is a total.
+    return aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds, connect=seconds)
+
+
+_direct_http: "weakref.WeakKeyDictionary[Any, _DirectHTTP]" = weakref.WeakKeyDictionary()
+
+
+async def _post_json(client: Any, path: str, body: dict[str, Any], timeout: float
+                     ) -> tuple[Any, Mapping[str, str]]:
+    """POST ``body`` to the SDK client's ``path``: directly where set up (_DirectHTTP), else
+    through the SDK's own ``post()``, which keeps its client, auth, errors and timeouts."""
+    direct = _direct_http.get(client)
+    if direct is not None:
+        return await direct.post(path, body, timeout)
+    response = await client.post(path, body=body, cast_to=_sdk_http(client).Response,
+                                 options={"timeout": timeout})
+    try:
+        return response.json(), response.headers
+    except ValueError as exc:
+        raise MalformedReply(f"{path} reply is not JSON: {exc}") from None
 
 
 class OpenAIAdapter:
@@ -154,14 +260,9 @@ class OpenAIAdapter:
         extra = {"http_client": http} if http is not None else {}
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
                                     timeout=cfg.effective_timeout, **extra)
-        auth = client.auth_headers
-        if http is not None and isinstance(auth, dict):
-            # The SDK's platform headers (X-Stainless-*) are left out: each header is parsed
-            # and normalised again on every request.
-            headers = {k: v for k, v in {**client.default_headers, **auth}.items()
-                       if isinstance(v, str) and not k.lower().startswith("x-stainless")}
-            _direct_chat[client] = _DirectChat(http, client.base_url.join("chat/completions"),
-                                               type(http.headers)(headers))
+        direct = _DirectHTTP.for_client(client, http)
+        if direct is not None:
+            _direct_http[client] = direct
         return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
@@ -188,22 +289,7 @@ class OpenAIAdapter:
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
         # CPU, not the provider, bounds throughput. The reply is read as the JSON it is.
-        direct = _direct_chat.get(client)
-        if direct is not None:
-            response = await direct.http.post(direct.url, content=json.dumps(body).encode(),
-                                              headers=direct.headers, timeout=request.timeout)
-            if not 200 <= response.status_code < 300:
-                raise client._make_status_error_from_response(response)
-        else:
-            import httpx
-
-            # post() keeps the SDK's client, auth, errors and timeouts.
-            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                         options={"timeout": request.timeout})
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise MalformedReply(f"Chat Completions reply is not JSON: {exc}") from None
+        data, headers = await _post_json(client, "/chat/completions", body, request.timeout)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedReply("Chat Completions reply has no choices")
@@ -219,7 +305,7 @@ class OpenAIAdapter:
                         output_tokens=_int(usage.get("completion_tokens", 0)),
                         model=data.get("model") or request.model, cached_input_tokens=cached,
                         truncated=truncated, content_error=content_error,
-                        headers=response.headers)
+                        headers=headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         params: dict[str, Any] = {"model": request.model, "input": request.prompt,
