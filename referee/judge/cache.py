@@ -179,12 +179,24 @@ _caches: dict[Path, JudgeCache] = {}
 _caches_lock = threading.Lock()
 
 
+# Where each (path argument, setting) pair led: every judge call asks, and building the path
+# each time cost more than the cache lookup itself. The key holds all the path depends on.
+_resolved: dict[tuple[str, ...], JudgeCache] = {}
+
+
 def get_cache(path: str | Path | None = None) -> JudgeCache:
     """The shared cache object for a file (default: the user cache dir or REFEREE_CACHE_DIR)."""
+    env = os.environ
+    key = (str(path or ""), env.get("REFEREE_CACHE_DIR", ""), env.get("XDG_CACHE_HOME", ""),
+           env.get("HOME", ""), os.getcwd())
+    cache = _resolved.get(key)
+    if cache is not None:
+        return cache
     resolved = Path(path).expanduser() if path else default_cache_path()
     resolved = resolved.absolute()
     with _caches_lock:
         cache = _caches.get(resolved)
         if cache is None:
             cache = _caches[resolved] = JudgeCache(resolved)
+        _resolved[key] = cache
         return cache

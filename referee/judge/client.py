@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
@@ -31,6 +32,7 @@ from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
+T = TypeVar("T")
 
 # Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
 # prompt, parameters and sample index, so it only ever replays an identical request.
@@ -381,8 +383,7 @@ class Judge:
             try:
                 client = self._endpoint.client(self.config)
                 # The SDK enforces the timeout too; this bound also covers a stalled body.
-                raw = await asyncio.wait_for(adapter.call(client, request),
-                                             timeout=request.timeout + 5.0)
+                raw = await _within(adapter.call(client, request), request.timeout + 5.0)
             except asyncio.CancelledError:
                 budget.settle(permit, Outcome("cancelled"))
                 raise
@@ -437,6 +438,17 @@ class Judge:
                 tokens=raw.input_tokens + raw.output_tokens or None,
                 headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
             return raw, attempt
+
+
+if sys.version_info >= (3, 11):
+    async def _within(call: Awaitable[T], seconds: float) -> T:
+        """``call``, or TimeoutError after ``seconds``. A deadline on the current task, where
+        ``wait_for`` wraps the call in a task of its own: one task fewer per judge request."""
+        async with asyncio.timeout(seconds):
+            return await call
+else:  # Python 3.10: no asyncio.timeout
+    async def _within(call: Awaitable[T], seconds: float) -> T:
+        return await asyncio.wait_for(call, timeout=seconds)
 
 
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
