@@ -8,6 +8,7 @@ with a single warning.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -15,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,10 @@ class JudgeCache:
     BUSY_TIMEOUT_S = 0.25
     LOCK_COOLDOWN_S = 30.0
 
+    # Replies are written in batches, at most this long after the first of them: a transaction
+    # per reply cost the event loop more CPU than anything else the judge layer does per call.
+    WRITE_DELAY_S = 0.1
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -89,6 +95,9 @@ class JudgeCache:
         self._broken = False
         self._warned = False
         self._skip_until = 0.0
+        # Rows put but not yet written, by key; get() reads them, flush() writes them.
+        self._pending: dict[str, tuple[Any, ...]] = {}
+        self._flush_timer: threading.Timer | None = None
 
     def _warn(self, what: str, exc: BaseException) -> None:
         if not self._warned:
@@ -123,6 +132,10 @@ class JudgeCache:
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
+            waiting = self._pending.get(key)
+            if waiting is not None:
+                return CachedReply(text=waiting[3], input_tokens=waiting[4],
+                                   output_tokens=waiting[5])
             conn = self._connect()
             if conn is None:
                 return None
@@ -139,16 +152,45 @@ class JudgeCache:
 
     def put(self, key: str, *, provider: str, model: str, text: str, input_tokens: int,
             output_tokens: int) -> None:
+        """Store a reply: readable here at once, written to the file within WRITE_DELAY_S (by
+        :meth:`flush`, which the end of a referee run, :meth:`close` and exit also call)."""
         with self._lock:
-            conn = self._connect()
-            if conn is None:
+            if self._broken or time.monotonic() < self._skip_until:
                 return
-            try:
-                conn.execute(
-                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, provider, model, text, input_tokens, output_tokens, time.time()))
-            except sqlite3.Error as exc:
-                self._failed(exc)
+            self._pending[key] = (key, provider, model, text, int(input_tokens),
+                                  int(output_tokens), time.time())
+            if self._flush_timer is None:
+                timer = threading.Timer(self.WRITE_DELAY_S, self.flush)
+                timer.daemon = True
+                self._flush_timer = timer
+                with _unflushed_lock:
+                    _unflushed.add(self)
+                timer.start()
+
+    def flush(self) -> None:
+        """Write the replies put since the last flush, in one transaction."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        timer, self._flush_timer = self._flush_timer, None
+        if timer is not None and timer is not threading.current_thread():
+            timer.cancel()
+        rows, self._pending = list(self._pending.values()), {}
+        with _unflushed_lock:
+            _unflushed.discard(self)
+        if not rows:
+            return
+        conn = self._connect()
+        if conn is None:
+            return
+        try:
+            with conn:  # one transaction: rolled back whole on an error
+                conn.execute("BEGIN")
+                conn.executemany(
+                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            self._failed(exc)
 
     def _locked(self, exc: BaseException) -> None:
         self._skip_until = time.monotonic() + self.LOCK_COOLDOWN_S
@@ -172,7 +214,25 @@ class JudgeCache:
 
     def close(self) -> None:
         with self._lock:
+            self._flush_locked()
             self.close_unlocked()
+
+
+# Caches holding replies not yet written; flush_caches() writes them (at the end of a run and at
+# exit, so that the file is complete whenever referee is done with it).
+_unflushed: "weakref.WeakSet[JudgeCache]" = weakref.WeakSet()
+_unflushed_lock = threading.Lock()  # taken inside a cache's own lock, never around it
+
+
+def flush_caches() -> None:
+    """Write every cache's pending replies to its file now."""
+    with _unflushed_lock:
+        caches = list(_unflushed)
+    for cache in caches:
+        cache.flush()
+
+
+atexit.register(flush_caches)
 
 
 _caches: dict[Path, JudgeCache] = {}

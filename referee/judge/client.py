@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
-from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
+from referee.judge.cache import cache_enabled_by_env, cache_key, flush_caches, get_cache
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
@@ -126,6 +126,9 @@ class _Endpoint:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
         self.clients_created = 0
+        # The (loop, client) pair asked for last. It holds the loop, so a closed loop's client
+        # stays reachable until the next loop asks (close_loop_clients detaches it first).
+        self._last: tuple[asyncio.AbstractEventLoop, Any] | None = None
 
     @property
     def api_key(self) -> str | None:
@@ -133,6 +136,9 @@ class _Endpoint:
 
     def client(self, cfg: JudgeConfig) -> Any:
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0] is loop:
+            return last[1]  # every request asks; nearly always from the loop before it
         with self._lock:
             client = self._clients.get(loop)
             if client is None:
@@ -146,6 +152,7 @@ class _Endpoint:
                         f"could not create the {self.provider} client: {exc}") from exc
                 self._clients[loop] = client
                 self.clients_created += 1
+            self._last = (loop, client)
             return client
 
     @property
@@ -155,6 +162,8 @@ class _Endpoint:
 
     def detach_client(self, loop: asyncio.AbstractEventLoop) -> Any:
         with self._lock:
+            if self._last is not None and self._last[0] is loop:
+                self._last = None
             return self._clients.pop(loop, None)
 
 
@@ -174,6 +183,7 @@ async def close_loop_clients() -> None:
     its clients for reuse. Without it each finished loop leaves its sockets to the garbage
     collector (``ResourceWarning: unclosed transport``).
     """
+    flush_caches()  # the run is over: its replies belong in the cache file now
     loop = asyncio.get_running_loop()
     with _endpoints_lock:
         endpoints = list(_endpoints.values())
