@@ -72,12 +72,6 @@ class ProviderAdapter(Protocol):
         """One attempt, no retries."""
 
 
-async def _parsed(raw: Any) -> Any:
-    """The typed reply of an SDK ``with_raw_response`` call (whose headers the caller keeps)."""
-    parsed = raw.parse()
-    return await parsed if inspect.isawaitable(parsed) else parsed
-
-
 # Sent to keyless OpenAI-compatible endpoints; not a secret.
 PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
@@ -225,6 +219,12 @@ def _client_timeout(seconds: float) -> Any:
 _direct_http: "weakref.WeakKeyDictionary[Any, _DirectHTTP]" = weakref.WeakKeyDictionary()
 
 
+def _use_direct_http(client: Any, http: Any) -> None:
+    direct = _DirectHTTP.for_client(client, http)
+    if direct is not None:
+        _direct_http[client] = direct
+
+
 async def _post_json(client: Any, path: str, body: dict[str, Any], timeout: float
                      ) -> tuple[Any, Mapping[str, str]]:
     """POST ``body`` to the SDK client's ``path``: directly where set up (_DirectHTTP), else
@@ -260,9 +260,7 @@ class OpenAIAdapter:
         extra = {"http_client": http} if http is not None else {}
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
                                     timeout=cfg.effective_timeout, **extra)
-        direct = _DirectHTTP.for_client(client, http)
-        if direct is not None:
-            _direct_http[client] = direct
+        _use_direct_http(client, http)
         return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
@@ -308,39 +306,42 @@ class OpenAIAdapter:
                         headers=headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
-        params: dict[str, Any] = {"model": request.model, "input": request.prompt,
-                                  "max_output_tokens": request.max_tokens,
-                                  "timeout": request.timeout}
+        body: dict[str, Any] = {"model": request.model, "input": request.prompt,
+                                "max_output_tokens": request.max_tokens}
         if request.cache_key:
-            params["prompt_cache_key"] = request.cache_key
+            body["prompt_cache_key"] = request.cache_key
         if not _OPENAI_REASONING.match(request.model):
-            params["temperature"] = request.temperature
+            body["temperature"] = request.temperature
         system = _openai_json_system(request)
         if system:
-            params["instructions"] = system
+            body["instructions"] = system
         if request.json_mode:
-            params["text"] = {"format": {"type": "json_object"}}
-        raw = await client.responses.with_raw_response.create(**params)
-        response = await _parsed(raw)
-        output = getattr(response, "output", None)
+            body["text"] = {"format": {"type": "json_object"}}
+        data, headers = await _post_json(client, "/responses", body, request.timeout)
+        output = data.get("output") if isinstance(data, dict) else None
         if not isinstance(output, list):
             raise MalformedReply("Responses API reply has no output list")
         parts: list[str] = []
         for item in output:
-            if getattr(item, "type", None) != "message":
+            if not isinstance(item, dict) or item.get("type") != "message":
                 continue  # reasoning items carry no answer text
-            for block in getattr(item, "content", None) or []:
-                if getattr(block, "type", None) == "output_text":
-                    parts.append(getattr(block, "text", "") or "")
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "input_tokens_details", None)
-        incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
-        return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
-                        output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model,
-                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+            for block in item.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "output_text":
+                    parts.append(block.get("text") or "")
+        usage = _dict(data.get("usage"))
+        incomplete = _dict(data.get("incomplete_details")).get("reason")
+        return RawReply(text="".join(parts), input_tokens=_int(usage.get("input_tokens")),
+                        output_tokens=_int(usage.get("output_tokens")),
+                        model=data.get("model") or request.model,
+                        cached_input_tokens=_int(
+                            _dict(usage.get("input_tokens_details")).get("cached_tokens")),
                         truncated=incomplete == "max_output_tokens",
-                        headers=raw.headers)
+                        headers=headers)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON object of a reply, or an empty one where the reply has none (null, missing)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
@@ -398,8 +399,10 @@ class AnthropicAdapter:
 
         http = _aiohttp_http_client(anthropic, cfg.effective_timeout, base_url)
         extra = {"http_client": http} if http is not None else {}
-        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                        timeout=cfg.effective_timeout, **extra)
+        client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None,
+                                          max_retries=0, timeout=cfg.effective_timeout, **extra)
+        _use_direct_http(client, http)
+        return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
@@ -416,34 +419,32 @@ class AnthropicAdapter:
         if request.cache_breakpoint and prefix:
             content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
                        {"type": "text", "text": prompt[len(prefix):]}]
-        params: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
             "messages": [{"role": "user", "content": content}],
-            "timeout": request.timeout,
         }
         if _accepts_temperature(client):
-            params["temperature"] = request.temperature
+            body["temperature"] = request.temperature
         if system:
-            params["system"] = system
-        raw = await client.messages.with_raw_response.create(**params)
-        response = await _parsed(raw)
-        content = getattr(response, "content", None)
-        if not isinstance(content, list):
+            body["system"] = system
+        data, headers = await _post_json(client, "/v1/messages", body, request.timeout)
+        blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
             raise MalformedReply("Messages reply has no content list")
         # Thinking blocks are the model's scratchpad, not its answer.
-        text = "".join(getattr(block, "text", "") or "" for block in content
-                       if getattr(block, "type", None) == "text")
-        usage = getattr(response, "usage", None)
+        text = "".join(block.get("text") or "" for block in blocks
+                       if isinstance(block, dict) and block.get("type") == "text")
+        usage = _dict(data.get("usage"))
         # Anthropic's input_tokens leaves out what was read from or written to the cache.
-        read = _int(getattr(usage, "cache_read_input_tokens", 0))
-        written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+        read = _int(usage.get("cache_read_input_tokens"))
+        written = _int(usage.get("cache_creation_input_tokens"))
         return RawReply(text=text,
-                        input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + written,
-                        output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model,
+                        input_tokens=_int(usage.get("input_tokens")) + read + written,
+                        output_tokens=_int(usage.get("output_tokens")),
+                        model=data.get("model") or request.model,
                         cached_input_tokens=read, cache_write_tokens=written,
-                        truncated=getattr(response, "stop_reason", None) == "max_tokens",
-                        headers=raw.headers)
+                        truncated=data.get("stop_reason") == "max_tokens",
+                        headers=headers)
 
 
 def _use_vertex() -> bool:
