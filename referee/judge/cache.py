@@ -16,7 +16,6 @@ import os
 import sqlite3
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,9 +94,10 @@ class JudgeCache:
         self._broken = False
         self._warned = False
         self._skip_until = 0.0
-        # Rows put but not yet written, by key; get() reads them, flush() writes them.
+        # Rows put but not yet written, by key; get() reads them, flush() writes them (the
+        # writer thread once _due, a monotonic time, has passed).
         self._pending: dict[str, tuple[Any, ...]] = {}
-        self._flush_timer: threading.Timer | None = None
+        self._due = 0.0
 
     def _warn(self, what: str, exc: BaseException) -> None:
         if not self._warned:
@@ -159,13 +159,9 @@ class JudgeCache:
                 return
             self._pending[key] = (key, provider, model, text, int(input_tokens),
                                   int(output_tokens), time.time())
-            if self._flush_timer is None:
-                timer = threading.Timer(self.WRITE_DELAY_S, self.flush)
-                timer.daemon = True
-                self._flush_timer = timer
-                with _unflushed_lock:
-                    _unflushed.add(self)
-                timer.start()
+            if len(self._pending) == 1:  # the first of a batch: the writer thread takes it
+                self._due = time.monotonic() + self.WRITE_DELAY_S
+                _schedule(self)
 
     def flush(self) -> None:
         """Write the replies put since the last flush, in one transaction."""
@@ -173,11 +169,8 @@ class JudgeCache:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        timer, self._flush_timer = self._flush_timer, None
-        if timer is not None and timer is not threading.current_thread():
-            timer.cancel()
         rows, self._pending = list(self._pending.values()), {}
-        with _unflushed_lock:
+        with _writer_wakeup:
             _unflushed.discard(self)
         if not rows:
             return
@@ -218,15 +211,42 @@ class JudgeCache:
             self.close_unlocked()
 
 
-# Caches holding replies not yet written; flush_caches() writes them (at the end of a run and at
-# exit, so that the file is complete whenever referee is done with it).
-_unflushed: "weakref.WeakSet[JudgeCache]" = weakref.WeakSet()
-_unflushed_lock = threading.Lock()  # taken inside a cache's own lock, never around it
+# Caches holding replies not yet written, and the one thread that writes them when due (at the
+# end of a run and at exit flush_caches() writes them at once, so that the file is complete
+# whenever referee is done with it). Lock order: a cache's own lock, then _writer_wakeup.
+_unflushed: set[JudgeCache] = set()
+_writer_wakeup = threading.Condition()
+_writer: threading.Thread | None = None
+
+
+def _schedule(cache: JudgeCache) -> None:
+    global _writer
+    with _writer_wakeup:
+        _unflushed.add(cache)
+        if _writer is None or not _writer.is_alive():  # first use, or a forked child
+            _writer = threading.Thread(target=_write_when_due, name="referee-judge-cache",
+                                       daemon=True)
+            _writer.start()
+        _writer_wakeup.notify()
+
+
+def _write_when_due() -> None:
+    while True:
+        with _writer_wakeup:
+            while True:
+                now = time.monotonic()
+                due = [c for c in _unflushed if c._due <= now]
+                if due:
+                    break
+                soonest = min((c._due for c in _unflushed), default=None)
+                _writer_wakeup.wait(None if soonest is None else soonest - now)
+        for cache in due:
+            cache.flush()
 
 
 def flush_caches() -> None:
     """Write every cache's pending replies to its file now."""
-    with _unflushed_lock:
+    with _writer_wakeup:
         caches = list(_unflushed)
     for cache in caches:
         cache.flush()
