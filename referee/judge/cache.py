@@ -299,6 +299,7 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
     request: one key means one request, so rows are copied by key and, where both files hold a
     key, the destination keeps its own reply. Run it while no process writes the files.
     """
+    flush_caches()  # replies this process stored are part of its file
     destination = Path(into).expanduser().absolute()
     paths = [Path(source).expanduser().absolute() for source in sources]
     for path in paths:
