@@ -77,7 +77,8 @@ class TokenUsage(BaseModel):
             cost = None
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        return TokenUsage(
+        # Sums of validated counts need no validation (and a run adds thousands of usages).
+        return TokenUsage.model_construct(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
