@@ -395,7 +395,7 @@ class Judge:
         assert self._endpoint is not None
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
-        policy = self._policy()
+        policy: _retry.RetryPolicy | None = None  # built on the first failure
         tokens = estimate_tokens(request)
         rate_limit_budget = self.config.effective_rate_limit_wait_s
         rate_limit_waited = 0.0
@@ -444,6 +444,8 @@ class Judge:
                                 self.model, info.summary, wait)
                     continue
                 failures += 1
+                if policy is None:
+                    policy = self._policy()
                 if outage_deadline is None:
                     outage_deadline = now + policy.max_total_s
                 delay = policy.delay(failures - 1, info.retry_after)
