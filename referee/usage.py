@@ -77,8 +77,7 @@ class TokenUsage(BaseModel):
             cost = None
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        # Sums of validated counts need no validation (and a run adds thousands of usages).
-        return TokenUsage.model_construct(
+        return TokenUsage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,

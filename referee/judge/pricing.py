@@ -183,14 +183,12 @@ def estimate_cost(model: str, input_tokens: int, output_tokens: int, *,
 def usage_for(model: str, input_tokens: int, output_tokens: int, *, cached: bool = False,
               cached_input_tokens: int = 0, cache_write_tokens: int = 0) -> TokenUsage:
     """Usage of one reply. A cached reply spent nothing in this run, so it counts zero tokens."""
-    # model_construct: one per judge reply, of counts the provider adapters already read as
-    # ints; validating them again was a measurable share of the event loop's CPU per request.
     if cached:
-        return TokenUsage.model_construct(requests=0, cached_requests=1,
-                                          cost_usd=0.0 if price_of(model) is not None else None)
-    return TokenUsage.model_construct(
-        input_tokens=input_tokens, output_tokens=output_tokens, requests=1,
-        cached_input_tokens=cached_input_tokens, cache_write_tokens=cache_write_tokens,
-        cost_usd=estimate_cost(model, input_tokens, output_tokens,
-                               cached_input_tokens=cached_input_tokens,
-                               cache_write_tokens=cache_write_tokens))
+        return TokenUsage(requests=0, cached_requests=1,
+                          cost_usd=0.0 if price_of(model) is not None else None)
+    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1,
+                      cached_input_tokens=cached_input_tokens,
+                      cache_write_tokens=cache_write_tokens,
+                      cost_usd=estimate_cost(model, input_tokens, output_tokens,
+                                             cached_input_tokens=cached_input_tokens,
+                                             cache_write_tokens=cache_write_tokens))
