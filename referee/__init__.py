@@ -111,6 +111,17 @@ _EXPORTS: dict[str, str] = {
     "EvalStatus": "referee.report.model",
     "EVALUATION_STATUSES": "referee.report.model",
     "ERROR_STATUSES": "referee.report.model",
+    # multivon-eval's base class, retry policy, agent step and release gate
+    "AgentStep": "referee.execution",
+    "Evaluator": "referee.evaluators",
+    "AcceptancePolicy": "referee.run.acceptance",
+    "AcceptanceResult": "referee.run.acceptance",
+    "CheckRequirement": "referee.run.acceptance",
+    "SliceRequirement": "referee.run.acceptance",
+    "JudgeRetry": "referee.run.retry",
+    "should_retry": "referee.run.retry",
+    "sleep_for_attempt": "referee.run.retry",
+    "async_sleep_for_attempt": "referee.run.retry",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

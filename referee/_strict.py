@@ -108,3 +108,17 @@ class StrictModel(BaseModel):
             if key not in fields:
                 raise UnknownFieldError(str(key), accepted, cls.__name__)
         return data
+
+
+def with_positions(owner: str, names: tuple[str, ...], positional: tuple[Any, ...],
+                   fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` plus ``positional`` under ``names``, for peers whose models are dataclasses
+    (multivon's ``EvalCase("question", "answer")``)."""
+    if len(positional) > len(names):
+        raise TypeError(f"{owner} takes at most {len(names)} positional arguments "
+                        f"({', '.join(names)}); pass the rest by name")
+    for key, value in zip(names, positional):
+        if key in fields:
+            raise TypeError(f"{owner} got {key!r} twice")
+        fields[key] = value
+    return fields

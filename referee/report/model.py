@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
+from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult, unique_labels
@@ -93,6 +94,11 @@ class CaseResult(BaseModel):
     eval_id: str
     name: str = ""
     status: CaseStatus
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
+        super().__init__(**with_positions("CaseResult", _MULTIVON_CASE_RESULT_POSITIONAL,
+                                          positional, fields))
     case: EvalCase | None = None
     execution: ExecutionResult | None = None
     criterion_results: list[CriterionResult] = Field(default_factory=list)
@@ -210,6 +216,38 @@ class CaseResult(BaseModel):
     def get_criterion_result(self, name: str) -> CriterionResult | None:
         return next((r for r in self.criterion_results if r.criterion == name), None)
 
+    # multivon's CaseResult reads: one error text per kind (also on a case that ended FAILED,
+    # whose errors are still counted per criterion), and the JudgeRetry history.
+    def _error_of(self, status: CaseStatus, kind: str) -> str | None:
+        if self.status == status:
+            return self.error or status.peer_value
+        texts = [f"{r.criterion}: {r.explanation or 'error'}" for r in self.criterion_results
+                 if r.error_kind == kind]
+        return "; ".join(texts) or None
+
+    @property
+    def model_error(self) -> str | None:
+        if self.status in (CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT):
+            return self.error or self.status.peer_value
+        return None
+
+    @property
+    def judge_error(self) -> str | None:
+        return self._error_of(CaseStatus.JUDGE_ERROR, "judge")
+
+    @property
+    def evaluator_error(self) -> str | None:
+        return self._error_of(CaseStatus.EVALUATOR_ERROR, "evaluator")
+
+    @property
+    def retry_errors(self) -> list[str]:
+        """The error of each attempt that a ``JudgeRetry`` policy ran again, oldest first."""
+        return list(self.metadata.get("retry_errors") or [])
+
+    @property
+    def retry_attempts(self) -> int:
+        return len(self.retry_errors)
+
 
 # 10xgraph's EvalCaseResult fields: those that describe the run, and those kept in metadata.
 _PEER_EXECUTION_FIELDS = {"actual_response": "actual_response", "actual_tool_calls": "tool_calls",
@@ -218,6 +256,7 @@ _PEER_CASE_RESULT_EXTRAS = ("actual_trajectory", "messages", "node_responses", "
                             "agent_token_usage", "node_details")
 EvalCaseResult = CaseResult
 # multivon's CaseResult fields; its status follows from the error fields and the results.
+_MULTIVON_CASE_RESULT_POSITIONAL = ("case_input", "actual_output", "results", "latency_ms")
 _MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "results", "model_error",
                                           "judge_error", "evaluator_error", "latency_ms"})
 
@@ -497,6 +536,11 @@ class EvalReport(BaseModel):
     judge: dict[str, Any] = Field(default_factory=dict)  # judge config, secrets removed
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
+        super().__init__(**with_positions("EvalReport", ("suite_name", "case_results", "model_id"),
+                                          positional, fields))
 
     @model_validator(mode="before")
     @classmethod

@@ -40,6 +40,7 @@ class ShardSpec:
     execute: Execute
     concurrency: int
     timeout: float | None
+    case_retry: Any = None
 
 
 @dataclass
@@ -55,7 +56,8 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
     """On the worker: run the shard on referee's engine, yield each case's JSON as it ends."""
     from referee.run.sync import run_sync
 
-    engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout)
+    engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
+                    case_retry=spec.case_retry)
     # prepare() ran once, on the driver; its failures travel with the criteria.
     engine._prepared = True
     engine._prepare_failures = dict(spec.prepare_failures)
@@ -153,7 +155,7 @@ class RayBackend:
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
-                                     timeout=engine.timeout))
+                                     timeout=engine.timeout, case_retry=engine.case_retry))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)
