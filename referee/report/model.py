@@ -265,7 +265,7 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     """multivon's ``CaseResult(case_input=, actual_output=, results=, model_error=, ...)`` as a
     CaseResult. The status follows referee's precedence (a model error, then a failed result,
     then a judge error, then an evaluator error), not multivon's, where a judge error hides a
-    failure; ``skipped=True`` with nothing else is SKIPPED."""
+    failure; ``skipped=True``, or no scored result, is SKIPPED."""
     data = dict(data)
     results = [r if isinstance(r, CriterionResult) else CriterionResult.model_validate(r)
                for r in data.pop("results", None) or []]
@@ -283,6 +283,8 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
         status = CaseStatus.JUDGE_ERROR
     elif errors["evaluator_error"]:
         status = CaseStatus.EVALUATOR_ERROR
+    elif not any(r.is_scored for r in results):
+        status = CaseStatus.SKIPPED  # nothing was measured, as the engine decides it
     else:
         status = CaseStatus.PASSED
     case_input = data.pop("case_input", None)
