@@ -594,3 +594,22 @@ def test_acceptance_policy_is_data_with_a_digest():
     report = run_exact([EvalCase("a", "yes")], {"a": "yes"})
     decided = json.loads(json.dumps(policy.evaluate(report).to_dict()))
     assert decided["policy_digest"] == policy.digest and decided["exit_code"] == 2
+
+
+async def test_aevaluate_scores_an_output_the_multivon_way():
+    from referee import Contains, MaxLatency
+
+    case = EvalCase(input="q")
+    found = await Contains(["refund"]).aevaluate(case, "your refund is on its way")
+    assert found.passed and found.evaluator == "contains"
+    slow = await MaxLatency(max_ms=100).aevaluate(case, "x", latency_ms=250.0)
+    assert not slow.passed and slow.metadata["latency_ms"] == 250.0
+    # A user's Evaluator: its sync evaluate on a worker thread.
+    assert (await WordBudget(limit=2).aevaluate(case, "a b")).passed
+
+
+def test_check_evaluator_empty_questions_message():
+    from referee import CheckEvaluator
+
+    with pytest.raises(ValueError, match="questions list must not be empty"):
+        CheckEvaluator("Is it polite?", questions=[])
