@@ -114,6 +114,7 @@ _EXPORTS: dict[str, str] = {
     # multivon-eval's base class, retry policy, agent step and release gate
     "AgentStep": "referee.execution",
     "Evaluator": "referee.evaluators",
+    "compare_reports": "referee.report",
     "AcceptancePolicy": "referee.run.acceptance",
     "AcceptanceResult": "referee.run.acceptance",
     "CheckRequirement": "referee.run.acceptance",

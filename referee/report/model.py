@@ -743,7 +743,13 @@ class EvalReport(BaseModel):
     def from_file(cls, path: str | Path) -> "EvalReport":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
-    # multivon's report methods: referee's renderers under multivon's names.
+    # multivon's report methods: referee's renderers and comparison under multivon's names.
+    def compare(self, other: "EvalReport") -> Any:
+        """This report (the baseline) against ``other``: ``referee.report.compare_reports``."""
+        from referee.report.compare import compare_reports
+
+        return compare_reports(self, other)
+
     def save_json(self, path: str | Path) -> None:
         _write(path, self.to_json())
 

@@ -613,3 +613,34 @@ def test_check_evaluator_empty_questions_message():
 
     with pytest.raises(ValueError, match="questions list must not be empty"):
         CheckEvaluator("Is it polite?", questions=[])
+
+
+def test_report_methods_under_multivon_names(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from referee.report.html import render_html
+    from referee.report.junit import render_junit
+
+    rows = [CaseResult("q1", "a", [EvalResult("x", 1.0, True)]),
+            CaseResult("q2", "b", [EvalResult("x", 0.0, False, "wrong")])]
+    report = EvalReport("suite", rows)
+    assert report.to_junit_xml() == render_junit(report)
+    assert ET.fromstring(report.to_junit_xml().split("?>", 1)[1]).get("failures") == "1"
+    assert report.to_html() == render_html(report)
+    report.save_json(tmp_path / "new" / "r.json")  # the folder is created
+    report.save_html(tmp_path / "r.html")
+    report.save_junit_xml(tmp_path / "r.xml")
+    loaded = EvalReport.from_dict(json.loads((tmp_path / "new" / "r.json").read_text()))
+    assert [c.status for c in loaded.case_results] == [EvalStatus.PASSED, EvalStatus.FAILED]
+    assert (tmp_path / "r.html").read_text() == report.to_html()
+    assert (tmp_path / "r.xml").read_text() == report.to_junit_xml()
+    # Wilson interval of 1 passed of 2 evaluated, 95%.
+    low, high = report.pass_rate_ci()
+    assert (low, high) == (pytest.approx(0.0945, abs=1e-4), pytest.approx(0.9055, abs=1e-4))
+    assert EvalReport("empty", []).pass_rate_ci() == (0.0, 1.0)
+    with pytest.raises(ValueError, match="confidence"):
+        report.pass_rate_ci(1.5)
+    candidate = EvalReport("suite", [rows[0], CaseResult("q2", "b", [EvalResult("x", 1.0, True)])])
+    comparison = report.compare(candidate)
+    assert comparison == referee.compare_reports(report, candidate)
+    assert len(comparison.improvements) == 1 and not comparison.regressions
