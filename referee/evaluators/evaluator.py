@@ -110,7 +110,7 @@ class Evaluator(BaseCriterion):
         bound = method if overridden else method.__get__(self)
         if actual.latency_s is not None and _accepts_keyword(bound, "latency_ms"):
             kwargs["latency_ms"] = actual.latency_s * 1000.0
-        if overridden:
+        if overridden or inspect.iscoroutinefunction(bound):
             value = await bound(expected, output, **kwargs)
         else:
             value = await asyncio.to_thread(bound, expected, output, **kwargs)

@@ -644,3 +644,16 @@ def test_report_methods_under_multivon_names(tmp_path):
     comparison = report.compare(candidate)
     assert comparison == referee.compare_reports(report, candidate)
     assert len(comparison.improvements) == 1 and not comparison.regressions
+
+
+def test_evaluator_with_an_async_evaluate_is_awaited_in_a_suite():
+    class AsyncEvaluate(Evaluator):
+        name = "async_evaluate"
+
+        async def evaluate(self, case, output):
+            return self._result(1.0 if output == "ok" else 0.0, "checked")
+
+    suite = EvalSuite("async-evaluate").add_cases([EvalCase(input="q")])
+    suite.add_evaluator(AsyncEvaluate())
+    case = suite.run(lambda _: "ok", verbose=False, save=False).case_results[0]
+    assert case.status == EvalStatus.PASSED and case.results[0].reason == "checked"
