@@ -209,10 +209,10 @@ _CASE_KEYWORD_ALIASES = {"user_query": "input", "expected_response": "expected_o
 # Fields added after the first release; left at their defaults they stay out of the content
 # hash, so a case keeps the eval_id earlier versions gave it (resume relies on it).
 _LATER_CASE_FIELDS = {"description": "", "session_input": None}
+_LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
 # multivon: EvalCase(input, expected_output, context) by position; provenance kept in metadata.
 _MULTIVON_POSITIONAL = ("input", "expected_output", "context")
 _MULTIVON_METADATA_FIELDS = ("source_id", "revision")
-_LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
 
 
 class EvalCase(StrictModel):

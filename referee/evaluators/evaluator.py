@@ -65,7 +65,13 @@ class Evaluator(BaseCriterion):
     def config(self) -> CriterionConfig:
         config = self.__dict__.get("config")
         if config is None:
-            config = CriterionConfig(threshold=self.__dict__.get("_threshold", 0.5))
+            declared = None
+            for klass in type(self).__mro__:  # the nearest class attribute ``threshold = ...``
+                declared = klass.__dict__.get("threshold")
+                if declared is not None:
+                    break
+            default = declared if isinstance(declared, (int, float)) else 0.5
+            config = CriterionConfig(threshold=default)
             self.__dict__["config"] = config
         return config
 
