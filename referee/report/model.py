@@ -8,19 +8,18 @@ document-001 readers use ``pass_rate`` (passed / evaluated), ``error_rate`` (err
 from __future__ import annotations
 
 import json
-import math
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from referee._strict import with_positions
+from referee.report.multivon import MultivonReportMethods
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult, unique_labels
@@ -249,6 +248,16 @@ class CaseResult(BaseModel):
     @property
     def retry_attempts(self) -> int:
         return len(self.retry_errors)
+
+    @property
+    def score(self) -> float:
+        """multivon: the mean score of the case's scored results (0.0 when none scored)."""
+        scores = [r.score for r in self.criterion_results if r.is_scored]
+        return sum(scores) / len(scores) if scores else 0.0
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.case.tags) if self.case is not None else []
 
 
 # 10xgraph's EvalCaseResult fields: those that describe the run, and those kept in metadata.
@@ -529,7 +538,7 @@ class RunTally:
         return tally
 
 
-class EvalReport(BaseModel):
+class EvalReport(MultivonReportMethods, BaseModel):
     run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     name: str = ""
     eval_set_id: str = ""
@@ -742,53 +751,6 @@ class EvalReport(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> "EvalReport":
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-
-    # multivon's report methods: referee's renderers and comparison under multivon's names.
-    def compare(self, other: "EvalReport") -> Any:
-        """This report (the baseline) against ``other``: ``referee.report.compare_reports``."""
-        from referee.report.compare import compare_reports
-
-        return compare_reports(self, other)
-
-    def save_json(self, path: str | Path) -> None:
-        _write(path, self.to_json())
-
-    def to_html(self) -> str:
-        from referee.report.html import render_html
-
-        return render_html(self)
-
-    def save_html(self, path: str | Path) -> None:
-        _write(path, self.to_html())
-
-    def to_junit_xml(self) -> str:
-        from referee.report.junit import render_junit
-
-        return render_junit(self)
-
-    def save_junit_xml(self, path: str | Path) -> None:
-        _write(path, self.to_junit_xml())
-
-    def pass_rate_ci(self, confidence: float = 0.95) -> tuple[float, float]:
-        """Wilson score interval of ``pass_rate`` (passed of evaluated); (0.0, 1.0) when
-        nothing was evaluated."""
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-        n = self.evaluated
-        if n == 0:
-            return 0.0, 1.0
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
-        rate = self.passed / n
-        centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-        spread = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return max(0.0, centre - spread), min(1.0, centre + spread)
-
-
-def _write(path: str | Path, text: str) -> None:
-    """Write a report file, creating its folder first."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
 
 
 def nothing_evaluated_reason(report: EvalReport) -> str:

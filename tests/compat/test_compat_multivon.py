@@ -657,3 +657,26 @@ def test_evaluator_with_an_async_evaluate_is_awaited_in_a_suite():
     suite.add_evaluator(AsyncEvaluate())
     case = suite.run(lambda _: "ok", verbose=False, save=False).case_results[0]
     assert case.status == EvalStatus.PASSED and case.results[0].reason == "checked"
+
+
+def test_report_views_by_tag_evaluator_and_distribution():
+    rows = [CaseResult("q1", "a", [EvalResult("x", 1.0, True), EvalResult("y", 0.5, True)],
+                       tags=["billing"]),
+            CaseResult("q2", "b", [EvalResult("x", 0.0, False)], tags=["billing", "edge"]),
+            CaseResult("q3", "c", [EvalResult("x", 1.0, True)], judge_error="429", tags=["edge"])]
+    report = EvalReport("views", rows)
+    assert [c.score for c in rows[:2]] == [0.75, 0.0] and rows[1].tags == ["billing", "edge"]
+    # Evaluated cases only: the judge-error case counts in count_by_tag, nowhere else.
+    assert report.scores_by_tag() == {"billing": 0.375, "edge": 0.0}
+    assert report.passed_by_tag() == {"billing": 0.5, "edge": 0.0}
+    assert report.count_by_tag() == {"billing": 2, "edge": 2}
+    assert report.scores_by_evaluator()["y"] == 0.5 and report.passed_by_evaluator()["y"] == 1.0
+    assert [c.case_input for c in report.filter_by_evaluator("x")] == ["q2"]
+    assert report.score_percentiles() == {"p10": 0.075, "p50": 0.375, "p90": 0.675}
+    assert report.score_percentiles([0, 100]) == {"p0": 0.0, "p100": 0.75}
+    assert EvalReport("empty", []).score_percentiles() == {}
+    with pytest.raises(ValueError, match="between 0 and 100"):
+        report.score_percentiles([101])
+    assert report.sample(2, seed=7) == report.sample(2, seed=7)
+    assert len(report.sample(10)) == 3
+    assert [c.case_input for c in report.sample(5, failed_only=True)] == ["q2"]
