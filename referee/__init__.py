@@ -45,6 +45,14 @@ _EXPORTS: dict[str, str] = {
     "Rubric": "referee.config",
     "UserSimulatorConfig": "referee.config",
     "DEFAULT_JUDGE_MODEL": "referee.config",
+    # 10xgraph's presets, EvalSet builders, simulation batches and report assertions
+    "EvalPresets": "referee.config",
+    "EvalSetBuilder": "referee.evalset",
+    "BatchSimulator": "referee.run",
+    "SimulationResult": "referee.run",
+    "create_simple_eval_set": "referee.evalset",
+    "assert_eval_passed": "referee.run",
+    "assert_criterion_passed": "referee.run",
     # document-000 criteria
     "BaseCriterion": "referee.criteria",
     "SyncCriterion": "referee.criteria",

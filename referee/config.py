@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from referee._strict import StrictModel, unknown_field
+from referee._strict import StrictModel, move_alias, unknown_field
 from referee.errors import InputError
 from referee.redact import BaseURL, mask_url_fields
 
@@ -44,6 +44,12 @@ class Rubric(StrictModel):
     @classmethod
     def create(cls, rubric_id: str, content: str, weight: float = 1.0) -> "Rubric":
         return cls(rubric_id=rubric_id, content=content, weight=weight)
+
+
+def known_api_style(value: str) -> str:
+    if value not in ("responses", "chat"):
+        raise ValueError(f"api_style must be 'responses' or 'chat', got {value!r}")
+    return value
 
 
 class CriterionConfig(StrictModel):
@@ -84,9 +90,7 @@ class CriterionConfig(StrictModel):
     @field_validator("api_style")
     @classmethod
     def _known_api_style(cls, value: str) -> str:
-        if value not in ("responses", "chat"):
-            raise ValueError(f"api_style must be 'responses' or 'chat', got {value!r}")
-        return value
+        return known_api_style(value)
 
     @classmethod
     def tool_name_match(cls, threshold: float = 1.0) -> "CriterionConfig":
@@ -172,11 +176,31 @@ class CriteriaConfig(StrictModel):
 
 
 class UserSimulatorConfig(StrictModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    """The simulated user's model and limits; ``max_invocations`` is 10xgraph's name for
+    ``max_turns``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
+
+    _input_aliases = frozenset({"max_invocations"})
 
     model: str = DEFAULT_JUDGE_MODEL
     max_turns: int = 10
     temperature: float = 0.7
+    api_style: str = "responses"
+
+    @classmethod
+    def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        move_alias(data, "max_invocations", "max_turns")
+        return data
+
+    @property
+    def max_invocations(self) -> int:
+        return self.max_turns
+
+    @field_validator("api_style")
+    @classmethod
+    def _known_api_style(cls, value: str) -> str:
+        return known_api_style(value)
 
 
 def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
@@ -272,3 +296,120 @@ class EvalConfig(StrictModel):
         new_config = copy.deepcopy(self)
         new_config.criteria.rubric_based = CriterionConfig.rubric_based(rubrics=rubrics)
         return new_config
+
+
+class EvalPresets:
+    """Ready-made EvalConfigs under 10xgraph's preset names (``EvalPresets.tool_usage()`` ...).
+
+    Each preset is only a way to build an EvalConfig: the result is an ordinary config that
+    can be edited, saved with ``to_file`` and merged with :meth:`combine`. Presets that switch
+    on judge criteria take ``judge_model``; the deterministic ones need no model at all.
+    """
+
+    @classmethod
+    def response_quality(cls, threshold: float = 0.7, use_llm_judge: bool = True,
+                         judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
+        """The answer matches the expectation (semantic match, plus a one-sample LLM judge)."""
+        return EvalConfig(criteria=CriteriaConfig(
+            response_match=CriterionConfig.response_match(threshold=threshold,
+                                                          judge_model=judge_model),
+            llm_judge=CriterionConfig.llm_judge(threshold=threshold, judge_model=judge_model,
+                                                num_samples=1) if use_llm_judge else None,
+        ))
+
+    @classmethod
+    def tool_usage(cls, threshold: float = 1.0, strict: bool = True,
+                   check_args: bool = True) -> EvalConfig:
+        """The right tools were called: names, and the trajectory EXACT (strict) or IN_ORDER."""
+        return EvalConfig(criteria=CriteriaConfig(
+            tool_name_match=CriterionConfig.tool_name_match(threshold=threshold),
+            trajectory=CriterionConfig.trajectory(
+                threshold=threshold, check_args=check_args,
+                match_type=MatchType.EXACT if strict else MatchType.IN_ORDER),
+        ))
+
+    @classmethod
+    def conversation_flow(cls, threshold: float = 0.8,
+                          judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
+        """Multi-turn talks: each answer matches, and the tools come in the expected order."""
+        return EvalConfig(criteria=CriteriaConfig(
+            response_match=CriterionConfig.response_match(threshold=threshold,
+                                                          judge_model=judge_model),
+            trajectory=CriterionConfig.trajectory(threshold=threshold,
+                                                  match_type=MatchType.IN_ORDER),
+        ))
+
+    @classmethod
+    def quick_check(cls) -> EvalConfig:
+        """A free sanity check with no model call: ROUGE-1 overlap of at least 0.5."""
+        return EvalConfig(criteria=CriteriaConfig(
+            rouge_match=CriterionConfig.rouge_match(threshold=0.5)))
+
+    @classmethod
+    def comprehensive(cls, threshold: float = 0.8, use_llm_judge: bool = True,
+                      judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
+        """Every deterministic check, plus (``use_llm_judge``) the judge, factual accuracy,
+        hallucination and safety criteria."""
+        judged = dict.fromkeys(_PRESET_JUDGED, threshold) if use_llm_judge else {}
+        return EvalConfig(criteria=CriteriaConfig(
+            tool_name_match=CriterionConfig.tool_name_match(threshold=1.0),
+            trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.IN_ORDER,
+                                                  check_args=True),
+            rouge_match=CriterionConfig.rouge_match(threshold=threshold),
+            **_judged(judged, judge_model),
+        ))
+
+    @classmethod
+    def safety_check(cls, threshold: float = 0.8,
+                     judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
+        """Hallucination and safety, both judged."""
+        return EvalConfig(criteria=CriteriaConfig(**_judged(
+            {"hallucination": threshold, "safety": threshold}, judge_model)))
+
+    @classmethod
+    def combine(cls, *configs: EvalConfig) -> EvalConfig:
+        """The criteria of every config; where two set the same criterion, the later wins."""
+        merged: dict[str, CriterionConfig] = {}
+        for config in configs:
+            merged.update({name: copy.deepcopy(cfg) for name in CriteriaConfig.model_fields
+                           if (cfg := getattr(config.criteria, name)) is not None})
+        return EvalConfig(criteria=CriteriaConfig(**merged))
+
+    @classmethod
+    def custom(cls, response_threshold: float | None = None, tool_threshold: float | None = None,
+               llm_judge_threshold: float | None = None,
+               tool_match_type: MatchType = MatchType.IN_ORDER, check_tool_args: bool = True,
+               hallucination_threshold: float | None = None,
+               safety_threshold: float | None = None,
+               factual_accuracy_threshold: float | None = None,
+               judge_model: str = DEFAULT_JUDGE_MODEL) -> EvalConfig:
+        """Exactly the criteria whose threshold is given (``tool_threshold`` turns on both the
+        tool-name and the trajectory criterion)."""
+        criteria: dict[str, CriterionConfig] = {}
+        if response_threshold is not None:
+            criteria["response_match"] = CriterionConfig.response_match(
+                threshold=response_threshold, judge_model=judge_model)
+        if tool_threshold is not None:
+            criteria["tool_name_match"] = CriterionConfig.tool_name_match(threshold=tool_threshold)
+            criteria["trajectory"] = CriterionConfig.trajectory(
+                threshold=tool_threshold, match_type=tool_match_type, check_args=check_tool_args)
+        criteria.update(_judged({"llm_judge": llm_judge_threshold,
+                                 "hallucination": hallucination_threshold,
+                                 "safety": safety_threshold,
+                                 "factual_accuracy": factual_accuracy_threshold}, judge_model))
+        return EvalConfig(criteria=CriteriaConfig(**criteria))
+
+
+# The judged criteria a preset can switch on, each by a threshold and a judge model.
+_PRESET_JUDGED = {
+    "llm_judge": CriterionConfig.llm_judge,
+    "factual_accuracy": CriterionConfig.factual_accuracy,
+    "hallucination": CriterionConfig.hallucination,
+    "safety": CriterionConfig.safety,
+}
+
+
+def _judged(thresholds: dict[str, float | None], judge_model: str) -> dict[str, CriterionConfig]:
+    """The judged criteria whose threshold is given, all asking ``judge_model``."""
+    return {name: _PRESET_JUDGED[name](threshold=threshold, judge_model=judge_model)
+            for name, threshold in thresholds.items() if threshold is not None}

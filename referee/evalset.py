@@ -17,7 +17,8 @@ Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``tool_uses`` or ``invocation_events``, ``conversation_scenario``, ``rubrics``, creation
 timestamps, camelCase spellings) load into the same model; ``save(path, format="adk")`` writes
 one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
-files 10xgraph's ``EvalSet.to_file`` writes load as well.
+files 10xgraph's ``EvalSet.to_file`` writes load as well, and 10xgraph's ``EvalSetBuilder`` and
+``create_simple_eval_set`` build sets in code.
 
 A malformed file raises :class:`referee.errors.InputError` naming the file, the line (or the path
 inside the document) and the field, e.g. ``cases.jsonl:7: field 'expected_output': Input should
@@ -232,6 +233,107 @@ class EvalSet(StrictModel):
             else:
                 text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
         path.write_text(text, encoding="utf-8", newline="" if kind == "csv" else None)
+
+
+class EvalSetBuilder:
+    """10xgraph's fluent way to write an :class:`EvalSet`: ``EvalSetBuilder("weather")
+    .add_case(query=..., expected=..., expected_tools=["get_weather"]).build()``.
+
+    Cases without a ``case_id`` are numbered ``case_1``, ``case_2``, ... in the order added.
+    Unlike 10xgraph, the set id is not a random UUID but derived from the name as
+    :class:`EvalSet` derives it, so that a rebuilt set resumes the same runs.
+    """
+
+    def __init__(self, name: str = "eval_set") -> None:
+        self.name = name
+        self.eval_set_id = EvalSet(name=name).eval_set_id
+        self.cases: list[EvalCase] = []
+
+    def _next_id(self, case_id: str | None) -> str:
+        return case_id or f"case_{len(self.cases) + 1}"
+
+    def add_case(self, query: str, expected: str, case_id: str | None = None,
+                 expected_tools: Sequence[str | ToolCall] | None = None,
+                 expected_node_order: list[str] | None = None, name: str = "",
+                 description: str = "") -> "EvalSetBuilder":
+        """A one-turn case; ``expected_tools`` are tool names or ToolCall objects."""
+        self.cases.append(EvalCase.single_turn(
+            eval_id=self._next_id(case_id), user_query=query, expected_response=expected,
+            expected_tools=_tool_calls(expected_tools), expected_node_order=expected_node_order,
+            name=name, description=description))
+        return self
+
+    def add_multi_turn(self, conversation: Sequence[tuple[str, str]], case_id: str | None = None,
+                       expected_tools: Sequence[str | ToolCall] | None = None, name: str = "",
+                       description: str = "") -> "EvalSetBuilder":
+        """A case of ``(user_query, expected_response)`` turns; the tools attach to the first."""
+        self.cases.append(EvalCase.multi_turn(
+            eval_id=self._next_id(case_id), conversation=list(conversation),
+            expected_tools=_tool_calls(expected_tools), name=name, description=description))
+        return self
+
+    def add_tool_test(self, query: str, tool_name: str, tool_args: dict[str, Any] | None = None,
+                      expected_response: str | None = None,
+                      case_id: str | None = None) -> "EvalSetBuilder":
+        """A case about one tool call; without ``expected_response`` the expected answer is
+        "Result from TOOL", as in 10xgraph."""
+        self.cases.append(EvalCase.single_turn(
+            eval_id=self._next_id(case_id), user_query=query,
+            expected_response=expected_response or f"Result from {tool_name}",
+            expected_tools=[ToolCall(name=tool_name, args=tool_args or {})]))
+        return self
+
+    def build(self) -> EvalSet:
+        return EvalSet(eval_set_id=self.eval_set_id, name=self.name, eval_cases=list(self.cases))
+
+    def save(self, path: str | Path) -> EvalSet:
+        """Build, write to ``path`` (any format :meth:`EvalSet.save` knows) and return the set."""
+        eval_set = self.build()
+        eval_set.save(path)
+        return eval_set
+
+    @classmethod
+    def from_conversations(cls, conversations: Iterable[dict[str, str]],
+                           name: str = "conversation_tests") -> EvalSet:
+        """One case per ``{"user": ..., "assistant": ...}`` exchange, ids ``conv_1``, ..."""
+        builder = cls(name)
+        for index, exchange in enumerate(conversations, start=1):
+            builder.add_case(query=exchange.get("user", ""), expected=exchange.get("assistant", ""),
+                             case_id=f"conv_{index}")
+        return builder.build()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "EvalSetBuilder":
+        """A builder holding the cases of a saved set, to add more."""
+        eval_set = EvalSet.load(path)
+        builder = cls(eval_set.name or "eval_set")
+        builder.eval_set_id = eval_set.eval_set_id
+        builder.cases = list(eval_set.eval_cases)
+        return builder
+
+    @classmethod
+    def quick(cls, *pairs: tuple[str, str]) -> EvalSet:
+        """A set named "quick_tests" from ``(query, expected)`` pairs, ids ``test_1``, ..."""
+        builder = cls("quick_tests")
+        for index, (query, expected) in enumerate(pairs, start=1):
+            builder.add_case(query=query, expected=expected, case_id=f"test_{index}")
+        return builder.build()
+
+
+def create_simple_eval_set(eval_set_id: str,
+                           cases: Iterable[tuple[str, str, str]]) -> EvalSet:
+    """10xgraph's shortcut: a set named ``eval_set_id`` from ``(query, expected, name)``
+    triples; ids ``case_0``, ``case_1``, ...; an empty name becomes "Case N"."""
+    return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, eval_cases=[
+        EvalCase.single_turn(eval_id=f"case_{index}", user_query=query,
+                             expected_response=expected, name=name or f"Case {index}")
+        for index, (query, expected, name) in enumerate(cases)])
+
+
+def _tool_calls(tools: Sequence[str | ToolCall] | None) -> list[ToolCall] | None:
+    if not tools:
+        return None
+    return [ToolCall(name=t) if isinstance(t, str) else t for t in tools]
 
 
 # Formats -----------------------------------------------------------------------------------

@@ -21,11 +21,15 @@ from referee.criteria.rouge import RougeMatchCriterion
 from referee.criteria.tool_name import ToolNameMatchCriterion
 from referee.criteria.trajectory import TrajectoryMatchCriterion
 
+# What every criterion returns; 10xgraph code imports it from its criteria package.
+from referee.result import CriterionResult
+
 __all__ = [
     "BaseCriterion",
     "CRITERIA_REGISTRY",
     "CompositeCriterion",
     "ContainsKeywordsCriterion",
+    "CriterionResult",
     "ExactMatchCriterion",
     "FactualAccuracyCriterion",
     "HallucinationCriterion",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 from pathlib import Path
@@ -74,6 +75,14 @@ def plain_console() -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(width=NON_TERMINAL_WIDTH, soft_wrap=True)
     return console
+
+
+def render_text(report: EvalReport) -> str:
+    """The summary :func:`render_console` prints, as plain text (no colour, no terminal)."""
+    buffer = io.StringIO()
+    render_console(report, Console(file=buffer, width=NON_TERMINAL_WIDTH, soft_wrap=True,
+                                   no_color=True, force_terminal=False))
+    return buffer.getvalue()
 
 
 def _failure_lines(case: CaseResult) -> list[str]:

@@ -710,6 +710,12 @@ class EvalReport(MultivonReportMethods, BaseModel):
     def get_case_result(self, eval_id: str) -> CaseResult | None:
         return next((c for c in self.cases if c.eval_id == eval_id), None)
 
+    def format_summary(self) -> str:
+        """The console summary as plain text (10xgraph's ``format_summary``)."""
+        from referee.report.console import render_text  # console renders this model
+
+        return render_text(self)
+
     # Persistence -----------------------------------------------------------------------
     def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:
         """Plain data; ``with_cases=False`` leaves the cases out (the run store keeps them in

@@ -14,10 +14,13 @@ _EXPORTS = {
     "UserSimulator": "referee.run.simulator",
     "ConversationScenario": "referee.run.simulator",
     "SimulationResult": "referee.run.simulator",
+    "BatchSimulator": "referee.run.simulator",
     "apply_gates": "referee.run.gates",
     "run_sync": "referee.run.sync",
     "assert_passes": "referee.run.assertions",
     "assert_passes_async": "referee.run.assertions",
+    "assert_eval_passed": "referee.run.assertions",
+    "assert_criterion_passed": "referee.run.assertions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -122,3 +122,28 @@ async def assert_passes_async(case_or_input: Any, output: Any, evaluators: Any) 
     """``assert_passes`` for async tests that would rather await than block their loop."""
     __tracebackhide__ = True
     return _check(await score_case(case_or_input, output, evaluators))
+
+
+def assert_eval_passed(report: Any, min_pass_rate: float = 1.0) -> None:
+    """Raise AssertionError when a run's pass rate is below ``min_pass_rate`` (10xgraph's name).
+
+    The pass rate is referee's, over evaluated cases (errors are counted apart); the message
+    names the cases that did not pass.
+    """
+    pass_rate = report.summary.pass_rate
+    if pass_rate < min_pass_rate:
+        names = ", ".join(c.name or c.eval_id for c in report.failed_cases)
+        raise AssertionError(f"Evaluation pass rate {pass_rate:.1%} below threshold "
+                             f"{min_pass_rate:.1%}. Failed cases: {names or 'none'}")
+
+
+def assert_criterion_passed(report: Any, criterion: str, min_score: float = 0.0) -> None:
+    """Raise AssertionError when ``criterion`` is missing from the run or its mean score is
+    below ``min_score`` (10xgraph's name)."""
+    stats = report.summary.criterion_stats.get(criterion)
+    if stats is None:
+        raise AssertionError(f"Criterion {criterion!r} not found in report; it has: "
+                             f"{', '.join(report.summary.criterion_stats) or 'no criteria'}")
+    if stats["avg_score"] < min_score:
+        raise AssertionError(f"Criterion {criterion!r} average score {stats['avg_score']:.2f} "
+                             f"below minimum {min_score:.2f}")

@@ -8,6 +8,7 @@ it: ``agent(user_message, history)`` or ``agent(user_message)``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,7 @@ class UserSimulator:
                  judge: Any = None) -> None:
         if config is not None:
             model, temperature, max_turns = config.model, config.temperature, config.max_turns
+            api_style = config.api_style
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
         self.model = model
@@ -260,3 +262,49 @@ class UserSimulator:
         apply_gates(report, fail_threshold, max_error_rate)
         return report
 
+
+class BatchSimulator:
+    """10xgraph's batch front door: many scenarios through one :class:`UserSimulator`, at most
+    ``max_concurrency`` at a time, results in scenario order, and a summary of them.
+
+    ``UserSimulator.evaluate`` does the same as a stored run with a report; this returns the
+    plain :class:`SimulationResult` list. Keywords other than ``simulator`` and
+    ``max_concurrency`` build the simulator (``BatchSimulator(model="gpt-4o")``).
+    """
+
+    def __init__(self, simulator: UserSimulator | None = None, max_concurrency: int = 5,
+                 **simulator_options: Any) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if simulator is not None and simulator_options:
+            raise TypeError("give either a simulator or the options to build one, not both")
+        self.simulator = simulator or UserSimulator(**simulator_options)
+        self.max_concurrency = max_concurrency
+
+    async def run_batch(self, agent: AgentFn,
+                        scenarios: Sequence[ConversationScenario]) -> list[SimulationResult]:
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(scenario: ConversationScenario) -> SimulationResult:
+            async with gate:
+                return await self.simulator.run(agent, scenario)
+
+        return list(await asyncio.gather(*(one(s) for s in scenarios)))
+
+    def run_batch_sync(self, agent: AgentFn,
+                       scenarios: Sequence[ConversationScenario]) -> list[SimulationResult]:
+        return run_sync(self.run_batch(agent, scenarios))
+
+    @staticmethod
+    def summary(results: Sequence[SimulationResult]) -> dict[str, Any]:
+        """Counts over the batch, under 10xgraph's keys."""
+        total = len(results)
+        completed = sum(1 for r in results if r.completed)
+        return {
+            "total_scenarios": total,
+            "completed": completed,
+            "completion_rate": completed / total if total else 0.0,
+            "total_goals_achieved": sum(len(r.goals_achieved) for r in results),
+            "average_turns": sum(r.turns for r in results) / total if total else 0.0,
+            "errors": sum(1 for r in results if r.error),
+        }

@@ -26,6 +26,7 @@ from referee import (
     TokenUsage,
     ToolCall,
     TrajectoryStep,
+    UserSimulator,
 )
 from referee.config import CriteriaConfig
 from referee.report.model import CaseResult, CaseStatus
@@ -194,3 +195,184 @@ async def test_a_10xgraph_style_case_runs_through_agent_evaluator():
 
     result = await AgentEvaluator(agent, config=config, save=False).evaluate_case(case)
     assert result.status == CaseStatus.PASSED
+
+
+# Presets, builders, batches and report assertions ----------------------------------------
+
+def enabled(config: EvalConfig) -> dict[str, CriterionConfig]:
+    return dict(config.criteria.enabled_items())
+
+
+def test_eval_presets_switch_on_the_named_criteria_with_their_thresholds():
+    from referee import EvalPresets
+
+    quality = enabled(EvalPresets.response_quality(threshold=0.9, judge_model="gpt-4o"))
+    assert set(quality) == {"response_match", "llm_judge"}
+    assert quality["llm_judge"].num_samples == 1 and quality["llm_judge"].judge_model == "gpt-4o"
+    assert set(enabled(EvalPresets.response_quality(use_llm_judge=False))) == {"response_match"}
+
+    tools = enabled(EvalPresets.tool_usage(threshold=0.8, strict=False, check_args=False))
+    assert set(tools) == {"tool_name_match", "trajectory"}
+    assert tools["trajectory"].match_type == MatchType.IN_ORDER
+    assert not tools["trajectory"].check_args and tools["tool_name_match"].threshold == 0.8
+    assert enabled(EvalPresets.tool_usage())["trajectory"].match_type == MatchType.EXACT
+
+    flow = enabled(EvalPresets.conversation_flow())
+    assert set(flow) == {"response_match", "trajectory"}
+    assert flow["trajectory"].match_type == MatchType.IN_ORDER
+    assert enabled(EvalPresets.quick_check()) == {"rouge_match": CriterionConfig.rouge_match(0.5)}
+    assert set(enabled(EvalPresets.comprehensive())) == {
+        "tool_name_match", "trajectory", "rouge_match", "llm_judge", "factual_accuracy",
+        "hallucination", "safety"}
+    assert set(enabled(EvalPresets.comprehensive(use_llm_judge=False))) == {
+        "tool_name_match", "trajectory", "rouge_match"}
+    assert set(enabled(EvalPresets.safety_check(threshold=0.95))) == {"hallucination", "safety"}
+
+
+def test_eval_presets_combine_and_custom_build_one_ordinary_config(tmp_path):
+    from referee import EvalPresets
+
+    quick, tools = EvalPresets.quick_check(), EvalPresets.tool_usage(threshold=0.5)
+    combined = EvalPresets.combine(quick, tools, EvalPresets.tool_usage(threshold=0.7))
+    assert set(enabled(combined)) == {"rouge_match", "tool_name_match", "trajectory"}
+    assert enabled(combined)["trajectory"].threshold == 0.7  # the later config wins
+    combined.criteria.rouge_match.threshold = 0.9
+    assert quick.criteria.rouge_match.threshold == 0.5  # combine copied, not shared
+
+    assert enabled(EvalPresets.custom()) == {}
+    custom = EvalPresets.custom(tool_threshold=0.9, tool_match_type=MatchType.ANY_ORDER,
+                                safety_threshold=0.6, judge_model="claude-3-5-sonnet")
+    assert set(enabled(custom)) == {"tool_name_match", "trajectory", "safety"}
+    assert enabled(custom)["trajectory"].match_type == MatchType.ANY_ORDER
+    assert enabled(custom)["safety"].judge_model == "claude-3-5-sonnet"
+    custom.to_file(tmp_path / "config.json")
+    assert EvalConfig.from_file(tmp_path / "config.json") == custom
+
+
+def test_eval_set_builder_numbers_cases_and_reads_tool_names(tmp_path):
+    from referee import EvalSetBuilder
+
+    builder = EvalSetBuilder("Weather Agent")
+    assert builder.add_case("Weather in Oslo?", "Rainy", expected_tools=[
+        "get_weather", ToolCall(name="format", args={"unit": "C"})],
+        expected_node_order=["router", "tools"], name="oslo") is builder
+    builder.add_multi_turn([("Hi", "Hello"), ("Book it", "Booked")], expected_tools=["book"])
+    builder.add_tool_test("Convert 5 EUR", "convert", {"amount": 5}, case_id="fx")
+    assert [c.eval_id for c in builder.cases] == ["case_1", "case_2", "fx"]
+    first, talk, tool = builder.cases
+    assert first.expected_tool_trajectory == [ToolCall(name="get_weather"),
+                                              ToolCall(name="format", args={"unit": "C"})]
+    assert first.expected_node_order == ["router", "tools"] and first.name == "oslo"
+    assert [t.expected_final_response for t in talk.conversation] == ["Hello", "Booked"]
+    assert talk.conversation[0].expected_tool_trajectory == [ToolCall(name="book")]
+    assert tool.expected_output == "Result from convert"
+
+    eval_set = builder.save(tmp_path / "weather.json")
+    assert eval_set.eval_set_id == builder.eval_set_id == "weather-agent"  # stable, not a UUID
+    reopened = EvalSetBuilder.from_file(tmp_path / "weather.json").add_case("Sun?", "Yes")
+    assert [c.eval_id for c in reopened.build()] == ["case_1", "case_2", "fx", "case_4"]
+    assert reopened.name == "Weather Agent"
+
+
+def test_eval_set_builder_shortcuts_and_create_simple_eval_set():
+    from referee import EvalSetBuilder, create_simple_eval_set
+
+    logged = EvalSetBuilder.from_conversations([{"user": "Hi", "assistant": "Hello"},
+                                                {"user": "Bye"}])
+    assert logged.name == "conversation_tests" and [c.eval_id for c in logged] == ["conv_1", "conv_2"]
+    assert logged.eval_cases[1].expected_output == ""
+    quick = EvalSetBuilder.quick(("2+2?", "4"), ("3+3?", "6"))
+    assert [(c.eval_id, c.input, c.expected_output) for c in quick] == [
+        ("test_1", "2+2?", "4"), ("test_2", "3+3?", "6")]
+
+    simple = create_simple_eval_set("smoke", [("Hello", "Hi!", "greeting"), ("2+2?", "4", "")])
+    assert (simple.eval_set_id, simple.name) == ("smoke", "smoke")
+    assert [(c.eval_id, c.name) for c in simple] == [("case_0", "greeting"), ("case_1", "Case 1")]
+
+
+def test_user_simulator_config_takes_10xgraphs_max_invocations_and_api_style():
+    from referee import UserSimulatorConfig
+
+    config = UserSimulatorConfig(model="gpt-4o", max_invocations=4, temperature=0.2)
+    assert config.max_turns == config.max_invocations == 4
+    config.api_style = "chat"
+    simulator = UserSimulator(config=config)
+    assert (simulator.model, simulator.max_turns, simulator.api_style) == ("gpt-4o", 4, "chat")
+    with pytest.raises(ValueError, match="api_style must be 'responses' or 'chat'"):
+        config.api_style = "completions"
+    with pytest.raises(ValueError, match="name the same field"):
+        UserSimulatorConfig(max_turns=3, max_invocations=4)
+
+
+async def test_batch_simulator_runs_each_scenario_through_the_judge_server(judge_server,
+                                                                         monkeypatch):
+    import asyncio
+
+    from referee import BatchSimulator, ConversationScenario, SimulationResult
+    from referee.criteria.base import SyncCriterion
+
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    judge_server.script.set_default(
+        lambda request: "[CONVERSATION COMPLETE]" if "Opened ticket" in request.prompt else "Order 7.")
+
+    class TicketMentioned(SyncCriterion):
+        name = "ticket_mentioned"
+
+        def evaluate_sync(self, actual, expected):
+            hit = "ticket" in actual.actual_response
+            return self._result(1.0 if hit else 0.0,
+                                {"achieved_goals": [expected.expected_output] if hit else []})
+
+    in_flight, most = 0, 0
+
+    async def support_agent(message: str) -> str:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0)
+        in_flight -= 1
+        return "Opened ticket 12." if "7" in message else "Which order?"
+
+    simulator = UserSimulator(model="gpt-4o-mini", criteria=[TicketMentioned()])
+    batch = BatchSimulator(simulator=simulator, max_concurrency=1)
+    scenarios = [ConversationScenario(scenario_id=f"s{i}", starting_prompt=prompt,
+                                      goals=["open a ticket"], max_turns=3)
+                 for i, prompt in enumerate(["My parcel is late", "Order 7 is broken"])]
+    results = await batch.run_batch(support_agent, scenarios)
+    assert [r.scenario_id for r in results] == ["s0", "s1"] and most == 1
+    assert [r.turns for r in results] == [2, 1] and all(r.completed for r in results)
+    assert {r.model for r in judge_server.requests} == {"gpt-4o-mini"}
+    assert BatchSimulator.summary(results + [SimulationResult(scenario_id="x", error="boom")]) == {
+        "total_scenarios": 3, "completed": 2, "completion_rate": 2 / 3,
+        "total_goals_achieved": 2, "average_turns": 1.0, "errors": 1}
+    assert BatchSimulator(model="gpt-4o").simulator.model == "gpt-4o"
+    with pytest.raises(TypeError, match="not both"):
+        BatchSimulator(simulator=simulator, model="gpt-4o")
+
+
+def test_report_assertions_and_format_summary():
+    from referee import assert_criterion_passed, assert_eval_passed
+
+    good = EvalCaseResult.success("c1", [CriterionResult.success("accuracy", 0.9, 0.5)], name="one")
+    bad = EvalCaseResult.success("c2", [CriterionResult.success("accuracy", 0.2, 0.5)], name="two")
+    report = EvalReport.create("set-1", [good, bad], eval_set_name="Support set")
+    assert_eval_passed(report, min_pass_rate=0.5)
+    with pytest.raises(AssertionError, match=r"pass rate 50.0% below threshold 100.0%\. "
+                                             r"Failed cases: two"):
+        assert_eval_passed(report)
+    assert_criterion_passed(report, "accuracy", min_score=0.55)
+    with pytest.raises(AssertionError, match="average score 0.55 below minimum 0.60"):
+        assert_criterion_passed(report, "accuracy", min_score=0.6)
+    with pytest.raises(AssertionError, match="'safety' not found in report; it has: accuracy"):
+        assert_criterion_passed(report, "safety")
+
+    text = report.format_summary()
+    assert "Support set" in text and "accuracy" in text and "\x1b[" not in text
+
+
+def test_criterion_result_is_importable_from_the_criteria_package():
+    from referee.criteria import CriterionResult as FromCriteria
+
+    assert FromCriteria is CriterionResult
