@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from referee._strict import with_positions
-from referee.report.multivon import MultivonReportMethods
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
+from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion
 from referee.usage import TokenUsage
@@ -95,11 +95,6 @@ class CaseResult(BaseModel):
     eval_id: str
     name: str = ""
     status: CaseStatus
-
-    def __init__(self, *positional: Any, **fields: Any) -> None:
-        # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
-        super().__init__(**with_positions("CaseResult", _MULTIVON_CASE_RESULT_POSITIONAL,
-                                          positional, fields))
     case: EvalCase | None = None
     execution: ExecutionResult | None = None
     criterion_results: list[CriterionResult] = Field(default_factory=list)
@@ -109,6 +104,11 @@ class CaseResult(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
     converted: list[Conversion] = Field(default_factory=list)
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
+        super().__init__(**with_positions("CaseResult", _MULTIVON_CASE_RESULT_POSITIONAL,
+                                          positional, fields))
 
     @model_validator(mode="after")
     def _label_namesakes(self) -> "CaseResult":
