@@ -79,6 +79,12 @@ LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
     "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
     "run that cannot be read whole (every other run is listed as usual).")
+CACHE_MERGE_DESCRIPTION = (
+    "Copy into DST every judge reply of the SRC cache files that DST lacks (DST is created if "
+    "missing; default: this machine's cache, which honours $REFEREE_CACHE_DIR). Each node of a "
+    "cluster keeps its own cache file; merging them lets a rerun hit the cache wherever its "
+    "cases land. Keys are hashes of the whole request, so where two files hold a key DST keeps "
+    "its own reply. Run it while no referee process writes the files. Exit 0 done, 2 bad input.")
 
 
 class CliError(Exception):
@@ -463,6 +469,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cache_merge(args: argparse.Namespace) -> int:
+    from referee.judge.cache import default_cache_path, merge_caches
+
+    into = Path(args.into) if args.into else default_cache_path()
+    merged = merge_caches(args.sources, into)
+    _say(f"merged {len(args.sources)} cache file(s) into {into}: {merged.added:,} replies added, "
+         f"{merged.already_present:,} already there; {merged.total:,} in all")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from referee.calibrate._command import run_command
 
@@ -540,6 +556,17 @@ def build_parser() -> argparse.ArgumentParser:
                              description=LIST_DESCRIPTION)
     listing.add_argument("--dir", metavar="DIR", help="the runs directory (default .referee/runs)")
     listing.set_defaults(func=cmd_list)
+
+    cache = sub.add_parser("cache", help="work with judge reply caches",
+                           description="Work with judge reply cache files.")
+    cache_actions = cache.add_subparsers(dest="cache_action", metavar="ACTION", required=True,
+                                         parser_class=_Parser)
+    merge = cache_actions.add_parser("merge", help="merge judge caches by key (e.g. one per node)",
+                                     description=CACHE_MERGE_DESCRIPTION)
+    merge.add_argument("sources", metavar="SRC", nargs="+", help="cache files to copy from")
+    merge.add_argument("--into", metavar="DST",
+                       help="the cache file to merge into (default: this machine's cache)")
+    merge.set_defaults(func=cmd_cache_merge)
 
     from referee.calibrate._command import add_parser as add_calibrate_parser
 

@@ -18,12 +18,14 @@ from referee.judge import limiter as limiter_module
 from referee.judge.client import _endpoint_for
 from referee.judge.limiter import (
     BudgetSettings,
+    EndpointIdentity,
     EndpointLimiter,
     Outcome,
     Permit,
     read_rate_limit_headers,
 )
 from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
+from referee.testing.server import DUMMY_API_KEY
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -204,7 +206,10 @@ async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
             outcomes.append(outcome.kind)
             super().settle(permit, outcome)
 
-    def factory(settings: BudgetSettings) -> EndpointLimiter:
+    endpoints: list[EndpointIdentity] = []
+
+    def factory(settings: BudgetSettings, endpoint: EndpointIdentity) -> EndpointLimiter:
+        endpoints.append(endpoint)
         return CountingBudget(settings)
 
     limiter_module.set_budget_factory(factory)
@@ -215,6 +220,10 @@ async def test_budgets_are_pluggable(judge_server: ScriptedJudgeServer) -> None:
         limiter_module.set_budget_factory(None)
     assert reply.text == "Yes"
     assert leases == [10 + 16, 10 + 16] and outcomes == ["rate_limited", "ok"]
+    # The factory learns which endpoint it builds for, but never the key itself.
+    [endpoint] = endpoints
+    assert (endpoint.provider, endpoint.base_url) == ("openai", judge_server.base_url("openai"))
+    assert DUMMY_API_KEY not in repr(endpoint) and len(endpoint.digest) == 32
 
 
 async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
@@ -226,3 +235,22 @@ async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
     # The burst went through, the rest were refused once, waited the endpoint's pause, and got in.
     assert fake.rate_limited_count >= 1
     assert fake.request_count - fake.rate_limited_count == 14
+
+
+async def test_try_lease_grants_only_a_permit_that_may_start_now() -> None:
+    """What a budget that hands out permits in batches (one per cluster) relies on."""
+    paced = EndpointLimiter(BudgetSettings(max_concurrency=2, pinned=True, rpm=120))  # 2 at once
+    first, second = paced.try_lease(10), paced.try_lease(10)
+    assert first is not None and second is not None and paced.active == 2
+    assert paced.try_lease(10) is None and paced.active == 2  # no free slot: nothing taken
+    paced.settle(first, Outcome("ok", latency_s=0.1))
+    assert paced.try_lease(10) is None and paced.active == 1  # a slot, but the pace says wait
+    permit = await asyncio.wait_for(paced.lease(10), 5)  # the waiting lease still gets it
+    assert paced.active == 2
+    paced.settle(permit, Outcome("ok"))
+
+    paused = EndpointLimiter(BudgetSettings(max_concurrency=4, pinned=True))
+    told = paused.try_lease(10)
+    assert told is not None
+    paused.settle(told, Outcome("rate_limited", retry_after=30.0))
+    assert paused.try_lease(10) is None and paused.active == 0  # nothing starts in a pause

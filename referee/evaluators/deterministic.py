@@ -234,6 +234,17 @@ class JSONSchema(DeterministicEvaluator):
         self.schema = schema
         self._validator = validator_class(schema)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The compiled validator holds local functions, which do not pickle; a copy sent to
+        # another process (a Ray worker) compiles its own from the schema.
+        state = self.__dict__.copy()
+        del state["_validator"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+
     def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
         try:
             data = json.loads(output)

@@ -188,3 +188,58 @@ def get_cache(path: str | Path | None = None) -> JudgeCache:
         if cache is None:
             cache = _caches[resolved] = JudgeCache(resolved)
         return cache
+
+
+@dataclass(frozen=True)
+class CacheMerge:
+    """What ``merge_caches`` did: replies copied, and replies the destination already had."""
+
+    added: int
+    already_present: int
+    total: int  # replies in the destination afterwards
+
+
+def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
+    """Copy into ``into`` every reply of ``sources`` it lacks (created if missing).
+
+    Each node of a cluster keeps its own cache file (SQLite's WAL is not safe on a network
+    filesystem); this joins them afterwards. It is safe because a key is the hash of the whole
+    request: one key means one request, so rows are copied by key and, where both files hold a
+    key, the destination keeps its own reply. Run it while no process writes the files.
+    """
+    destination = Path(into).expanduser().absolute()
+    paths = [Path(source).expanduser().absolute() for source in sources]
+    for path in paths:
+        if path == destination:
+            raise ValueError(f"{path}: a cache cannot be merged into itself")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such judge cache file")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(destination), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(_SCHEMA)
+        before = conn.execute("SELECT count(*) FROM judge_replies").fetchone()[0]
+        offered = 0
+        for path in paths:
+            try:
+                conn.execute("ATTACH DATABASE ? AS source", (str(path),))
+            except sqlite3.DatabaseError as exc:
+                raise ValueError(f"{path}: not a referee judge cache ({exc})") from None
+            try:
+                offered += conn.execute("SELECT count(*) FROM source.judge_replies").fetchone()[0]
+                conn.execute(
+                    "INSERT OR IGNORE INTO main.judge_replies (key, provider, model, text, "
+                    "input_tokens, output_tokens, created_at) SELECT key, provider, model, text, "
+                    "input_tokens, output_tokens, created_at FROM source.judge_replies")
+            except sqlite3.DatabaseError as exc:
+                raise ValueError(f"{path}: not a referee judge cache ({exc})") from None
+            finally:
+                conn.execute("DETACH DATABASE source")
+        after = conn.execute("SELECT count(*) FROM judge_replies").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{destination}: not a usable judge cache ({exc})") from None
+    finally:
+        conn.close()
+    return CacheMerge(added=after - before, already_present=offered - (after - before),
+                      total=after)

@@ -18,7 +18,13 @@ from referee.judge import retry as _retry
 from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
-from referee.judge.limiter import BudgetSettings, Outcome, new_budget, read_rate_limit_headers
+from referee.judge.limiter import (
+    BudgetSettings,
+    EndpointIdentity,
+    Outcome,
+    new_budget,
+    read_rate_limit_headers,
+)
 from referee.judge.pricing import usage_for
 from referee.judge.providers import (
     PLACEHOLDER_API_KEY,
@@ -110,13 +116,13 @@ class _Endpoint:
     """Everything shared by the judges of one (provider, base_url, credentials)."""
 
     def __init__(self, provider: str, base_url: str, api_key: str | None,
-                 settings: BudgetSettings) -> None:
+                 settings: BudgetSettings, identity: EndpointIdentity) -> None:
         self.provider = provider
         self.base_url = base_url
         self._api_key = api_key
         if api_key != PLACEHOLDER_API_KEY:
             remember_secret(api_key)
-        self.limiter = new_budget(settings)
+        self.limiter = new_budget(settings, identity)
         self._lock = threading.Lock()
         # An async SDK client's connection pool belongs to the loop that opened it, so each loop
         # gets its own client. The client refers back to its loop, so the weak key alone never
@@ -200,7 +206,8 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
         endpoint = _endpoints.get(key)
         settings = _budget_settings(cfg)
         if endpoint is None:
-            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings)
+            endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
+                                                   EndpointIdentity(*key))
         elif _explicit_budget(cfg) and settings != endpoint.limiter.settings:
             # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
             endpoint.limiter.configure(settings)

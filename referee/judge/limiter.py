@@ -15,7 +15,8 @@ learned afterwards; the budget then:
   the provider has to answer 429.
 
 ``EndpointBudget`` is the seam for budgets held elsewhere (one per cluster rather than per
-process): anything with ``lease``/``settle`` can replace the local one (``set_budget_factory``).
+process): anything with ``lease``/``settle`` can replace the local one (``set_budget_factory``);
+the factory learns which endpoint it builds for (``EndpointIdentity``), never its key.
 
 The local budget must work across event loops (the engine may run on a private loop in a worker
 thread while a user's own loop runs elsewhere), so it is built on a thread lock and per-waiter
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
 import math
 import random
 import re
@@ -199,10 +201,25 @@ class EndpointBudget(Protocol):
     def settle(self, permit: Permit, outcome: Outcome) -> None: ...
 
 
-BudgetFactory = Callable[[BudgetSettings], EndpointBudget]
+@dataclass(frozen=True)
+class EndpointIdentity:
+    """Which endpoint a budget is for: the key appears only as its SHA-256 fingerprint."""
+
+    provider: str
+    base_url: str
+    key_fingerprint: str
+
+    @property
+    def digest(self) -> str:
+        """A short stable name for the endpoint (e.g. for a budget held by another process)."""
+        text = "\n".join((self.provider, self.base_url, self.key_fingerprint))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _local_budget(settings: BudgetSettings) -> EndpointBudget:
+BudgetFactory = Callable[[BudgetSettings, EndpointIdentity], EndpointBudget]
+
+
+def _local_budget(settings: BudgetSettings, endpoint: EndpointIdentity) -> EndpointBudget:
     return EndpointLimiter(settings)
 
 
@@ -215,8 +232,8 @@ def set_budget_factory(factory: BudgetFactory | None) -> None:
     _budget_factory = factory or _local_budget
 
 
-def new_budget(settings: BudgetSettings) -> EndpointBudget:
-    return _budget_factory(settings)
+def new_budget(settings: BudgetSettings, endpoint: EndpointIdentity) -> EndpointBudget:
+    return _budget_factory(settings, endpoint)
 
 
 async def _sleep(seconds: float) -> None:
@@ -236,6 +253,14 @@ class _Slots:
         self.limit = max(1, limit)
         self.active = 0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+
+    def try_acquire(self) -> bool:
+        """Take a slot only if one is free and no one queues for it."""
+        with self._lock:
+            if self.active < self.limit and not self._waiters:
+                self.active += 1
+                return True
+        return False
 
     def resize(self, limit: int) -> None:
         with self._lock:
@@ -457,6 +482,23 @@ class EndpointLimiter:
         except BaseException:
             self._slots.release()
             raise
+        return permit
+
+    def try_lease(self, tokens: int) -> Permit | None:
+        """A permit that may start now (a free slot, no pause, the pace allows it), or None and
+        nothing taken: for a caller that hands out permits in batches."""
+        if not self._slots.try_acquire():
+            return None
+        with self._lock:
+            now = time.monotonic()
+            ready = self._paused_until <= now and all(
+                bucket is None or bucket.available(now) >= cost
+                for bucket, cost in ((self._requests, 1.0), (self._tokens, float(tokens))))
+            permit = self._reserve_locked(tokens, now)[0] if ready else None
+        if permit is None:
+            self._slots.release()
+            return None
+        permit.saturated = self._slots.active >= self._slots.limit
         return permit
 
     def _reserve_locked(self, tokens: int, now: float) -> tuple[Permit, float]:

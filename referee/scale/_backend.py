@@ -8,6 +8,9 @@ soon as it ends; the driver records it through ``engine.record`` (the store's on
 then the progress display). A task that fails or whose worker is lost is sent again with the
 cases of its shard that were not recorded yet: a recorded case is never run again, and a
 result that arrives twice is recorded once.
+
+Every task installs the cluster's judge budgets on its worker (``_budget``): one rate limit per
+judge endpoint for the whole cluster, unless the backend was told otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.report.model import CaseResult, CaseStatus
 from referee.run.engine import Engine, Execute
+from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
 from referee.scale._ray import require_ray
 
 DEFAULT_SHARD_SIZE = 16
@@ -40,6 +44,7 @@ class ShardSpec:
     execute: Execute
     concurrency: int
     timeout: float | None
+    judge_budget: ClusterBudgetOptions | None = None
     case_retry: Any = None
 
 
@@ -52,10 +57,13 @@ class _Shard:
 
 
 def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
-                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[str]:
-    """On the worker: run the shard on referee's engine, yield each case's JSON as it ends."""
+                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
+    """On the worker: run the shard on referee's engine and yield the JSON of finished cases
+    as they end: each yield holds every case that finished since the last one, so cases that
+    end together cost the driver one object, and none waits for another."""
     from referee.run.sync import run_sync
 
+    use_cluster_budgets(spec.judge_budget)
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
                     case_retry=spec.case_retry)
     # prepare() ran once, on the driver; its failures travel with the criteria.
@@ -79,12 +87,21 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
 
     threading.Thread(target=runner, name="referee-shard", daemon=True).start()
     while True:
+        batch: list[str] = []
         item = finished.get()
-        if item is done:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+        while True:
+            if item is done or isinstance(item, BaseException):
+                if batch:
+                    yield batch  # what finished before the end or the failure is recorded
+                if isinstance(item, BaseException):
+                    raise item
+                return
+            batch.append(item)
+            try:
+                item = finished.get_nowait()
+            except queue.Empty:
+                break
+        yield batch
 
 
 def _reason(exc: BaseException) -> str:
@@ -100,11 +117,17 @@ class RayBackend:
     ``shard_size`` cases go to one task; at most ``max_shards_in_flight`` tasks run at once
     (default: twice as many as the cluster's CPUs can run at once, each task taking ``task_cpus``).
     Each task runs ``concurrency`` cases at a time, as the local engine would.
+
+    ``cluster_judge_budget`` (default on): every judge endpoint has one budget for the whole
+    cluster (its ``max_concurrency``, rpm and tpm, and its 429 pauses), held by a named Ray actor;
+    a worker silent for ``judge_lease_ttl_s`` loses the permits it held. Off: each worker
+    process has its own, so N workers may send N times an endpoint's limit.
     """
 
     def __init__(self, address: str | None = None, *, shard_size: int = DEFAULT_SHARD_SIZE,
                  max_shards_in_flight: int | None = None, task_cpus: float = 1.0,
-                 init_options: dict[str, Any] | None = None) -> None:
+                 init_options: dict[str, Any] | None = None, cluster_judge_budget: bool = True,
+                 judge_lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> None:
         if shard_size < 1:
             raise ValueError(f"shard_size must be at least 1, got {shard_size}")
         if max_shards_in_flight is not None and max_shards_in_flight < 1:
@@ -117,6 +140,10 @@ class RayBackend:
             raise ValueError(f"task_cpus must be positive, got {task_cpus}")
         self.task_cpus = task_cpus
         self.init_options = dict(init_options or {})
+        if not judge_lease_ttl_s > 0:
+            raise ValueError(f"judge_lease_ttl_s must be positive, got {judge_lease_ttl_s}")
+        self.judge_budget = (ClusterBudgetOptions(lease_ttl_s=judge_lease_ttl_s)
+                             if cluster_judge_budget else None)
         self.tasks_started = 0
         self.tasks_failed = 0
 
@@ -155,7 +182,8 @@ class RayBackend:
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
-                                     timeout=engine.timeout, case_retry=engine.case_retry))
+                                     timeout=engine.timeout, judge_budget=self.judge_budget,
+                                     case_retry=engine.case_retry))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)
@@ -193,8 +221,8 @@ class RayBackend:
                 for gen in ready:
                     shard = running[gen]
                     try:
-                        ref = next(gen)
-                        record(CaseResult.model_validate_json(ray.get(ref)))
+                        for payload in ray.get(next(gen)):
+                            record(CaseResult.model_validate_json(payload))
                     except StopIteration:
                         del running[gen]
                         missing = [i for i in shard.indices if i not in recorded]
