@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,17 @@ class Evaluator(BaseCriterion):
         # A subclass's class attribute ``threshold = 0.7`` replaces the property; the value
         # given here still wins, as in multivon.
         self.threshold = threshold
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Evaluator":
+        # Evaluator is abstract, as multivon's is: say which method is missing in its words.
+        if "_evaluate_case" in getattr(cls, "__abstractmethods__", ()):
+            raise TypeError(f"{cls.__name__} must implement evaluate(self, case, output) "
+                            "before it can be built")
+        return super().__new__(cls)
+
+    @abstractmethod
+    def _evaluate_case(self, case: EvalCase, output: str, **kwargs: Any) -> Any:
+        """The subclass's own ``evaluate(case, output)``, recorded when the class is made."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -95,11 +107,7 @@ class Evaluator(BaseCriterion):
                 raise TypeError(f"{type(self).__name__}.evaluate(actual, expected): expected an "
                                 f"EvalCase, got {type(expected).__name__}")
             return self._score_run(actual, expected)
-        own = getattr(type(self), "_evaluate_case", None)
-        if own is None:
-            raise NotImplementedError(
-                f"{type(self).__name__} must implement evaluate(self, case, output)")
-        return own(self, actual, expected, **kwargs)
+        return self._evaluate_case(actual, expected, **kwargs)
 
     async def aevaluate(self, case: EvalCase, output: str, **kwargs: Any) -> CriterionResult:
         """multivon's async sibling: by default the sync ``evaluate`` on a worker thread."""
@@ -108,12 +116,8 @@ class Evaluator(BaseCriterion):
     async def _score_run(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         output = actual.actual_response or ""
         overridden = type(self).aevaluate is not Evaluator.aevaluate
-        method = self.aevaluate if overridden else getattr(type(self), "_evaluate_case", None)
-        if method is None:
-            raise NotImplementedError(
-                f"{type(self).__name__} must implement evaluate(self, case, output)")
+        bound = self.aevaluate if overridden else self._evaluate_case
         kwargs: dict[str, Any] = {}
-        bound = method if overridden else method.__get__(self)
         if actual.latency_s is not None and _accepts_keyword(bound, "latency_ms"):
             kwargs["latency_ms"] = actual.latency_s * 1000.0
         if overridden or inspect.iscoroutinefunction(bound):

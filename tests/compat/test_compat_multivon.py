@@ -301,15 +301,17 @@ def test_evaluator_async_override_is_what_the_suite_awaits():
     assert AsyncOnly.calls == 1
 
 
-def test_evaluator_without_evaluate_is_an_evaluator_error():
+def test_evaluator_is_abstract_until_evaluate_is_written():
+    import inspect
+
     class Forgot(Evaluator):
         name = "forgot"
 
-    with pytest.raises(NotImplementedError, match="must implement evaluate"):
-        Forgot().evaluate(EvalCase(input="q"), "x")
-    suite = EvalSuite("forgot").add_cases([EvalCase(input="q")]).add_evaluator(Forgot())
-    case = suite.run(lambda _: "x", verbose=False, save=False).case_results[0]
-    assert case.status == EvalStatus.EVALUATOR_ERROR
+    for cls in (Evaluator, Forgot):
+        assert inspect.isabstract(cls)
+        with pytest.raises(TypeError, match="must implement evaluate\\(self, case, output\\)"):
+            cls()
+    assert not inspect.isabstract(WordBudget)
 
 
 def test_evaluator_class_threshold_without_super_init():
