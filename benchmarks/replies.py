@@ -5,7 +5,7 @@ handling instead of evaluation. The reply is chosen from the OpenAI chat-complet
 
 - deepeval asks for structured output (``response_format`` with a JSON schema); the schema's
   name says what it wants (claims, truths, statements, verdicts, a reason, a score).
-- referee's batched mode asks for ``{"answers": [{"id": n, "answer": "yes"|"no"}]}``.
+- referee's batched mode asks for ``{"answers": {"n": "yes"|"no", ...}}``.
 - multivon-eval's Faithfulness asks for a bare JSON array of claims.
 - every per-question QAG prompt (referee, multivon-eval) gets a one-word Yes or No.
 
@@ -121,8 +121,8 @@ def reply_for(body: dict[str, Any], *, system: str | None = None,
         if declared and int(declared.group(1)) != len(questions):
             raise ValueError(f"batched prompt declares {declared.group(1)} questions, "
                              f"found {len(questions)} numbered lines")
-        return json.dumps({"answers": [{"id": int(i), "answer": "yes" if good_answer(q) else "no"}
-                                       for i, q in questions]})
+        return json.dumps({"answers": {i: "yes" if good_answer(q) else "no"
+                                       for i, q in questions}})
     if '"score"' in system or '"score": <number' in prompt:
         return json.dumps({"score": 0.9, "reason": "Meets the criterion."})
     if re.search(r"\bscore\b.{0,40}\binteger between 0 and 10", prompt):  # deepeval GEval, logprobs path

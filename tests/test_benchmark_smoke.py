@@ -193,3 +193,19 @@ def test_w5_bills_each_provider_from_a_run_on_its_own_wire():
     assert row.bill.write_tokens["anthropic"] == 0
     table = format_table(rows, 1.0)
     assert "billable in/case anthropic" in table and "$/1k cases gemini-2.5-flash" in table
+
+
+def test_w6_judge_layer_counts_at_the_server():
+    """The judge layer alone against a rate-limited server: every request answered, the
+    limit learned, and the table built from the server's counts (no timing asserted beyond
+    the rate being positive)."""
+    from benchmarks.w6_judge import format_results, measure, paced_rate
+
+    result = measure("openai", rpm=1200, requests=30, latency_ms=1.0, timeout_s=120)
+    assert result.lost == 0
+    assert result.admitted == 30 and result.received == 30 + result.rate_limited
+    assert result.learned_rpm == 1200
+    assert result.of_limit > 0 and sum(result.admitted_per_s) == 30
+    assert "openai" in format_results([result])
+    # An ideal client: a burst of 20 at once, then one every 50 ms: exactly the limit.
+    assert paced_rate(0.0, [0.0] * 20 + [0.05 * i for i in range(1, 11)], 20) == pytest.approx(20)

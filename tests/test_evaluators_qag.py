@@ -222,6 +222,17 @@ async def test_batched_mode_one_request_same_records(server):
     assert all(f"\n{i}. " in server.requests[0].prompt for i in range(1, 5))
 
 
+async def test_batched_mode_asks_for_answers_keyed_by_id(server):
+    """The reply format asked for is the compact one ({"answers": {"1": "yes"}}): a batched
+    reply is output tokens, which cost several times input; the ids keep it unambiguous."""
+    server.set_reply('{"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
+    result = await Faithfulness(judge=server.judge_config(), batch=True).evaluate(
+        out("Q3 revenue was $4.2M."), RAG_CASE)
+    prompt = server.requests[0].prompt
+    assert '{"answers": {"1": "yes", "2": "no"}}' in prompt and '"id"' not in prompt
+    assert [r["matched"] for r in result.details["questions"]] == [True, True, True, True]
+
+
 async def test_batched_mode_missing_answers_are_unknown_and_garbage_is_unavailable(server):
     server.set_reply('{"answers": {"1": true}}')
     result = await ContextRecall(judge=server.judge_config(), batch=True).evaluate(

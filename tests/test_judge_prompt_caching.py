@@ -19,7 +19,8 @@ from referee.testing import Reply, ScriptedJudgeServer
 from referee.testing.prompt_cache import PromptCache
 
 LONG = ("Clause: refunds are paid to the original payment method within ten business days. "
-        * 80)  # ~6,700 characters, ~1,700 tokens: cacheable at OpenAI, Gemini, Sonnet 4.5
+        * 110)  # ~9,200 characters, ~2,300 tokens: cacheable at OpenAI, Gemini 2.5, Sonnet 4.5,
+# not at Haiku 4.5
 PREFIX = f"<<<BEGIN CONTEXT t>>>\n{LONG}\n<<<END CONTEXT t>>>\n\n"
 
 WIRES = [("openai", "gpt-4o-mini", "chat"), ("openai", "gpt-4o-mini", "responses"),
@@ -258,3 +259,18 @@ def test_reports_show_judge_spend_apart_from_the_model_under_tests(tmp_path: Pat
     junit = render_junit(report)
     assert 'name="judge_spend"' in junit and 'name="model_under_test_spend"' in junit
     assert "70 input + 30 output tokens" in junit
+
+
+@pytest.mark.parametrize("provider,model,minimum", [
+    ("openai", "gpt-4o-mini", 1024),
+    ("anthropic", "claude-haiku-4-5-20251001", 4096), ("anthropic", "claude-opus-4-7", 4096),
+    ("anthropic", "claude-3-5-haiku-latest", 2048), ("anthropic", "claude-sonnet-4-6", 1024),
+    ("anthropic", "claude-sonnet-4-5", 1024),
+    ("google", "gemini-2.5-flash", 2048), ("google", "models/gemini-2.5-pro", 2048),
+    ("google", "gemini-3-pro-preview", 4096), ("google", "gemini-2.0-flash", None),
+])
+def test_caching_minimums_are_the_published_ones(provider, model, minimum):
+    """As each provider's documentation lists them (checked 2026-12-01): Gemini's implicit
+    cache starts at 2.5, from 2,048 tokens (it was 1,024 for 2.5 Flash before mid-2026)."""
+    rules = caching_rules(provider, model)
+    assert (rules.min_tokens if rules is not None else None) == minimum

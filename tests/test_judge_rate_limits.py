@@ -237,6 +237,71 @@ async def test_the_fake_judge_enforces_a_rate_limit_too() -> None:
     assert fake.request_count - fake.rate_limited_count == 14
 
 
+def test_a_learned_limit_leaves_most_of_the_providers_burst_usable() -> None:
+    """The provider's bucket (remaining + what refills until its reset) is learned from the
+    headers; keeping half of it in reserve left half of every run's first burst unused."""
+    budget = EndpointLimiter(BudgetSettings())
+    permit = Permit(tokens=10, leased_at=0.0)
+    headers = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                       "x-ratelimit-remaining-requests": "99",
+                                       "x-ratelimit-reset-requests": "10ms"})
+    budget.settle(permit, Outcome("ok", latency_s=0.05, headers=headers))
+    assert budget.requests_per_minute == 6000
+    bucket = budget._requests
+    assert bucket is not None
+    # A bucket of 100 (99 left plus 1 refilling in 10 ms): 90 may go at once, 10 stay in reserve.
+    assert bucket.capacity == pytest.approx(100 * limiter_module.LEARNED_BURST_SHARE)
+    assert 85 <= bucket.available(time.monotonic()) <= 100
+
+
+async def _round_trips(budget: EndpointLimiter, callers: int, latency_s: float) -> None:
+    """``callers`` requests through ``budget``, each reporting ``latency_s``; no real waiting."""
+    async def one() -> None:
+        permit = await budget.lease(1)
+        await asyncio.sleep(0)  # the other callers queue for a slot meanwhile
+        budget.settle(permit, Outcome("ok", latency_s=latency_s))
+
+    await asyncio.gather(*(one() for _ in range(callers)))
+
+
+@pytest.mark.parametrize("rpm", [None, 600_000])
+async def test_a_known_pace_grows_the_window_through_a_latency_climb(rpm: float | None) -> None:
+    """Latency climbing above twice its floor stops the window's growth (more requests in flight
+    would only queue), unless a known pace needs more in flight at that latency: then the pace,
+    not the window, protects the provider, and a frozen window would hold the rate under it."""
+    budget = EndpointLimiter(BudgetSettings(max_concurrency=48, rpm=rpm))
+    await _round_trips(budget, 4, 0.05)      # the floor: 50 ms
+    await _round_trips(budget, 400, 0.30)    # then every reply takes six times as long
+    if rpm is None:
+        assert budget.limit <= 16            # no pace: growth stopped as latency climbed
+    else:
+        assert budget.limit == 48            # 10,000 a second at 0.3 s needs the ceiling
+
+
+async def test_a_reply_read_late_does_not_stall_the_endpoint() -> None:
+    """``remaining`` is what the provider had when the request arrived; its bucket refilled
+    while the reply came back. A reply read half a second late (a busy machine) said 50 too
+    few were left and pushed every later start back by half a second."""
+    budget = EndpointLimiter(BudgetSettings(max_concurrency=64, pinned=True))
+    learned = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                       "x-ratelimit-remaining-requests": "99",
+                                       "x-ratelimit-reset-requests": "10ms"})
+    budget.settle(await budget.lease(1), Outcome("ok", latency_s=0.05, headers=learned))
+    late = await budget.lease(1)
+    queued = [await budget.lease(1) for _ in range(30)]  # reserved after it, at the pace
+    # The late reply: 40 were left when it arrived, 0.5 s (50 refills) before it was read.
+    reply = read_rate_limit_headers({"x-ratelimit-limit-requests": "6000",
+                                     "x-ratelimit-remaining-requests": "40",
+                                     "x-ratelimit-reset-requests": "600ms"})
+    budget.settle(late, Outcome("ok", latency_s=0.55, headers=reply))
+    bucket = budget._requests
+    assert bucket is not None
+    # 40 left + 50 refilled - 30 reserved since: 60, not 40 - 30 = 10 (or less).
+    assert bucket.available(time.monotonic()) >= 55
+    for permit in queued:
+        budget.settle(permit, Outcome("cancelled"))
+
+
 async def test_try_lease_grants_only_a_permit_that_may_start_now() -> None:
     """What a budget that hands out permits in batches (one per cluster) relies on."""
     paced = EndpointLimiter(BudgetSettings(max_concurrency=2, pinned=True, rpm=120))  # 2 at once

@@ -72,13 +72,14 @@ def question_task(question: str) -> str:
 
 
 def batch_task(questions: Sequence[str]) -> str:
+    # Answers keyed by id, not a list of {"id": .., "answer": ..} objects: half the output
+    # tokens, and output costs 4-5x input at the default judges.
     numbered = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, start=1))
     return (
         f"Questions:\n{numbered}\n\n"
         f"Answer all {len(questions)} question(s), each one independently of the others. "
-        'Reply with a JSON object only, of the form {"answers": [{"id": 1, "answer": "yes"}, '
-        '{"id": 2, "answer": "no"}]}, with one entry per question id and each answer exactly '
-        '"yes" or "no".'
+        'Reply with a JSON object only, of the form {"answers": {"1": "yes", "2": "no"}}, '
+        'with one entry per question id and each answer exactly "yes" or "no".'
     )
 
 

@@ -5,16 +5,18 @@ The judge layer reads these rules to decide when a shared prefix is worth a cach
 server reads the same rules to emulate each provider's cache, so what the judge assumes and
 what the tests see cannot drift apart.
 
-Published rules (checked 2026-12-01):
+Published rules (checked 2026-12-01 against each provider's documentation):
 
 - OpenAI: automatic for prompts of 1,024 tokens or more; the cached part is the longest
   prefix seen before, in 128-token steps; entries live 5-10 minutes after last use.
 - Anthropic: only up to a ``cache_control`` breakpoint, and only when the prefix up to it is at
-  least the model's minimum (1,024 tokens for Sonnet 4/4.5 and Opus 4/4.1, 2,048 for Sonnet 4.6
-  and the Haiku 3 models, 4,096 for Haiku 4.5 and Opus 4.5/4.6); a write costs 1.25x input, a
-  read 0.1x; entries live 5 minutes after last use.
-- Gemini: implicit caching of a repeated prefix, from 1,024 tokens on Flash models and 4,096 on
-  Pro models (Gemini API documentation); entry lifetime is not published, 5 minutes assumed.
+  least the model's minimum (4,096 tokens for Haiku 4.5 and Opus 4.5/4.6/4.7; 2,048 for the
+  Haiku 3 models; 1,024 for the Sonnet 4.x models, Opus 4/4.1 and the rest); a write costs
+  1.25x input, a read 0.1x; entries live 5 minutes after last use.
+- Gemini: implicit caching of a repeated prefix, on Gemini 2.5 and newer only, from 2,048
+  tokens on 2.5 Flash and 2.5 Pro and 4,096 on the Gemini 3 models (the minimum the Gemini API
+  documentation has listed since mid-2026; it said 1,024 for 2.5 Flash before); entry lifetime
+  is not published, 5 minutes assumed.
 """
 
 from __future__ import annotations
@@ -50,9 +52,12 @@ class CachingRules:
 
 
 _ANTHROPIC_MINIMUMS = (
-    (re.compile(r"claude-(haiku-4-5|opus-4-5|opus-4-6)"), 4096),
-    (re.compile(r"claude-(sonnet-4-6|3-5-haiku|3-haiku|haiku-3)"), 2048),
+    (re.compile(r"claude-(haiku-4-5|opus-4-5|opus-4-6|opus-4-7)"), 4096),
+    (re.compile(r"claude-(3-5-haiku|3-haiku|haiku-3)"), 2048),
 )
+# Implicit caching exists from Gemini 2.5 on; the minimum rose with the model generation.
+_GEMINI_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
+_GEMINI_MINIMUMS = ((3.0, 4096), (2.5, 2048))
 
 
 def caching_rules(provider: str, model: str) -> CachingRules | None:
@@ -64,7 +69,12 @@ def caching_rules(provider: str, model: str) -> CachingRules | None:
         minimum = next((m for pattern, m in _ANTHROPIC_MINIMUMS if pattern.search(name)), 1024)
         return CachingRules("anthropic", min_tokens=minimum, needs_breakpoint=True)
     if provider == "google":
-        return CachingRules("google", min_tokens=4096 if "pro" in name else 1024)
+        version = _GEMINI_VERSION.search(name)
+        if version is None:  # an alias such as "gemini-flash-latest": a current model
+            return CachingRules("google", min_tokens=_GEMINI_MINIMUMS[0][1])
+        minimum = next((m for since, m in _GEMINI_MINIMUMS if float(version.group(1)) >= since),
+                       None)
+        return CachingRules("google", min_tokens=minimum) if minimum is not None else None
     return None
 
 

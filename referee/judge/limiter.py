@@ -6,7 +6,8 @@ learned afterwards; the budget then:
 
 * adapts the number of requests in flight (unless the user pinned it): it starts low, doubles
   while replies are healthy and the slots are all in use, then grows by one per round trip, stops
-  growing when latency climbs well above its floor, and halves on a 429 or 503;
+  growing when latency climbs well above its floor (unless a known pace needs more requests in
+  flight at that latency), and halves on a 429 or 503;
 * pauses the whole endpoint when one request is told to wait (Retry-After), so the requests of an
   endpoint do not each rediscover the limit;
 * paces starts with token buckets for requests and tokens per minute, set by the user
@@ -50,8 +51,15 @@ RATE_LIMIT_BACKOFF_CAP_S = 20.0
 # A user-set per-minute budget may burst this many seconds' worth at once.
 BUDGET_BURST_S = 1.0
 # Of a provider's bucket (learned from its headers) use at most this share for bursts: the rest
-# absorbs the jitter between when we send and when the provider counts.
-LEARNED_BURST_SHARE = 0.5
+# absorbs what the model of the provider's bucket gets wrong (a limit enforced over a shorter
+# window, a count taken at a different moment). The ``remaining`` counts of every reply keep the
+# model in step, so the reserve can be small: a half (as before) left half of every run's first
+# burst unused, 0.5 s of the limit at any rate.
+LEARNED_BURST_SHARE = 0.9
+# Under a known pace (rpm budget or learned limit), requests in flight needed to keep that pace
+# at the current latency (Little's law), times this margin: the window grows to it even while
+# latency climbs, because the pace, not the window, is what protects the provider then.
+PACE_WINDOW_MARGIN = 2.0
 
 OutcomeKind = Literal["ok", "rate_limited", "overloaded", "failed", "cancelled"]
 
@@ -519,7 +527,7 @@ class EndpointLimiter:
         with self._lock:
             now = time.monotonic()
             if outcome.headers is not None:
-                self._learn_locked(permit, outcome.headers, now)
+                self._learn_locked(permit, outcome.headers, now, outcome.latency_s)
             if outcome.tokens is not None and self._tokens is not None and permit.token_mark:
                 # The estimate made before the call, corrected by what the provider counted.
                 self._tokens.refund(permit.tokens - outcome.tokens)
@@ -535,7 +543,8 @@ class EndpointLimiter:
         self._slots.release()
 
     # what replies teach
-    def _learn_locked(self, permit: Permit, headers: RateLimitHeaders, now: float) -> None:
+    def _learn_locked(self, permit: Permit, headers: RateLimitHeaders, now: float,
+                      latency_s: float) -> None:
         changed = False
         if headers.limit_requests and headers.limit_requests != self._learned_rpm:
             self._learned_rpm, changed = headers.limit_requests, True
@@ -554,13 +563,19 @@ class EndpointLimiter:
                     size = min(remaining + reset * bucket.rate, limit)
                     bucket.retune(limit, size * LEARNED_BURST_SHARE, now)
         # The provider counted this request when it arrived; everything we sent after it may
-        # not have reached it yet, so take it off what the provider says is left.
+        # not have reached it yet, so take it off what the provider says is left. Its bucket
+        # kept refilling meanwhile: credit the reply's time beyond the fastest reply seen (the
+        # time it spent coming back or waiting for this process), else a reply read late, on a
+        # busy machine, would stall the endpoint for as long as it was late.
+        refilled_s = max(latency_s - self._floor, 0.0) if math.isfinite(self._floor) else 0.0
         if self._requests is not None and headers.remaining_requests is not None:
             sent_since = self._requests.reserved - permit.request_mark
-            self._requests.cap_available(headers.remaining_requests - sent_since, now)
+            self._requests.cap_available(
+                headers.remaining_requests + refilled_s * self._requests.rate - sent_since, now)
         if self._tokens is not None and headers.remaining_tokens is not None:
             sent_since = self._tokens.reserved - permit.token_mark
-            self._tokens.cap_available(headers.remaining_tokens - sent_since, now)
+            self._tokens.cap_available(
+                headers.remaining_tokens + refilled_s * self._tokens.rate - sent_since, now)
 
     def _on_success_locked(self, permit: Permit, latency_s: float) -> None:
         if latency_s > 0:
@@ -574,11 +589,22 @@ class EndpointLimiter:
                               else 0.9 * self._smoothed + 0.1 * latency_s)
         if self._settings.pinned or not permit.saturated:
             return  # growing a limit that is not in use would prove nothing
-        if self._smoothed is not None and self._smoothed > LATENCY_TOLERANCE * self._floor:
+        short_of_pace = self._window < self._pace_window_locked()
+        if (self._smoothed is not None and self._smoothed > LATENCY_TOLERANCE * self._floor
+                and not short_of_pace):
             self._slow_start = False
             return
-        step = 1.0 if self._slow_start else 1.0 / max(self._window, 1.0)
+        # Below what a known pace needs, grow as in slow start (doubling per round trip):
+        # a window frozen by a latency climb would cap the rate under the limit, and every
+        # request in it waits for its turn at the pace anyway.
+        step = 1.0 if self._slow_start or short_of_pace else 1.0 / max(self._window, 1.0)
         self._window = min(self._window + step, float(self._settings.max_concurrency))
+
+    def _pace_window_locked(self) -> float:
+        """Requests in flight the request pace needs at the smoothed latency (0: no pace)."""
+        if self._requests is None or self._smoothed is None:
+            return 0.0
+        return math.ceil(self._requests.rate * self._smoothed * PACE_WINDOW_MARGIN)
 
     def _on_pushback_locked(self, permit: Permit, outcome: Outcome, now: float) -> None:
         if outcome.kind == "rate_limited":
