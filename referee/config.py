@@ -217,6 +217,28 @@ def _field_names_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
+class ReporterConfig(StrictModel):
+    """10xgraph's switches for the reports written after an evaluation
+    (``referee.report.ReporterManager``): which formats, where, and what they leave out.
+    Set as ``EvalConfig(reporter=...)``, ``AgentEvaluator`` writes them after each run."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    enabled: bool = True
+    output_dir: str = "eval_reports"
+    console: bool = True
+    json_report: bool = True
+    html: bool = True
+    junit_xml: bool = False
+    verbose: bool = True
+    include_details: bool = True
+    include_trajectory: bool = True
+    include_node_responses: bool = True
+    include_actual_response: bool = True
+    include_tool_call_details: bool = True
+    timestamp_files: bool = True
+
+
 class EvalConfig(StrictModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -226,6 +248,8 @@ class EvalConfig(StrictModel):
     max_concurrency: int = 4
     timeout: float = 300.0
     verbose: bool = False
+    # None: no reports beyond the run store's (10xgraph writes them unless told not to).
+    reporter: ReporterConfig | None = None
 
     @classmethod
     def default(cls) -> "EvalConfig":

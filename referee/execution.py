@@ -71,6 +71,18 @@ class TurnResult(StrictModel):
     node_visits: list[str] = Field(default_factory=list)
 
 
+class NodeDetail(StrictModel):
+    """What one node of an agent sent to its model and got back (10xgraph's per-node record).
+    referee scores none of it; a 10xgraph ``EvalCaseResult(node_details=[...])`` keeps these
+    in the case's ``metadata["node_details"]``, which the reports show."""
+
+    node_name: str = ""
+    input_messages: list[dict[str, Any]] = Field(default_factory=list)
+    response_text: str = ""
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    timestamp: float = 0.0
+
+
 # 10xgraph's ExecutionResult fields that referee has no field for; they are kept in metadata.
 _KEPT_IN_METADATA = ("messages", "trajectory", "node_responses")
 

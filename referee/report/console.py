@@ -6,7 +6,7 @@ import io
 import itertools
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from rich import box
 from rich.console import Console
@@ -102,8 +102,11 @@ def _failure_lines(case: CaseResult) -> list[str]:
 
 
 def render_console(report: EvalReport, console: Console | None = None, *,
-                   run_dir: str | Path | None = None) -> None:
-    """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal."""
+                   run_dir: str | Path | None = None, every_case: bool = False) -> None:
+    """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal.
+
+    The summary lists the first failed and errored cases; ``every_case=True`` lists every
+    case, passed and skipped ones too, with no limit."""
     console = console or plain_console()
     title = report.name or report.eval_set_id or report.run_id
     console.print(Text(_plain(f"referee run {report.run_id} — {title}"), style="bold"))
@@ -182,23 +185,31 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         console.print(Text(f"Warning: {_clip(warning, 2 * MAX_REASON_CHARS)}", style="yellow"))
 
     # Counted from the totals and listed from a stream: a large run is never held to print it.
-    not_passed_count = report.total - report.passed - report.skipped
-    not_passed = list(itertools.islice(
-        (c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)),
-        MAX_FAILURES_LISTED))
-    if not_passed:
-        console.print(Text(f"Failures and errors ({not_passed_count}):", style="bold"))
-        for case in not_passed:
-            style = _STATUS_STYLE.get(case.status, "yellow")
-            head = Text("  ")
-            head.append(case.status.value, style=style)
-            head.append(f"  {_clip(case.label, 120)}")
-            console.print(head)
-            for line in _failure_lines(case):
-                console.print(Text(f"      {_clip(line)}"))
-        if not_passed_count > len(not_passed):
-            console.print(Text(f"  … and {not_passed_count - len(not_passed)} more "
-                               "(see the HTML or JSON report)"))
+    if every_case:
+        listed_count, heading = report.total, "Cases"
+        listed: Iterable[CaseResult] = report.cases
+    else:
+        listed_count, heading = report.total - report.passed - report.skipped, "Failures and errors"
+        listed = list(itertools.islice(
+            (c for c in report.cases if c.status not in (CaseStatus.PASSED, CaseStatus.SKIPPED)),
+            MAX_FAILURES_LISTED))
+    shown = 0
+    for case in listed:
+        if shown == 0:
+            console.print(Text(f"{heading} ({listed_count}):", style="bold"))
+        shown += 1
+        style = _STATUS_STYLE.get(case.status, "yellow")
+        head = Text("  ")
+        head.append(case.status.value, style=style)
+        head.append(f"  {_clip(case.label, 120)}")
+        console.print(head)
+        if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED):
+            continue
+        for line in _failure_lines(case):
+            console.print(Text(f"      {_clip(line)}"))
+    if listed_count > shown > 0:
+        console.print(Text(f"  … and {listed_count - shown} more "
+                           "(see the HTML or JSON report)"))
 
     usage = report.token_usage
     if usage.requests or usage.cached_requests or usage.total_tokens:

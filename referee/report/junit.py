@@ -57,7 +57,8 @@ def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str
     return "", "", "", ""
 
 
-def render_junit(report: EvalReport) -> str:
+def render_junit(report: EvalReport, *, suites_name: str = "referee") -> str:
+    """The run as JUnit XML; ``suites_name`` names the outer ``<testsuites>`` element."""
     suite_name = report.name or report.eval_set_id or report.run_id
     known = list(report.summary.criterion_stats)
     suite = ET.Element("testsuite", name=_clean(suite_name))
@@ -114,7 +115,7 @@ def render_junit(report: EvalReport) -> str:
     suite.set("time", f"{total_time:.3f}")
     suite.set("timestamp", time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(report.started_at)))
     suite.set("id", _clean(report.run_id))
-    root = ET.Element("testsuites", name="referee", tests=suite.get("tests", "0"),
+    root = ET.Element("testsuites", name=_clean(suites_name), tests=suite.get("tests", "0"),
                       failures=suite.get("failures", "0"), errors=suite.get("errors", "0"),
                       skipped=suite.get("skipped", "0"), time=suite.get("time", "0"))
     root.append(suite)

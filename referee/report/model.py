@@ -23,7 +23,7 @@ from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
-from referee.storable import Conversion
+from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
 
 
@@ -84,6 +84,19 @@ _PEER_STATUS_VALUES = {"failed_quality": CaseStatus.FAILED,
 # multivon's names for the same enum and sets.
 EvalStatus = CaseStatus
 EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
+
+
+def _kept_in_metadata(key: str) -> property:
+    """A 10xgraph ``EvalCaseResult`` field that referee keeps in ``metadata[key]``, read and
+    set under its 10xgraph name (``result.node_responses = [...]``)."""
+
+    def read(self: "CaseResult") -> Any:
+        return self.metadata.get(key, [])
+
+    def write(self: "CaseResult", value: Any) -> None:
+        self.metadata = {**self.metadata, key: value}
+
+    return property(read, write, doc=f"10xgraph's {key}, kept in metadata[{key!r}].")
 
 
 class CaseResult(BaseModel):
@@ -180,6 +193,21 @@ class CaseResult(BaseModel):
     @property
     def node_visits(self) -> list[str]:
         return list(self.execution.node_visits) if self.execution else []
+
+    def storable(self) -> "CaseResult":
+        """This case with stand-ins for anything JSON cannot hold, each listed in
+        ``converted`` (design decision 13): one odd value stays in its case instead of
+        failing the run store or a report."""
+        stored, converted = make_storable(self)
+        if converted:
+            stored = stored.model_copy(update={"converted": [*stored.converted, *converted]})
+        return stored
+
+    actual_trajectory = _kept_in_metadata("actual_trajectory")
+    messages = _kept_in_metadata("messages")
+    node_responses = _kept_in_metadata("node_responses")
+    turn_results = _kept_in_metadata("turn_results")
+    node_details = _kept_in_metadata("node_details")
 
     @property
     def passed_criteria(self) -> list[CriterionResult]:

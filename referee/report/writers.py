@@ -41,7 +41,8 @@ def parse_formats(formats: Iterable[str] | str) -> list[str]:
     return out
 
 
-def _write_atomic(path: Path, pieces: Iterable[str]) -> None:
+def write_atomic(path: Path, pieces: Iterable[str]) -> None:
+    """Write ``pieces`` to ``path`` through a temporary file: a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for piece in pieces:
@@ -66,7 +67,7 @@ def write_reports(report: EvalReport, run_dir: Path, formats: Iterable[str] | st
         filename, render = FILE_RENDERERS[name]
         path = run_dir / filename
         streamed = STREAMED_RENDERERS.get(name)
-        _write_atomic(path, streamed(report) if streamed is not None else [render(report)])
+        write_atomic(path, streamed(report) if streamed is not None else [render(report)])
         written[name] = path
     if "console" in wanted:
         # Printed last, so the summary can point at the files just written.

@@ -11,6 +11,7 @@ _EXPORTS = {
     "case_status": "referee.run.engine",
     "EvalSuite": "referee.run.suite",
     "AgentEvaluator": "referee.run.agent",
+    "EvaluationRunner": "referee.run.agent",
     "UserSimulator": "referee.run.simulator",
     "ConversationScenario": "referee.run.simulator",
     "SimulationResult": "referee.run.simulator",

@@ -172,6 +172,11 @@ class AgentEvaluator:
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,
                                   config_used=self.config.model_dump(mode="json"))
+        if self.config.reporter is not None:
+            # Written before the gates judge the run, so a failed gate still leaves its reports.
+            from referee.report.reporters import ReporterManager  # rich/jinja only when asked
+
+            ReporterManager(self.config.reporter).run_all(report)
         apply_gates(report, fail_threshold, max_error_rate)
         return report
 
@@ -191,3 +196,58 @@ class AgentEvaluator:
 
     def evaluate_case_sync(self, case: EvalCase) -> CaseResult:
         return run_sync(self.evaluate_case(case))
+
+
+class EvaluationRunner:
+    """10xgraph's batch runner: several ``(agent, eval_set)`` pairs through ``AgentEvaluator``,
+    one after another, each report kept in ``results`` under its eval set's id.
+
+    The agent is a function, as for ``AgentEvaluator``; 10xgraph's
+    ``(graph, collector, eval_set)`` triples need its graph runtime and are refused.
+    """
+
+    def __init__(self, default_config: EvalConfig | None = None, *,
+                 runs_dir: str | Path | None = None, save: bool = True) -> None:
+        self.default_config = default_config if default_config is not None else EvalConfig.default()
+        self.runs_dir = runs_dir
+        self.save = save
+        self.results: dict[str, EvalReport] = {}
+
+    async def run(self, evaluations: Sequence[tuple[Any, ...]], config: EvalConfig | None = None,
+                  verbose: bool = False) -> dict[str, EvalReport]:
+        """Evaluate each pair; ``config`` overrides ``default_config`` for all of them."""
+        pairs = []
+        for i, item in enumerate(evaluations):
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise InputError(
+                    f"got {type(item).__name__}" + (f" of {len(item)} items"
+                                                    if isinstance(item, (tuple, list)) else ""),
+                    field=f"evaluations[{i}]",
+                    expected="an (agent, eval_set) pair; 10xgraph's (graph, collector, eval_set) "
+                             "needs its graph runtime: pass a function that returns an "
+                             "ExecutionResult instead")
+            pairs.append(item)
+        cfg = config if config is not None else self.default_config
+        for agent, eval_set in pairs:
+            evaluator = AgentEvaluator(agent, cfg, runs_dir=self.runs_dir, save=self.save)
+            report = await evaluator.evaluate(eval_set, verbose=verbose)
+            self.results[report.eval_set_id or report.name] = report
+        return self.results
+
+    def run_sync(self, evaluations: Sequence[tuple[Any, ...]], config: EvalConfig | None = None,
+                 verbose: bool = False) -> dict[str, EvalReport]:
+        return run_sync(self.run(evaluations, config, verbose))
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Totals over every report kept; the pass rate counts evaluated cases (errors and
+        skips left out), as every referee report does."""
+        if not self.results:
+            return {"total_evaluations": 0}
+        summaries = [report.summary for report in self.results.values()]
+        total = sum(s.total_cases for s in summaries)
+        passed = sum(s.passed_cases for s in summaries)
+        evaluated = passed + sum(s.failed_cases for s in summaries)
+        return {"total_evaluations": len(summaries), "total_cases": total,
+                "evaluated_cases": evaluated, "passed_cases": passed,
+                "overall_pass_rate": passed / evaluated if evaluated else 0.0}

@@ -27,7 +27,6 @@ from referee.judge.cache import cache_enabled_by_env
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.result import CriterionResult
-from referee.storable import make_storable
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.usage import TokenUsage
@@ -312,15 +311,6 @@ def _finite_score(criterion: Any, result: CriterionResult) -> CriterionResult:
         "error": f"evaluate() returned a score of {result.score}; expected a finite number"})
 
 
-def _storable(result: CaseResult) -> CaseResult:
-    """The case with stand-ins for anything JSON cannot hold, each listed in ``converted``:
-    one odd value stays in its case instead of failing the run store and the reports."""
-    stored, converted = make_storable(result)
-    if converted:
-        stored = stored.model_copy(update={"converted": [*stored.converted, *converted]})
-    return stored
-
-
 class Engine:
     """Runs cases through a model and a fixed list of criteria."""
 
@@ -481,7 +471,7 @@ class Engine:
                                 execution=partial.get("execution"),
                                 error=describe_exception(exc))
         result.duration_seconds = time.perf_counter() - started
-        return _storable(result)
+        return result.storable()
 
     async def _run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller,
                         index: int, key: str, partial: dict[str, Any]) -> CaseResult:

@@ -4,6 +4,7 @@ referee's one model. Written from 10xgraph's public docs and signatures; no test
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -376,3 +377,301 @@ def test_criterion_result_is_importable_from_the_criteria_package():
     from referee.criteria import CriterionResult as FromCriteria
 
     assert FromCriteria is CriterionResult
+
+
+# Reporter classes, over referee's renderers ----------------------------------------------
+
+def reporter_report(eval_set_id: str = "set:1/alpha") -> EvalReport:
+    """One passed case carrying everything the include_* switches govern, and one failed."""
+    from referee import NodeDetail
+
+    good = EvalCaseResult.success(
+        "c1", [CriterionResult.success("tool_trajectory", 1.0, 0.8,
+                                       details={"matched": ["lookup"]})],
+        name="Order lookup", actual_response="Order 7 ships Friday.",
+        actual_tool_calls=[ToolCall(name="lookup", args={"order": 7}, result="friday")],
+        actual_trajectory=[TrajectoryStep.tool("lookup", {"order": 7})],
+        node_details=[NodeDetail(node_name="planner", response_text="call lookup",
+                                 token_usage=TokenUsage(input_tokens=12, output_tokens=3))])
+    bad = EvalCaseResult.success("c2", [CriterionResult.success("response_match", 0.2, 0.8)],
+                                 name="Refund window", actual_response="No idea.")
+    report = EvalReport.create(eval_set_id, [good, bad], eval_set_name="Support bot")
+    report.finished_at = report.started_at + 1.5  # a fixed duration: renders compare equal
+    return report
+
+
+def test_file_reporters_write_what_referees_renderers_write(tmp_path):
+    from referee import HTMLReporter, JSONReporter, JUnitXMLReporter
+    from referee.report.html import render_html
+    from referee.report.json_report import render_json
+    from referee.report.junit import render_junit
+
+    report = reporter_report()
+    assert JSONReporter().to_json(report) == render_json(report)
+    assert JSONReporter(indent=None).to_dict(report)["cases"][0]["eval_id"] == "c1"
+    assert HTMLReporter().to_html(report) == render_html(report)
+    xml = JUnitXMLReporter().to_xml(report)
+    assert xml == render_junit(report).replace('testsuites name="referee"',
+                                               'testsuites name="agent-evaluation"')
+    assert '<testsuites name="nightly"' in JUnitXMLReporter(suite_name="nightly").to_xml(report)
+
+    # generate(): the text without a folder; with one, referee's file name for the format
+    # (results.json, not report.json, which is the run store's record).
+    for reporter, filename in ((JSONReporter(), "results.json"), (HTMLReporter(), "report.html"),
+                               (JUnitXMLReporter(), "junit.xml")):
+        text = reporter.generate(report)
+        path = reporter.generate(report, output_dir=str(tmp_path / "out"))
+        assert path == str(tmp_path / "out" / filename)
+        assert (tmp_path / "out" / filename).read_text(encoding="utf-8") == text
+    JSONReporter.quick_save(report, tmp_path / "deep" / "q.json", indent=None)
+    saved = (tmp_path / "deep" / "q.json").read_text(encoding="utf-8")
+    assert "\n" not in saved and EvalReport.from_dict(json.loads(saved)).passed == 1
+    HTMLReporter.quick_save(report, tmp_path / "q.html")
+    assert "Order lookup" in (tmp_path / "q.html").read_text(encoding="utf-8")
+
+
+def test_include_switches_trim_a_copy_before_rendering():
+    from referee import HTMLReporter, JSONReporter
+
+    report = reporter_report()
+    full = JSONReporter().to_dict(report)["cases"][0]
+    assert full["criterion_results"][0]["details"] == {"matched": ["lookup"]}
+    assert full["execution"]["tool_calls"][0]["args"] == {"order": 7}
+    assert {"actual_trajectory", "node_details"} <= full["metadata"].keys()
+    assert full["metadata"]["node_details"][0]["token_usage"]["input_tokens"] == 12
+
+    bare = JSONReporter(include_details=False, include_trajectory=False,
+                        include_node_responses=False, include_actual_response=False,
+                        include_tool_call_details=False).to_dict(report)["cases"][0]
+    assert bare["criterion_results"][0]["details"] == {}
+    assert bare["execution"]["actual_response"] == ""
+    assert bare["execution"]["tool_calls"] == [
+        {"name": "lookup", "args": {}, "call_id": None, "result": None}]
+    assert not {"actual_trajectory", "node_details"} & bare["metadata"].keys()
+    only_trajectory_off = JSONReporter(include_trajectory=False).to_dict(report)["cases"][0]
+    assert "node_details" in only_trajectory_off["metadata"]
+    assert "actual_trajectory" not in only_trajectory_off["metadata"]
+    # The report itself is untouched.
+    assert report.cases[0].actual_response == "Order 7 ships Friday."
+    assert report.cases[0].criterion_results[0].details == {"matched": ["lookup"]}
+
+    assert "Order 7 ships Friday." in HTMLReporter().to_html(report)
+    assert "Order 7 ships Friday." not in HTMLReporter(include_actual_response=False).to_html(report)
+
+
+def test_console_reporter_prints_referees_summary(capsys):
+    import io
+
+    from referee import ConsoleReporter, print_report
+    from referee.report.console import render_text
+
+    report = reporter_report()
+    out = io.StringIO()
+    assert ConsoleReporter(use_color=False, output=out).generate(report) is None
+    assert out.getvalue() == render_text(report)
+    assert "Refund window" in out.getvalue() and "Order lookup" not in out.getvalue()
+
+    everything = io.StringIO()
+    ConsoleReporter(use_color=False, verbose=True, output=everything).report(report)
+    assert "Cases (2):" in everything.getvalue() and "PASSED  Order lookup" in everything.getvalue()
+
+    coloured = io.StringIO()
+    ConsoleReporter(output=coloured).report(report)
+    assert "\x1b[" in coloured.getvalue()
+    auto = io.StringIO()  # use_color=None: colour only on a terminal
+    ConsoleReporter(use_color=None, output=auto).report(report)
+    assert "\x1b[" not in auto.getvalue() and "Support bot" in auto.getvalue()
+
+    print_report(report, use_color=False)
+    assert capsys.readouterr().out == render_text(report)
+
+
+def test_console_reporter_replaces_what_the_stream_cannot_encode():
+    from referee import ConsoleReporter
+
+    class AsciiConsole:
+        encoding = "ascii"
+
+        def __init__(self) -> None:
+            self.written: list[str] = []
+
+        def write(self, text: str) -> int:
+            text.encode(self.encoding)  # raises, as a cp1252/ascii console does
+            self.written.append(text)
+            return len(text)
+
+    stream = AsciiConsole()
+    ConsoleReporter(use_color=False, output=stream).report(reporter_report())
+    text = "".join(stream.written)
+    assert "Support bot" in text and "?" in text  # the header's dash became "?"
+
+
+def test_colors_are_ansi_codes_that_disable_blanks():
+    from referee import Colors
+
+    saved = {name: value for name, value in vars(Colors).items() if name.isupper()}
+    assert Colors.RED == "\x1b[31m" and Colors.RESET == "\x1b[0m" and len(saved) == 12
+    try:
+        Colors.disable()
+        assert all(getattr(Colors, name) == "" for name in saved)
+    finally:
+        for name, value in saved.items():
+            setattr(Colors, name, value)
+
+
+def test_reporter_manager_writes_the_enabled_formats_named_after_the_eval_set(tmp_path, capsys):
+    from referee import ReporterConfig, ReporterManager, ReporterOutput
+
+    report = reporter_report()
+    config = ReporterConfig(output_dir=str(tmp_path / "reports"), junit_xml=True,
+                            timestamp_files=False, include_actual_response=False)
+    out = ReporterManager(config).run_all(report)
+    folder = tmp_path / "reports"
+    assert out == ReporterOutput(json_path=str(folder / "set_1_alpha.json"),
+                                 html_path=str(folder / "set_1_alpha.html"),
+                                 junit_path=str(folder / "set_1_alpha_junit.xml"),
+                                 console_output=True)
+    assert out.generated_files == [out.json_path, out.html_path, out.junit_path]
+    assert not out.has_errors
+    stored = json.loads((folder / "set_1_alpha.json").read_text(encoding="utf-8"))
+    assert stored["cases"][0]["execution"]["actual_response"] == ""  # the config's switch
+    assert "<testsuite " in (folder / "set_1_alpha_junit.xml").read_text(encoding="utf-8")
+    assert "Cases (2):" in capsys.readouterr().out  # ReporterConfig.verbose defaults to True
+
+    only_json = ReporterConfig(output_dir=str(tmp_path / "ts"), console=False, html=False)
+    stamped = ReporterManager(only_json).run_all(report, output_dir=str(tmp_path / "other"))
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(report.started_at))
+    assert stamped.json_path == str(tmp_path / "other" / f"set_1_alpha_{stamp}.json")
+    assert stamped.generated_files == [stamped.json_path] and not stamped.console_output
+    assert not (tmp_path / "ts").exists()
+
+    assert ReporterManager(ReporterConfig(enabled=False)).run_all(report) == ReporterOutput()
+    assert capsys.readouterr().out == ""
+
+
+def test_reporter_manager_runs_custom_reporters_and_survives_failures(tmp_path):
+    from referee import BaseReporter, ReporterConfig, ReporterManager
+
+    class CsvReporter(BaseReporter):
+        def generate(self, report, output_dir=None):
+            rows = "\n".join(f"{c.eval_id},{c.status.value}" for c in report.results)
+            if output_dir is None:
+                return rows
+            path = f"{output_dir}/cases.csv"
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(rows)
+            return path
+
+    class BrokenReporter(BaseReporter):
+        def generate(self, report, output_dir=None):
+            raise RuntimeError("disk quota exceeded")
+
+    config = ReporterConfig(output_dir=str(tmp_path), console=False, html=False,
+                            timestamp_files=False)
+    manager = ReporterManager(config, reporters=[BrokenReporter(), CsvReporter()])
+    out = manager.run_all(reporter_report("support"))
+    assert out.errors == [("BrokenReporter", "disk quota exceeded")] and out.has_errors
+    assert out.custom_paths == {"CsvReporter": f"{tmp_path}/cases.csv"}
+    assert out.generated_files == [str(tmp_path / "support.json"), f"{tmp_path}/cases.csv"]
+    assert (tmp_path / "cases.csv").read_text(encoding="utf-8") == "c1,PASSED\nc2,FAILED"
+
+    with pytest.raises(TypeError):
+        BaseReporter()  # generate() is abstract
+
+
+def test_reporter_manager_reports_an_unusable_folder_and_still_prints(tmp_path, capsys):
+    from referee import ReporterConfig, ReporterManager
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x", encoding="utf-8")
+    config = ReporterConfig(output_dir=str(blocker / "reports"), html=False)
+    out = ReporterManager(config).run_all(reporter_report())
+    assert [name for name, _ in out.errors] == ["directory", "JSONReporter"]
+    assert out.console_output and out.json_path is None
+    assert "Support bot" in capsys.readouterr().out
+
+
+async def test_agent_evaluator_writes_the_reports_its_config_asks_for(tmp_path):
+    from referee import ReporterConfig
+
+    evalset = EvalSet(name="weather", cases=[EvalCase.single_turn(
+        eval_id="w1", user_query="Weather in Oslo?", expected_response="Rainy in Oslo.")])
+    criteria = CriteriaConfig(rouge_match=CriterionConfig.rouge_match(threshold=0.5))
+
+    def agent(message: str) -> str:
+        return "Rainy in Oslo."
+
+    reporter = ReporterConfig(output_dir=str(tmp_path / "reports"), console=False,
+                              junit_xml=True, timestamp_files=False)
+    config = EvalConfig(criteria=criteria, reporter=reporter)
+    report = await AgentEvaluator(agent, config=config, save=False).evaluate(evalset)
+    written = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    assert written == ["weather.html", "weather.json", "weather_junit.xml"]
+    stored = json.loads((tmp_path / "reports" / "weather.json").read_text(encoding="utf-8"))
+    assert stored["run_id"] == report.run_id and stored["totals"]["passed"] == 1
+
+    config.to_file(tmp_path / "config.json")
+    assert EvalConfig.from_file(tmp_path / "config.json").reporter == reporter
+    quiet = await AgentEvaluator(agent, config=EvalConfig(criteria=criteria), save=False,
+                                 runs_dir=tmp_path / "runs").evaluate(evalset)
+    assert quiet.passed == 1 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.json", "reports"]
+
+
+async def test_evaluation_runner_runs_each_agent_over_its_eval_set(tmp_path):
+    from referee import EvaluationRunner
+    from referee.errors import InputError
+
+    weather = EvalSet(name="weather", cases=[EvalCase.single_turn(
+        eval_id="w1", user_query="Weather in Oslo?", expected_response="Rainy in Oslo.")])
+    billing = EvalSet(name="billing", cases=[
+        EvalCase.single_turn(eval_id="b1", user_query="Refund?", expected_response="Within 30 days."),
+        EvalCase.single_turn(eval_id="b2", user_query="Invoice?", expected_response="Emailed monthly.")])
+    config = EvalConfig(criteria=CriteriaConfig(
+        rouge_match=CriterionConfig.rouge_match(threshold=0.5)))
+
+    runner = EvaluationRunner(config, runs_dir=tmp_path)
+    assert runner.results == {} and runner.summary == {"total_evaluations": 0}
+    assert EvaluationRunner().default_config == EvalConfig.default()
+    results = await runner.run([(lambda q: "Rainy in Oslo.", weather),
+                                (lambda q: "Within 30 days.", billing)])
+    assert list(results) == ["weather", "billing"] and results is runner.results
+    assert [r.passed for r in results.values()] == [1, 1]
+    assert runner.summary == {"total_evaluations": 2, "total_cases": 3, "evaluated_cases": 3,
+                              "passed_cases": 2, "overall_pass_rate": 2 / 3}
+    assert len(list(tmp_path.iterdir())) == 2  # each run stored
+
+    with pytest.raises(InputError, match=r"evaluations\[0\].*graph runtime"):
+        await runner.run([(lambda q: "x", object(), weather)])
+
+
+def test_html_reporter_page_runs_in_chromium(tmp_path):
+    import re
+
+    from referee import HTMLReporter
+    from test_report_samples import chromium_dom
+
+    path = tmp_path / "nested" / "report.html"
+    HTMLReporter(include_tool_call_details=False).save(reporter_report(), str(path))
+    dom = chromium_dom(path.as_uri(), tmp_path)
+    assert re.search(r'<body[^>]*data-js="on"', dom), "the report's own script did not run"
+    assert "Order lookup" in dom and "Refund window" in dom and "Support bot" in dom
+
+
+def test_reporters_store_stand_ins_for_what_json_cannot_hold():
+    from referee import JSONReporter
+
+    class Snapshot:  # an agent's own object, set after the result was built
+        def __repr__(self) -> str:
+            return "Snapshot(node='planner')"
+
+    report = reporter_report()
+    report.cases[0].node_responses = [{"node_name": "planner"}, Snapshot()]
+    assert report.cases[0].metadata["node_responses"][0] == {"node_name": "planner"}
+    data = JSONReporter().to_dict(report)
+    assert data["cases"][0]["metadata"]["node_responses"] == [
+        {"node_name": "planner"}, "Snapshot(node='planner')"]
+    assert data["cases"][0]["converted"][0]["path"].endswith("node_responses[1]")
+    assert "could not be stored as JSON" in data["warnings"][0]
+    assert "node_responses" not in JSONReporter(include_node_responses=False).to_dict(
+        report)["cases"][0]["metadata"]
