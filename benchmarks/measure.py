@@ -55,15 +55,31 @@ class RunnerResult:
 
 
 class Stopwatch:
-    """Wall and CPU time of one block."""
+    """Wall and CPU time of one block; with ``profile``, also a cProfile of it written there.
+
+    The profile's clock is the process's CPU time, so time spent waiting on the judge is not
+    counted and what it shows is where the CPU went.
+    """
+
+    def __init__(self, profile: str = "") -> None:
+        self._profile_path = profile
+        self._profiler: Any = None
 
     def __enter__(self) -> "Stopwatch":
+        if self._profile_path:
+            import cProfile
+
+            self._profiler = cProfile.Profile(time.process_time)
+            self._profiler.enable()
         self._wall, self._cpu = time.perf_counter(), cpu_seconds()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self._wall
         self.cpu_s = cpu_seconds() - self._cpu
+        if self._profiler is not None:
+            self._profiler.disable()
+            self._profiler.dump_stats(self._profile_path)
 
 
 def runner_args(description: str) -> argparse.Namespace:
@@ -80,6 +96,8 @@ def runner_args(description: str) -> argparse.Namespace:
     parser.add_argument("--warmup-cases", type=int, default=0,
                         help="referee only: run this many other cases first, untimed, so the "
                              "timed run's CPU is the steady state (imports, clients excluded)")
+    parser.add_argument("--profile", default="",
+                        help="write a cProfile of the timed run, on a CPU clock, to this file")
     parser.add_argument("--report", required=True, help="where the system writes its JSON report")
     parser.add_argument("--out", required=True, help="where this runner writes its measurements")
     return parser.parse_args()

@@ -166,7 +166,8 @@ class CountingResponder:
 
 class Harness:
     def __init__(self, *, latency_ms: float, sizes: Sizes, peer_python: Path | None,
-                 timeout_s: float, log: Callable[[str], None]) -> None:
+                 timeout_s: float, log: Callable[[str], None],
+                 profile_dir: Path | None = None) -> None:
         from referee.testing import ScriptedJudgeServer
 
         self.sizes = sizes
@@ -174,6 +175,7 @@ class Harness:
         self.peer_python = peer_python
         self.timeout_s = timeout_s
         self.log = log
+        self.profile_dir = profile_dir
         self.responder = CountingResponder(self.latency_s)
         self.server = ScriptedJudgeServer(reply=self.responder)
         self.workdir = Path(tempfile.mkdtemp(prefix="referee-bench-"))
@@ -219,6 +221,9 @@ class Harness:
             command.append("--batched")
         if warmup_cases:
             command += ["--warmup-cases", str(warmup_cases)]
+        if self.profile_dir is not None and system.startswith("referee"):
+            self.profile_dir.mkdir(parents=True, exist_ok=True)
+            command += ["--profile", str((self.profile_dir / f"{tag}.prof").resolve())]
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENAI_BASE_URL", "JUDGE_PROVIDER", "JUDGE_MODEL", "REFEREE_CACHE",
                             "REFEREE_CACHE_DIR", "MULTIVON_JUDGE_CACHE", "MULTIVON_CACHE_DIR")}
@@ -469,7 +474,8 @@ def format_table(rows: list[Row], latency_ms: float) -> str:
 def run_benchmarks(workloads: list[str], systems: list[str], *, latency_ms: float = 50.0,
                    sizes: Sizes | None = None, install: bool = True,
                    venv_dir: Path = DEFAULT_VENV, timeout_s: float = 3600.0,
-                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> list[Row]:
+                   log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                   profile_dir: Path | None = None) -> list[Row]:
     """Run the chosen workloads for the chosen systems; returns one Row per measured run."""
     bad = [w for w in workloads if w not in WORKLOADS] + [s for s in systems if s not in SYSTEMS]
     if bad:
@@ -481,7 +487,7 @@ def run_benchmarks(workloads: list[str], systems: list[str], *, latency_ms: floa
         peer_python = ensure_peers(peers, venv_dir, log=log) if install else \
             Path(venv_dir) / "bin" / "python"
     with Harness(latency_ms=latency_ms, sizes=sizes or Sizes(), peer_python=peer_python,
-                 timeout_s=timeout_s, log=log) as harness:
+                 timeout_s=timeout_s, log=log, profile_dir=profile_dir) as harness:
         for workload in workloads:
             getattr(harness, workload.lower())(systems)
         return harness.finish()
@@ -508,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-install", action="store_true", help="use the peer venv as it is")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per-run limit in seconds")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="referee runs only: write a cProfile of each timed run, on a CPU "
+                             "clock, into DIR (read with python -m pstats); profiling slows the run")
     args = parser.parse_args(argv)
 
     sizes = Sizes.quick() if args.quick else Sizes()
@@ -522,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_benchmarks(args.workloads, args.systems, latency_ms=args.latency_ms,
                               sizes=sizes, install=not args.no_install, venv_dir=args.venv,
-                              timeout_s=args.timeout)
+                              timeout_s=args.timeout, profile_dir=args.profile)
     except (ValueError, RuntimeError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2

@@ -16,7 +16,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -77,15 +79,7 @@ class StrictModel(BaseModel):
     def accepted_names(cls) -> tuple[str, ...]:
         """Every key this model reads: its fields in order, then their aliases and the peer
         spellings it translates."""
-        names = list(cls.model_fields)
-        extra: set[str] = set(cls._input_aliases)
-        for info in cls.model_fields.values():
-            alias = info.validation_alias
-            if isinstance(alias, str):
-                extra.add(alias)
-            else:
-                extra.update(c for c in getattr(alias, "choices", None) or [] if isinstance(c, str))
-        return tuple(names + sorted(extra - set(names)))
+        return _names_of(cls).accepted
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -97,17 +91,51 @@ class StrictModel(BaseModel):
     def _accept_known_names(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        accepted = cls.accepted_names()
-        data = {(snake_case(k) if isinstance(k, str) and k not in accepted
-                 and snake_case(k) in accepted else k): v for k, v in data.items()}
+        names = _names_of(cls)
+        # A copy either way: _normalise_input may pop keys, and the dict may be the caller's.
+        if all(k in names.accepted_set for k in data):
+            data = dict(data)
+        else:
+            data = {(snake_case(k) if isinstance(k, str) and k not in names.accepted_set
+                     and snake_case(k) in names.accepted_set else k): v for k, v in data.items()}
         data = cls._normalise_input(data)
         if cls.model_config.get("extra") != "forbid":
             return data
-        fields = set(cls.model_fields) | {n for n in accepted if n not in cls._input_aliases}
+        fields = names.fields
         for key in data:
             if key not in fields:
-                raise UnknownFieldError(str(key), accepted, cls.__name__)
+                raise UnknownFieldError(str(key), names.accepted, cls.__name__)
         return data
+
+
+@dataclass(frozen=True)
+class _Names:
+    accepted: tuple[str, ...]   # fields in order, then aliases and peer spellings
+    accepted_set: frozenset[str]
+    fields: frozenset[str]      # the keys left after _normalise_input that a model takes
+
+
+# A model's names are fixed once its class is built, and every construction (a judge config per
+# evaluator call, a result per criterion) checks its keys against them: worked out once per class.
+_names_by_model: "WeakKeyDictionary[type[StrictModel], _Names]" = WeakKeyDictionary()
+
+
+def _names_of(model: type[StrictModel]) -> _Names:
+    names = _names_by_model.get(model)
+    if names is None:
+        fields = list(model.model_fields)
+        extra: set[str] = set(model._input_aliases)
+        for info in model.model_fields.values():
+            alias = info.validation_alias
+            if isinstance(alias, str):
+                extra.add(alias)
+            else:
+                extra.update(c for c in getattr(alias, "choices", None) or [] if isinstance(c, str))
+        accepted = tuple(fields + sorted(extra - set(fields)))
+        names = _names_by_model[model] = _Names(
+            accepted=accepted, accepted_set=frozenset(accepted),
+            fields=frozenset(fields) | {n for n in accepted if n not in model._input_aliases})
+    return names
 
 
 def with_positions(owner: str, names: tuple[str, ...], positional: tuple[Any, ...],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from referee.errors import JudgeUnavailable
 from referee.judge import configure, default_cache_path, get_judge
 from referee.judge import retry as retry_module
-from referee.judge.cache import JudgeCache
+from referee.judge.cache import JudgeCache, flush_caches
 from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
 
 SECRET = "sk-live-SECRET-9f8e7d6c5b4a"
@@ -134,12 +135,14 @@ def test_locked_cache_degrades(tmp_path: Path, caplog: pytest.LogCaptureFixture)
     path = tmp_path / "locked.sqlite3"
     cache = JudgeCache(path)
     cache.put("k", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+    cache.flush()
     blocker = sqlite3.connect(str(path), timeout=0.1, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
         other = JudgeCache(path)
         with caplog.at_level(logging.WARNING, logger="referee.judge"):
             other.put("k2", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+            other.flush()  # the write meets the lock
             assert other.get("k") is None  # skipped during the cool-down, no second stall
             other.put("k3", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
         assert sum("judge cache" in r.getMessage() for r in caplog.records) == 1
@@ -185,6 +188,7 @@ async def test_api_key_never_in_messages_logs_or_cache(judge_server: ScriptedJud
     assert SECRET in judge_server.requests[0].headers["authorization"]  # it was really sent
     for text in messages + [caplog.text, repr(cfg), cfg.model_dump_json()]:
         assert SECRET not in text
+    flush_caches()
     assert SECRET.encode() not in cache_file.read_bytes()
     rows = sqlite3.connect(str(cache_file)).execute("SELECT * FROM judge_replies").fetchall()
     assert rows and all(SECRET not in str(row) for row in rows)
@@ -244,3 +248,58 @@ async def test_a_waiter_that_gives_up_does_not_cancel_the_shared_call(
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(judge.complete("Q?"), timeout=0.05)
     assert (await first).text == "Yes" and judge_server.request_count == 1
+
+
+def _rows(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    with sqlite3.connect(str(path)) as db:
+        try:
+            return [key for (key,) in db.execute("SELECT key FROM judge_replies ORDER BY key")]
+        except sqlite3.OperationalError:  # the writer has created the file, not the table yet
+            return []
+
+
+def test_replies_are_readable_at_once_and_written_in_one_batch(tmp_path: Path) -> None:
+    path = tmp_path / "batched.sqlite3"
+    cache = JudgeCache(path)
+    cache.WRITE_DELAY_S = 60.0  # only an explicit flush writes in this test
+    for i in range(5):
+        cache.put(f"k{i}", provider="p", model="m", text=f"t{i}", input_tokens=i, output_tokens=1)
+    hit = cache.get("k3")
+    assert hit is not None and (hit.text, hit.input_tokens) == ("t3", 3)
+    assert _rows(path) == []  # nothing written yet: one batch to come
+    flush_caches()
+    assert _rows(path) == [f"k{i}" for i in range(5)]
+    assert JudgeCache(path).get("k4") is not None  # another reader of the file sees them
+    cache.close()
+
+
+def test_pending_replies_are_written_after_the_delay_and_on_close(tmp_path: Path) -> None:
+    path = tmp_path / "delayed.sqlite3"
+    cache = JudgeCache(path)
+    cache.WRITE_DELAY_S = 0.05
+    cache.put("soon", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+    for _ in range(200):  # the timer thread writes it; no flush is called here
+        if _rows(path) == ["soon"]:
+            break
+        threading.Event().wait(0.02)
+    assert _rows(path) == ["soon"]
+    cache.WRITE_DELAY_S = 60.0
+    cache.put("late", provider="p", model="m", text="t", input_tokens=1, output_tokens=1)
+    cache.close()
+    assert _rows(path) == ["late", "soon"]
+
+
+def test_a_run_leaves_its_replies_in_the_file(judge_server: ScriptedJudgeServer,
+                                              tmp_path: Path) -> None:
+    from referee.run.sync import run_sync
+
+    path = tmp_path / "run.sqlite3"
+    cfg = judge_server.judge_config(provider="openai", cache=True, cache_path=str(path))
+    JudgeCache.WRITE_DELAY_S, delay = 60.0, JudgeCache.WRITE_DELAY_S
+    try:
+        run_sync(get_judge(cfg).complete("q"))
+        assert len(_rows(path)) == 1  # the end of the run flushed it, not the timer
+    finally:
+        JudgeCache.WRITE_DELAY_S = delay

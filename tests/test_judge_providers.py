@@ -6,7 +6,7 @@ import pytest
 
 from referee.judge import JudgeConfig, configure, get_judge, resolve_judge_config, set_price
 from referee.judge.client import _endpoint_for
-from referee.testing import DUMMY_API_KEY, Reply, ScriptedJudgeServer
+from referee.testing import DUMMY_API_KEY, Fault, Reply, ScriptedJudgeServer
 
 PROVIDERS = [("openai", "chat"), ("openai", "responses"), ("anthropic", "chat"), ("google", "chat")]
 PATHS = {("openai", "chat"): "/v1/chat/completions", ("openai", "responses"): "/v1/responses",
@@ -185,3 +185,73 @@ def test_a_sync_run_closes_the_judge_client_of_its_loop(judge_server: ScriptedJu
         assert suite.run(lambda p: "a", verbose=False, save=False).passed == 1
     # The client holds its loop alive, so a client left open would stay forever, one per run.
     assert endpoint.clients_created == 3 and endpoint.open_clients == 0
+
+
+SDK_WIRES = [p for p in PROVIDERS if p[0] != "google"]
+_SDK_HEADERS = ("authorization", "x-api-key", "anthropic-version", "content-type")
+
+
+@pytest.mark.parametrize(("provider", "api_style"), SDK_WIRES)
+async def test_direct_http_sends_and_reads_what_the_sdk_path_does(
+        judge_server: ScriptedJudgeServer, provider: str, api_style: str) -> None:
+    from referee.judge import providers
+
+    judge_server.set_reply(Reply("Yes", input_tokens=42, output_tokens=4))
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style, cache=False)
+    judge = get_judge(cfg)
+    direct = await judge.complete("q", system="s", prompt_prefix="material\n", json_mode=True)
+    client = _endpoint_for(cfg).client(cfg)
+    assert client in providers._direct_http  # the SDK's aiohttp session, not its pipeline
+    providers._direct_http.pop(client)
+    through_sdk = await judge.complete("q", system="s", prompt_prefix="material\n",
+                                       json_mode=True)
+    first, second = judge_server.requests
+    assert (first.path, first.body) == (second.path, second.body)
+    assert [first.headers.get(h) for h in _SDK_HEADERS] == \
+        [second.headers.get(h) for h in _SDK_HEADERS]
+    assert (direct.text, direct.usage) == (through_sdk.text, through_sdk.usage)
+
+
+@pytest.mark.parametrize(("provider", "api_style"), SDK_WIRES)
+async def test_direct_http_raises_the_sdks_own_errors(judge_server: ScriptedJudgeServer,
+                                                      provider: str, api_style: str) -> None:
+    import importlib
+    import socket
+
+    from referee.judge.providers import JudgeRequest, adapter_for
+
+    sdk = importlib.import_module(provider)
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style, cache=False)
+    request = JudgeRequest(model="judge-x", prompt="q", system=None, json_mode=False,
+                           temperature=0.0, max_tokens=8, timeout=5.0, api_style=api_style)
+    adapter = adapter_for(provider)
+    client = _endpoint_for(cfg).client(cfg)
+    judge_server.enqueue_faults(Fault.rate_limit(retry_after=2))
+    with pytest.raises(sdk.RateLimitError) as limited:
+        await adapter.call(client, request)
+    assert limited.value.response.headers["retry-after"] == "2"
+    with socket.socket() as probe:  # a port with nothing listening
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    dead = adapter.make_client(closed, DUMMY_API_KEY, cfg)
+    try:
+        with pytest.raises(sdk.APIConnectionError):
+            await adapter.call(dead, request)
+    finally:
+        await dead.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_proxied_endpoint_keeps_the_sdk_path(judge_server: ScriptedJudgeServer,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     provider: str) -> None:
+    from referee.judge import providers
+
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")  # honoured by the SDK's transport only
+    cfg = judge_server.judge_config(provider=provider, cache=False)
+    client = providers.adapter_for(provider).make_client(judge_server.base_url(provider),
+                                                         DUMMY_API_KEY, cfg)
+    try:
+        assert client not in providers._direct_http
+    finally:
+        await client.close()

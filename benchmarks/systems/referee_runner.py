@@ -51,7 +51,7 @@ def run_rag(args, result: RunnerResult):
                        + f", {args.provider} judge {DEFAULT_MODELS[args.provider]}")
     result.rss_baseline_kb = peak_rss_kb()
     runs_dir = tempfile.mkdtemp(prefix="referee-bench-runs-")
-    with Stopwatch() as watch:
+    with Stopwatch(args.profile) as watch:
         report = suite.run(lambda prompt: outputs[prompt], verbose=False, runs_dir=runs_dir)
     return report, watch
 

@@ -322,6 +322,8 @@ class JudgeEvaluator(BaseCriterion):
         """
         if self._explicit_threshold is not None:
             return None
+        if not self._calibration_required and not calibration_file_configured():
+            return None  # no file to consult: the question-set digest need not be worked out
         return file_threshold(self.name, cfg.provider, cfg.model, self.question_set(),
                               required=self._calibration_required)
 

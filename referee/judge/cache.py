@@ -8,6 +8,7 @@ with a single warning.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -82,6 +83,10 @@ class JudgeCache:
     BUSY_TIMEOUT_S = 0.25
     LOCK_COOLDOWN_S = 30.0
 
+    # Replies are written in batches, at most this long after the first of them: a transaction
+    # per reply cost the event loop more CPU than anything else the judge layer does per call.
+    WRITE_DELAY_S = 0.1
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -89,6 +94,10 @@ class JudgeCache:
         self._broken = False
         self._warned = False
         self._skip_until = 0.0
+        # Rows put but not yet written, by key; get() reads them, flush() writes them (the
+        # writer thread once _due, a monotonic time, has passed).
+        self._pending: dict[str, tuple[Any, ...]] = {}
+        self._due = 0.0
 
     def _warn(self, what: str, exc: BaseException) -> None:
         if not self._warned:
@@ -123,6 +132,10 @@ class JudgeCache:
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
+            waiting = self._pending.get(key)
+            if waiting is not None:
+                return CachedReply(text=waiting[3], input_tokens=waiting[4],
+                                   output_tokens=waiting[5])
             conn = self._connect()
             if conn is None:
                 return None
@@ -139,16 +152,38 @@ class JudgeCache:
 
     def put(self, key: str, *, provider: str, model: str, text: str, input_tokens: int,
             output_tokens: int) -> None:
+        """Store a reply: readable here at once, written to the file within WRITE_DELAY_S (by
+        :meth:`flush`, which the end of a referee run, :meth:`close` and exit also call)."""
         with self._lock:
-            conn = self._connect()
-            if conn is None:
+            if self._broken or time.monotonic() < self._skip_until:
                 return
-            try:
-                conn.execute(
-                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, provider, model, text, input_tokens, output_tokens, time.time()))
-            except sqlite3.Error as exc:
-                self._failed(exc)
+            self._pending[key] = (key, provider, model, text, int(input_tokens),
+                                  int(output_tokens), time.time())
+            if len(self._pending) == 1:  # the first of a batch: the writer thread takes it
+                self._due = time.monotonic() + self.WRITE_DELAY_S
+                _schedule(self)
+
+    def flush(self) -> None:
+        """Write the replies put since the last flush, in one transaction."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        rows, self._pending = list(self._pending.values()), {}
+        with _writer_wakeup:
+            _unflushed.discard(self)
+        if not rows:
+            return
+        conn = self._connect()
+        if conn is None:
+            return
+        try:
+            with conn:  # one transaction: rolled back whole on an error
+                conn.execute("BEGIN")
+                conn.executemany(
+                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            self._failed(exc)
 
     def _locked(self, exc: BaseException) -> None:
         self._skip_until = time.monotonic() + self.LOCK_COOLDOWN_S
@@ -172,21 +207,78 @@ class JudgeCache:
 
     def close(self) -> None:
         with self._lock:
+            self._flush_locked()
             self.close_unlocked()
+
+
+# Caches holding replies not yet written, and the one thread that writes them when due (at the
+# end of a run and at exit flush_caches() writes them at once, so that the file is complete
+# whenever referee is done with it). Lock order: a cache's own lock, then _writer_wakeup.
+_unflushed: set[JudgeCache] = set()
+_writer_wakeup = threading.Condition()
+_writer: threading.Thread | None = None
+
+
+def _schedule(cache: JudgeCache) -> None:
+    global _writer
+    with _writer_wakeup:
+        _unflushed.add(cache)
+        if _writer is None or not _writer.is_alive():  # first use, or a forked child
+            _writer = threading.Thread(target=_write_when_due, name="referee-judge-cache",
+                                       daemon=True)
+            _writer.start()
+        _writer_wakeup.notify()
+
+
+def _write_when_due() -> None:
+    while True:
+        with _writer_wakeup:
+            while True:
+                now = time.monotonic()
+                due = [c for c in _unflushed if c._due <= now]
+                if due:
+                    break
+                soonest = min((c._due for c in _unflushed), default=None)
+                _writer_wakeup.wait(None if soonest is None else soonest - now)
+        for cache in due:
+            cache.flush()
+
+
+def flush_caches() -> None:
+    """Write every cache's pending replies to its file now."""
+    with _writer_wakeup:
+        caches = list(_unflushed)
+    for cache in caches:
+        cache.flush()
+
+
+atexit.register(flush_caches)
 
 
 _caches: dict[Path, JudgeCache] = {}
 _caches_lock = threading.Lock()
 
 
+# Where each (path argument, setting) pair led: every judge call asks, and building the path
+# each time cost more than the cache lookup itself. The key holds all the path depends on.
+_resolved: dict[tuple[str, ...], JudgeCache] = {}
+
+
 def get_cache(path: str | Path | None = None) -> JudgeCache:
     """The shared cache object for a file (default: the user cache dir or REFEREE_CACHE_DIR)."""
+    env = os.environ
+    key = (str(path or ""), env.get("REFEREE_CACHE_DIR", ""), env.get("XDG_CACHE_HOME", ""),
+           env.get("HOME", ""), os.getcwd())
+    cache = _resolved.get(key)
+    if cache is not None:
+        return cache
     resolved = Path(path).expanduser() if path else default_cache_path()
     resolved = resolved.absolute()
     with _caches_lock:
         cache = _caches.get(resolved)
         if cache is None:
             cache = _caches[resolved] = JudgeCache(resolved)
+        _resolved[key] = cache
         return cache
 
 
@@ -207,6 +299,7 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
     request: one key means one request, so rows are copied by key and, where both files hold a
     key, the destination keeps its own reply. Run it while no process writes the files.
     """
+    flush_caches()  # replies this process stored are part of its file
     destination = Path(into).expanduser().absolute()
     paths = [Path(source).expanduser().absolute() for source in sources]
     for path in paths:

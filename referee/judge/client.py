@@ -6,16 +6,17 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
-from referee.judge.cache import cache_enabled_by_env, cache_key, get_cache
+from referee.judge.cache import cache_enabled_by_env, cache_key, flush_caches, get_cache
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import (
@@ -37,6 +38,7 @@ from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
+T = TypeVar("T")
 
 # Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
 # prompt, parameters and sample index, so it only ever replays an identical request.
@@ -130,6 +132,9 @@ class _Endpoint:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
         self.clients_created = 0
+        # The (loop, client) pair asked for last. It holds the loop, so a closed loop's client
+        # stays reachable until the next loop asks (close_loop_clients detaches it first).
+        self._last: tuple[asyncio.AbstractEventLoop, Any] | None = None
 
     @property
     def api_key(self) -> str | None:
@@ -137,6 +142,9 @@ class _Endpoint:
 
     def client(self, cfg: JudgeConfig) -> Any:
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0] is loop:
+            return last[1]  # every request asks; nearly always from the loop before it
         with self._lock:
             client = self._clients.get(loop)
             if client is None:
@@ -150,6 +158,7 @@ class _Endpoint:
                         f"could not create the {self.provider} client: {exc}") from exc
                 self._clients[loop] = client
                 self.clients_created += 1
+            self._last = (loop, client)
             return client
 
     @property
@@ -159,6 +168,8 @@ class _Endpoint:
 
     def detach_client(self, loop: asyncio.AbstractEventLoop) -> Any:
         with self._lock:
+            if self._last is not None and self._last[0] is loop:
+                self._last = None
             return self._clients.pop(loop, None)
 
 
@@ -178,6 +189,7 @@ async def close_loop_clients() -> None:
     its clients for reuse. Without it each finished loop leaves its sockets to the garbage
     collector (``ResourceWarning: unclosed transport``).
     """
+    flush_caches()  # the run is over: its replies belong in the cache file now
     loop = asyncio.get_running_loop()
     with _endpoints_lock:
         endpoints = list(_endpoints.values())
@@ -388,8 +400,7 @@ class Judge:
             try:
                 client = self._endpoint.client(self.config)
                 # The SDK enforces the timeout too; this bound also covers a stalled body.
-                raw = await asyncio.wait_for(adapter.call(client, request),
-                                             timeout=request.timeout + 5.0)
+                raw = await _within(adapter.call(client, request), request.timeout + 5.0)
             except asyncio.CancelledError:
                 budget.settle(permit, Outcome("cancelled"))
                 raise
@@ -444,6 +455,17 @@ class Judge:
                 tokens=raw.input_tokens + raw.output_tokens or None,
                 headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
             return raw, attempt
+
+
+if sys.version_info >= (3, 11):
+    async def _within(call: Awaitable[T], seconds: float) -> T:
+        """``call``, or TimeoutError after ``seconds``. A deadline on the current task, where
+        ``wait_for`` wraps the call in a task of its own: one task fewer per judge request."""
+        async with asyncio.timeout(seconds):
+            return await call
+else:  # Python 3.10: no asyncio.timeout
+    async def _within(call: Awaitable[T], seconds: float) -> T:
+        return await asyncio.wait_for(call, timeout=seconds)
 
 
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:

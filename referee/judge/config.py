@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -290,8 +291,15 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     return _resolve_layers((_env_layer(), get_configured(), judge))
 
 
+@functools.lru_cache(maxsize=1)
+def _defaults() -> dict[str, Any]:
+    """Every field's default (a judge config is resolved for each evaluator call)."""
+    defaults = JudgeConfig()
+    return {name: getattr(defaults, name) for name in JudgeConfig.model_fields}
+
+
 def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
-    merged: dict[str, Any] = {name: getattr(JudgeConfig(), name) for name in JudgeConfig.model_fields}
+    merged: dict[str, Any] = dict(_defaults())
     for layer in layers:
         if layer is not None:
             _apply_layer(merged, layer)

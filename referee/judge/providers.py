@@ -6,6 +6,7 @@ stacked on retries multiply load exactly when a provider is already struggling.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import importlib.util
@@ -71,12 +72,6 @@ class ProviderAdapter(Protocol):
         """One attempt, no retries."""
 
 
-async def _parsed(raw: Any) -> Any:
-    """The typed reply of an SDK ``with_raw_response`` call (whose headers the caller keeps)."""
-    parsed = raw.parse()
-    return await parsed if inspect.isawaitable(parsed) else parsed
-
-
 # Sent to keyless OpenAI-compatible endpoints; not a secret.
 PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
@@ -120,18 +115,129 @@ def _aiohttp_http_client(sdk: Any, timeout: float, base_url: str | None = None) 
         return None
 
 
-@dataclass(frozen=True)
-class _DirectChat:
-    """Chat Completions sent straight through the SDK client's own HTTP client, with its URL
-    and headers: the SDK's request pipeline (options models, header merging, auth-retry
-    wrappers) costs more event-loop CPU per call than everything else referee does."""
+class _DirectHTTP:
+    """JSON requests sent straight through the aiohttp session under an SDK client's HTTP
+    client, with the SDK's URL, headers and auth, and its error classes.
 
-    http: Any
-    url: Any      # the SDK's URL type, parsed once
-    headers: Any  # the SDK's Headers type, normalised once
+    The SDK's request pipeline (options models, header merging, auth-retry wrappers) and the
+    HTTP client's request and response models cost more event-loop CPU per call than everything
+    else referee does; at judge concurrency that CPU, not the provider, bounds throughput. Only
+    set up where nothing is lost: the SDK's own aiohttp transport, with no proxy in between
+    (a proxied or otherwise different transport keeps the SDK's path).
+    """
+
+    def __init__(self, client: Any, transport: Any, headers: dict[str, str]) -> None:
+        import aiohttp
+        import yarl
+
+        self._aiohttp, self._yarl = aiohttp, yarl
+        self._client = client
+        self._transport = transport
+        self._base = str(client.base_url).rstrip("/") + "/"
+        self._urls: dict[str, Any] = {}
+        self.headers = headers
+
+    @classmethod
+    def for_client(cls, client: Any, http: Any) -> "_DirectHTTP | None":
+        auth = getattr(client, "auth_headers", None)
+        transport_for = getattr(http, "_transport_for_url", None)
+        if http is None or not isinstance(auth, dict) or transport_for is None:
+            return None
+        try:
+            transport = transport_for(client.base_url)
+        except Exception:  # an HTTP client unlike the one this was written against
+            return None
+        if (type(transport).__name__ != "AiohttpTransport" or not hasattr(transport, "get_client")
+                or getattr(transport, "proxy", None) is not None):
+            return None
+        # The SDK's platform headers (X-Stainless-*) are left out: each is parsed and normalised
+        # again on every request, and they describe the SDK's pipeline, which is not used.
+        headers = {k: v for k, v in {**client.default_headers, **auth}.items()
+                   if isinstance(v, str) and not k.lower().startswith("x-stainless")}
+        return cls(client, transport, headers)
+
+    def _session(self) -> Any:
+        # As the transport itself does: its session is opened on first use, on the running loop,
+        # and closed with the SDK client.
+        session = self._transport.client
+        if not isinstance(session, self._aiohttp.ClientSession):
+            session = self._transport.client = self._transport.get_client()
+        return session
+
+    def _url(self, path: str) -> Any:
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = self._yarl.URL(self._base + path.lstrip("/"))
+        return url
+
+    async def post(self, path: str, body: dict[str, Any], timeout: float
+                   ) -> tuple[Any, Mapping[str, str]]:
+        """The reply's JSON and headers; the SDK's status error for a non-2xx reply, its
+        connection or timeout error when the request never got one."""
+        url = self._url(path)
+        try:
+            async with self._session().post(url, data=json.dumps(body).encode(),
+                                            headers=self.headers,
+                                            timeout=_client_timeout(timeout)) as response:
+                content = await response.read()
+                status, headers = response.status, response.headers
+        except (self._aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise self._connection_error(url, exc) from exc
+        if not 200 <= status < 300:
+            http = _sdk_http(self._client)
+            reply = http.Response(status_code=status, headers=list(headers.items()),
+                                  content=content, request=http.Request("POST", str(url)))
+            raise self._client._make_status_error_from_response(reply)
+        try:
+            return json.loads(content), headers
+        except ValueError as exc:
+            raise MalformedReply(f"{path} reply is not JSON: {exc}") from None
+
+    def _connection_error(self, url: Any, exc: BaseException) -> Exception:
+        sdk = importlib.import_module(type(self._client).__module__.split(".")[0])
+        request = _sdk_http(self._client).Request("POST", str(url))
+        if isinstance(exc, asyncio.TimeoutError):
+            return sdk.APITimeoutError(request=request)
+        return sdk.APIConnectionError(request=request)
 
 
-_direct_chat: "weakref.WeakKeyDictionary[Any, _DirectChat]" = weakref.WeakKeyDictionary()
+def _sdk_http(client: Any) -> Any:
+    """The HTTP library an SDK client is built on (httpx2 in newer SDKs, httpx before): its
+    ``Response`` and ``Request`` types are the ones the SDK's errors and ``post()`` take."""
+    base = importlib.import_module(type(client).__module__.split(".")[0] + "._base_client")
+    return getattr(base, "httpx2", None) or getattr(base, "httpx")
+
+
+@functools.lru_cache(maxsize=64)
+def _client_timeout(seconds: float) -> Any:
+    import aiohttp
+
+    # The SDK's transport maps httpx's connect/read/pool timeouts onto these; none is a total.
+    return aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds, connect=seconds)
+
+
+_direct_http: "weakref.WeakKeyDictionary[Any, _DirectHTTP]" = weakref.WeakKeyDictionary()
+
+
+def _use_direct_http(client: Any, http: Any) -> None:
+    direct = _DirectHTTP.for_client(client, http)
+    if direct is not None:
+        _direct_http[client] = direct
+
+
+async def _post_json(client: Any, path: str, body: dict[str, Any], timeout: float
+                     ) -> tuple[Any, Mapping[str, str]]:
+    """POST ``body`` to the SDK client's ``path``: directly where set up (_DirectHTTP), else
+    through the SDK's own ``post()``, which keeps its client, auth, errors and timeouts."""
+    direct = _direct_http.get(client)
+    if direct is not None:
+        return await direct.post(path, body, timeout)
+    response = await client.post(path, body=body, cast_to=_sdk_http(client).Response,
+                                 options={"timeout": timeout})
+    try:
+        return response.json(), response.headers
+    except ValueError as exc:
+        raise MalformedReply(f"{path} reply is not JSON: {exc}") from None
 
 
 class OpenAIAdapter:
@@ -154,14 +260,7 @@ class OpenAIAdapter:
         extra = {"http_client": http} if http is not None else {}
         client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, max_retries=0,
                                     timeout=cfg.effective_timeout, **extra)
-        auth = client.auth_headers
-        if http is not None and isinstance(auth, dict):
-            # The SDK's platform headers (X-Stainless-*) are left out: each header is parsed
-            # and normalised again on every request.
-            headers = {k: v for k, v in {**client.default_headers, **auth}.items()
-                       if isinstance(v, str) and not k.lower().startswith("x-stainless")}
-            _direct_chat[client] = _DirectChat(http, client.base_url.join("chat/completions"),
-                                               type(http.headers)(headers))
+        _use_direct_http(client, http)
         return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
@@ -188,22 +287,7 @@ class OpenAIAdapter:
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
         # CPU, not the provider, bounds throughput. The reply is read as the JSON it is.
-        direct = _direct_chat.get(client)
-        if direct is not None:
-            response = await direct.http.post(direct.url, content=json.dumps(body).encode(),
-                                              headers=direct.headers, timeout=request.timeout)
-            if not 200 <= response.status_code < 300:
-                raise client._make_status_error_from_response(response)
-        else:
-            import httpx
-
-            # post() keeps the SDK's client, auth, errors and timeouts.
-            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response,
-                                         options={"timeout": request.timeout})
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise MalformedReply(f"Chat Completions reply is not JSON: {exc}") from None
+        data, headers = await _post_json(client, "/chat/completions", body, request.timeout)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list):
             raise MalformedReply("Chat Completions reply has no choices")
@@ -219,42 +303,45 @@ class OpenAIAdapter:
                         output_tokens=_int(usage.get("completion_tokens", 0)),
                         model=data.get("model") or request.model, cached_input_tokens=cached,
                         truncated=truncated, content_error=content_error,
-                        headers=response.headers)
+                        headers=headers)
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
-        params: dict[str, Any] = {"model": request.model, "input": request.prompt,
-                                  "max_output_tokens": request.max_tokens,
-                                  "timeout": request.timeout}
+        body: dict[str, Any] = {"model": request.model, "input": request.prompt,
+                                "max_output_tokens": request.max_tokens}
         if request.cache_key:
-            params["prompt_cache_key"] = request.cache_key
+            body["prompt_cache_key"] = request.cache_key
         if not _OPENAI_REASONING.match(request.model):
-            params["temperature"] = request.temperature
+            body["temperature"] = request.temperature
         system = _openai_json_system(request)
         if system:
-            params["instructions"] = system
+            body["instructions"] = system
         if request.json_mode:
-            params["text"] = {"format": {"type": "json_object"}}
-        raw = await client.responses.with_raw_response.create(**params)
-        response = await _parsed(raw)
-        output = getattr(response, "output", None)
+            body["text"] = {"format": {"type": "json_object"}}
+        data, headers = await _post_json(client, "/responses", body, request.timeout)
+        output = data.get("output") if isinstance(data, dict) else None
         if not isinstance(output, list):
             raise MalformedReply("Responses API reply has no output list")
         parts: list[str] = []
         for item in output:
-            if getattr(item, "type", None) != "message":
+            if not isinstance(item, dict) or item.get("type") != "message":
                 continue  # reasoning items carry no answer text
-            for block in getattr(item, "content", None) or []:
-                if getattr(block, "type", None) == "output_text":
-                    parts.append(getattr(block, "text", "") or "")
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "input_tokens_details", None)
-        incomplete = getattr(getattr(response, "incomplete_details", None), "reason", None)
-        return RawReply(text="".join(parts), input_tokens=_int(getattr(usage, "input_tokens", 0)),
-                        output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model,
-                        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+            for block in item.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "output_text":
+                    parts.append(block.get("text") or "")
+        usage = _dict(data.get("usage"))
+        incomplete = _dict(data.get("incomplete_details")).get("reason")
+        return RawReply(text="".join(parts), input_tokens=_int(usage.get("input_tokens")),
+                        output_tokens=_int(usage.get("output_tokens")),
+                        model=data.get("model") or request.model,
+                        cached_input_tokens=_int(
+                            _dict(usage.get("input_tokens_details")).get("cached_tokens")),
                         truncated=incomplete == "max_output_tokens",
-                        headers=raw.headers)
+                        headers=headers)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A JSON object of a reply, or an empty one where the reply has none (null, missing)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
@@ -312,8 +399,10 @@ class AnthropicAdapter:
 
         http = _aiohttp_http_client(anthropic, cfg.effective_timeout, base_url)
         extra = {"http_client": http} if http is not None else {}
-        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None, max_retries=0,
-                                        timeout=cfg.effective_timeout, **extra)
+        client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None,
+                                          max_retries=0, timeout=cfg.effective_timeout, **extra)
+        _use_direct_http(client, http)
+        return client
 
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
@@ -330,34 +419,32 @@ class AnthropicAdapter:
         if request.cache_breakpoint and prefix:
             content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
                        {"type": "text", "text": prompt[len(prefix):]}]
-        params: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": request.model, "max_tokens": request.max_tokens,
             "messages": [{"role": "user", "content": content}],
-            "timeout": request.timeout,
         }
         if _accepts_temperature(client):
-            params["temperature"] = request.temperature
+            body["temperature"] = request.temperature
         if system:
-            params["system"] = system
-        raw = await client.messages.with_raw_response.create(**params)
-        response = await _parsed(raw)
-        content = getattr(response, "content", None)
-        if not isinstance(content, list):
+            body["system"] = system
+        data, headers = await _post_json(client, "/v1/messages", body, request.timeout)
+        blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
             raise MalformedReply("Messages reply has no content list")
         # Thinking blocks are the model's scratchpad, not its answer.
-        text = "".join(getattr(block, "text", "") or "" for block in content
-                       if getattr(block, "type", None) == "text")
-        usage = getattr(response, "usage", None)
+        text = "".join(block.get("text") or "" for block in blocks
+                       if isinstance(block, dict) and block.get("type") == "text")
+        usage = _dict(data.get("usage"))
         # Anthropic's input_tokens leaves out what was read from or written to the cache.
-        read = _int(getattr(usage, "cache_read_input_tokens", 0))
-        written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+        read = _int(usage.get("cache_read_input_tokens"))
+        written = _int(usage.get("cache_creation_input_tokens"))
         return RawReply(text=text,
-                        input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + written,
-                        output_tokens=_int(getattr(usage, "output_tokens", 0)),
-                        model=getattr(response, "model", None) or request.model,
+                        input_tokens=_int(usage.get("input_tokens")) + read + written,
+                        output_tokens=_int(usage.get("output_tokens")),
+                        model=data.get("model") or request.model,
                         cached_input_tokens=read, cache_write_tokens=written,
-                        truncated=getattr(response, "stop_reason", None) == "max_tokens",
-                        headers=raw.headers)
+                        truncated=data.get("stop_reason") == "max_tokens",
+                        headers=headers)
 
 
 def _use_vertex() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from enum import Enum
@@ -98,6 +99,22 @@ def parse_verdict(text: str | None) -> Verdict:
 
     Everything else (hedges, both words, no word at all, "Yesterday ...") is UNKNOWN.
     """
+    if text is not None and len(text) <= _REMEMBERED_REPLY_CHARS:
+        return _parse_short(text)
+    return _parse(text)
+
+
+# Judges mostly answer in a few words, the same few words thousands of times a run, and each
+# reply is read twice (is it a verdict? which?): short replies are parsed once.
+_REMEMBERED_REPLY_CHARS = 200
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_short(text: str) -> Verdict:
+    return _parse(text)
+
+
+def _parse(text: str | None) -> Verdict:
     if not text or not text.strip():
         return Verdict.UNKNOWN
     stripped = text.strip()
