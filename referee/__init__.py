@@ -132,6 +132,18 @@ _EXPORTS: dict[str, str] = {
     "EvalStatus": "referee.report.model",
     "EVALUATION_STATUSES": "referee.report.model",
     "ERROR_STATUSES": "referee.report.model",
+    # multivon-eval's base class, retry policy, agent step and release gate
+    "AgentStep": "referee.execution",
+    "Evaluator": "referee.evaluators",
+    "compare_reports": "referee.report",
+    "AcceptancePolicy": "referee.run.acceptance",
+    "AcceptanceResult": "referee.run.acceptance",
+    "CheckRequirement": "referee.run.acceptance",
+    "SliceRequirement": "referee.run.acceptance",
+    "JudgeRetry": "referee.run.retry",
+    "should_retry": "referee.run.retry",
+    "sleep_for_attempt": "referee.run.retry",
+    "async_sleep_for_attempt": "referee.run.retry",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -136,3 +136,17 @@ def _names_of(model: type[StrictModel]) -> _Names:
             accepted=accepted, accepted_set=frozenset(accepted),
             fields=frozenset(fields) | {n for n in accepted if n not in model._input_aliases})
     return names
+
+
+def with_positions(owner: str, names: tuple[str, ...], positional: tuple[Any, ...],
+                   fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` plus ``positional`` under ``names``, for peers whose models are dataclasses
+    (multivon's ``EvalCase("question", "answer")``)."""
+    if len(positional) > len(names):
+        raise TypeError(f"{owner} takes at most {len(names)} positional arguments "
+                        f"({', '.join(names)}); pass the rest by name")
+    for key, value in zip(names, positional):
+        if key in fields:
+            raise TypeError(f"{owner} got {key!r} twice")
+        fields[key] = value
+    return fields

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from referee import _adk
-from referee._strict import StrictModel, move_alias
+from referee._strict import StrictModel, move_alias, with_positions
 
 # Long enough to tell cases apart in a report line, short enough to keep the line on one row.
 DISPLAY_NAME_CHARS = 60
@@ -210,6 +210,9 @@ _CASE_KEYWORD_ALIASES = {"user_query": "input", "expected_response": "expected_o
 # hash, so a case keeps the eval_id earlier versions gave it (resume relies on it).
 _LATER_CASE_FIELDS = {"description": "", "session_input": None}
 _LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
+# multivon: EvalCase(input, expected_output, context) by position; provenance kept in metadata.
+_MULTIVON_POSITIONAL = ("input", "expected_output", "context")
+_MULTIVON_METADATA_FIELDS = ("source_id", "revision")
 
 
 class EvalCase(StrictModel):
@@ -225,7 +228,8 @@ class EvalCase(StrictModel):
     Google ADK's case fields (see :mod:`referee.evalset`).
     """
 
-    _input_aliases = frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES) | _adk.CASE_KEYS
+    _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
+                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS))
 
     input: str | None = None
     expected_output: str | None = None
@@ -238,9 +242,18 @@ class EvalCase(StrictModel):
     description: str = ""
     session_input: SessionInput | None = None
 
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's EvalCase is a dataclass: EvalCase("question", "answer", context).
+        super().__init__(**with_positions("EvalCase", _MULTIVON_POSITIONAL, positional, fields))
+
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
+        # multivon's provenance fields have no referee field; they are kept in metadata.
+        kept = {key: data.pop(key) for key in _MULTIVON_METADATA_FIELDS if key in data}
+        kept = {key: value for key, value in kept.items() if value is not None}
+        if kept:
+            data["metadata"] = {**(data.get("metadata") or {}), **kept}
         names = data.get("expected_tool_calls")
         if isinstance(names, list):  # multivon lists the expected tools by name
             data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
@@ -380,6 +393,18 @@ class EvalCase(StrictModel):
     @property
     def context_text(self) -> str:
         return "\n\n".join(self.context_chunks)
+
+    # multivon's reads of the same case.
+    @property
+    def case_id(self) -> str:
+        return self.eval_id
+
+    @property
+    def source_id(self) -> str | None:
+        return self.metadata.get("source_id")
+
+    def context_str(self) -> str:
+        return self.context_text
 
     @property
     def display_name(self) -> str:

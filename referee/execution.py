@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
-from referee._strict import StrictModel
+from referee._strict import StrictModel, with_positions
 from referee.case import ToolCall
 from referee.usage import TokenUsage
 
@@ -46,6 +46,22 @@ class TrajectoryStep(StrictModel):
                    metadata=metadata)
 
 
+class AgentStep(StrictModel):
+    """One step of an agent's run as multivon-eval records it: a thought, the tools it called,
+    and what it said. An ExecutionResult given an ``agent_trace`` of steps takes its tool calls
+    (every step's, in order) and its response (the last step's output) from them, unless given
+    too, and keeps the steps (``ExecutionResult.agent_trace``)."""
+
+    thought: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    output: str = ""
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's AgentStep is a dataclass: AgentStep("thought", [ToolCall(...)], "output").
+        super().__init__(**with_positions("AgentStep", ("thought", "tool_calls", "output"),
+                                          positional, fields))
+
+
 class TurnResult(StrictModel):
     """One turn of a multi-turn run."""
 
@@ -71,11 +87,23 @@ class NodeDetail(StrictModel):
 _KEPT_IN_METADATA = ("messages", "trajectory", "node_responses")
 
 
+def _from_agent_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, Any]:
+    steps = [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
+             for step in agent_trace]
+    if "tool_calls" not in data:
+        data["tool_calls"] = [call for step in steps for call in step.tool_calls]
+    if not data.get("actual_response"):
+        data["actual_response"] = next((s.output for s in reversed(steps) if s.output), "")
+    stored = [step.model_dump(mode="json") for step in steps]
+    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
+    return data
+
+
 class ExecutionResult(StrictModel):
     """What the model or agent did. 10xgraph's ``duration_seconds`` is read as ``latency_s``;
     its ``messages``, ``trajectory`` and ``node_responses`` are kept in ``metadata``."""
 
-    _input_aliases = frozenset(_KEPT_IN_METADATA)
+    _input_aliases = frozenset(_KEPT_IN_METADATA) | {"agent_trace"}
 
     actual_response: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -97,6 +125,9 @@ class ExecutionResult(StrictModel):
                                   for s in steps if s.step_type == StepType.TOOL]
         if steps and "node_visits" not in data:
             data["node_visits"] = [s.name for s in steps if s.step_type == StepType.NODE]
+        agent_trace = data.pop("agent_trace", None)
+        if agent_trace:
+            data = _from_agent_trace(data, agent_trace)
         kept = {key: data.pop(key) for key in _KEPT_IN_METADATA if key in data}
         if kept:
             data["metadata"] = {**(data.get("metadata") or {}), **kept}
@@ -105,6 +136,11 @@ class ExecutionResult(StrictModel):
     @property
     def duration_seconds(self) -> float:
         return self.latency_s or 0.0
+
+    @property
+    def agent_trace(self) -> list[AgentStep]:
+        """multivon's agent steps this result was built from (empty when none were given)."""
+        return [AgentStep.model_validate(step) for step in self.metadata.get("agent_trace") or []]
 
     def get_tool_names(self) -> list[str]:
         return [call.name for call in self.tool_calls]

@@ -172,7 +172,7 @@ def test_criterion_over_300_characters_is_a_clear_error():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"criterion": "  "}, "criterion must be a non-empty string"),
-    ({"criterion": "ok", "questions": []}, "questions must be a non-empty list"),
+    ({"criterion": "ok", "questions": []}, "questions list must not be empty"),
     ({"criterion": "ok", "questions": ["fine", " "]}, "entry 1"),
     ({"criterion": "ok", "num_questions": "3"}, "num_questions must be an integer"),
 ])

@@ -52,6 +52,14 @@ class BaseCriterion(ABC):
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         """Score one case."""
 
+    async def aevaluate(self, case: EvalCase, output: str, *,
+                        latency_ms: float | None = None) -> CriterionResult:
+        """multivon's spelling of one scoring: ``output`` (the model's text) for ``case``.
+        The same as ``await evaluate(ExecutionResult(actual_response=output), case)``."""
+        latency_s = latency_ms / 1000.0 if latency_ms is not None else None
+        return await self.evaluate(ExecutionResult(actual_response=output, latency_s=latency_s),
+                                   case)
+
     def validate_config(self) -> list[str]:
         errors: list[str] = []
         if not 0.0 <= self.config.threshold <= 1.0:

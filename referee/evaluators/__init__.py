@@ -11,6 +11,7 @@ from referee.evaluators.calibration import threshold_table
 from referee.evaluators.check import CheckEvaluator
 from referee.evaluators.custom_rubric import CustomRubric
 from referee.evaluators.deterministic import *  # noqa: F401,F403 - re-exported below
+from referee.evaluators.evaluator import Evaluator
 from referee.evaluators.geval import GEval
 from referee.evaluators.grounding import Faithfulness, Hallucination, Summarization
 from referee.evaluators.qag import JudgeEvaluator, QAGEvaluator, Question
@@ -28,6 +29,7 @@ __all__ = [
     "ContextPrecision",
     "ContextRecall",
     "CustomRubric",
+    "Evaluator",
     "Faithfulness",
     "GEval",
     "Hallucination",

@@ -111,8 +111,11 @@ class CheckEvaluator(QAGEvaluator):
         if isinstance(questions, str) or not isinstance(questions, (list, tuple)):
             raise ValueError(f"CheckEvaluator: questions must be a list of strings, "
                              f"got {questions!r}")
+        if not questions:
+            raise ValueError("CheckEvaluator: questions list must not be empty; give at least "
+                             "one question, or leave questions unset to generate them")
         bad = [i for i, q in enumerate(questions) if not isinstance(q, str) or not q.strip()]
-        if bad or not questions:
+        if bad:
             raise ValueError(
                 "CheckEvaluator: questions must be a non-empty list of non-empty strings"
                 + (f"; entry {bad[0]} is {questions[bad[0]]!r}" if bad else ""))

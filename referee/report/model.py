@@ -18,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
+from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
+from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
@@ -115,6 +117,11 @@ class CaseResult(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
     converted: list[Conversion] = Field(default_factory=list)
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
+        super().__init__(**with_positions("CaseResult", _MULTIVON_CASE_RESULT_POSITIONAL,
+                                          positional, fields))
 
     @model_validator(mode="after")
     def _label_namesakes(self) -> "CaseResult":
@@ -238,6 +245,48 @@ class CaseResult(BaseModel):
     def get_criterion_result(self, name: str) -> CriterionResult | None:
         return next((r for r in self.criterion_results if r.criterion == name), None)
 
+    # multivon's CaseResult reads: one error text per kind (also on a case that ended FAILED,
+    # whose errors are still counted per criterion), and the JudgeRetry history.
+    def _error_of(self, status: CaseStatus, kind: str) -> str | None:
+        if self.status == status:
+            return self.error or status.peer_value
+        texts = [f"{r.criterion}: {r.explanation or 'error'}" for r in self.criterion_results
+                 if r.error_kind == kind]
+        return "; ".join(texts) or None
+
+    @property
+    def model_error(self) -> str | None:
+        if self.status in (CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT):
+            return self.error or self.status.peer_value
+        return None
+
+    @property
+    def judge_error(self) -> str | None:
+        return self._error_of(CaseStatus.JUDGE_ERROR, "judge")
+
+    @property
+    def evaluator_error(self) -> str | None:
+        return self._error_of(CaseStatus.EVALUATOR_ERROR, "evaluator")
+
+    @property
+    def retry_errors(self) -> list[str]:
+        """The error of each attempt that a ``JudgeRetry`` policy ran again, oldest first."""
+        return list(self.metadata.get("retry_errors") or [])
+
+    @property
+    def retry_attempts(self) -> int:
+        return len(self.retry_errors)
+
+    @property
+    def score(self) -> float:
+        """multivon: the mean score of the case's scored results (0.0 when none scored)."""
+        scores = [r.score for r in self.criterion_results if r.is_scored]
+        return sum(scores) / len(scores) if scores else 0.0
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.case.tags) if self.case is not None else []
+
 
 # 10xgraph's EvalCaseResult fields: those that describe the run, and those kept in metadata.
 _PEER_EXECUTION_FIELDS = {"actual_response": "actual_response", "actual_tool_calls": "tool_calls",
@@ -246,6 +295,7 @@ _PEER_CASE_RESULT_EXTRAS = ("actual_trajectory", "messages", "node_responses", "
                             "agent_token_usage", "node_details")
 EvalCaseResult = CaseResult
 # multivon's CaseResult fields; its status follows from the error fields and the results.
+_MULTIVON_CASE_RESULT_POSITIONAL = ("case_input", "actual_output", "results", "latency_ms")
 _MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "results", "model_error",
                                           "judge_error", "evaluator_error", "latency_ms"})
 
@@ -254,7 +304,7 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     """multivon's ``CaseResult(case_input=, actual_output=, results=, model_error=, ...)`` as a
     CaseResult. The status follows referee's precedence (a model error, then a failed result,
     then a judge error, then an evaluator error), not multivon's, where a judge error hides a
-    failure; ``skipped=True`` with nothing else is SKIPPED."""
+    failure; ``skipped=True``, or no scored result, is SKIPPED."""
     data = dict(data)
     results = [r if isinstance(r, CriterionResult) else CriterionResult.model_validate(r)
                for r in data.pop("results", None) or []]
@@ -272,6 +322,8 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
         status = CaseStatus.JUDGE_ERROR
     elif errors["evaluator_error"]:
         status = CaseStatus.EVALUATOR_ERROR
+    elif not any(r.is_scored for r in results):
+        status = CaseStatus.SKIPPED  # nothing was measured, as the engine decides it
     else:
         status = CaseStatus.PASSED
     case_input = data.pop("case_input", None)
@@ -514,7 +566,7 @@ class RunTally:
         return tally
 
 
-class EvalReport(BaseModel):
+class EvalReport(MultivonReportMethods, BaseModel):
     run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     name: str = ""
     eval_set_id: str = ""
@@ -525,6 +577,11 @@ class EvalReport(BaseModel):
     judge: dict[str, Any] = Field(default_factory=dict)  # judge config, secrets removed
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
+        super().__init__(**with_positions("EvalReport", ("suite_name", "case_results", "model_id"),
+                                          positional, fields))
 
     @model_validator(mode="before")
     @classmethod

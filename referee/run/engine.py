@@ -28,6 +28,7 @@ from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.result import CriterionResult
 from referee.run.progress import ProgressReporter, SilentProgress
+from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.usage import TokenUsage
 
 DEFAULT_CONCURRENCY = 8
@@ -315,7 +316,7 @@ class Engine:
 
     def __init__(self, criteria: Sequence[Any], *, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float | None = None, progress: ProgressReporter | None = None,
-                 store: RunStore | None = None) -> None:
+                 store: RunStore | None = None, case_retry: JudgeRetry | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
@@ -327,6 +328,7 @@ class Engine:
         self.timeout = timeout
         self.progress = progress or SilentProgress()
         self.store = store
+        self.case_retry = case_retry
         self._prepare_failures: dict[int, BaseException] = {}
         self._prepared = False
 
@@ -422,8 +424,30 @@ class Engine:
                        output: ExecutionResult | None = None) -> CaseResult:
         """One case, whatever happens: its status says what went wrong.
 
-        With ``output`` (a stored run being re-scored) the model is not called.
+        With ``output`` (a stored run being re-scored) the model is not called. Under a
+        ``case_retry`` policy a case that ends in one of its statuses runs again, end to end;
+        the errors that prompted each retry are kept in ``metadata["retry_errors"]``.
         """
+        started = time.perf_counter()
+        policy = self.case_retry
+        retry_errors: list[str] = []
+        while True:
+            result = await self._attempt_case(case, execute, caller, index=index, key=key,
+                                              output=output)
+            attempt = len(retry_errors) + 1
+            if policy is None or attempt >= policy.max_attempts \
+                    or not should_retry(result.status, policy):
+                break
+            retry_errors.append(result.error or result.status.peer_value)
+            await async_sleep_for_attempt(policy, attempt + 1)
+        if retry_errors:
+            result.metadata = {**result.metadata, "retry_errors": retry_errors}
+        result.duration_seconds = time.perf_counter() - started
+        return result
+
+    async def _attempt_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
+                            index: int, key: str | None,
+                            output: ExecutionResult | None) -> CaseResult:
         started = time.perf_counter()
         partial: dict[str, Any] = {}
         key = key or case.eval_id

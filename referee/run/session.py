@@ -63,6 +63,8 @@ class RunOptions:
     metadata: dict[str, Any] = field(default_factory=dict)
     # Where the cases execute: None/"local" (this process), "ray", or an executor object.
     backend: Any = None
+    # multivon's JudgeRetry: run a case again when it ends in a transient status.
+    judge_retry: Any = None
 
 
 NO_PROVIDER = "no provider available"
@@ -259,7 +261,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     # Built before the run directory is touched: a bad setting (REFEREE_CACHE, concurrency)
     # must neither leave a half-made run behind nor unfinish a stored one.
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
-                    progress=make_progress(options.verbose, name))
+                    progress=make_progress(options.verbose, name), case_retry=options.judge_retry)
     executor = resolve_backend(options.backend)
     if options.resume is not None:
         # Checked before reopen(), which drops a finished run's report.json: a refused

@@ -13,6 +13,7 @@ from referee.report.model import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
 from referee.run.model_factory import with_model_factory
+from referee.run.retry import JudgeRetry
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
@@ -23,6 +24,12 @@ def _as_case(value: Any, where: str) -> EvalCase:
     if isinstance(value, dict):
         return EvalCase.model_validate(value)
     raise InputError(f"got {type(value).__name__}", field=where, expected="an EvalCase")
+
+
+def _check_judge_retry(policy: Any) -> JudgeRetry | None:
+    if policy is not None and not isinstance(policy, JudgeRetry):
+        raise TypeError(f"judge_retry must be a JudgeRetry, got {type(policy).__name__}")
+    return policy
 
 
 def _check_evaluator(evaluator: Any) -> Any:
@@ -115,7 +122,8 @@ class EvalSuite:
             resume: str | Path | None = None, retry_errors: bool = False,
             rescore: bool = False, formats: Sequence[str] = (),
             metadata: dict[str, Any] | None = None, backend: Any = None,
-            model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
+            model_factory: str | Callable[[], Any] | None = None,
+            judge_retry: JudgeRetry | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -132,12 +140,14 @@ class EvalSuite:
         ``backend="ray"`` (or a ``referee.scale.RayBackend``) runs the cases on a Ray cluster;
         ``model_factory`` (``'module:function'`` or a picklable function returning the model)
         builds a model that cannot be pickled on each worker instead of passing ``model_fn``.
+        ``judge_retry=JudgeRetry(...)`` runs a case that ended in a judge error again, end to end.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
-            metadata=metadata, backend=backend, model_factory=model_factory))
+            metadata=metadata, backend=backend, model_factory=model_factory,
+            judge_retry=judge_retry))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -147,7 +157,8 @@ class EvalSuite:
                         retry_errors: bool = False, rescore: bool = False,
                         formats: Sequence[str] = (),
                         metadata: dict[str, Any] | None = None, backend: Any = None,
-                        model_factory: str | Callable[[], Any] | None = None) -> EvalReport:
+                        model_factory: str | Callable[[], Any] | None = None,
+                        judge_retry: JudgeRetry | None = None) -> EvalReport:
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
@@ -157,7 +168,7 @@ class EvalSuite:
             return await caller.call(model_fn, case.input or "")
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, rescore, formats, metadata)
+                                retry_errors, rescore, formats, metadata, judge_retry)
         options.backend = backend
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
@@ -182,7 +193,8 @@ class EvalSuite:
                                  resume: str | Path | None = None,
                                  retry_errors: bool = False, rescore: bool = False,
                                  formats: Sequence[str] = (),
-                                 metadata: dict[str, Any] | None = None) -> EvalReport:
+                                 metadata: dict[str, Any] | None = None,
+                                 judge_retry: JudgeRetry | None = None) -> EvalReport:
         validate_gates(fail_threshold, max_error_rate)
         cases: list[EvalCase] = []
         outputs: list[ExecutionResult] = []
@@ -203,7 +215,7 @@ class EvalSuite:
             return by_case[id(case)]
 
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, rescore, formats, metadata)
+                                retry_errors, rescore, formats, metadata, judge_retry)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
         apply_gates(report, fail_threshold, max_error_rate)
@@ -213,13 +225,15 @@ class EvalSuite:
     def _options(verbose: bool, workers: int | None, concurrency: int | None,
                  timeout: float | None, save: bool, runs_dir: str | Path | None,
                  resume: str | Path | None, retry_errors: bool, rescore: bool,
-                 formats: Sequence[str], metadata: dict[str, Any] | None) -> RunOptions:
+                 formats: Sequence[str], metadata: dict[str, Any] | None,
+                 judge_retry: JudgeRetry | None = None) -> RunOptions:
         if workers is not None and concurrency is not None and workers != concurrency:
             raise ValueError("pass either workers= or concurrency=, not both")
         return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
                           timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
                           resume=resume, retry_errors=retry_errors, rescore=rescore,
-                          formats=tuple(formats), metadata=dict(metadata or {}))
+                          formats=tuple(formats), metadata=dict(metadata or {}),
+                          judge_retry=_check_judge_retry(judge_retry))
 
     def __repr__(self) -> str:
         return (f"EvalSuite(name={self.name!r}, cases={len(self.cases)}, "

@@ -45,6 +45,7 @@ class ShardSpec:
     concurrency: int
     timeout: float | None
     judge_budget: ClusterBudgetOptions | None = None
+    case_retry: Any = None
 
 
 @dataclass
@@ -63,7 +64,8 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
     from referee.run.sync import run_sync
 
     use_cluster_budgets(spec.judge_budget)
-    engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout)
+    engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
+                    case_retry=spec.case_retry)
     # prepare() ran once, on the driver; its failures travel with the criteria.
     engine._prepared = True
     engine._prepare_failures = dict(spec.prepare_failures)
@@ -180,7 +182,8 @@ class RayBackend:
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
-                                     timeout=engine.timeout, judge_budget=self.judge_budget))
+                                     timeout=engine.timeout, judge_budget=self.judge_budget,
+                                     case_retry=engine.case_retry))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)
