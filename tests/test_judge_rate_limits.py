@@ -8,6 +8,7 @@ longer, never shorter), or through counts the server keeps.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -319,3 +320,42 @@ async def test_try_lease_grants_only_a_permit_that_may_start_now() -> None:
     assert told is not None
     paused.settle(told, Outcome("rate_limited", retry_after=30.0))
     assert paused.try_lease(10) is None and paused.active == 0  # nothing starts in a pause
+
+
+async def test_a_slot_freed_on_the_waiters_own_loop_needs_no_cross_thread_wake_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grant to a waiter on the releasing loop is handed over directly: no self-pipe write
+    (``call_soon_threadsafe``) per judge request."""
+    budget = EndpointLimiter(BudgetSettings(max_concurrency=1, pinned=True))
+    first = await budget.lease(10)
+    waiter = asyncio.ensure_future(budget.lease(10))
+    await asyncio.sleep(0)
+    assert not waiter.done()  # queued behind the only slot
+    cross_thread: list[object] = []
+    monkeypatch.setattr(asyncio.get_running_loop(), "call_soon_threadsafe",
+                        lambda *args, **kwargs: cross_thread.append(args))
+    budget.settle(first, Outcome("ok", latency_s=0.05))
+    second = await asyncio.wait_for(waiter, 5.0)
+    assert cross_thread == []
+    budget.settle(second, Outcome("ok", latency_s=0.05))
+
+
+def test_a_slot_freed_from_another_thread_still_wakes_the_waiter() -> None:
+    slots = limiter_module._Slots(1)
+    holder = threading.Thread(target=lambda: asyncio.run(slots.acquire()))
+    holder.start()
+    holder.join()  # the slot is held, taken on a loop that has closed since
+
+    async def wait_for_the_slot() -> bool:
+        queued = asyncio.ensure_future(slots.acquire())
+        await asyncio.sleep(0)
+        assert not queued.done()
+        releaser = threading.Thread(target=slots.release)  # no event loop in that thread
+        releaser.start()
+        try:
+            return await asyncio.wait_for(queued, 5.0)
+        finally:
+            releaser.join()
+
+    assert asyncio.run(wait_for_the_slot()) is True  # it had to queue
+    assert slots.active == 1

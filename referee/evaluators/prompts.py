@@ -10,6 +10,7 @@ so that a provider's prompt cache can serve the prefix to a case's other request
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -24,9 +25,17 @@ class DataBlock:
     content: str
 
     def render(self) -> str:
-        tag = hashlib.sha256(self.content.encode("utf-8")).hexdigest()[:12]
-        label = self.label.upper()
-        return f"<<<BEGIN {label} {tag}>>>\n{self.content}\n<<<END {label} {tag}>>>"
+        return _fenced(self.label, self.content)
+
+
+# A case's blocks are rendered for each of its questions (a dozen or more per case), and the
+# tag is a SHA-256 of a context that may be thousands of characters: render each one once
+# while its case is in flight (a few blocks per case, 8 cases at once by default).
+@functools.lru_cache(maxsize=64)  # the blocks of the cases in flight
+def _fenced(label: str, content: str) -> str:
+    tag = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
+    label = label.upper()
+    return f"<<<BEGIN {label} {tag}>>>\n{content}\n<<<END {label} {tag}>>>"
 
 
 def render_blocks(blocks: Sequence[DataBlock]) -> str:

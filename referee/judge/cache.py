@@ -56,10 +56,14 @@ def cache_enabled_by_env() -> bool | None:
                      "(expected 0/1, true/false, on/off)")
 
 
+# Built once: json.dumps with options builds an encoder per call, once per judge request here.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                default=str)
+
+
 def cache_key(**request: Any) -> str:
     """A stable hash of the request; credentials are never part of it."""
-    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    blob = _KEY_ENCODER.encode(request)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

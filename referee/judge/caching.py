@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import math
 import re
@@ -60,6 +61,7 @@ _GEMINI_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
 _GEMINI_MINIMUMS = ((3.0, 4096), (2.5, 2048))
 
 
+@functools.lru_cache(maxsize=256)  # asked once per judge request, of a handful of models
 def caching_rules(provider: str, model: str) -> CachingRules | None:
     """The prompt-caching rules of ``provider`` for ``model``; None when it does not cache."""
     name = model.strip().lower().rsplit("/", 1)[-1]

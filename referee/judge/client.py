@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
-from referee.judge.cache import cache_enabled_by_env, cache_key, flush_caches, get_cache
+from referee.judge.cache import (
+    JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache)
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig
 from referee.judge.limiter import (
@@ -255,6 +256,9 @@ class Judge:
         self.config = config
         self._setup_error: ProviderSetupError | None = None
         self._endpoint: _Endpoint | None = None
+        # The reply cache, found on this judge's first call: each lookup reads the
+        # environment and the working directory, per request the dearest part of a cache hit.
+        self._reply_cache: JudgeCache | None | bool = False
         try:
             self._endpoint = _endpoint_for(config)
         except ProviderSetupError as exc:
@@ -331,8 +335,11 @@ class Judge:
             timeout=cfg.effective_timeout, api_style=cfg.api_style,
             prompt_prefix=prompt_prefix, cache_breakpoint=cacheable,
             cache_key=cache_group if cacheable else None)
-        cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
+        cache = self._reply_cache
+        if cache is False:
+            cache = self._reply_cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
         key = ""
+        flights: dict[str, asyncio.Future[str]] = {}
         if cache is not None:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
@@ -341,10 +348,11 @@ class Judge:
             hit = cache.get(key)
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
-            shared = await _join_flight(key)
+            flights = _loop_flights()
+            shared = await _join_flight(flights, key)
             if shared is not None:
                 return self._cached_reply(shared)
-        flight = _start_flight(key) if cache is not None else None
+        flight = _start_flight(flights, key) if cache is not None else None
         started = time.monotonic()
         try:
             turn = (warm_up(cfg.provider, cfg.model, self._endpoint.base_url, system or "",
@@ -353,7 +361,7 @@ class Judge:
                 raw, attempts = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
-                _end_flight(key, flight, None)  # those waiting make their own attempt
+                _end_flight(flights, key, flight, None)  # those waiting make their own attempt
             raise
         latency = time.monotonic() - started
         reply = JudgeReply(text=raw.text, usage=usage_for(
@@ -370,7 +378,7 @@ class Judge:
                       input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
         if flight is not None:
             # Those waiting on a reply that yielded nothing make their own attempt.
-            _end_flight(key, flight, raw.text if usable else None)
+            _end_flight(flights, key, flight, raw.text if usable else None)
         if raw.content_error is not None:
             raise reply.unreadable(raw.content_error)
         return reply
@@ -387,7 +395,7 @@ class Judge:
         assert self._endpoint is not None
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
-        policy = self._policy()
+        policy: _retry.RetryPolicy | None = None  # built on the first failure
         tokens = estimate_tokens(request)
         rate_limit_budget = self.config.effective_rate_limit_wait_s
         rate_limit_waited = 0.0
@@ -436,6 +444,8 @@ class Judge:
                                 self.model, info.summary, wait)
                     continue
                 failures += 1
+                if policy is None:
+                    policy = self._policy()
                 if outage_deadline is None:
                     outage_deadline = now + policy.max_total_s
                 delay = policy.delay(failures - 1, info.retry_after)
@@ -486,9 +496,9 @@ def _loop_flights() -> dict[str, asyncio.Future[str]]:
     return flights
 
 
-async def _join_flight(key: str) -> str | None:
+async def _join_flight(flights: dict[str, asyncio.Future[str]], key: str) -> str | None:
     """The reply of an identical request already in flight, or None (none, or it failed)."""
-    flight = _loop_flights().get(key)
+    flight = flights.get(key)
     if flight is None:
         return None
     try:
@@ -500,14 +510,14 @@ async def _join_flight(key: str) -> str | None:
         raise
 
 
-def _start_flight(key: str) -> asyncio.Future[str]:
+def _start_flight(flights: dict[str, asyncio.Future[str]], key: str) -> asyncio.Future[str]:
     flight: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    _loop_flights()[key] = flight
+    flights[key] = flight
     return flight
 
 
-def _end_flight(key: str, flight: asyncio.Future[str], text: str | None) -> None:
-    flights = _loop_flights()
+def _end_flight(flights: dict[str, asyncio.Future[str]], key: str, flight: asyncio.Future[str],
+                text: str | None) -> None:
     if flights.get(key) is flight:
         del flights[key]
     if text is None:

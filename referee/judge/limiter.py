@@ -317,7 +317,18 @@ class _Slots:
         return grants
 
     def _dispatch(self, grants: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]) -> None:
+        if not grants:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
         for loop, future in grants:
+            if loop is running:
+                # Same loop, same thread: hand the slot over now. call_soon_threadsafe would
+                # write to the loop's self-pipe (a syscall and a wake-up) for every grant.
+                self._wake(future)
+                continue
             try:
                 loop.call_soon_threadsafe(self._wake, future)
             except RuntimeError:  # the loop closed in between; give the slot back
