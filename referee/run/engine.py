@@ -82,6 +82,9 @@ class _DaemonWorkers:
                         return
                 continue
             job()
+            # An idle thread must not keep its last job: the job holds the case's future, and
+            # through it the model's result, for as long as the thread waits.
+            del job
             with self._lock:
                 self._idle += 1
 
