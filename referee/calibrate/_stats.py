@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from referee.report.compare import wilson_bounds
+
 try:
     import numpy as np
 except ImportError:  # pragma: no cover - depends on the installation
@@ -261,12 +263,8 @@ def wilson_interval(successes: int, trials: int) -> Interval:
     """A proportion with its 95% Wilson score interval (sound at small n and near 0 or 1)."""
     if trials == 0:
         return Interval(None, None, None)
-    z = 1.959963984540054
-    p = successes / trials
-    denom = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denom
-    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return Interval(p, float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    low, high = wilson_bounds(successes, trials)
+    return Interval(successes / trials, low, high)
 
 
 def cohen_kappa(predicted: Sequence[bool], labels: Sequence[bool]) -> float | None:

@@ -9,8 +9,10 @@ transition is reported as a note.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, Literal
 
 from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
@@ -116,6 +118,21 @@ def paired_bootstrap_ci(differences: list[float], *, resamples: int = BOOTSTRAP_
     rng = random.Random(seed)
     means = sorted(sum(rng.choices(differences, k=n)) / n for _ in range(resamples))
     return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+
+
+def wilson_bounds(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (sound at small n and near 0 or 1);
+    (0.0, 1.0) when there were no trials."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if trials == 0:
+        return 0.0, 1.0
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    rate = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (rate + z * z / (2 * trials)) / denominator
+    spread = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - spread), min(1.0, centre + spread)
 
 
 @dataclass

@@ -7,11 +7,9 @@ criterion's skipped or errored results are never a 0.0.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from pathlib import Path
-from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,9 +19,11 @@ if TYPE_CHECKING:
 
 def _write(path: str | Path, text: str) -> None:
     """Write a report file, creating its folder first."""
+    from referee.report.writers import write_atomic
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    write_atomic(target, [text])
 
 
 def _means(groups: dict[str, list[float]], digits: int | None = None) -> dict[str, float]:
@@ -65,16 +65,9 @@ class MultivonReportMethods:
     def pass_rate_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Wilson score interval of ``pass_rate`` (passed of evaluated); (0.0, 1.0) when
         nothing was evaluated."""
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-        n = self.evaluated
-        if n == 0:
-            return 0.0, 1.0
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
-        rate = self.passed / n
-        centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-        spread = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return max(0.0, centre - spread), min(1.0, centre + spread)
+        from referee.report.compare import wilson_bounds
+
+        return wilson_bounds(self.passed, self.evaluated, confidence)
 
     def _evaluated(self) -> list["CaseResult"]:
         return [c for c in self.cases if c.status.is_evaluated]
