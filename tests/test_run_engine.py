@@ -350,3 +350,32 @@ def test_a_terminal_gets_a_rich_progress_bar_with_live_counts(monkeypatch):
 
     monkeypatch.setattr("sys.stderr", io.StringIO())  # a pipe, as in CI
     assert isinstance(make_progress(True, "x"), LineProgress)
+
+
+async def test_an_idle_model_thread_keeps_no_result_alive() -> None:
+    """A thread waiting for its next call must not hold its last one (and through the case's
+    future, the model's result): a pool grown by a busy run would keep one result per thread."""
+    import gc
+    import weakref
+
+    class Output:
+        pass
+
+    made: list[weakref.ref[Output]] = []
+    started = threading.Barrier(4)
+
+    def model(_: str) -> Output:
+        started.wait(timeout=10)  # four calls at once: four threads, all idle afterwards
+        out = Output()
+        made.append(weakref.ref(out))
+        return out
+
+    caller = ModelCaller()
+
+    async def one_call() -> None:  # the result dropped here, as the engine stores and drops it
+        await caller.call(model, "q")
+
+    await asyncio.gather(*(one_call() for _ in range(4)))
+    gc.collect()
+    assert len(made) == 4
+    assert [ref() for ref in made] == [None] * 4
