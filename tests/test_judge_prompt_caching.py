@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,20 @@ def test_caching_minimums_are_the_published_ones(provider, model, minimum):
     cache starts at 2.5, from 2,048 tokens (it was 1,024 for 2.5 Flash before mid-2026)."""
     rules = caching_rules(provider, model)
     assert (rules.min_tokens if rules is not None else None) == minimum
+
+
+def test_the_scripted_server_stores_a_prefix_before_its_reply_goes_out(monkeypatch):
+    # A slow store widens the window in which a sibling sent on the reply could arrive first;
+    # the prefix must be cached by then, as at the provider (this raced in CI).
+    slow_commit = PromptCache.commit
+
+    def commit_later(self, rules, use, now):
+        time.sleep(0.2)
+        slow_commit(self, rules, use, now)
+
+    monkeypatch.setattr(PromptCache, "commit", commit_later)
+    with ScriptedJudgeServer(Reply("Yes")) as server:
+        replies = asyncio.run(_ask_siblings(server, "openai", "gpt-4o-mini", "responses",
+                                            PREFIX))
+    cached = sorted(r.usage.cached_input_tokens for r in replies)
+    assert cached[0] == 0 and all(c > 1000 for c in cached[1:])

@@ -1,7 +1,7 @@
 """Provider prompt caching, emulated for the scripted judge by each provider's published rules.
 
 A request's prompt (system text, then the user message) is looked up when it arrives and
-stored when its reply has been sent, so requests fired together with a cold prefix all miss,
+stored as its reply goes out, so requests fired together with a cold prefix all miss,
 as they do at the providers. What counts as a hit follows ``referee.judge.caching``:
 
 - OpenAI and Gemini: the longest prefix seen before (OpenAI in 128-token steps), for prompts

@@ -355,8 +355,11 @@ class _Handler(BaseHTTPRequestHandler):
         use = owner._cache_lookup(request)
         if wait_s:
             owner._stopping.wait(wait_s)
-        self._send_json(200, _success_body(request, reply, reply.text, use), headers)
+        body = _success_body(request, reply, reply.text, use)
+        # Stored before the reply goes out: a client that reads it and at once sends a
+        # sibling must find the prefix cached, as it would at the provider.
         owner._cache_store(request, use)
+        self._send_json(200, body, headers)
 
     def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
                 limits: RateLimitState | None = None) -> None:
