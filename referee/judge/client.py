@@ -407,6 +407,10 @@ class Judge:
             sent = time.monotonic()
             try:
                 client = self._endpoint.client(self.config)
+                # Timed from here: building a loop's client (on a cold process, the SDK's
+                # import: seconds) is not the provider's latency; counted as such, it ended
+                # slow start at the starting window.
+                sent = time.monotonic()
                 # The SDK enforces the timeout too; this bound also covers a stalled body.
                 raw = await _within(adapter.call(client, request), request.timeout + 5.0)
             except asyncio.CancelledError:
