@@ -256,6 +256,11 @@ class EvalCase(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
+        if "agent_trace" in data:  # multivon's case carries it; here it is part of the run
+            raise ValueError(
+                "EvalCase has no agent_trace: what the agent did belongs to its run. Return "
+                "{'output': ..., 'agent_trace': [...]} from the model function, or pair the case "
+                "with ExecutionResult(agent_trace=[...]) in run_on_cases")
         # multivon's provenance fields have no referee field; they are kept in metadata.
         kept = {key: data.pop(key) for key in _MULTIVON_METADATA_FIELDS if key in data}
         kept = {key: value for key, value in kept.items() if value is not None}

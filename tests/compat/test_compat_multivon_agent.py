@@ -402,3 +402,17 @@ def test_tool_call_by_position_as_multivons_dataclass():
         ToolCall("lookup", {}, None, "extra")
     with pytest.raises(TypeError, match="twice"):
         ToolCall("lookup", {"id": 1}, arguments={"id": 2})
+
+
+def test_a_trace_on_the_case_is_refused_with_where_it_goes():
+    with pytest.raises(ValueError, match=r"no agent_trace: what the agent did belongs to its run.*ExecutionResult"):
+        EvalCase(input=TASK, agent_trace=weather_steps())
+
+
+def test_a_recorded_trace_is_scored_through_run_on_cases():
+    case = EvalCase(input=TASK, expected_tool_calls=["search_weather", "summarize"])
+    report = EvalSuite("recorded").add_cases([case]).add_evaluator(ToolCallAccuracy()) \
+        .run_on_cases([(case, ExecutionResult(agent_trace=weather_steps()))], verbose=False,
+                      save=False)
+    result = report.case_results[0]
+    assert result.status == EvalStatus.PASSED and result.results[0].score == 1.0
