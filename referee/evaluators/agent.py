@@ -274,15 +274,20 @@ class _ItemJudge(AgentJudgeEvaluator):
         return {"requested_items": count, "measured_items": count, "max_items": self.max_items}
 
 
-class ToolArgumentAccuracy(_ItemJudge):
-    """Were each tool call's arguments appropriate and well formed for the task? One judge
-    question per call. Skipped when the run has no trace or no tool calls."""
+class _ToolCallJudge(_ItemJudge):
+    """One question per tool call, naming it by its number and tool."""
 
-    name = "tool_argument_accuracy"
     item_word = "tool calls"
 
     def items(self, steps: list[AgentStep]) -> list[str]:
         return [call.name for call in _tool_calls(steps)]
+
+
+class ToolArgumentAccuracy(_ToolCallJudge):
+    """Were each tool call's arguments appropriate and well formed for the task? One judge
+    question per call. Skipped when the run has no trace or no tool calls."""
+
+    name = "tool_argument_accuracy"
 
     def item_question(self, number: int, label: str) -> Question:
         return Question(f"Are the arguments of tool call {number} ({label}) in the agent "
@@ -290,16 +295,12 @@ class ToolArgumentAccuracy(_ItemJudge):
                         "user input?")
 
 
-class ToolCallNecessity(_ItemJudge):
+class ToolCallNecessity(_ToolCallJudge):
     """Was each tool call needed, given the task and the calls before it (not redundant, not
     made just in case)? One judge question per call. Skipped when the run has no trace or no
     tool calls."""
 
     name = "tool_call_necessity"
-    item_word = "tool calls"
-
-    def items(self, steps: list[AgentStep]) -> list[str]:
-        return [call.name for call in _tool_calls(steps)]
 
     def item_question(self, number: int, label: str) -> Question:
         return Question(f"Was tool call {number} ({label}) in the agent trace necessary for "
