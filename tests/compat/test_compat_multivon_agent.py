@@ -416,3 +416,14 @@ def test_a_recorded_trace_is_scored_through_run_on_cases():
                       save=False)
     result = report.case_results[0]
     assert result.status == EvalStatus.PASSED and result.results[0].score == 1.0
+
+
+async def test_every_trace_evaluator_of_a_case_shares_one_prompt_prefix(server):
+    judge = server.judge_config()
+    case = EvalCase(input=TASK)
+    for evaluator in (ToolArgumentAccuracy(judge=judge), ToolCallNecessity(judge=judge),
+                      StepFaithfulness(judge=judge), PlanQuality(judge=judge),
+                      TaskCompletion(judge=judge), TrajectoryEfficiency(judge=judge)):
+        await evaluator.evaluate(weather_run(), case)
+    assert server.request_count == 2 + 2 + 2 + 5 + 4 + 3
+    assert len({(r.system, r.prompt.split("Question:")[0]) for r in server.requests}) == 1
