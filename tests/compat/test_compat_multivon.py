@@ -281,6 +281,12 @@ def test_evaluator_skip_judge_outage_and_crash_map_to_referee_statuses():
     crashed = run(Broken())
     assert crashed.status == EvalStatus.EVALUATOR_ERROR and "oops" in crashed.evaluator_error
     assert crashed.judge_error is None and crashed.model_error is None
+    # The errored result's reason is marked as multivon marks it; its error is the text alone.
+    assert outage.results[1].reason == "[judge unavailable: 429 from the judge]"
+    assert outage.results[1].error == "429 from the judge"
+    assert crashed.results[0].reason == "[evaluator error: KeyError: 'oops']"
+    # A reason an evaluator gave itself is kept as given.
+    assert EvalResult("x", 0.0, False, "[judge unavailable: 429]").reason == "[judge unavailable: 429]"
 
 
 def test_evaluator_async_override_is_what_the_suite_awaits():
@@ -683,37 +689,3 @@ def test_report_views_by_tag_evaluator_and_distribution():
     assert len(report.sample(10)) == 3
     assert [c.case_input for c in report.sample(5, failed_only=True)] == ["q2"]
 
-
-def test_an_errored_evaluators_reason_is_marked_as_multivon_marks_it():
-    """multivon writes an evaluator that raised as ``[judge unavailable: ...]`` or
-    ``[evaluator error: Type: ...]`` in its result's reason; the error text itself is unmarked."""
-
-    class Outage(Evaluator):
-        name = "outage"
-
-        def evaluate(self, case, output):
-            raise JudgeUnavailable("Judge call failed: simulated 429")
-
-    class Broken(Evaluator):
-        name = "broken"
-
-        def evaluate(self, case, output):
-            raise ValueError("evaluator has a bug")
-
-    class Fine(Evaluator):
-        name = "fine"
-
-        def evaluate(self, case, output):
-            return EvalResult("fine", 1.0, True, "ok")
-
-    suite = EvalSuite("marked").add_cases([EvalCase(input="q")])
-    suite.add_evaluators(Outage(), Broken(), Fine())
-    case = suite.run(lambda _: "a", verbose=False, save=False).case_results[0]
-    outage, broken, fine = case.results
-    assert outage.reason == "[judge unavailable: Judge call failed: simulated 429]"
-    assert outage.error == "Judge call failed: simulated 429"
-    assert broken.reason == "[evaluator error: ValueError: evaluator has a bug]"
-    assert fine.reason == "ok"
-    assert case.status == EvalStatus.JUDGE_ERROR  # design 8: a judge error before an evaluator's
-    # A reason the evaluator gave itself is kept as given.
-    assert EvalResult("x", 0.0, False, "[judge unavailable: 429]").reason == "[judge unavailable: 429]"
