@@ -123,7 +123,8 @@ class EvalSuite:
             rescore: bool = False, formats: Sequence[str] = (),
             metadata: dict[str, Any] | None = None, backend: Any = None,
             model_factory: str | Callable[[], Any] | None = None,
-            judge_retry: JudgeRetry | None = None) -> EvalReport:
+            judge_retry: JudgeRetry | None = None, runs: int = 1,
+            evaluator_concurrency: int | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -141,13 +142,20 @@ class EvalSuite:
         ``model_factory`` (``'module:function'`` or a picklable function returning the model)
         builds a model that cannot be pickled on each worker instead of passing ``model_fn``.
         ``judge_retry=JudgeRetry(...)`` runs a case that ended in a judge error again, end to end.
+
+        ``runs=N`` runs each case N times, one run after another, each judged afresh (the
+        reply cache never replays an earlier run): the case passes only if every evaluated run
+        did, ``CaseResult.run_results`` holds the runs, and the report measures stability
+        (``flaky_count``, ``pass_at_k``, ``pass_hat_k``, ...). ``evaluator_concurrency`` bounds
+        how many evaluators score at once across the run (default: no bound beyond the judge's
+        per-endpoint limit).
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
             metadata=metadata, backend=backend, model_factory=model_factory,
-            judge_retry=judge_retry))
+            judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -158,7 +166,8 @@ class EvalSuite:
                         formats: Sequence[str] = (),
                         metadata: dict[str, Any] | None = None, backend: Any = None,
                         model_factory: str | Callable[[], Any] | None = None,
-                        judge_retry: JudgeRetry | None = None) -> EvalReport:
+                        judge_retry: JudgeRetry | None = None, runs: int = 1,
+                        evaluator_concurrency: int | None = None) -> EvalReport:
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
@@ -170,6 +179,8 @@ class EvalSuite:
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
                                 retry_errors, rescore, formats, metadata, judge_retry)
         options.backend = backend
+        options.runs = runs
+        options.criterion_concurrency = evaluator_concurrency
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,
