@@ -419,3 +419,28 @@ def test_save_csv_writes_a_row_per_evaluator_with_the_run_figures(tmp_path):
     crashed.save_csv(path)
     (row,) = csv.DictReader(path.open(encoding="utf-8"))
     assert row["status"] == "MODEL_ERROR" and row["reason"] == "boom" and row["evaluator"] == ""
+
+
+def test_acceptance_policy_counts_every_run_as_a_trial():
+    from referee import AcceptancePolicy, CheckRequirement
+
+    def model(question: str) -> str:
+        model.calls += 1
+        if model.calls == 2:
+            raise RuntimeError("upstream down")
+        return "no"
+
+    model.calls = 0
+    report = suite_of("a").run(model, runs=2, concurrency=1, verbose=False, save=False)
+    case = report.case_results[0]
+    assert case.status == EvalStatus.FAILED  # failed, then crashed: the failure is known
+    policy = AcceptancePolicy((CheckRequirement("contains", min_pass_rate=0.5),))
+    result = policy.evaluate(report)
+    # The crashed run errored and measured nothing: the case is neither error-free nor fully
+    # measured, although its combined result is a plain failure.
+    errors = next(m for m in result.measurements if m["metric"] == "case_error_rate")
+    assert errors["errored_cases"] == 1
+    final_only = AcceptancePolicy((CheckRequirement("contains", min_pass_rate=0.5),),
+                                  trial_scope="final_attempt").evaluate(report)
+    assert next(m for m in final_only.measurements
+                if m["metric"] == "case_error_rate")["errored_cases"] == 1
