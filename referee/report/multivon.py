@@ -181,7 +181,8 @@ class MultivonReportMethods:
         when nothing was evaluated."""
         from referee.report.trials import min_detectable_effect
 
-        return min_detectable_effect(self.evaluated, min(max(self.pass_rate, 0.5), 0.95))
+        return min_detectable_effect(self.evaluated,
+                                     baseline=min(max(self.pass_rate, 0.5), 0.95))
 
     def avg_score_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Bootstrap interval of the mean case score over evaluated cases (seeded);
@@ -202,16 +203,16 @@ class MultivonReportMethods:
         """The chance that a case passes at least once in ``k`` runs, averaged over evaluated
         cases (unbiased estimator per case, from its evaluated runs); ``value`` None, with
         ``unknown_reason``, when k exceeds some case's evaluated runs."""
-        from referee.report.trials import PASS_AT_K, suite_pass_k
+        from referee.report.trials import PASS_AT_K, report_pass_k
 
-        return suite_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
+        return report_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
 
     def pass_hat_k(self, k: int, confidence: float = 0.95) -> "PassKResult":
         """The chance that a case passes all of ``k`` runs, averaged over evaluated cases;
         unknown as for ``pass_at_k``."""
-        from referee.report.trials import PASS_HAT_K, suite_pass_k
+        from referee.report.trials import PASS_HAT_K, report_pass_k
 
-        return suite_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
+        return report_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
 
     def lottery_cases(self, k: int | None = None) -> list["CaseResult"]:
         """Evaluated cases that pass some of ``k`` runs but not all (pass@k above pass^k),

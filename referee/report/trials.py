@@ -76,43 +76,59 @@ class PassKResult:
 
 
 def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str = PASS_AT_K,
-                 confidence: float = 0.95) -> PassKResult:
-    """The mean over cases of the per-case estimate, from ``[(runs, passed), ...]``.
+                 confidence: float = 0.95, n_boot: int | None = None,
+                 seed: int | None = None) -> PassKResult:
+    """The mean over cases of the per-case estimate, from ``[(runs, passed), ...]``; raises
+    ValueError when k exceeds some case's runs (nothing is extrapolated).
 
-    The interval resamples cases, not runs (the runs of one case are not independent); when
-    every case has the same estimate, where a bootstrap would shrink to a point, it is the
-    Wilson interval of that proportion over the cases.
+    The interval resamples cases (``n_boot`` times, seeded), not runs, because the runs of one
+    case are not independent; when every case has the same estimate, where a bootstrap would
+    shrink to a point, it is the Wilson interval of that proportion over the cases.
     """
+    from referee.report.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from referee.report.compare import bootstrap_mean_ci, wilson_bounds
 
     if metric not in ESTIMATORS:
         raise ValueError(f"metric must be {PASS_AT_K!r} or {PASS_HAT_K!r}, got {metric!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if n_boot is not None and n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     estimator = ESTIMATORS[metric]
     if not case_counts:
         return PassKResult(k, metric, None, None, None, estimator, 0, 0,
                            "unknown: no evaluated case to estimate from")
-    fewest = min(n for n, _ in case_counts)
-    if k > fewest:
-        return PassKResult(k, metric, None, None, None, estimator, len(case_counts), fewest,
-                           f"unknown: k={k} exceeds the {fewest} evaluated run(s) of some case; "
-                           f"run with runs >= {k} or ask for k <= {fewest}")
     per_case = [(pass_at_k if metric == PASS_AT_K else pass_hat_k)(n, c, k)
                 for n, c in case_counts]
     value = fmean(per_case)
     if min(per_case) == max(per_case):
         low, high = wilson_bounds(value * len(per_case), len(per_case), confidence)  # type: ignore[arg-type]
     else:
-        low, high = bootstrap_mean_ci(per_case, confidence=confidence)
+        low, high = bootstrap_mean_ci(per_case, confidence=confidence,
+                                      resamples=n_boot or BOOTSTRAP_RESAMPLES,
+                                      seed=BOOTSTRAP_SEED if seed is None else seed)
     return PassKResult(k, metric, value, min(low, value), max(high, value), estimator,
-                       len(case_counts), fewest)
+                       len(case_counts), min(n for n, _ in case_counts))
 
 
-def min_detectable_effect(n: int, baseline: float, *, alpha: float = 0.05,
-                          power: float = 0.80) -> float:
+def report_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str,
+                  confidence: float) -> PassKResult:
+    """``suite_pass_k`` for a report, which never raises over its data: a k beyond some case's
+    evaluated runs gives an unknown result that says so."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    fewest = min((n for n, _ in case_counts), default=k)
+    if k > fewest:
+        return PassKResult(k, metric, None, None, None, ESTIMATORS[metric], len(case_counts),
+                           fewest, f"unknown: k={k} exceeds the {fewest} evaluated run(s) of "
+                           f"some case; run with runs >= {k} or ask for k <= {fewest}")
+    return suite_pass_k(case_counts, k, metric=metric, confidence=confidence)
+
+
+def min_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.80,
+                          baseline: float = 0.70) -> float:
     """The smallest change of a pass rate near ``baseline`` that a two-sided test at ``alpha``
     detects with ``power`` when both runs have ``n`` cases (normal approximation); 1.0 at n=0."""
     if n <= 0:

@@ -19,6 +19,7 @@ from math import comb
 
 import pytest
 
+import referee
 from referee import (
     Contains,
     EvalCase,
@@ -226,6 +227,16 @@ def test_pass_k_estimators_match_their_formulas():
     assert pass_hat_k(4, 2, 2) == pytest.approx(1 / 6) != (2 / 4) ** 2
     with pytest.raises(ValueError, match="exceeds the 3 recorded trials"):
         pass_at_k(3, 1, 4)
+    # The same estimators at the top level, as multivon exports them; the suite-level mean
+    # refuses to extrapolate too (a report answers "unknown" instead, below).
+    assert referee.pass_at_k is pass_at_k and referee.pass_hat_k is pass_hat_k
+    result = referee.suite_pass_k([(4, 2), (4, 4)], 2, metric="pass^k", n_boot=200, seed=1)
+    assert isinstance(result, referee.PassKResult)
+    assert result.value == pytest.approx((1 / 6 + 1) / 2) and result.n_cases == 2
+    with pytest.raises(ValueError, match="exceeds the 4 recorded trials"):
+        referee.suite_pass_k([(4, 2)], 5)
+    with pytest.raises(ValueError, match="n_boot must be >= 1"):
+        referee.suite_pass_k([(4, 2)], 1, n_boot=0)
 
 
 def test_report_pass_at_k_and_pass_hat_k_over_evaluated_cases():
@@ -280,6 +291,8 @@ def test_saturation_and_min_detectable_regression():
     # Variance taken at 0.95 (the ceiling would promise too much): sqrt((1.96 + 0.8416)^2 *
     # 2 * 0.95 * 0.05 / 50) = 0.1221.
     assert passing.min_detectable_regression == pytest.approx(0.1221, abs=1e-4)
+    assert passing.min_detectable_regression == referee.min_detectable_effect(50, baseline=0.95)
+    assert referee.min_detectable_effect(0) == 1.0
     failing = EvalReport(suite_name="s", case_results=[hand_case(1, 0, f"c{i}") for i in range(20)])
     assert not failing.saturated
     assert failing.min_detectable_regression == pytest.approx(0.4429, abs=1e-4)  # at 0.5
