@@ -99,7 +99,7 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
     estimator = ESTIMATORS[metric]
     if not case_counts:
         return PassKResult(k, metric, None, None, None, estimator, 0, 0,
-                           "unknown: no evaluated case to estimate from")
+                           "unknown: no evaluated cases to estimate from")
     per_case = [(pass_at_k if metric == PASS_AT_K else pass_hat_k)(n, c, k)
                 for n, c in case_counts]
     value = fmean(per_case)
@@ -121,9 +121,12 @@ def report_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str
         raise ValueError(f"k must be >= 1, got {k}")
     fewest = min((n for n, _ in case_counts), default=k)
     if k > fewest:
+        where = "each case" if all(n == fewest for n, _ in case_counts) else \
+            "the case with the fewest (early_stop, or errored runs)"
         return PassKResult(k, metric, None, None, None, ESTIMATORS[metric], len(case_counts),
-                           fewest, f"unknown: k={k} exceeds the {fewest} evaluated run(s) of "
-                           f"some case; run with runs >= {k} or ask for k <= {fewest}")
+                           fewest, f"unknown: k={k} exceeds the {fewest} trials (evaluated runs) "
+                           f"of {where}; run with runs >= {k} or pass k <= {fewest}; nothing "
+                           "is extrapolated")
     return suite_pass_k(case_counts, k, metric=metric, confidence=confidence)
 
 
@@ -135,6 +138,18 @@ def min_detectable_effect(n: int, alpha: float = 0.05, power: float = 0.80,
         return 1.0
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return min(1.0, round(sqrt(z * z * 2 * baseline * (1 - baseline) / n), 4))
+
+
+def clear_after(passes: int, fails: int, *, alpha: float = 0.05, beta: float = 0.20) -> bool:
+    """Whether the runs so far settle a case (``early_stop``): Wald's sequential probability
+    ratio test of a pass rate of 0.8 (clearly passing) or 0.2 (clearly failing) against 0.5,
+    stopping once either likelihood ratio reaches (1 - beta) / alpha."""
+    if passes + fails < 2:
+        return False
+    bound = (1 - beta) / alpha
+    passing = 1.6 ** passes * 0.4 ** fails  # (0.8 / 0.5) ** passes * (0.2 / 0.5) ** fails
+    failing = 0.4 ** passes * 1.6 ** fails
+    return passing >= bound or failing >= bound
 
 
 # One case, several runs ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
-from referee.report.trials import combine_runs
+from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
@@ -326,7 +326,8 @@ class Engine:
     def __init__(self, criteria: Sequence[Any], *, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float | None = None, progress: ProgressReporter | None = None,
                  store: RunStore | None = None, case_retry: JudgeRetry | None = None,
-                 runs: int = 1, criterion_concurrency: int | None = None) -> None:
+                 runs: int = 1, criterion_concurrency: int | None = None,
+                 early_stop: bool = False) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
@@ -348,6 +349,8 @@ class Engine:
         self.case_retry = case_retry
         # Each case runs this many times, one run after another (multivon's runs=N).
         self.runs = runs
+        # Stop running a case once its runs settle it (referee.report.trials.clear_after).
+        self.early_stop = early_stop
         # At most this many criteria score at once across the whole run (None: no bound beyond
         # the judge layer's per-endpoint limits); the semaphore is made on the run's loop.
         self.criterion_concurrency = criterion_concurrency
@@ -466,6 +469,10 @@ class Engine:
                 outcomes.append(await self._retried(
                     case, execute, caller, index=index, key=key,
                     output=stored[trial] if trial < len(stored) else None))
+            if self.early_stop and clear_after(
+                    sum(r.status == CaseStatus.PASSED for r in outcomes),
+                    sum(r.status == CaseStatus.FAILED for r in outcomes)):
+                break
         result = combine_runs(outcomes, case=case, index=index, key=key or case.eval_id)
         result.duration_seconds = time.perf_counter() - started
         return result

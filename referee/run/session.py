@@ -69,6 +69,8 @@ class RunOptions:
     runs: int = 1
     # multivon's evaluator_concurrency: at most this many criteria score at once in the run.
     criterion_concurrency: int | None = None
+    # With runs > 1: stop running a case once its runs settle it (a sequential test).
+    early_stop: bool = False
 
 
 NO_PROVIDER = "no provider available"
@@ -266,7 +268,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     # must neither leave a half-made run behind nor unfinish a stored one.
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
                     progress=make_progress(options.verbose, name), case_retry=options.judge_retry,
-                    runs=options.runs, criterion_concurrency=options.criterion_concurrency)
+                    runs=options.runs, criterion_concurrency=options.criterion_concurrency,
+                    early_stop=options.early_stop)
     run_meta: dict[str, Any] = {"criteria": criteria_spec}
     if options.runs > 1:
         run_meta["runs"] = options.runs

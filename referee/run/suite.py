@@ -124,7 +124,7 @@ class EvalSuite:
             metadata: dict[str, Any] | None = None, backend: Any = None,
             model_factory: str | Callable[[], Any] | None = None,
             judge_retry: JudgeRetry | None = None, runs: int = 1,
-            evaluator_concurrency: int | None = None) -> EvalReport:
+            evaluator_concurrency: int | None = None, early_stop: bool = False) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -148,14 +148,17 @@ class EvalSuite:
         did, ``CaseResult.run_results`` holds the runs, and the report measures stability
         (``flaky_count``, ``pass_at_k``, ``pass_hat_k``, ...). ``evaluator_concurrency`` bounds
         how many evaluators score at once across the run (default: no bound beyond the judge's
-        per-endpoint limit).
+        per-endpoint limit). ``early_stop=True`` stops running a case once its runs settle it
+        (a sequential test of a pass rate of 0.8 or 0.2 against 0.5); such a case has fewer runs,
+        and pass@k for a k above them is reported as unknown.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
             metadata=metadata, backend=backend, model_factory=model_factory,
-            judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency))
+            judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency,
+            early_stop=early_stop))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -167,7 +170,8 @@ class EvalSuite:
                         metadata: dict[str, Any] | None = None, backend: Any = None,
                         model_factory: str | Callable[[], Any] | None = None,
                         judge_retry: JudgeRetry | None = None, runs: int = 1,
-                        evaluator_concurrency: int | None = None) -> EvalReport:
+                        evaluator_concurrency: int | None = None,
+                        early_stop: bool = False) -> EvalReport:
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
@@ -181,6 +185,7 @@ class EvalSuite:
         options.backend = backend
         options.runs = runs
         options.criterion_concurrency = evaluator_concurrency
+        options.early_stop = early_stop
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,

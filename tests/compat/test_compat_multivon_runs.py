@@ -253,7 +253,7 @@ def test_report_pass_at_k_and_pass_hat_k_over_evaluated_cases():
 
     unknown = report.pass_at_k(6)
     assert unknown.value is None and unknown.ci_low is None
-    assert "k=6 exceeds the 5 evaluated run(s)" in unknown.unknown_reason
+    assert "k=6 exceeds the 5 trials (evaluated runs) of each case" in unknown.unknown_reason
     with pytest.raises(ValueError, match="k must be >= 1"):
         report.pass_at_k(0)
     empty = EvalReport(suite_name="s", case_results=[])
@@ -457,3 +457,22 @@ def test_acceptance_policy_counts_every_run_as_a_trial():
                                   trial_scope="final_attempt").evaluate(report)
     assert next(m for m in final_only.measurements
                 if m["metric"] == "case_error_rate")["errored_cases"] == 1
+
+
+def test_early_stop_ends_a_case_once_its_runs_settle_it():
+    steady = alternating("yes")
+    report = suite_of("a", "b").run(steady, runs=10, early_stop=True, verbose=False, save=False)
+    # Six straight passes make a pass rate of 0.8 (1.6 ** 6 = 16.8) at least (1 - 0.2) / 0.05
+    # = 16 times likelier than 0.5: the case stops there.
+    assert [c.runs for c in report.case_results] == [6, 6] and steady.calls == 12
+    assert report.runs_per_case == 10
+    unknown = report.pass_hat_k(10)
+    assert unknown.value is None and "exceeds the 6 trials (evaluated runs) of each case" in \
+        unknown.unknown_reason
+    assert report.pass_hat_k(6).value == 1.0
+    shaky = suite_of("c").run(alternating("yes", "no"), runs=10, early_stop=True,
+                              concurrency=1, verbose=False, save=False)
+    assert shaky.case_results[0].runs == 10  # half and half never settles
+    mixed = EvalReport(suite_name="s", runs=10, case_results=[
+        report.case_results[0], shaky.case_results[0]])
+    assert "of the case with the fewest" in mixed.pass_at_k(8).unknown_reason
