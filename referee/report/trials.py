@@ -122,7 +122,7 @@ def report_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str
     fewest = min((n for n, _ in case_counts), default=k)
     if k > fewest:
         where = "each case" if all(n == fewest for n, _ in case_counts) else \
-            "the case with the fewest (early_stop, or errored runs)"
+            "the shortest-run case (early_stop, or errored runs)"
         return PassKResult(k, metric, None, None, None, ESTIMATORS[metric], len(case_counts),
                            fewest, f"unknown: k={k} exceeds the {fewest} trials (evaluated runs) "
                            f"of {where}; run with runs >= {k} or pass k <= {fewest}; nothing "

@@ -475,4 +475,4 @@ def test_early_stop_ends_a_case_once_its_runs_settle_it():
     assert shaky.case_results[0].runs == 10  # half and half never settles
     mixed = EvalReport(suite_name="s", runs=10, case_results=[
         report.case_results[0], shaky.case_results[0]])
-    assert "of the case with the fewest" in mixed.pass_at_k(8).unknown_reason
+    assert "of the shortest-run case" in mixed.pass_at_k(8).unknown_reason
