@@ -349,8 +349,9 @@ _MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "result
 
 def _multivon_runs(data: dict[str, Any], results: list[CriterionResult]) -> list[CaseResult]:
     """multivon's counts of a repeated case (``runs=5, pass_count=3, all_scores=[...]``) as
-    runs (none without ``pass_count``): the first ``pass_count`` passed, the others failed (the counts do not say which), each
-    with the given evaluators scored at that run's score (from ``all_scores``, else their own)."""
+    runs (none without ``pass_count``): the first ``pass_count`` passed, the others failed (the
+    counts do not say which), each with the given evaluators scored at that run's score (from
+    ``all_scores``, else their own)."""
     runs = data.pop("runs", 1)
     pass_count = data.pop("pass_count", -1)
     scores = list(data.pop("all_scores", None) or [])

@@ -104,7 +104,9 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
                 for n, c in case_counts]
     value = fmean(per_case)
     if min(per_case) == max(per_case):
-        low, high = wilson_bounds(value * len(per_case), len(per_case), confidence)  # type: ignore[arg-type]
+        # Wilson over the cases, with the (possibly fractional) count of "successes" it implies.
+        successes = value * len(per_case)
+        low, high = wilson_bounds(successes, len(per_case), confidence)  # type: ignore[arg-type]
     else:
         low, high = bootstrap_mean_ci(per_case, confidence=confidence,
                                       resamples=n_boot or BOOTSTRAP_RESAMPLES,

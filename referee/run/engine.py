@@ -333,8 +333,8 @@ class Engine:
         if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
             raise ValueError(f"runs must be a positive int, got {runs!r}")
         if criterion_concurrency is not None and (
-                not isinstance(criterion_concurrency, int) or isinstance(criterion_concurrency, bool)
-                or criterion_concurrency < 1):
+                not isinstance(criterion_concurrency, int)
+                or isinstance(criterion_concurrency, bool) or criterion_concurrency < 1):
             raise ValueError("evaluator_concurrency must be a positive int or None, "
                              f"got {criterion_concurrency!r}")
         if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too

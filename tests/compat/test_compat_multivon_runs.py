@@ -65,7 +65,7 @@ def hand_case(runs: int, passes: int, name: str = "c") -> CaseResult:
                       results=[EvalResult(evaluator="check", score=1.0, passed=True)])
 
 
-# --- runs=N through the engine ----------------------------------------------------------------
+# --- runs=N through the engine -------------------------------------------------------------------
 
 def test_each_case_runs_n_times_and_its_runs_are_combined():
     model = alternating("yes", "no")  # with concurrency=1: yes, no, yes, no, ...
@@ -217,7 +217,7 @@ def test_repeated_runs_ask_the_judge_afresh_with_the_cache_on(isolated_judge, mo
         assert again.token_usage.cached_requests == 3
 
 
-# --- the report's statistics -----------------------------------------------------------------------
+# --- the report's statistics ---------------------------------------------------------------------
 
 def test_pass_k_estimators_match_their_formulas():
     assert pass_at_k(5, 2, 3) == pytest.approx(1 - comb(3, 3) / comb(5, 3))
@@ -379,7 +379,7 @@ def test_console_and_html_show_repeated_runs(tmp_path):
     assert "passed in 1 of 2 scored run(s) of 2" in dom
 
 
-# --- budgets and CSV -------------------------------------------------------------------------------
+# --- budgets and CSV -----------------------------------------------------------------------------
 
 def test_assert_budget_checks_tokens_cost_and_latency(isolated_judge):
     set_price("runs-budget-priced", input_per_mtok=1_000_000.0, output_per_mtok=0.0)
