@@ -133,10 +133,10 @@ class EvalSuite:
         ``save=False``; ``resume=RUN_DIR`` finishes an interrupted run without re-running its
         finished cases; add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/
         EVALUATOR_ERROR, TIMEOUT) again too. Resuming with other evaluators than the stored
-        run's is refused unless ``rescore=True``, which scores the stored outputs with these evaluators without calling
-        the model again. ``RunStoreWriteError`` means the run directory could not be written
-        (a full disk): its finished cases are kept and ``resume`` completes the run.
-        ``metadata`` is stored with the run (meta.json and every report).
+        run's is refused unless ``rescore=True``, which scores the stored outputs with these
+        evaluators without calling the model again. ``RunStoreWriteError`` means the run
+        directory could not be written (a full disk): its finished cases are kept and ``resume``
+        completes the run. ``metadata`` is stored with the run (meta.json and every report).
 
         ``backend="ray"`` (or a ``referee.scale.RayBackend``) runs the cases on a Ray cluster;
         ``model_factory`` (``'module:function'`` or a picklable function returning the model)
