@@ -80,6 +80,13 @@ class ToolCall(StrictModel):
     result: Any = None
     call_id: str | None = None
 
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's ToolCall is a dataclass: ToolCall("lookup", {"id": 1}, "found").
+        if positional and "arguments" in fields and len(positional) > 1:
+            raise TypeError("ToolCall got 'args' twice (by position and as arguments=)")
+        super().__init__(**with_positions("ToolCall", ("name", "args", "result"), positional,
+                                          fields))
+
     @property
     def arguments(self) -> dict[str, Any]:
         return self.args
@@ -249,6 +256,11 @@ class EvalCase(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
+        if "agent_trace" in data:  # multivon's case carries it; here it is part of the run
+            raise ValueError(
+                "EvalCase has no agent_trace: what the agent did belongs to its run. Return "
+                "{'output': ..., 'agent_trace': [...]} from the model function, or pair the case "
+                "with ExecutionResult(agent_trace=[...]) in run_on_cases")
         # multivon's provenance fields have no referee field; they are kept in metadata.
         kept = {key: data.pop(key) for key in _MULTIVON_METADATA_FIELDS if key in data}
         kept = {key: value for key, value in kept.items() if value is not None}
@@ -257,6 +269,8 @@ class EvalCase(StrictModel):
         names = data.get("expected_tool_calls")
         if isinstance(names, list):  # multivon lists the expected tools by name
             data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
+            if not names:  # multivon's assertion that no tool is called; kept, as no turn can say it
+                data["metadata"] = {**(data.get("metadata") or {}), "expected_tool_calls": []}
         for alias, field in _CASE_KEYWORD_ALIASES.items():
             move_alias(data, alias, field)
         shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
