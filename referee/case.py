@@ -222,6 +222,22 @@ _MULTIVON_POSITIONAL = ("input", "expected_output", "context")
 _MULTIVON_METADATA_FIELDS = ("source_id", "revision")
 
 
+def _keep_recorded_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, Any]:
+    # multivon's case may carry the trace an agent recorded earlier; referee keeps it in
+    # metadata, and the agent evaluators read it when the run itself records no steps.
+    if agent_trace is None:
+        return data
+    from referee.execution import AgentStep  # execution builds on this module
+
+    if not isinstance(agent_trace, (list, tuple)):
+        raise ValueError(f"agent_trace must be a list of AgentStep, got {type(agent_trace).__name__}")
+    steps = [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
+             for step in agent_trace]
+    stored = [step.model_dump(mode="json") for step in steps]
+    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
+    return data
+
+
 class EvalCase(StrictModel):
     """One evaluation case.
 
@@ -236,7 +252,7 @@ class EvalCase(StrictModel):
     """
 
     _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
-                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS))
+                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS) | {"agent_trace"})
 
     input: str | None = None
     expected_output: str | None = None
@@ -256,11 +272,8 @@ class EvalCase(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
-        if "agent_trace" in data:  # multivon's case carries it; here it is part of the run
-            raise ValueError(
-                "EvalCase has no agent_trace: what the agent did belongs to its run. Return "
-                "{'output': ..., 'agent_trace': [...]} from the model function, or pair the case "
-                "with ExecutionResult(agent_trace=[...]) in run_on_cases")
+        if "agent_trace" in data:
+            data = _keep_recorded_trace(data, data.pop("agent_trace"))
         # multivon's provenance fields have no referee field; they are kept in metadata.
         kept = {key: data.pop(key) for key in _MULTIVON_METADATA_FIELDS if key in data}
         kept = {key: value for key, value in kept.items() if value is not None}
@@ -419,6 +432,16 @@ class EvalCase(StrictModel):
 
     def context_str(self) -> str:
         return self.context_text
+
+    @property
+    def agent_trace(self) -> list[Any] | None:
+        """The agent steps recorded with the case (multivon's ``agent_trace``), else ``None``."""
+        stored = self.metadata.get("agent_trace")
+        if stored is None:
+            return None
+        from referee.execution import AgentStep  # execution builds on this module
+
+        return [AgentStep.model_validate(step) for step in stored]
 
     @property
     def display_name(self) -> str:

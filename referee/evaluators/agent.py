@@ -2,8 +2,9 @@
 
 The agent's steps come from the run: ``ExecutionResult(agent_trace=[AgentStep, ...])`` (what a
 multivon agent records), else the run's tool calls, one step each (what referee's adapters and
-trace readers record). A run with neither, nor any node visit, carries no trace at all; the
-evaluators that need one skip it and say so. ``agent_trace=[]`` records a run that was observed
+trace readers record), else the trace recorded with the case (``EvalCase(agent_trace=...)``).
+With none of these, nor any node visit, there is no trace at all; the evaluators that need
+one skip it and say so. ``agent_trace=[]`` records a run that was observed
 and took no steps.
 
 ``ToolCallAccuracy`` is deterministic. The others ask the judge yes/no questions through the
@@ -62,16 +63,21 @@ DEFAULT_MAX_ITEMS = 8
 # TrajectoryEfficiency: what an unrecovered suspected tool failure costs.
 RECOVERY_PENALTY = 0.2
 
-NO_TRACE = ("this run carries no agent trace (give the run agent_trace=[...] steps, or tool "
-            "calls; agent_trace=[] records an observed run that took no steps)")
+NO_TRACE = ("neither this run nor its case carries an agent trace (give the run, or the case, "
+            "agent_trace=[...] steps, or let the run record tool calls; agent_trace=[] records "
+            "an observed run that took no steps)")
 
 
-def recorded_steps(actual: ExecutionResult) -> list[AgentStep] | None:
-    """The agent's steps in this run; ``None`` when the run records nothing about them."""
+def recorded_steps(actual: ExecutionResult, case: EvalCase) -> list[AgentStep] | None:
+    """The agent's steps: the run's own, else those recorded with the case (multivon's
+    ``EvalCase(agent_trace=...)``); ``None`` when neither records anything about them."""
     if "agent_trace" in actual.metadata:
         return actual.agent_trace
     if actual.tool_calls:
         return [AgentStep(tool_calls=[call]) for call in actual.tool_calls]
+    recorded = case.agent_trace
+    if recorded is not None:
+        return recorded
     if actual.node_visits:
         return []  # an agent was observed moving through its graph without calling a tool
     return None
@@ -148,7 +154,7 @@ class ToolCallAccuracy(DeterministicEvaluator):
             return self._skipped("ToolCallAccuracy requires the case's expected_tool_calls (or "
                                  "expected_tool_calls=[] to assert that no tool is called); "
                                  "this case has none — skipped, not scored")
-        steps = recorded_steps(actual)
+        steps = recorded_steps(actual, case)
         if steps is None:
             return self._skipped(f"ToolCallAccuracy: {NO_TRACE} — skipped, not scored")
         called = [call.name for call in _tool_calls(steps)]
@@ -199,7 +205,7 @@ class AgentJudgeEvaluator(QAGEvaluator):
         missing = super().missing_input(actual, expected)
         if missing is not None or not self.needs_steps:
             return missing
-        if not recorded_steps(actual):
+        if not recorded_steps(actual, expected):
             return f"{type(self).__name__}: {NO_TRACE} — skipped, not scored"
         return None
 
@@ -227,8 +233,8 @@ class _ItemJudge(AgentJudgeEvaluator):
     def item_question(self, number: int, label: str) -> Question:
         """The question about item ``number`` (1-based); material is added by ``questions``."""
 
-    def _over_limit(self, actual: ExecutionResult) -> int | None:
-        count = len(self.items(recorded_steps(actual) or []))
+    def _over_limit(self, actual: ExecutionResult, expected: EvalCase) -> int | None:
+        count = len(self.items(recorded_steps(actual, expected) or []))
         return count if count > self.max_items else None
 
     def _limit_reason(self, count: int) -> str:
@@ -240,15 +246,15 @@ class _ItemJudge(AgentJudgeEvaluator):
         missing = super().missing_input(actual, expected)
         if missing is not None:
             return missing
-        steps = recorded_steps(actual) or []
+        steps = recorded_steps(actual, expected) or []
         if not self.items(steps):
             return (f"{type(self).__name__}: the trace has no {self.item_word} to judge — "
                     "skipped, not scored")
-        count = self._over_limit(actual)
+        count = self._over_limit(actual, expected)
         return None if count is None else self._limit_reason(count)
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        count = self._over_limit(actual)
+        count = self._over_limit(actual, expected)
         if count is None:
             return await super().evaluate(actual, expected)
         skipped = self._skipped(self._limit_reason(count))
@@ -257,7 +263,7 @@ class _ItemJudge(AgentJudgeEvaluator):
         return skipped
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
-        steps = recorded_steps(actual) or []
+        steps = recorded_steps(actual, expected) or []
         blocks = _agent_blocks(actual, expected, steps)
         return [Question(q.text, q.expect_yes, blocks)
                 for q in (self.item_question(number, label)
@@ -270,7 +276,7 @@ class _ItemJudge(AgentJudgeEvaluator):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def extra_details(self, actual: ExecutionResult, expected: EvalCase) -> dict[str, Any]:
-        count = len(self.items(recorded_steps(actual) or []))
+        count = len(self.items(recorded_steps(actual, expected) or []))
         return {"requested_items": count, "measured_items": count, "max_items": self.max_items}
 
 
@@ -331,7 +337,7 @@ class PlanQuality(AgentJudgeEvaluator):
     name = "plan_quality"
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
-        blocks = _agent_blocks(actual, expected, recorded_steps(actual))
+        blocks = _agent_blocks(actual, expected, recorded_steps(actual, expected))
         return [
             Question("Does the agent's plan, as shown in the agent trace, address every part of "
                      "the task in the user input?", True, blocks),
@@ -353,7 +359,7 @@ class TaskCompletion(AgentJudgeEvaluator):
     needs_steps = False
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
-        blocks = _agent_blocks(actual, expected, recorded_steps(actual))
+        blocks = _agent_blocks(actual, expected, recorded_steps(actual, expected))
         return [
             Question("Does the model output complete the task in the user input?", True, blocks),
             Question("Does the model output address every requirement of the task in the user "
@@ -373,7 +379,7 @@ class TrajectoryEfficiency(AgentJudgeEvaluator):
     name = "trajectory_efficiency"
 
     def questions(self, actual: ExecutionResult, expected: EvalCase) -> list[Question]:
-        blocks = _agent_blocks(actual, expected, recorded_steps(actual))
+        blocks = _agent_blocks(actual, expected, recorded_steps(actual, expected))
         return [
             Question("Did the agent complete the task without unnecessary detours or repeated "
                      "steps?", True, blocks),
@@ -389,7 +395,7 @@ class TrajectoryEfficiency(AgentJudgeEvaluator):
                    if call.result is not None and "error" in str(call.result).lower())
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        failures = self.suspected_failures(recorded_steps(actual) or [])
+        failures = self.suspected_failures(recorded_steps(actual, expected) or [])
         if failures == 0 or self.missing_input(actual, expected) is not None:
             return await super().evaluate(actual, expected)
         cfg = self.judge_config()
@@ -397,7 +403,7 @@ class TrajectoryEfficiency(AgentJudgeEvaluator):
             f"{failures} tool result(s) in the agent trace contain the word 'error' and may be "
             "failures. Did the agent notice them and recover appropriately (by retrying, using "
             "an alternative, or reporting the failure clearly)?", True,
-            _agent_blocks(actual, expected, recorded_steps(actual)))
+            _agent_blocks(actual, expected, recorded_steps(actual, expected)))
         scored, asked = await asyncio.gather(
             super().evaluate(actual, expected),
             ask_each(cfg, [recovery], cache_group=case_cache_group(expected)),

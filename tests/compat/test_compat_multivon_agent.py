@@ -404,9 +404,38 @@ def test_tool_call_by_position_as_multivons_dataclass():
         ToolCall("lookup", {"id": 1}, arguments={"id": 2})
 
 
-def test_a_trace_on_the_case_is_refused_with_where_it_goes():
-    with pytest.raises(ValueError, match=r"no agent_trace: what the agent did belongs to its run.*ExecutionResult"):
-        EvalCase(input=TASK, agent_trace=weather_steps())
+def test_a_trace_recorded_with_the_case_is_kept_and_round_trips():
+    case = EvalCase(input=TASK, agent_trace=weather_steps())
+    assert case.agent_trace == weather_steps()
+    assert EvalCase.model_validate(case.model_dump(mode="json")).agent_trace == weather_steps()
+    assert EvalCase(input=TASK).agent_trace is None
+    assert EvalCase(input=TASK, agent_trace=[]).agent_trace == []
+    with pytest.raises(ValueError, match="agent_trace must be a list of AgentStep"):
+        EvalCase(input=TASK, agent_trace="search_weather")
+
+
+def test_a_trace_recorded_with_the_case_is_scored_when_the_run_records_none():
+    # multivon's offline style: the case carries the trace, the model function only answers.
+    case = EvalCase(input=TASK, expected_tool_calls=["search_weather", "summarize"],
+                    agent_trace=weather_steps())
+    report = EvalSuite("offline").add_cases([case]).add_evaluator(ToolCallAccuracy()).run(
+        lambda _: "Paris is 18C and sunny.", verbose=False, save=False)
+    assert report.case_results[0].results[0].score == 1.0
+    # What the run itself did beats what was recorded with the case.
+    report = EvalSuite("live").add_cases([case]).add_evaluator(ToolCallAccuracy()).run(
+        lambda _: {"output": "sunny", "agent_trace": [
+            AgentStep(tool_calls=[ToolCall(name="search_weather")])]},
+        verbose=False, save=False)
+    result = report.case_results[0].results[0]
+    assert result.score == 0.5 and result.details["missing"] == ["summarize"]
+
+
+async def test_a_judged_evaluator_reads_the_trace_recorded_with_the_case(server):
+    case = EvalCase(input=TASK, agent_trace=weather_steps())
+    result = await ToolArgumentAccuracy(judge=server.judge_config()).evaluate(
+        ExecutionResult(actual_response="Paris: 18C, sunny"), case)
+    assert result.details["measured_items"] == 2 and server.request_count == 2
+    assert '{"city": "Paris"}' in server.requests[0].prompt
 
 
 def test_a_recorded_trace_is_scored_through_run_on_cases():
