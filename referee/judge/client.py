@@ -34,6 +34,7 @@ from referee.judge.providers import (
     ProviderSetupError,
     RawReply,
     adapter_for,
+    bounds_its_attempts,
 )
 from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
@@ -407,8 +408,11 @@ class Judge:
             sent = time.monotonic()
             try:
                 client = self._endpoint.client(self.config)
-                # The SDK enforces the timeout too; this bound also covers a stalled body.
-                raw = await _within(adapter.call(client, request), request.timeout + 5.0)
+                call = adapter.call(client, request)
+                # An SDK's own timeouts bound each read, not the attempt; this bound also covers
+                # a stalled body. The direct path bounds the whole attempt itself.
+                raw = await (call if bounds_its_attempts(client)
+                             else _within(call, request.timeout + 5.0))
             except asyncio.CancelledError:
                 budget.settle(permit, Outcome("cancelled"))
                 raise
