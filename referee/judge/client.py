@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import sys
@@ -222,7 +221,7 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
         if endpoint is None:
             endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
                                                    EndpointIdentity(*key))
-        elif _explicit_budget(cfg) and settings != endpoint.limiter.settings:
+        elif _explicit(settings) and settings != endpoint.limiter.settings:
             # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
             endpoint.limiter.configure(settings)
     return endpoint
@@ -234,9 +233,9 @@ def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
                           tpm=cfg.effective_tpm)
 
 
-def _explicit_budget(cfg: JudgeConfig) -> bool:
-    return (cfg.concurrency_pinned or cfg.effective_rpm is not None
-            or cfg.effective_tpm is not None)
+def _explicit(settings: BudgetSettings) -> bool:
+    """Whether a config set anything about its endpoint's budget (or the environment did)."""
+    return settings.pinned or settings.rpm is not None or settings.tpm is not None
 
 
 def estimate_tokens(request: JudgeRequest) -> int:
@@ -350,15 +349,18 @@ class Judge:
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
             flights = _loop_flights()
-            shared = await _join_flight(flights, key)
-            if shared is not None:
-                return self._cached_reply(shared)
+            if key in flights:
+                shared = await _join_flight(flights, key)
+                if shared is not None:
+                    return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
         started = time.monotonic()
         try:
-            turn = (warm_up(cfg.provider, cfg.model, self._endpoint.base_url, system or "",
-                             prompt_prefix) if cacheable else contextlib.nullcontext())
-            async with turn:
+            if cacheable:
+                async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
+                                   system or "", prompt_prefix):
+                    raw, attempts = await self._call_with_retries(request)
+            else:
                 raw, attempts = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
