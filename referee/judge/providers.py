@@ -200,7 +200,7 @@ class _DirectHTTP:
         url = self._url(path)
         try:
             async with _attempt_deadline(timeout):
-                async with self._session().post(url, data=json.dumps(body).encode(),
+                async with self._session().post(url, data=_json_bytes(body),
                                                 headers=self.headers,
                                                 timeout=_aiohttp_timeout(timeout)) as response:
                     content = await response.read()
@@ -213,7 +213,7 @@ class _DirectHTTP:
                                   content=content, request=http.Request("POST", str(url)))
             raise self._client._make_status_error_from_response(reply)
         try:
-            return json.loads(content), headers
+            return _json_value(content), headers
         except ValueError as exc:
             raise MalformedReply(f"{path} reply is not JSON: {exc}") from None
 
@@ -223,6 +223,40 @@ class _DirectHTTP:
         if isinstance(exc, asyncio.TimeoutError):
             return sdk.APITimeoutError(request=request)
         return sdk.APIConnectionError(request=request)
+
+
+def _json_bytes(body: dict[str, Any]) -> bytes:
+    """A request body as JSON. orjson writes it in a twentieth of the stdlib's time (which,
+    with the reply's parsing, was a twentieth of a judge request's CPU); what it refuses (a
+    lone surrogate, an integer past 64 bits) the stdlib writes as it always did."""
+    dumps = _orjson("dumps")
+    if dumps is not None:
+        try:
+            return dumps(body)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+    return json.dumps(body).encode()
+
+
+def _json_value(content: bytes) -> Any:
+    """A reply body's JSON; ValueError when it is none. What orjson refuses (NaN, an integer
+    past 64 bits) the stdlib reads as it always did."""
+    loads = _orjson("loads")
+    if loads is not None:
+        try:
+            return loads(content)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return json.loads(content)
+
+
+@functools.lru_cache(maxsize=None)
+def _orjson(name: str) -> Any:
+    try:
+        module = importlib.import_module("orjson")
+    except ImportError:  # a dependency, but the stdlib does the same work more slowly
+        return None
+    return getattr(module, name)
 
 
 def _sdk_http(client: Any) -> Any:
