@@ -63,6 +63,30 @@ def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (kwarg.provider, kwarg.model, kwarg.temperature) == ("openai", "kwarg-model", 0.7)
 
 
+def test_resolution_follows_every_change_to_its_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Resolutions are remembered (each evaluator call asks for one); a remembered one must never
+    # outlive a change to what it was made from, nor be changed through what it returned.
+    own = JudgeConfig(provider="openai", model="first")
+    first = resolve_judge_config(own)
+    first.model = "changed by the caller"
+    assert resolve_judge_config(own).model == "first"
+    own.model = "second"
+    assert resolve_judge_config(own).model == "second"
+    own.temperature = 0.3
+    assert resolve_judge_config(own).temperature == 0.3
+    global_config = JudgeConfig(provider="openai", max_tokens=50)
+    configure(global_config)
+    assert resolve_judge_config(own).max_tokens == 50
+    configure(JudgeConfig(provider="openai", max_tokens=60))
+    assert resolve_judge_config(own).max_tokens == 60
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert resolve_judge_config(own).base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("JUDGE_MODEL", "env-model")
+    assert resolve_judge_config().model == "env-model"
+    monkeypatch.setenv("JUDGE_MODEL", "other-env-model")
+    assert resolve_judge_config().model == "other-env-model"
+
+
 def test_explicit_zero_temperature_beats_nonzero_global() -> None:
     configure(JudgeConfig(temperature=0.9, max_tokens=50, timeout=5))
     cfg = resolve_judge_config(JudgeConfig(temperature=0.0))

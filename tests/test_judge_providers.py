@@ -260,6 +260,29 @@ async def test_direct_http_bounds_each_attempt_itself(judge_server: ScriptedJudg
         await adapter_for(provider).call(client, request)
 
 
+async def test_a_custom_adapter_may_use_any_object_as_its_client() -> None:
+    from referee.judge import register_provider
+    from referee.judge.providers import JudgeRequest, RawReply
+
+    class PlainClientAdapter:
+        """Its client is a dict, which no weak reference can point to."""
+
+        def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
+            return "plain://", None
+
+        def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> dict:
+            return {"calls": 0}
+
+        async def call(self, client: dict, request: JudgeRequest) -> RawReply:
+            client["calls"] += 1
+            return RawReply(text="Yes", input_tokens=3, output_tokens=1, model=request.model)
+
+    register_provider("plain-client", PlainClientAdapter())
+    cfg = JudgeConfig(provider="plain-client", model="m", cache=False)
+    reply = await get_judge(cfg).complete("q")
+    assert reply.text == "Yes" and reply.attempts == 1
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_clients_share_one_tls_context(judge_server: ScriptedJudgeServer,
                                              monkeypatch: pytest.MonkeyPatch,

@@ -410,11 +410,12 @@ class Judge:
             sent = time.monotonic()
             try:
                 client = self._endpoint.client(self.config)
-                call = adapter.call(client, request)
                 # An SDK's own timeouts bound each read, not the attempt; this bound also covers
                 # a stalled body. The direct path bounds the whole attempt itself.
-                raw = await (call if bounds_its_attempts(client)
-                             else _within(call, request.timeout + 5.0))
+                if bounds_its_attempts(client):
+                    raw = await adapter.call(client, request)
+                else:
+                    raw = await _within(adapter.call(client, request), request.timeout + 5.0)
             except asyncio.CancelledError:
                 budget.settle(permit, Outcome("cancelled"))
                 raise

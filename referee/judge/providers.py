@@ -299,7 +299,12 @@ def _use_direct_http(client: Any, http: Any) -> None:
 def bounds_its_attempts(client: Any) -> bool:
     """Whether every attempt through ``client`` ends by its request's timeout on its own (the
     direct path, 3.11+), so that the caller need not arm a deadline of its own as well."""
-    return DIRECT_ATTEMPT_BOUNDED and _direct_http.get(client) is not None
+    if not DIRECT_ATTEMPT_BOUNDED:
+        return False
+    try:
+        return _direct_http.get(client) is not None
+    except TypeError:  # a custom adapter's client that cannot be weakly referenced (a dict)
+        return False
 
 
 async def _post_json(client: Any, path: str, body: dict[str, Any], timeout: float
