@@ -54,6 +54,7 @@ def test_explicit_reliability_sample_wins() -> None:
 
 def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_PROVIDER", "openai")
+    configure(None)
     monkeypatch.setenv("JUDGE_MODEL", "env-model")
     assert resolve_judge_config().model == "env-model"
     configure(JudgeConfig(provider="openai", model="global-model", temperature=0.7))
@@ -81,6 +82,7 @@ def test_resolution_follows_every_change_to_its_layers(monkeypatch: pytest.Monke
     assert resolve_judge_config(own).max_tokens == 60
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert resolve_judge_config(own).base_url == "http://127.0.0.1:9/v1"
+    configure(None)
     monkeypatch.setenv("JUDGE_MODEL", "env-model")
     assert resolve_judge_config().model == "env-model"
     monkeypatch.setenv("JUDGE_MODEL", "other-env-model")
