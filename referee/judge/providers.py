@@ -226,9 +226,9 @@ class _DirectHTTP:
 
 
 def _json_bytes(body: dict[str, Any]) -> bytes:
-    """A request body as JSON. orjson writes it in a twentieth of the stdlib's time (which,
-    with the reply's parsing, was a twentieth of a judge request's CPU); what it refuses (a
-    lone surrogate, an integer past 64 bits) the stdlib writes as it always did."""
+    """A request body as JSON. orjson writes it in a twentieth of the stdlib's time (the
+    stdlib's writing and reading were 2% of a judge request's CPU); what it refuses (a lone
+    surrogate, an integer past 64 bits) the stdlib writes as it always did."""
     dumps = _orjson("dumps")
     if dumps is not None:
         try:
@@ -268,7 +268,7 @@ def _sdk_http(client: Any) -> Any:
 
 # Where asyncio has a deadline for the current task (3.11+), one deadline bounds a direct
 # attempt: aiohttp's own read and connect timeouts cancel and re-arm a timer for every chunk
-# read, about 7% of the CPU of a request; its ClientTimeout() arms none. Before 3.11 aiohttp's
+# read (0.04 ms of CPU per request here); its ClientTimeout() arms none. Before 3.11 aiohttp's
 # timeouts do it, as the SDK's transport maps httpx's (none of them a total: the judge's outer
 # bound, _within in referee.judge.client, covers a stalled body there).
 DIRECT_ATTEMPT_BOUNDED = sys.version_info >= (3, 11)
