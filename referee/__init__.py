@@ -144,6 +144,15 @@ _EXPORTS: dict[str, str] = {
     "should_retry": "referee.run.retry",
     "sleep_for_attempt": "referee.run.retry",
     "async_sleep_for_attempt": "referee.run.retry",
+    # multivon-eval's agent evaluators
+    "ToolCallAccuracy": "referee.evaluators",
+    "ToolArgumentAccuracy": "referee.evaluators",
+    "PlanQuality": "referee.evaluators",
+    "TaskCompletion": "referee.evaluators",
+    "ToolCallNecessity": "referee.evaluators",
+    "TrajectoryEfficiency": "referee.evaluators",
+    "AgentMemoryEval": "referee.evaluators",
+    "StepFaithfulness": "referee.evaluators",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -80,6 +80,13 @@ class ToolCall(StrictModel):
     result: Any = None
     call_id: str | None = None
 
+    def __init__(self, *positional: Any, **fields: Any) -> None:
+        # multivon's ToolCall is a dataclass: ToolCall("lookup", {"id": 1}, "found").
+        if positional and "arguments" in fields and len(positional) > 1:
+            raise TypeError("ToolCall got 'args' twice (by position and as arguments=)")
+        super().__init__(**with_positions("ToolCall", ("name", "args", "result"), positional,
+                                          fields))
+
     @property
     def arguments(self) -> dict[str, Any]:
         return self.args
@@ -215,6 +222,22 @@ _MULTIVON_POSITIONAL = ("input", "expected_output", "context")
 _MULTIVON_METADATA_FIELDS = ("source_id", "revision")
 
 
+def _keep_recorded_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, Any]:
+    # multivon's case may carry the trace an agent recorded earlier; referee keeps it in
+    # metadata, and the agent evaluators read it when the run itself records no steps.
+    if agent_trace is None:
+        return data
+    from referee.execution import AgentStep  # execution builds on this module
+
+    if not isinstance(agent_trace, (list, tuple)):
+        raise ValueError(f"agent_trace must be a list of AgentStep, got {type(agent_trace).__name__}")
+    steps = [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
+             for step in agent_trace]
+    stored = [step.model_dump(mode="json") for step in steps]
+    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
+    return data
+
+
 class EvalCase(StrictModel):
     """One evaluation case.
 
@@ -229,7 +252,7 @@ class EvalCase(StrictModel):
     """
 
     _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
-                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS))
+                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS) | {"agent_trace"})
 
     input: str | None = None
     expected_output: str | None = None
@@ -249,6 +272,8 @@ class EvalCase(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         data = _adk.read_case(data)
+        if "agent_trace" in data:
+            data = _keep_recorded_trace(data, data.pop("agent_trace"))
         # multivon's provenance fields have no referee field; they are kept in metadata.
         kept = {key: data.pop(key) for key in _MULTIVON_METADATA_FIELDS if key in data}
         kept = {key: value for key, value in kept.items() if value is not None}
@@ -257,6 +282,8 @@ class EvalCase(StrictModel):
         names = data.get("expected_tool_calls")
         if isinstance(names, list):  # multivon lists the expected tools by name
             data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
+            if not names:  # multivon's assertion that no tool is called; kept, as no turn can say it
+                data["metadata"] = {**(data.get("metadata") or {}), "expected_tool_calls": []}
         for alias, field in _CASE_KEYWORD_ALIASES.items():
             move_alias(data, alias, field)
         shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
@@ -405,6 +432,16 @@ class EvalCase(StrictModel):
 
     def context_str(self) -> str:
         return self.context_text
+
+    @property
+    def agent_trace(self) -> list[Any] | None:
+        """The agent steps recorded with the case (multivon's ``agent_trace``), else ``None``."""
+        stored = self.metadata.get("agent_trace")
+        if stored is None:
+            return None
+        from referee.execution import AgentStep  # execution builds on this module
+
+        return [AgentStep.model_validate(step) for step in stored]
 
     @property
     def display_name(self) -> str:

@@ -126,7 +126,7 @@ class ExecutionResult(StrictModel):
         if steps and "node_visits" not in data:
             data["node_visits"] = [s.name for s in steps if s.step_type == StepType.NODE]
         agent_trace = data.pop("agent_trace", None)
-        if agent_trace:
+        if agent_trace is not None:  # [] records an observed run that took no steps
             data = _from_agent_trace(data, agent_trace)
         kept = {key: data.pop(key) for key in _KEPT_IN_METADATA if key in data}
         if kept:

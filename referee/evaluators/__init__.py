@@ -19,6 +19,16 @@ from referee.evaluators.response import AnswerAccuracy, Coherence, Relevance
 from referee.evaluators.retrieval import ContextPrecision, ContextRecall
 from referee.evaluators.safety import Bias, Toxicity
 from referee.evaluators.text_metrics import ChrfScore
+from referee.evaluators.agent import (
+    AgentMemoryEval,
+    PlanQuality,
+    StepFaithfulness,
+    TaskCompletion,
+    ToolArgumentAccuracy,
+    ToolCallAccuracy,
+    ToolCallNecessity,
+    TrajectoryEfficiency,
+)
 
 __all__ = [
     "AnswerAccuracy",
@@ -40,6 +50,15 @@ __all__ = [
     "Summarization",
     "Toxicity",
     "threshold_table",
+    # multivon's agent evaluators
+    "ToolCallAccuracy",
+    "ToolArgumentAccuracy",
+    "PlanQuality",
+    "TaskCompletion",
+    "ToolCallNecessity",
+    "TrajectoryEfficiency",
+    "AgentMemoryEval",
+    "StepFaithfulness",
 ]
 
 # The deterministic evaluators (Contains, ExactMatch, ...) live in their own module; they are
