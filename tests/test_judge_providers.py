@@ -260,6 +260,23 @@ async def test_direct_http_bounds_each_attempt_itself(judge_server: ScriptedJudg
         await adapter_for(provider).call(client, request)
 
 
+def test_bodies_and_replies_orjson_refuses_still_go_through() -> None:
+    import json
+
+    from referee.judge.providers import _json_bytes, _json_value
+
+    # orjson writes and reads the usual ones; the stdlib takes what orjson refuses.
+    usual = {"prompt": "caf\u00e9", "n": 1}
+    assert json.loads(_json_bytes(usual)) == usual
+    assert json.loads(_json_bytes({"prompt": "half a pair \ud800"})) == {
+        "prompt": "half a pair \ud800"}
+    assert json.loads(_json_bytes({"seed": 2**70})) == {"seed": 2**70}
+    assert _json_value(b'{"usage": {"prompt_tokens": 3}}') == {"usage": {"prompt_tokens": 3}}
+    assert _json_value(b'{"score": NaN}')["score"] != 0  # NaN: read, not refused
+    with pytest.raises(ValueError):
+        _json_value(b"<html>502 Bad Gateway</html>")
+
+
 async def test_a_custom_adapter_may_use_any_object_as_its_client() -> None:
     from referee.judge import register_provider
     from referee.judge.providers import JudgeRequest, RawReply

@@ -18,7 +18,7 @@ import re
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
 from referee.judge.config import JudgeConfig, _register_provider_name
@@ -229,25 +229,23 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
     """A request body as JSON. orjson writes it in a twentieth of the stdlib's time (the
     stdlib's writing and reading were 2% of a judge request's CPU); what it refuses (a lone
     surrogate, an integer past 64 bits) the stdlib writes as it always did."""
-    dumps = _orjson("dumps")
-    if dumps is not None:
-        try:
-            return dumps(body)
-        except TypeError:  # orjson.JSONEncodeError
-            pass
-    return json.dumps(body).encode()
+    return _through_orjson("dumps", body, lambda: json.dumps(body).encode())
 
 
 def _json_value(content: bytes) -> Any:
     """A reply body's JSON; ValueError when it is none. What orjson refuses (NaN, an integer
     past 64 bits) the stdlib reads as it always did."""
-    loads = _orjson("loads")
-    if loads is not None:
+    return _through_orjson("loads", content, lambda: json.loads(content))
+
+
+def _through_orjson(name: str, value: Any, stdlib: Callable[[], Any]) -> Any:
+    function = _orjson(name)
+    if function is not None:
         try:
-            return loads(content)
-        except ValueError:  # orjson.JSONDecodeError
+            return function(value)
+        except (TypeError, ValueError):  # orjson.JSONEncodeError, orjson.JSONDecodeError
             pass
-    return json.loads(content)
+    return stdlib()
 
 
 @functools.lru_cache(maxsize=None)
