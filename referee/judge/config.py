@@ -291,7 +291,10 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     env = os.environ
     key = (env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"), env.get("OPENAI_BASE_URL"),
            _layer_key(get_configured()), _layer_key(judge))
-    resolved = _resolved.get(key)
+    try:
+        resolved = _resolved.get(key)
+    except TypeError:  # a subclass's field holds something unhashable: resolve it each time
+        return _resolve_layers((_env_layer(), get_configured(), judge))
     if resolved is None:
         resolved = _resolve_layers((_env_layer(), get_configured(), judge))
         if len(_resolved) >= _RESOLVED_KEPT:
