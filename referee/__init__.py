@@ -153,6 +153,12 @@ _EXPORTS: dict[str, str] = {
     "TrajectoryEfficiency": "referee.evaluators",
     "AgentMemoryEval": "referee.evaluators",
     "StepFaithfulness": "referee.evaluators",
+    # multivon-eval's repeated-run estimators (EvalSuite.run(runs=N))
+    "PassKResult": "referee.report.trials",
+    "pass_at_k": "referee.report.trials",
+    "pass_hat_k": "referee.report.trials",
+    "suite_pass_k": "referee.report.trials",
+    "min_detectable_effect": "referee.report.trials",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -9,7 +9,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -44,6 +45,24 @@ T = TypeVar("T")
 # Caching is on unless turned off: a cache hit needs the exact same provider, model, endpoint,
 # prompt, parameters and sample index, so it only ever replays an identical request.
 DEFAULT_CACHE_ENABLED = True
+
+
+# Which repeated run of a case (``EvalSuite.run(runs=N)``) a request belongs to. From the second
+# run on it is part of the reply-cache key (and of the in-flight sharing key): repeated runs are
+# independent trials, not replays of the first. The first run keys as a single run does.
+_TRIAL: ContextVar[int] = ContextVar("referee_judge_trial", default=0)
+
+
+@contextlib.contextmanager
+def trial_scope(index: int) -> Iterator[None]:
+    """Judge requests made inside belong to run ``index`` (0-based) of a repeated case."""
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ValueError(f"trial index must be a non-negative int, got {index!r}")
+    token = _TRIAL.set(index)
+    try:
+        yield
+    finally:
+        _TRIAL.reset(token)
 
 
 # How much of a reply that yielded no verdict is kept as evidence (after redaction).
@@ -344,7 +363,8 @@ class Judge:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
                             json_mode=json_mode, temperature=request.temperature,
-                            max_tokens=request.max_tokens, sample_index=sample_index)
+                            max_tokens=request.max_tokens, sample_index=sample_index,
+                            **({"trial": trial} if (trial := _TRIAL.get()) else {}))
             hit = cache.get(key)
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)

@@ -107,17 +107,22 @@ class CriterionDelta:
                 f"95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}, n={self.n}) {self.hint}")
 
 
-def paired_bootstrap_ci(differences: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """95% percentile interval of the mean of paired differences (seeded: reports reproduce)."""
-    n = len(differences)
+def bootstrap_mean_ci(values: list[float], *, confidence: float = 0.95,
+                      resamples: int = BOOTSTRAP_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Percentile interval of the mean of ``values`` (paired differences, case scores),
+    seeded so that reports reproduce; (0.0, 0.0) for no values, the value itself for one."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    n = len(values)
     if n == 0:
         return 0.0, 0.0
     if n == 1:
-        return differences[0], differences[0]
+        return values[0], values[0]
     rng = random.Random(seed)
-    means = sorted(sum(rng.choices(differences, k=n)) / n for _ in range(resamples))
-    return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    tail = (1.0 - confidence) / 2
+    return means[int(tail * (resamples - 1))], means[int((1.0 - tail) * (resamples - 1))]
 
 
 def wilson_bounds(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -356,7 +361,7 @@ def _criterion_deltas(cases_a: dict[tuple[str, int], CaseResult],
     deltas = []
     for criterion, scored in pairs.items():
         n = len(scored)
-        low, high = paired_bootstrap_ci([b - a for a, b in scored])
+        low, high = bootstrap_mean_ci([b - a for a, b in scored])
         deltas.append(CriterionDelta(criterion=criterion, n=n,
                                      mean_a=sum(a for a, _ in scored) / n,
                                      mean_b=sum(b for _, b in scored) / n,

@@ -101,6 +101,22 @@ def _failure_lines(case: CaseResult) -> list[str]:
     return unique or [f"status {case.status.value}"]
 
 
+def repeated_runs_line(report: EvalReport) -> str:
+    """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
+    k = report.runs_per_case
+    parts = [f"Runs per case: {k}",
+             f"flaky cases: {report.flaky_count} of {report.total} "
+             f"(stability {_pct(report.stability_score)})"]
+    for result in (report.pass_at_k(k), report.pass_hat_k(k)):
+        name = result.metric.replace("k", str(k))
+        if result.value is None:
+            parts.append(f"{name} {result.unknown_reason}")
+        else:
+            parts.append(f"{name} {result.value:.3f} (95% CI {result.ci_low:.3f}-"
+                         f"{result.ci_high:.3f})")
+    return "; ".join(parts)
+
+
 def render_console(report: EvalReport, console: Console | None = None, *,
                    run_dir: str | Path | None = None, every_case: bool = False) -> None:
     """Print the run summary. Plain, line-oriented text when ``console`` is not a terminal.
@@ -132,6 +148,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         format_rate(report.error_rate, report.total),
     )
     console.print(totals)
+    if report.runs_per_case > 1:
+        console.print(Text(repeated_runs_line(report)))
 
     summary = report.summary
     if summary.criterion_stats:
@@ -202,6 +220,10 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         head = Text("  ")
         head.append(case.status.value, style=style)
         head.append(f"  {_clip(case.label, 120)}")
+        if case.run_results:
+            evaluated = sum(r.status.is_evaluated for r in case.run_results)
+            head.append(f"  (passed {max(case.pass_count, 0)} of {evaluated} evaluated run(s) "
+                        f"of {case.runs})")
         console.print(head)
         if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED):
             continue

@@ -26,7 +26,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.redact import redact
 from referee.report import charts
-from referee.report.console import judge_label
+from referee.report.console import judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
 from referee.report.model import (CaseResult, CaseStatus, EvalReport, criterion_errors_line,
@@ -490,6 +490,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "pass_rate": format_rate(report.pass_rate, report.evaluated),
         "error_rate": format_rate(report.error_rate, report.total),
         "criterion_errors": criterion_errors_line(report) if report.criterion_errors else "",
+        "repeated_runs": repeated_runs_line(report) if report.runs_per_case > 1 else "",
         "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
         "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),
         "counts": [(name, n) for name, n in counts if n],

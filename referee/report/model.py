@@ -8,6 +8,7 @@ document-001 readers use ``pass_rate`` (passed / evaluated), ``error_rate`` (err
 from __future__ import annotations
 
 import json
+import statistics
 import time
 import uuid
 from collections import Counter
@@ -117,6 +118,9 @@ class CaseResult(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
     converted: list[Conversion] = Field(default_factory=list)
+    # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
+    # empty for a case run once (referee.report.trials).
+    run_results: list["CaseResult"] = Field(default_factory=list)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
@@ -279,9 +283,51 @@ class CaseResult(BaseModel):
 
     @property
     def score(self) -> float:
-        """multivon: the mean score of the case's scored results (0.0 when none scored)."""
-        scores = [r.score for r in self.criterion_results if r.is_scored]
+        """multivon: the mean score of the case's scored results (0.0 when none scored); of a
+        case run several times, the mean of ``all_scores``."""
+        scores = self.all_scores or [r.score for r in self.criterion_results if r.is_scored]
         return sum(scores) / len(scores) if scores else 0.0
+
+    # multivon's repeated-run reads (EvalSuite.run(runs=N)); a run that errored or was skipped
+    # is no trial, as an errored case is no case in pass_rate.
+    @property
+    def runs(self) -> int:
+        """How many times the case ran."""
+        return len(self.run_results) or 1
+
+    @property
+    def all_scores(self) -> list[float]:
+        """The score of each evaluated run (empty for a case run once)."""
+        return [r.score for r in self.run_results if r.status.is_evaluated]
+
+    @property
+    def pass_count(self) -> int:
+        """How many runs passed; -1 for a case run once (multivon's "not tracked")."""
+        if not self.run_results:
+            return -1
+        return sum(r.status == CaseStatus.PASSED for r in self.run_results)
+
+    @property
+    def score_std(self) -> float:
+        """The population standard deviation of ``all_scores`` (0.0 below two)."""
+        scores = self.all_scores
+        return statistics.pstdev(scores) if len(scores) > 1 else 0.0
+
+    @property
+    def run_pass_rate(self) -> float:
+        """Passed runs of evaluated runs; of a case run once, 1.0 if it passed, else 0.0."""
+        from referee.report.trials import trial_counts
+
+        evaluated, passed = trial_counts(self)
+        return passed / evaluated if evaluated else 0.0
+
+    @property
+    def is_flaky(self) -> bool:
+        """Some evaluated run passed and some failed."""
+        from referee.report.trials import trial_counts
+
+        evaluated, passed = trial_counts(self)
+        return 0 < passed < evaluated
 
     @property
     def tags(self) -> list[str]:
@@ -297,7 +343,35 @@ EvalCaseResult = CaseResult
 # multivon's CaseResult fields; its status follows from the error fields and the results.
 _MULTIVON_CASE_RESULT_POSITIONAL = ("case_input", "actual_output", "results", "latency_ms")
 _MULTIVON_CASE_RESULT_FIELDS = frozenset({"case_input", "actual_output", "results", "model_error",
-                                          "judge_error", "evaluator_error", "latency_ms"})
+                                          "judge_error", "evaluator_error", "latency_ms",
+                                          "runs", "pass_count", "all_scores"})
+
+
+def _multivon_runs(data: dict[str, Any], results: list[CriterionResult]) -> list[CaseResult]:
+    """multivon's counts of a repeated case (``runs=5, pass_count=3, all_scores=[...]``) as
+    runs (none without ``pass_count``): the first ``pass_count`` passed, the others failed (the
+    counts do not say which), each with the given evaluators scored at that run's score (from
+    ``all_scores``, else their own)."""
+    runs = data.pop("runs", 1)
+    pass_count = data.pop("pass_count", -1)
+    scores = list(data.pop("all_scores", None) or [])
+    if not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be a positive int, got {runs!r}")
+    if pass_count < 0:  # multivon's "not tracked": nothing to say about the runs
+        return []
+    if not 0 <= pass_count <= runs:
+        raise ValueError(f"pass_count must be between 0 and runs={runs}, got {pass_count!r}")
+    if scores and len(scores) != runs:
+        raise ValueError(f"all_scores holds {len(scores)} score(s) for {runs} run(s)")
+    made = []
+    for i in range(runs):
+        passed = i < pass_count
+        run_results = [r.model_copy(update={"score": scores[i] if scores else r.score,
+                                            "passed": passed, "error": None, "error_kind": None,
+                                            "skipped": False}) for r in results]
+        made.append(CaseResult(eval_id="", status=CaseStatus.PASSED if passed
+                               else CaseStatus.FAILED, criterion_results=run_results))
+    return made
 
 
 def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
@@ -311,7 +385,9 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     errors = {kind: data.pop(kind, None) for kind in ("model_error", "judge_error",
                                                       "evaluator_error")}
     skipped = data.pop("skipped", False)
-    scored_failure = any(not r.passed and not r.skipped and r.error is None for r in results)
+    runs = _multivon_runs(data, results)
+    scored_failure = any(not r.passed and not r.skipped and r.error is None for r in results) \
+        or any(r.status == CaseStatus.FAILED for r in runs)
     if errors["model_error"]:
         status = CaseStatus.MODEL_ERROR
     elif skipped:
@@ -342,6 +418,8 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     data["error"] = data.get("error") or next((e for e in errors.values() if e), None)
     data["criterion_results"] = results
     data["status"] = status
+    if runs:
+        data["run_results"] = [r.model_copy(update={"eval_id": data["eval_id"]}) for r in runs]
     return data
 
 
@@ -577,6 +655,8 @@ class EvalReport(MultivonReportMethods, BaseModel):
     judge: dict[str, Any] = Field(default_factory=dict)  # judge config, secrets removed
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # How many times the run asked for each case to run (EvalSuite.run(runs=N)).
+    runs: int = 1
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -768,6 +848,8 @@ class EvalReport(MultivonReportMethods, BaseModel):
             "model_under_test": None if model_usage is None else model_usage.model_dump(mode="json"),
         }
         data["warnings"] = self.warnings
+        if self.runs_per_case > 1:
+            data["trials"] = self.trial_summary()
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -779,7 +861,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
         data = {k: v for k, v in data.items()
-                if k not in ("totals", "summary", "spend", "warnings")}
+                if k not in ("totals", "summary", "spend", "warnings", "trials")}
         return cls.model_validate(data)
 
     @classmethod

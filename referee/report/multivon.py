@@ -7,14 +7,18 @@ criterion's skipped or errored results are never a 0.0.
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from referee.report.compare import Comparison
     from referee.report.model import CaseResult, EvalReport
+    from referee.report.trials import PassKResult
 
 
 def _write(path: str | Path, text: str) -> None:
@@ -24,6 +28,22 @@ def _write(path: str | Path, text: str) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, [text])
+
+
+def _percentile(ordered: list[float], p: float) -> float:
+    """The ``p``-th percentile of sorted values, interpolating linearly between ranks."""
+    if not 0 <= p <= 100:
+        raise ValueError(f"percentiles must be between 0 and 100, got {p}")
+    rank = p / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _check_budget(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"assert_budget: {name} must be a finite number >= 0, got {value!r}")
 
 
 def _means(groups: dict[str, list[float]], digits: int | None = None) -> dict[str, float]:
@@ -92,16 +112,8 @@ class MultivonReportMethods:
         scores = sorted(c.score for c in self._evaluated())
         if not scores:
             return {}
-        out: dict[str, float] = {}
-        for p in percentiles if percentiles is not None else [10, 50, 90]:
-            if not 0 <= p <= 100:
-                raise ValueError(f"percentiles must be between 0 and 100, got {p}")
-            rank = p / 100 * (len(scores) - 1)
-            low = int(rank)
-            high = min(low + 1, len(scores) - 1)
-            value = scores[low] + (scores[high] - scores[low]) * (rank - low)
-            out[f"p{p}"] = round(value, 4)
-        return out
+        return {f"p{p}": round(_percentile(scores, p), 4)
+                for p in (percentiles if percentiles is not None else [10, 50, 90])}
 
     def _by_tag(self, value: Callable[["CaseResult"], float]) -> dict[str, list[float]]:
         groups: dict[str, list[float]] = {}
@@ -135,3 +147,182 @@ class MultivonReportMethods:
         """Pass rate per criterion over its scored results: ``summary.criterion_stats``."""
         return {name: stats.pass_rate for name, stats in self.summary.criterion_stats.items()
                 if stats.scored}
+
+    # Repeated runs (EvalSuite.run(runs=N)) and what they measure -------------------------
+    @property
+    def runs_per_case(self) -> int:
+        """How many times each case ran: the run's ``runs``, or the most runs of any case of
+        a report built from case results."""
+        cases = self.cases
+        counted = max((c.runs for c in cases), default=1) if isinstance(cases, list) else 1
+        return max(self.runs, counted)  # type: ignore[attr-defined]
+
+    @property
+    def flaky_count(self) -> int:
+        """Cases that passed in some evaluated run and failed in another."""
+        return sum(c.is_flaky for c in self.cases)
+
+    @property
+    def stability_score(self) -> float:
+        """The share of cases that are not flaky (1.0 with no cases)."""
+        return 1.0 - self.flaky_count / self.total if self.total else 1.0
+
+    @property
+    def saturated(self) -> bool:
+        """Every evaluated case passed (and some case was evaluated): the suite can no longer
+        show an improvement."""
+        return self.evaluated > 0 and self.passed == self.evaluated
+
+    @property
+    def min_detectable_regression(self) -> float:
+        """The smallest drop of ``pass_rate`` that a rerun of this many evaluated cases would
+        detect (two-sided 5% test, 80% power), taking the variance at the pass rate held between
+        0.5 and 0.95 (at a ceiling of 1.0 it would promise a sensitivity the suite lacks); 1.0
+        when nothing was evaluated."""
+        from referee.report.trials import min_detectable_effect
+
+        return min_detectable_effect(self.evaluated,
+                                     baseline=min(max(self.pass_rate, 0.5), 0.95))
+
+    def avg_score_ci(self, confidence: float = 0.95) -> tuple[float, float]:
+        """Bootstrap interval of the mean case score over evaluated cases (seeded);
+        (0.0, 1.0) when nothing was evaluated."""
+        from referee.report.compare import bootstrap_mean_ci
+
+        scores = [c.score for c in self._evaluated()]
+        if not scores:
+            return 0.0, 1.0
+        return bootstrap_mean_ci(scores, confidence=confidence)
+
+    def _trial_counts(self) -> list[tuple[int, int]]:
+        from referee.report.trials import trial_counts
+
+        return [trial_counts(c) for c in self._evaluated()]
+
+    def pass_at_k(self, k: int, confidence: float = 0.95) -> "PassKResult":
+        """The chance that a case passes at least once in ``k`` runs, averaged over evaluated
+        cases (unbiased estimator per case, from its evaluated runs); ``value`` None, with
+        ``unknown_reason``, when k exceeds some case's evaluated runs."""
+        from referee.report.trials import PASS_AT_K, report_pass_k
+
+        return report_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
+
+    def pass_hat_k(self, k: int, confidence: float = 0.95) -> "PassKResult":
+        """The chance that a case passes all of ``k`` runs, averaged over evaluated cases;
+        unknown as for ``pass_at_k``."""
+        from referee.report.trials import PASS_HAT_K, report_pass_k
+
+        return report_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
+
+    def lottery_cases(self, k: int | None = None) -> list["CaseResult"]:
+        """Evaluated cases that pass some of ``k`` runs but not all (pass@k above pass^k),
+        widest gap first; ``k`` defaults to ``runs_per_case``. Cases with fewer evaluated runs
+        than k are left out."""
+        from referee.report.trials import pass_at_k, pass_hat_k, trial_counts
+
+        k = self.runs_per_case if k is None else k
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        gaps = []
+        for case in self._evaluated():
+            n, c = trial_counts(case)
+            if k <= n and (gap := pass_at_k(n, c, k) - pass_hat_k(n, c, k)) > 0:
+                gaps.append((gap, case))
+        gaps.sort(key=lambda pair: pair[0], reverse=True)
+        return [case for _, case in gaps]
+
+    def assert_pass_hat_k(self, k: int, min_ci_low: float) -> None:
+        """Raise ``EvalGateFailure`` unless pass^k's lower bound is at least ``min_ci_low``; an
+        unknown pass^k fails too (a gate that cannot be checked does not pass)."""
+        from referee.errors import EvalGateFailure
+
+        result = self.pass_hat_k(k)
+        if result.value is None:
+            raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self)
+        if result.ci_low is not None and result.ci_low < min_ci_low:
+            raise EvalGateFailure(
+                f"pass^{k} gate failed: lower bound {result.ci_low:.3f} < {min_ci_low:.3f} "
+                f"(pass^{k} {result.value:.3f}, interval {result.ci_low:.3f}-"
+                f"{result.ci_high:.3f})", report=self)
+
+    def trial_summary(self) -> dict[str, Any]:
+        """What repeated runs measure, as stored in the JSON report (``trials``)."""
+        k = self.runs_per_case
+        summary: dict[str, Any] = {"runs_per_case": k, "flaky_count": self.flaky_count,
+                                   "stability_score": self.stability_score}
+        for key, result in (("pass_at_k", self.pass_at_k(k)), ("pass_hat_k", self.pass_hat_k(k))):
+            summary[key] = {"k": result.k, "value": result.value, "ci_low": result.ci_low,
+                            "ci_high": result.ci_high, "estimator": result.estimator,
+                            "runs": result.runs, "unknown_reason": result.unknown_reason}
+        return summary
+
+    # Budgets and CSV ---------------------------------------------------------------------
+    def assert_budget(self, *, max_total_cost_usd: float | None = None,
+                      max_avg_cost_per_case_usd: float | None = None,
+                      max_total_tokens: int | None = None,
+                      max_p95_latency_ms: float | None = None,
+                      max_avg_latency_ms: float | None = None) -> None:
+        """Raise ``EvalGateFailure`` naming every budget the run exceeded. Spend is the
+        judge's plus what the model under test reported; latency is each case's model latency
+        (a repeated case's mean). A cost budget that cannot be checked (a model without a
+        price: ``referee.judge.set_price``) fails, as does an average over no cases."""
+        from referee.errors import EvalGateFailure
+
+        limits = {"max_total_cost_usd": max_total_cost_usd,
+                  "max_avg_cost_per_case_usd": max_avg_cost_per_case_usd,
+                  "max_total_tokens": max_total_tokens, "max_p95_latency_ms": max_p95_latency_ms,
+                  "max_avg_latency_ms": max_avg_latency_ms}
+        for name, value in limits.items():
+            if value is not None:
+                _check_budget(name, value)
+        spend = self.token_usage + self.model_token_usage  # type: ignore[attr-defined]
+        over: list[str] = []
+        if max_total_cost_usd is not None or max_avg_cost_per_case_usd is not None:
+            billed = spend.requests - spend.cached_requests > 0 or spend.total_tokens > 0
+            cost = spend.cost_usd if spend.cost_usd is not None else (None if billed else 0.0)
+            if cost is None:
+                over.append("cost budget cannot be checked: no price is known for the model(s) "
+                            "used (set one with referee.judge.set_price)")
+            else:
+                if max_total_cost_usd is not None and cost > max_total_cost_usd:
+                    over.append(f"total cost ${cost:.4f} exceeds ${max_total_cost_usd:.4f}")
+                if max_avg_cost_per_case_usd is not None:
+                    if not self.total:
+                        over.append("average cost per case cannot be checked: no cases")
+                    elif cost / self.total > max_avg_cost_per_case_usd:
+                        over.append(f"average cost per case ${cost / self.total:.4f} exceeds "
+                                    f"${max_avg_cost_per_case_usd:.4f}")
+        if max_total_tokens is not None and spend.total_tokens > max_total_tokens:
+            over.append(f"total tokens {spend.total_tokens:,} exceed {max_total_tokens:,}")
+        latencies = sorted(c.latency_ms for c in self.cases
+                           if c.execution is not None and c.execution.latency_s is not None)
+        if latencies and max_avg_latency_ms is not None:
+            mean = sum(latencies) / len(latencies)
+            if mean > max_avg_latency_ms:
+                over.append(f"average latency {mean:.0f} ms exceeds {max_avg_latency_ms:.0f} ms")
+        if latencies and max_p95_latency_ms is not None:
+            p95 = _percentile(latencies, 95)
+            if p95 > max_p95_latency_ms:
+                over.append(f"p95 latency {p95:.0f} ms exceeds {max_p95_latency_ms:.0f} ms")
+        if over:
+            raise EvalGateFailure("budget gate failed:\n  - " + "\n  - ".join(over), report=self)
+
+    def to_csv(self) -> str:
+        """One row per criterion result of each case (one row for a case without any), with
+        the case's repeated-run figures."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["input", "output", "evaluator", "score", "score_std", "run_pass_rate",
+                         "is_flaky", "passed", "reason", "latency_ms", "tags", "status", "runs"])
+        for case in self.cases:
+            shared = [round(case.score_std, 4), round(case.run_pass_rate, 4), case.is_flaky]
+            tail = [round(case.latency_ms, 1), ",".join(case.tags), case.status.value,
+                    case.runs]
+            rows = [[r.criterion, round(r.score, 4), *shared, r.passed, r.explanation]
+                    for r in case.criterion_results] or [["", "", *shared, "", case.error or ""]]
+            for row in rows:
+                writer.writerow([case.case_input, case.actual_output, *row, *tail])
+        return buffer.getvalue()
+
+    def save_csv(self, path: str | Path) -> None:
+        _write(path, self.to_csv())

@@ -6,8 +6,9 @@ too (``SliceRequirement``), and how much evidence is enough (cases, source group
 ``policy.evaluate(report)`` answers ``accept``, ``reject`` (a quality failure was observed) or
 ``indeterminate`` (the evidence is short of the contract), with every finding and measurement.
 
-Over referee's report a case's attempts are its trials: the final result, and, under a
-``JudgeRetry`` policy, each earlier attempt that ended in an error (it measured nothing). With
+Over referee's report a case's attempts are its trials: the final result (of each run, for a
+case run several times with ``runs=N``), and, under a ``JudgeRetry`` policy, each earlier
+attempt that ended in an error (it measured nothing). With
 ``trial_scope="all_attempts"`` (the default) such a case is not fully measured, so a retry that
 recovered cannot hide an outage; ``"final_attempt"`` counts only the final result.
 """
@@ -227,10 +228,13 @@ class AcceptancePolicy:
         return AcceptanceResult(decision, self.digest, tuple(findings), tuple(measurements))
 
     def _trials(self, row: CaseResult) -> list[_Attempt]:
-        final = _Attempt.of(row)
+        # A case run several times (runs=N) has a final attempt per run.
+        runs = row.run_results or [row]
         if self.trial_scope == "final_attempt":
-            return [final]
-        return [_Attempt(verdicts={}, errored=True) for _ in row.retry_errors] + [final]
+            return [_Attempt.of(run) for run in runs]
+        return [attempt for run in runs
+                for attempt in [*(_Attempt(verdicts={}, errored=True) for _ in run.retry_errors),
+                                _Attempt.of(run)]]
 
     def _source_groups(self, rows: Sequence[CaseResult], evidence: Any,
                        measurements: list[dict[str, Any]]) -> None:

@@ -24,8 +24,10 @@ from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
 from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
+from referee.judge.client import trial_scope
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
+from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
@@ -206,6 +208,10 @@ def _is_async_callable(fn: Any) -> bool:
 # JudgeUnavailable from a front door's own judge calls (JUDGE_ERROR).
 Execute = Callable[[EvalCase, ModelCaller], Awaitable[Any]]
 
+# A stored output to score again: a case's, or one per run of a case run several times (None
+# for a run that produced nothing, which runs again).
+StoredOutput = ExecutionResult | list[ExecutionResult | None]
+
 
 def case_keys(cases: Sequence[EvalCase]) -> list[str]:
     """One id per case, unique within the run: resume and the store key on it.
@@ -319,9 +325,18 @@ class Engine:
 
     def __init__(self, criteria: Sequence[Any], *, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float | None = None, progress: ProgressReporter | None = None,
-                 store: RunStore | None = None, case_retry: JudgeRetry | None = None) -> None:
+                 store: RunStore | None = None, case_retry: JudgeRetry | None = None,
+                 runs: int = 1, criterion_concurrency: int | None = None,
+                 early_stop: bool = False) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+            raise ValueError(f"runs must be a positive int, got {runs!r}")
+        if criterion_concurrency is not None and (
+                not isinstance(criterion_concurrency, int)
+                or isinstance(criterion_concurrency, bool) or criterion_concurrency < 1):
+            raise ValueError("evaluator_concurrency must be a positive int or None, "
+                             f"got {criterion_concurrency!r}")
         if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
         # A malformed REFEREE_CACHE would otherwise fail every judged case one by one.
@@ -332,6 +347,14 @@ class Engine:
         self.progress = progress or SilentProgress()
         self.store = store
         self.case_retry = case_retry
+        # Each case runs this many times, one run after another (multivon's runs=N).
+        self.runs = runs
+        # Stop running a case once its runs settle it (referee.report.trials.clear_after).
+        self.early_stop = early_stop
+        # At most this many criteria score at once across the whole run (None: no bound beyond
+        # the judge layer's per-endpoint limits); the semaphore is made on the run's loop.
+        self.criterion_concurrency = criterion_concurrency
+        self._criterion_slots: asyncio.Semaphore | None = None
         self._prepare_failures: dict[int, BaseException] = {}
         self._prepared = False
 
@@ -360,7 +383,7 @@ class Engine:
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
                   finished: dict[str, CaseResult] | None = None,
-                  outputs: dict[str, ExecutionResult] | None = None) -> list[CaseResult]:
+                  outputs: dict[str, StoredOutput] | None = None) -> list[CaseResult]:
         """Every case's result, in case order. ``finished`` (by case key) are not run again;
         ``outputs`` (by case key) are scored without calling the model (re-scoring)."""
         keys = case_keys(cases)
@@ -377,7 +400,7 @@ class Engine:
     async def stream(self, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str] | None = None, skip: Container[str] = (),
                      on_result: Callable[[CaseResult], None] | None = None,
-                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
         """Run every case whose key is not in ``skip``, handing each result over as it finishes
         (to the store, then ``on_result``) and keeping none: memory stays flat however many
         cases there are. ``cases`` is only indexed, so it may build each case on demand.
@@ -424,13 +447,39 @@ class Engine:
 
     async def run_case(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
                        index: int = 0, key: str | None = None,
-                       output: ExecutionResult | None = None) -> CaseResult:
+                       output: StoredOutput | None = None) -> CaseResult:
         """One case, whatever happens: its status says what went wrong.
 
         With ``output`` (a stored run being re-scored) the model is not called. Under a
-        ``case_retry`` policy a case that ends in one of its statuses runs again, end to end;
-        the errors that prompted each retry are kept in ``metadata["retry_errors"]``.
+        ``case_retry`` policy a case (each run of it) that ends in one of its statuses runs
+        again, end to end; the errors that prompted each retry are kept in
+        ``metadata["retry_errors"]``. With ``runs`` > 1 the case runs that many times, one run
+        after another, each judged afresh (``trial_scope``: the reply cache never replays an
+        earlier run), and the runs are combined (``referee.report.trials.combine_runs``).
         """
+        if self.runs == 1:
+            assert not isinstance(output, list)  # resume refuses another number of runs
+            return await self._retried(case, execute, caller, index=index, key=key,
+                                       output=output)
+        started = time.perf_counter()
+        outcomes = []
+        stored = output if isinstance(output, list) else [output] * self.runs
+        for trial in range(self.runs):
+            with trial_scope(trial):
+                outcomes.append(await self._retried(
+                    case, execute, caller, index=index, key=key,
+                    output=stored[trial] if trial < len(stored) else None))
+            if self.early_stop and clear_after(
+                    sum(r.status == CaseStatus.PASSED for r in outcomes),
+                    sum(r.status == CaseStatus.FAILED for r in outcomes)):
+                break
+        result = combine_runs(outcomes, case=case, index=index, key=key or case.eval_id)
+        result.duration_seconds = time.perf_counter() - started
+        return result
+
+    async def _retried(self, case: EvalCase, execute: Execute, caller: ModelCaller, *,
+                       index: int, key: str | None,
+                       output: ExecutionResult | None) -> CaseResult:
         started = time.perf_counter()
         policy = self.case_retry
         retry_errors: list[str] = []
@@ -517,6 +566,16 @@ class Engine:
         failure = self._prepare_failures.get(i)
         if failure is not None:
             return error_result(criterion, failure)
+        if self.criterion_concurrency is None:
+            return await self._evaluate(criterion, execution, case)
+        if self._criterion_slots is None:
+            self._criterion_slots = asyncio.Semaphore(self.criterion_concurrency)
+        async with self._criterion_slots:
+            return await self._evaluate(criterion, execution, case)
+
+    @staticmethod
+    async def _evaluate(criterion: Any, execution: ExecutionResult,
+                        case: EvalCase) -> CriterionResult:
         try:
             value = criterion.evaluate(execution, case)
             if inspect.isawaitable(value):  # the protocol is async; a plain sync one is tolerated

@@ -65,6 +65,12 @@ class RunOptions:
     backend: Any = None
     # multivon's JudgeRetry: run a case again when it ends in a transient status.
     judge_retry: Any = None
+    # multivon's runs=N: each case runs N times, and the report measures how stable it is.
+    runs: int = 1
+    # multivon's evaluator_concurrency: at most this many criteria score at once in the run.
+    criterion_concurrency: int | None = None
+    # With runs > 1: stop running a case once its runs settle it (a sequential test).
+    early_stop: bool = False
 
 
 NO_PROVIDER = "no provider available"
@@ -252,16 +258,21 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
     finished: set[str] = set()
-    outputs: dict[str, ExecutionResult] = {}
+    outputs: dict[str, ExecutionResult | list[ExecutionResult | None]] = {}
     store: RunStore | None = None
     criteria_spec = describe_criteria(criteria)
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=describe_judges(criteria), config_used=config_used or {},
-                        metadata=dict(options.metadata))
+                        metadata=dict(options.metadata), runs=options.runs)
     # Built before the run directory is touched: a bad setting (REFEREE_CACHE, concurrency)
     # must neither leave a half-made run behind nor unfinish a stored one.
     engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
-                    progress=make_progress(options.verbose, name), case_retry=options.judge_retry)
+                    progress=make_progress(options.verbose, name), case_retry=options.judge_retry,
+                    runs=options.runs, criterion_concurrency=options.criterion_concurrency,
+                    early_stop=options.early_stop)
+    run_meta: dict[str, Any] = {"criteria": criteria_spec}
+    if options.runs > 1:
+        run_meta["runs"] = options.runs
     executor = resolve_backend(options.backend)
     if options.resume is not None:
         # Checked before reopen(), which drops a finished run's report.json: a refused
@@ -272,7 +283,11 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         try:
             if options.rescore:
                 for stored in StoredCases(store.cases_path):
-                    if _has_output(stored):
+                    if stored.run_results and any(map(_has_output, stored.run_results)):
+                        # Each run's own output, scored again; a run without one runs again.
+                        outputs[stored.eval_id] = [r.execution if _has_output(r) else None
+                                                   for r in stored.run_results]
+                    elif _has_output(stored) and not stored.run_results:
                         outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
                     elif not (options.retry_errors and stored.status.is_error):
                         finished.add(stored.eval_id)
@@ -288,7 +303,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
             report.metadata["rescored"] = True
     elif options.save:
         store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys,
-                                extra_meta={"criteria": criteria_spec})
+                                extra_meta=run_meta)
     if store is not None:
         report.metadata["run_dir"] = str(store.run_dir)
     if options.verbose:
@@ -320,7 +335,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         if store is not None:
             if options.rescore:
                 # Only now: an interrupted re-score must not pass for a run of the new criteria.
-                store.write_meta(report, case_ids=keys, extra={"criteria": criteria_spec})
+                store.write_meta(report, case_ids=keys, extra=run_meta)
             store.write_report(report)
             if file_formats:
                 with store.writing():
@@ -347,6 +362,11 @@ def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[
             f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
             expected="the same cases, in the same order")
+    stored_runs = meta.get("runs") or 1
+    if stored_runs != options.runs:
+        raise InputError(
+            f"the stored run ran each case {stored_runs} time(s), this one asks for "
+            f"{options.runs}", source=str(options.resume), expected=f"runs={stored_runs}")
     stored = meta.get("criteria")
     if options.rescore or not isinstance(stored, list):  # runs stored before this check
         return

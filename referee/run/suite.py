@@ -123,31 +123,42 @@ class EvalSuite:
             rescore: bool = False, formats: Sequence[str] = (),
             metadata: dict[str, Any] | None = None, backend: Any = None,
             model_factory: str | Callable[[], Any] | None = None,
-            judge_retry: JudgeRetry | None = None) -> EvalReport:
+            judge_retry: JudgeRetry | None = None, runs: int = 1,
+            evaluator_concurrency: int | None = None, early_stop: bool = False) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
-        for a model that is not thread-safe). ``timeout`` is per case, in seconds. The run is
-        stored under ``runs_dir`` (default ``.referee/runs``) unless ``save=False``;
-        ``resume=RUN_DIR`` finishes an interrupted run without re-running its finished cases;
-        add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/EVALUATOR_ERROR, TIMEOUT)
-        again too. Resuming with other evaluators than the stored run's is refused unless
-        ``rescore=True``, which scores the stored outputs with these evaluators without calling
-        the model again. ``RunStoreWriteError`` means the run directory could not be written
-        (a full disk): its finished cases are kept and ``resume`` completes the run.
-        ``metadata`` is stored with the run (meta.json and every report).
+        for a model that is not thread-safe). ``timeout`` is per case (per run, with ``runs``),
+        in seconds. The run is stored under ``runs_dir`` (default ``.referee/runs``) unless
+        ``save=False``; ``resume=RUN_DIR`` finishes an interrupted run without re-running its
+        finished cases; add ``retry_errors=True`` to run its errored cases (MODEL/JUDGE/
+        EVALUATOR_ERROR, TIMEOUT) again too. Resuming with other evaluators than the stored
+        run's is refused unless ``rescore=True``, which scores the stored outputs with these
+        evaluators without calling the model again. ``RunStoreWriteError`` means the run
+        directory could not be written (a full disk): its finished cases are kept and ``resume``
+        completes the run. ``metadata`` is stored with the run (meta.json and every report).
 
         ``backend="ray"`` (or a ``referee.scale.RayBackend``) runs the cases on a Ray cluster;
         ``model_factory`` (``'module:function'`` or a picklable function returning the model)
         builds a model that cannot be pickled on each worker instead of passing ``model_fn``.
         ``judge_retry=JudgeRetry(...)`` runs a case that ended in a judge error again, end to end.
+
+        ``runs=N`` runs each case N times, one run after another, each judged afresh (the
+        reply cache never replays an earlier run): the case passes only if every evaluated run
+        did, ``CaseResult.run_results`` holds the runs, and the report measures stability
+        (``flaky_count``, ``pass_at_k``, ``pass_hat_k``, ...). ``evaluator_concurrency`` bounds
+        how many evaluators score at once across the run (default: no bound beyond the judge's
+        per-endpoint limit). ``early_stop=True`` stops running a case once its runs settle it
+        (a sequential test of a pass rate of 0.8 or 0.2 against 0.5); such a case has fewer runs,
+        and pass@k for a k above them is reported as unknown.
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
             concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
             metadata=metadata, backend=backend, model_factory=model_factory,
-            judge_retry=judge_retry))
+            judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency,
+            early_stop=early_stop))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -158,7 +169,9 @@ class EvalSuite:
                         formats: Sequence[str] = (),
                         metadata: dict[str, Any] | None = None, backend: Any = None,
                         model_factory: str | Callable[[], Any] | None = None,
-                        judge_retry: JudgeRetry | None = None) -> EvalReport:
+                        judge_retry: JudgeRetry | None = None, runs: int = 1,
+                        evaluator_concurrency: int | None = None,
+                        early_stop: bool = False) -> EvalReport:
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
@@ -170,6 +183,9 @@ class EvalSuite:
         options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
                                 retry_errors, rescore, formats, metadata, judge_retry)
         options.backend = backend
+        options.runs = runs
+        options.criterion_concurrency = evaluator_concurrency
+        options.early_stop = early_stop
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,

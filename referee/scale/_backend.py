@@ -46,6 +46,9 @@ class ShardSpec:
     timeout: float | None
     judge_budget: ClusterBudgetOptions | None = None
     case_retry: Any = None
+    runs: int = 1
+    criterion_concurrency: int | None = None  # per worker engine, not across the cluster
+    early_stop: bool = False
 
 
 @dataclass
@@ -65,7 +68,8 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
 
     use_cluster_budgets(spec.judge_budget)
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
-                    case_retry=spec.case_retry)
+                    case_retry=spec.case_retry, runs=spec.runs,
+                    criterion_concurrency=spec.criterion_concurrency, early_stop=spec.early_stop)
     # prepare() ran once, on the driver; its failures travel with the criteria.
     engine._prepared = True
     engine._prepare_failures = dict(spec.prepare_failures)
@@ -183,7 +187,9 @@ class RayBackend:
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
                                      timeout=engine.timeout, judge_budget=self.judge_budget,
-                                     case_retry=engine.case_retry))
+                                     case_retry=engine.case_retry, runs=engine.runs,
+                                     criterion_concurrency=engine.criterion_concurrency,
+                                     early_stop=engine.early_stop))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)

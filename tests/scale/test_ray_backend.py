@@ -140,3 +140,17 @@ def test_importing_referee_never_imports_ray() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_repeated_runs_travel_to_the_workers(ray_cluster: str, tmp_path: Path) -> None:
+    def shape(report) -> list[tuple]:
+        return [(c.eval_id, c.status, c.runs, c.all_scores, [r.status for r in c.run_results])
+                for c in report.cases]
+
+    on_ray = suite(20).run(answer, verbose=False, runs_dir=tmp_path / "ray", runs=10,
+                           early_stop=True, backend=RayBackend(shard_size=5, task_cpus=0.5))
+    local = suite(20).run(answer, verbose=False, runs_dir=tmp_path / "local", runs=10,
+                          early_stop=True)
+    # A steady answer settles each case after six runs, on the workers as here.
+    assert {c.runs for c in on_ray.cases} == {6}
+    assert shape(on_ray) == shape(local) and on_ray.runs == 10
