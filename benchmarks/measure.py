@@ -51,11 +51,16 @@ class RunnerResult:
     criteria_only_cpu_s: float = 0.0
     # Judge requests the timed run made itself (its report's count, cache hits excluded).
     live_judge_requests: int = 0
+    # CPU of the thread that timed the run, on its own: for referee the event loop's thread
+    # (EvalSuite.run runs its loop on the calling thread). cpu_s less this is what the other
+    # threads spent (sync model calls, the judge cache's writer).
+    thread_cpu_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
 class Stopwatch:
-    """Wall and CPU time of one block; with ``profile``, also a cProfile of it written there.
+    """Wall and CPU time of one block (the process's, and the calling thread's alone); with
+    ``profile``, also a cProfile of it written there.
 
     The profile's clock is the process's CPU time, so time spent waiting on the judge is not
     counted and what it shows is where the CPU went.
@@ -72,11 +77,13 @@ class Stopwatch:
             self._profiler = cProfile.Profile(time.process_time)
             self._profiler.enable()
         self._wall, self._cpu = time.perf_counter(), cpu_seconds()
+        self._thread_cpu = time.thread_time()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall_s = time.perf_counter() - self._wall
         self.cpu_s = cpu_seconds() - self._cpu
+        self.thread_cpu_s = time.thread_time() - self._thread_cpu
         if self._profiler is not None:
             self._profiler.disable()
             self._profiler.dump_stats(self._profile_path)

@@ -105,8 +105,10 @@ class Row:
     limit_tpm: float | None = None
     rate_limited: int = 0
     throughput: float | None = None
-    # CPU: the steady-state CPU time of the referee process per judge request it made.
+    # CPU: the steady-state CPU time of the referee process per judge request it made, and of
+    # its event-loop thread alone (the process's figure less the other threads' work).
     cpu_ms_per_request: float | None = None
+    loop_cpu_ms_per_request: float | None = None
     ratio_to_referee: float | None = None
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the run produced no measurement: why
@@ -256,6 +258,9 @@ class Harness:
                   errored_cases=data.get("errored_cases", 0),
                   cpu_ms_per_request=(1000 * data["cpu_s"] / data["live_judge_requests"]
                                       if data.get("live_judge_requests") else None),
+                  loop_cpu_ms_per_request=(
+                      1000 * data["thread_cpu_s"] / data["live_judge_requests"]
+                      if data.get("live_judge_requests") and data.get("thread_cpu_s") else None),
                   rate_limited=self.server.rate_limited_count,
                   criteria_only_evaluations=data.get("criteria_only_evaluations", 0),
                   criteria_only_cpu_s=data.get("criteria_only_cpu_s", 0.0),
@@ -542,6 +547,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nCPU: {r.system}: {r.cpu_ms_per_request:.2f} ms of process CPU per judge "
                   f"request at steady state ({timed:,} requests, {r.cases} cases after "
                   f"10 warm-up cases, {r.cpu_s:.2f} s CPU)")
+            if r.loop_cpu_ms_per_request is not None:
+                print(f"CPU: {r.system}: {r.loop_cpu_ms_per_request:.2f} ms of it on the event "
+                      f"loop's own thread (the rest: other threads, i.e. the sync model calls "
+                      f"and the judge cache's writer)")
     rate_limited = format_rate_limited(rows)
     if rate_limited:
         print("\n" + rate_limited)

@@ -94,7 +94,13 @@ class TokenUsage(BaseModel):
         present = [u for u in usages if u is not None]
         if not present:
             return None
-        out = cls()
-        for u in present:
-            out = out + u
-        return out
+        # One model for the sum, where adding pairwise built one per term (a case sums the
+        # usage of every judge reply it got).
+        costs = [u.cost_usd for u in present if u.cost_usd is not None]
+        return cls(input_tokens=sum(u.input_tokens for u in present),
+                   output_tokens=sum(u.output_tokens for u in present),
+                   requests=sum(u.requests for u in present),
+                   cached_requests=sum(u.cached_requests for u in present),
+                   cost_usd=sum(costs) if costs else None,
+                   cached_input_tokens=sum(u.cached_input_tokens for u in present),
+                   cache_write_tokens=sum(u.cache_write_tokens for u in present))

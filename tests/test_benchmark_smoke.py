@@ -118,6 +118,9 @@ def test_cpu_row_counts_the_timed_requests_only(rows):
     assert row.judge_requests == 13 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR
     assert row.cpu_ms_per_request == pytest.approx(
         1000 * row.cpu_s / (3 * W1_EVALUATORS * QUESTIONS_PER_EVALUATOR))
+    # The event loop's thread alone: part of the process's CPU, never more.
+    assert row.loop_cpu_ms_per_request is not None
+    assert 0 < row.loop_cpu_ms_per_request <= row.cpu_ms_per_request
 
 
 def test_table_has_a_line_per_row(rows):

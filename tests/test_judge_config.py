@@ -54,6 +54,7 @@ def test_explicit_reliability_sample_wins() -> None:
 
 def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_PROVIDER", "openai")
+    configure(None)
     monkeypatch.setenv("JUDGE_MODEL", "env-model")
     assert resolve_judge_config().model == "env-model"
     configure(JudgeConfig(provider="openai", model="global-model", temperature=0.7))
@@ -61,6 +62,31 @@ def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     kwarg = resolve_judge_config(JudgeConfig(model="kwarg-model"))
     # Unset fields of the winning layer inherit: provider and temperature come from configure().
     assert (kwarg.provider, kwarg.model, kwarg.temperature) == ("openai", "kwarg-model", 0.7)
+
+
+def test_resolution_follows_every_change_to_its_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Resolutions are remembered (each evaluator call asks for one); a remembered one must never
+    # outlive a change to what it was made from, nor be changed through what it returned.
+    own = JudgeConfig(provider="openai", model="first")
+    first = resolve_judge_config(own)
+    first.model = "changed by the caller"
+    assert resolve_judge_config(own).model == "first"
+    own.model = "second"
+    assert resolve_judge_config(own).model == "second"
+    own.temperature = 0.3
+    assert resolve_judge_config(own).temperature == 0.3
+    global_config = JudgeConfig(provider="openai", max_tokens=50)
+    configure(global_config)
+    assert resolve_judge_config(own).max_tokens == 50
+    configure(JudgeConfig(provider="openai", max_tokens=60))
+    assert resolve_judge_config(own).max_tokens == 60
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert resolve_judge_config(own).base_url == "http://127.0.0.1:9/v1"
+    configure(None)
+    monkeypatch.setenv("JUDGE_MODEL", "env-model")
+    assert resolve_judge_config().model == "env-model"
+    monkeypatch.setenv("JUDGE_MODEL", "other-env-model")
+    assert resolve_judge_config().model == "other-env-model"
 
 
 def test_explicit_zero_temperature_beats_nonzero_global() -> None:

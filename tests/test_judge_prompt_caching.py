@@ -241,6 +241,24 @@ def test_set_price_without_cached_rates_bills_cached_tokens_as_input():
     assert estimate_cost("flat-judge-2", 1000, 0, cached_input_tokens=500) == pytest.approx(0.001)
 
 
+def test_a_usage_total_is_the_sum_of_its_parts():
+    from referee.usage import TokenUsage
+
+    parts = [TokenUsage(input_tokens=10, output_tokens=2, requests=1, cost_usd=0.25,
+                        cached_input_tokens=4),
+             None,
+             TokenUsage(cached_requests=1),  # a cache hit: no cost known
+             TokenUsage(input_tokens=5, output_tokens=1, requests=1, cost_usd=0.5,
+                        cache_write_tokens=3)]
+    total = TokenUsage.total(parts)
+    assert total == parts[0] + parts[2] + parts[3]
+    assert (total.input_tokens, total.output_tokens, total.requests, total.cached_requests,
+            total.cached_input_tokens, total.cache_write_tokens) == (15, 3, 2, 1, 4, 3)
+    assert total.cost_usd == 0.75
+    assert TokenUsage.total([TokenUsage(requests=1), None]).cost_usd is None
+    assert TokenUsage.total([None]) is None
+
+
 def test_reports_show_judge_spend_apart_from_the_model_under_tests(tmp_path: Path):
     from referee.execution import ExecutionResult
     from referee.report.junit import render_junit

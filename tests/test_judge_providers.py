@@ -241,6 +241,93 @@ async def test_direct_http_raises_the_sdks_own_errors(judge_server: ScriptedJudg
         await dead.close()
 
 
+@pytest.mark.parametrize(("provider", "api_style"), SDK_WIRES)
+async def test_direct_http_bounds_each_attempt_itself(judge_server: ScriptedJudgeServer,
+                                                      provider: str, api_style: str) -> None:
+    import importlib
+
+    from referee.judge.providers import JudgeRequest, adapter_for, bounds_its_attempts
+
+    # The judge arms no deadline of its own around such a client: the attempt must end alone.
+    sdk = importlib.import_module(provider)
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style, cache=False)
+    client = _endpoint_for(cfg).client(cfg)
+    assert bounds_its_attempts(client)
+    judge_server.enqueue_faults(Fault.hang())  # holds the request until the server stops
+    request = JudgeRequest(model="judge-x", prompt="q", system=None, json_mode=False,
+                           temperature=0.0, max_tokens=8, timeout=0.3, api_style=api_style)
+    with pytest.raises(sdk.APITimeoutError):
+        await adapter_for(provider).call(client, request)
+
+
+def test_bodies_and_replies_orjson_refuses_still_go_through() -> None:
+    import json
+
+    from referee.judge.providers import _json_bytes, _json_value
+
+    # orjson writes and reads the usual ones; the stdlib takes what orjson refuses.
+    usual = {"prompt": "caf\u00e9", "n": 1}
+    assert json.loads(_json_bytes(usual)) == usual
+    assert json.loads(_json_bytes({"prompt": "half a pair \ud800"})) == {
+        "prompt": "half a pair \ud800"}
+    assert json.loads(_json_bytes({"seed": 2**70})) == {"seed": 2**70}
+    assert _json_value(b'{"usage": {"prompt_tokens": 3}}') == {"usage": {"prompt_tokens": 3}}
+    assert _json_value(b'{"score": NaN}')["score"] != 0  # NaN: read, not refused
+    with pytest.raises(ValueError):
+        _json_value(b"<html>502 Bad Gateway</html>")
+
+
+async def test_a_custom_adapter_may_use_any_object_as_its_client() -> None:
+    from referee.judge import register_provider
+    from referee.judge.providers import JudgeRequest, RawReply
+
+    class PlainClientAdapter:
+        """Its client is a dict, which no weak reference can point to."""
+
+        def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
+            return "plain://", None
+
+        def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> dict:
+            return {"calls": 0}
+
+        async def call(self, client: dict, request: JudgeRequest) -> RawReply:
+            client["calls"] += 1
+            return RawReply(text="Yes", input_tokens=3, output_tokens=1, model=request.model)
+
+    register_provider("plain-client", PlainClientAdapter())
+    cfg = JudgeConfig(provider="plain-client", model="m", cache=False)
+    reply = await get_judge(cfg).complete("q")
+    assert reply.text == "Yes" and reply.attempts == 1
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_clients_share_one_tls_context(judge_server: ScriptedJudgeServer,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             provider: str) -> None:
+    import ssl
+
+    from referee.judge import providers
+
+    # Each event loop gets its own client; loading the certificate store for each cost more
+    # CPU than a hundred judge requests. A change of SSL_CERT_FILE still takes effect.
+    cfg = judge_server.judge_config(provider=provider, cache=False)
+    adapter = providers.adapter_for(provider)
+    made = [adapter.make_client(judge_server.base_url(provider), DUMMY_API_KEY, cfg)
+            for _ in range(2)]
+    certifi = pytest.importorskip("certifi")
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    made.append(adapter.make_client(judge_server.base_url(provider), DUMMY_API_KEY, cfg))
+    try:
+        first, second, other = (providers._direct_http[c]._transport.ssl_context for c in made)
+        assert first is second and other is not first
+        for context in (first, other):
+            assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+            assert context.cert_store_stats()["x509_ca"] > 0
+    finally:
+        for client in made:
+            await client.close()
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_a_proxied_endpoint_keeps_the_sdk_path(judge_server: ScriptedJudgeServer,
                                                      monkeypatch: pytest.MonkeyPatch,

@@ -102,6 +102,7 @@ def main() -> None:
     result = RunnerResult(system=name, workload=args.workload, cases=args.cases)
     report, watch = (run_agent if args.workload == "agent" else run_rag)(args, result)
     result.wall_s, result.cpu_s = watch.wall_s, watch.cpu_s
+    result.thread_cpu_s = watch.thread_cpu_s
     report.to_file(args.report)
     usage = report.summary.total_token_usage
     result.live_judge_requests = usage.requests  # a cache hit counts as cached_requests only

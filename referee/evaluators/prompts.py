@@ -72,6 +72,12 @@ _BLOCK_ORDER = {"CONTEXT": 0, "SOURCE DOCUMENT": 0, "USER INPUT": 1, "REFERENCE 
 
 def material_prefix(blocks: Sequence[DataBlock]) -> str:
     """The shared part of a request's user message: the data blocks in canonical order."""
+    return _material_prefix(tuple(blocks))
+
+
+# Asked for each question of a case, mostly with the same few blocks (the case's material).
+@functools.lru_cache(maxsize=256)
+def _material_prefix(blocks: tuple[DataBlock, ...]) -> str:
     ordered = sorted(blocks, key=lambda block: _BLOCK_ORDER.get(block.label.upper(), 3))
     return f"{render_blocks(ordered)}\n\n"
 

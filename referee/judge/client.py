@@ -35,6 +35,7 @@ from referee.judge.providers import (
     ProviderSetupError,
     RawReply,
     adapter_for,
+    bounds_its_attempts,
 )
 from referee.redact import clip, redact, remember_secret
 from referee.usage import TokenUsage
@@ -240,7 +241,7 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
         if endpoint is None:
             endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
                                                    EndpointIdentity(*key))
-        elif _explicit_budget(cfg) and settings != endpoint.limiter.settings:
+        elif _explicit(settings) and settings != endpoint.limiter.settings:
             # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
             endpoint.limiter.configure(settings)
     return endpoint
@@ -252,9 +253,9 @@ def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
                           tpm=cfg.effective_tpm)
 
 
-def _explicit_budget(cfg: JudgeConfig) -> bool:
-    return (cfg.concurrency_pinned or cfg.effective_rpm is not None
-            or cfg.effective_tpm is not None)
+def _explicit(settings: BudgetSettings) -> bool:
+    """Whether a config set anything about its endpoint's budget (or the environment did)."""
+    return settings.pinned or settings.rpm is not None or settings.tpm is not None
 
 
 def estimate_tokens(request: JudgeRequest) -> int:
@@ -369,15 +370,18 @@ class Judge:
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
             flights = _loop_flights()
-            shared = await _join_flight(flights, key)
-            if shared is not None:
-                return self._cached_reply(shared)
+            if key in flights:
+                shared = await _join_flight(flights, key)
+                if shared is not None:
+                    return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
         started = time.monotonic()
         try:
-            turn = (warm_up(cfg.provider, cfg.model, self._endpoint.base_url, system or "",
-                             prompt_prefix) if cacheable else contextlib.nullcontext())
-            async with turn:
+            if cacheable:
+                async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
+                                   system or "", prompt_prefix):
+                    raw, attempts = await self._call_with_retries(request)
+            else:
                 raw, attempts = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
@@ -431,8 +435,12 @@ class Judge:
                 # import: seconds) is not the provider's latency; counted as such, it ended
                 # slow start at the starting window.
                 sent = time.monotonic()
-                # The SDK enforces the timeout too; this bound also covers a stalled body.
-                raw = await _within(adapter.call(client, request), request.timeout + 5.0)
+                # An SDK's own timeouts bound each read, not the attempt; this bound also covers
+                # a stalled body. The direct path bounds the whole attempt itself.
+                if bounds_its_attempts(client):
+                    raw = await adapter.call(client, request)
+                else:
+                    raw = await _within(adapter.call(client, request), request.timeout + 5.0)
             except asyncio.CancelledError:
                 budget.settle(permit, Outcome("cancelled"))
                 raise

@@ -288,7 +288,33 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
-    return _resolve_layers((_env_layer(), get_configured(), judge))
+    env = os.environ
+    key = (env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"), env.get("OPENAI_BASE_URL"),
+           _layer_key(get_configured()), _layer_key(judge))
+    try:
+        resolved = _resolved.get(key)
+    except TypeError:  # a subclass's field holds something unhashable: resolve it each time
+        return _resolve_layers((_env_layer(), get_configured(), judge))
+    if resolved is None:
+        resolved = _resolve_layers((_env_layer(), get_configured(), judge))
+        if len(_resolved) >= _RESOLVED_KEPT:
+            _resolved.clear()
+        _resolved[key] = resolved
+    # A copy: the caller may change it, and the next evaluator call must not see that.
+    return resolved.model_copy()
+
+
+# Resolved configs by all they depend on (the environment variables the layers read, each
+# layer's values): every evaluator call resolves its judge, and building and validating a
+# JudgeConfig each time cost more than the rest of the call's bookkeeping.
+_resolved: dict[tuple[Any, ...], JudgeConfig] = {}
+_RESOLVED_KEPT = 256
+
+
+def _layer_key(layer: JudgeConfig | None) -> tuple[Any, ...] | None:
+    if layer is None:
+        return None
+    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set))
 
 
 @functools.lru_cache(maxsize=1)
