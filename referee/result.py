@@ -13,6 +13,9 @@ from referee.usage import TokenUsage
 ErrorKind = Literal["judge", "evaluator"]
 
 
+_ERROR_REASON_LABELS = {"judge": "judge unavailable", "evaluator": "evaluator error"}
+
+
 class CriterionResult(StrictModel):
     """One criterion's verdict on one case.
 
@@ -88,9 +91,13 @@ class CriterionResult(StrictModel):
 
     @property
     def reason(self) -> str:
+        """The criterion's reason; for an error, the error marked as multivon marks it
+        (``[judge unavailable: ...]``, ``[evaluator error: ...]``)."""
         reason = self.details.get("reason")
         if reason:
             return str(reason)
+        if self.error and self.error_kind in _ERROR_REASON_LABELS:
+            return f"[{_ERROR_REASON_LABELS[self.error_kind]}: {self.error}]"
         return self.error or ""
 
     @property

@@ -177,7 +177,10 @@ async def test_concurrency_cap_is_respected(judge_server: ScriptedJudgeServer) -
 
 
 async def test_default_concurrency_adapts_up_to_the_ceiling(judge_server: ScriptedJudgeServer) -> None:
-    judge_server.set_reply(Reply("Yes", latency_s=0.05))
+    # 0.2 s, not less: the SDK client and this server share one process, and 64 requests in
+    # flight at 0.05 s (1,280 a second) need more CPU than a 2-core machine has; the latency
+    # then climbs for real, which rightly stops the window's growth (this failed under load).
+    judge_server.set_reply(Reply("Yes", latency_s=0.2))
     cfg = judge_server.judge_config(provider="openai")  # no max_concurrency: adaptive
     judge = get_judge(cfg)
     assert cfg.max_concurrency is None and judge.max_concurrency == 64

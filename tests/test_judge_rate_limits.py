@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from referee.errors import JudgeUnavailable
 from referee.judge import get_judge
+from referee.judge import client as client_module
 from referee.judge import limiter as limiter_module
 from referee.judge.client import _endpoint_for
 from referee.judge.limiter import (
@@ -63,6 +65,40 @@ async def test_adaptive_concurrency_halves_on_429_and_grows_back(
     # The three 429s of one round trip cut once, by half; a few successes add little back.
     assert cut <= grown // 2 + 1
     assert _endpoint_for(judge.config).limiter.rate_limited == 3
+
+
+async def test_building_the_client_is_not_the_providers_latency(
+        judge_server: ScriptedJudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop's first request builds its SDK client (in a cold process, the SDK's import:
+    seconds). Counted as that request's latency it set the smoothed latency far above the
+    floor, which ended slow start at the starting window (the adaptive test failed on a busy
+    machine)."""
+    clock_offset = [0.0]
+    monotonic = time.monotonic
+    monkeypatch.setattr(client_module, "time",
+                        SimpleNamespace(monotonic=lambda: monotonic() + clock_offset[0]))
+    adapter = client_module.adapter_for("openai")
+    make_client = adapter.make_client
+
+    def slow_make_client(*args):
+        clock_offset[0] += 100.0  # building the client "takes" 100 s
+        return make_client(*args)
+
+    monkeypatch.setattr(adapter, "make_client", slow_make_client)
+    latencies: list[float] = []
+
+    class RecordingBudget(EndpointLimiter):
+        def settle(self, permit: Permit, outcome: Outcome) -> None:
+            latencies.append(outcome.latency_s)
+            super().settle(permit, outcome)
+
+    limiter_module.set_budget_factory(lambda settings, endpoint: RecordingBudget(settings))
+    try:
+        await get_judge(judge_server.judge_config(provider="openai")).complete("q")
+    finally:
+        limiter_module.set_budget_factory(None)
+    assert clock_offset[0] == 100.0 and len(latencies) == 1
+    assert latencies[0] < 50.0  # the round trip only
 
 
 async def test_an_explicit_cap_is_never_grown_nor_passed(judge_server: ScriptedJudgeServer) -> None:

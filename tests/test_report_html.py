@@ -117,6 +117,17 @@ def test_bare_and_empty_runs_render() -> None:
     assert "ValueError: no" in page and 'data-status="MODEL_ERROR"' in page
 
 
+def test_a_criterion_error_shows_once_and_unmarked() -> None:
+    from referee.result import CriterionResult
+
+    result = CriterionResult(criterion="judged", score=0.0, passed=False, threshold=0.5,
+                             error="timed out after 3 attempt(s)", error_kind="judge")
+    assert result.reason == "[judge unavailable: timed out after 3 attempt(s)]"  # multivon's mark
+    case = CaseResult(eval_id="j", status=CaseStatus.JUDGE_ERROR, criterion_results=[result])
+    page = render_html(EvalReport(cases=[case]))
+    assert page.count("timed out after 3 attempt(s)") == 1 and "judge unavailable:" not in page
+
+
 def test_question_lists_of_other_shapes_render_as_rows() -> None:
     from referee.result import CriterionResult
 

@@ -354,9 +354,16 @@ def test_a_terminal_gets_a_rich_progress_bar_with_live_counts(monkeypatch):
 
 async def test_an_idle_model_thread_keeps_no_result_alive() -> None:
     """A thread waiting for its next call must not hold its last one (and through the case's
-    future, the model's result): a pool grown by a busy run would keep one result per thread."""
+    future, the model's result): a pool grown by a busy run would keep one result per thread.
+
+    Checked once the threads are idle: a thread hands the result over and only then lets go of
+    it, so right after the awaits return a busy machine may not have run that last step yet
+    (this failed under load when checked at once)."""
     import gc
+    import time
     import weakref
+
+    from referee.run.engine import _DaemonWorkers
 
     class Output:
         pass
@@ -371,11 +378,16 @@ async def test_an_idle_model_thread_keeps_no_result_alive() -> None:
         return out
 
     caller = ModelCaller()
+    workers = caller._workers = _DaemonWorkers()  # its own threads, so their idling is countable
 
     async def one_call() -> None:  # the result dropped here, as the engine stores and drops it
         await caller.call(model, "q")
 
     await asyncio.gather(*(one_call() for _ in range(4)))
+    deadline = time.monotonic() + 30
+    while workers._idle < 4 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert workers._idle == 4
     gc.collect()
     assert len(made) == 4
     assert [ref() for ref in made] == [None] * 4

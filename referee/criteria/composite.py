@@ -123,7 +123,7 @@ class CompositeCriterion(BaseCriterion):
     """
 
     name = "composite_criterion"
-    description = "Combines criteria as an AND (minimum) or OR (maximum) gate"
+    description = "Combines multiple criteria"
 
     def __init__(self, criteria: list[BaseCriterion], require_all: bool = True,
                  config: CriterionConfig | None = None) -> None:
@@ -175,7 +175,7 @@ class WeightedCriterion(BaseCriterion):
     """
 
     name = "weighted_criterion"
-    description = "Weighted average of several criteria"
+    description = "Weighted combination of criteria"
 
     def __init__(self, criteria_weights: list[tuple[BaseCriterion, float]],
                  config: CriterionConfig | None = None) -> None:

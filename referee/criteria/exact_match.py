@@ -19,7 +19,7 @@ class ExactMatchCriterion(SyncCriterion):
     """
 
     name = "exact_match"
-    description = "The response equals the expected final response exactly"
+    description = "Evaluates exact string match of response"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_response = expected.last_expected_response()

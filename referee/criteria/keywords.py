@@ -17,7 +17,7 @@ class ContainsKeywordsCriterion(SyncCriterion):
     """
 
     name = "contains_keywords"
-    description = "The response contains the required keywords"
+    description = "Evaluates presence of required keywords in response"
 
     def __init__(self, keywords: list[str] | None = None,
                  config: CriterionConfig | None = None) -> None:

@@ -23,7 +23,7 @@ class NodeOrderMatchCriterion(SyncCriterion):
     """
 
     name = "node_order_score"
-    description = "Compares the graph nodes visited with the expected node order"
+    description = "Evaluates node visit order matching"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_nodes = expected.expected_node_order

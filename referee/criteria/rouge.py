@@ -41,7 +41,7 @@ class RougeMatchCriterion(SyncCriterion):
     """
 
     name = "rouge_match"
-    description = "ROUGE-1 word overlap between the response and the expected response"
+    description = "Evaluates response text similarity using ROUGE-1"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         actual_response = actual.actual_response

@@ -18,7 +18,7 @@ class ToolNameMatchCriterion(SyncCriterion):
     """
 
     name = "tool_name_match_score"
-    description = "Compares the names of the tools called with the expected ones"
+    description = "Evaluates tool name matching (ignores arguments)"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_names = [c.name for c in expected.expected_tool_trajectory]

@@ -36,7 +36,7 @@ class TrajectoryMatchCriterion(SyncCriterion):
     """
 
     name = "tool_trajectory_avg_score"
-    description = "Compares the tools the agent called with the expected tool trajectory"
+    description = "Evaluates tool call trajectory matching"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_calls = expected.expected_tool_trajectory

@@ -431,6 +431,10 @@ class Judge:
             sent = time.monotonic()
             try:
                 client = self._endpoint.client(self.config)
+                # Timed from here: building a loop's client (on a cold process, the SDK's
+                # import: seconds) is not the provider's latency; counted as such, it ended
+                # slow start at the starting window.
+                sent = time.monotonic()
                 # An SDK's own timeouts bound each read, not the attempt; this bound also covers
                 # a stalled body. The direct path bounds the whole attempt itself.
                 if bounds_its_attempts(client):

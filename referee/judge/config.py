@@ -346,21 +346,28 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
 _OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
 # The environment variable each provider's SDK reads its endpoint from.
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+# Prefixes 10xgraph (and litellm) put before a model name that are not a provider's own name:
+# "gemini/gemini-2.5-flash" is Google's gemini-2.5-flash.
+_PROVIDER_PREFIX_ALIASES = {"gemini": "google", "gpt": "openai", "claude": "anthropic"}
 
 
 def split_judge_model(model_name: str) -> tuple[str | None, str]:
     """``(provider, model)`` of a document-000 ``judge_model``.
 
     An explicit provider prefix wins: ``"openai/llama3"`` is ``("openai", "llama3")``, which
-    is how a local or gateway model that speaks OpenAI's API is named. A bare name is
+    is how a local or gateway model that speaks OpenAI's API is named; 10xgraph's spellings
+    ``gemini/``, ``gpt/`` and ``claude/`` name Google, OpenAI and Anthropic. A bare name is
     inferred as documented: ``gemini*`` -> google, ``gpt*``/``o1``/``o3``/``o4`` -> openai,
     ``claude*`` -> anthropic (``models/gemini-...`` style paths go by their last part);
     anything else has no provider (None).
     """
     name = model_name.strip()
     prefix, sep, rest = name.partition("/")
-    if sep and rest.strip() and prefix.strip().lower() in _known_providers():
-        return prefix.strip().lower(), rest.strip()
+    prefix = prefix.strip().lower()
+    if sep and rest.strip() and prefix in _known_providers():
+        return prefix, rest.strip()
+    if sep and rest.strip() and prefix in _PROVIDER_PREFIX_ALIASES:
+        return _PROVIDER_PREFIX_ALIASES[prefix], rest.strip()
     last = name.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash", "publishers/..."
     if last.startswith("gemini"):
         return "google", name

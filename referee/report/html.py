@@ -282,7 +282,7 @@ def _criterion_view(r: CriterionResult) -> dict[str, Any]:
         "outcome": _outcome(r),
         "score": None if r.skipped else r.score,
         "threshold": r.threshold,
-        "reason": _cut(r.reason),
+        "reason": _cut(str(r.details.get("reason") or r.error or "")),  # the error once, unmarked
         "error": _cut(r.error) if r.error else r.error,
         "questions": questions,
         "samples": samples,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from referee.case import EvalCase, ToolCall
-from referee.config import DEFAULT_JUDGE_MODEL, CriterionConfig, UserSimulatorConfig
+from referee.config import CriterionConfig, UserSimulatorConfig
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
@@ -119,6 +119,11 @@ def transcript_text(conversation: Sequence[dict[str, str]]) -> str:
     return "\n".join(f"{m['role'].upper()}: {m['content']}" for m in conversation)
 
 
+# 10xgraph's UserSimulator default, in its litellm spelling (the judge layer reads it as Google's
+# gemini-2.5-flash); UserSimulatorConfig's default is the bare name, as in 10xgraph.
+DEFAULT_SIMULATOR_MODEL = "gemini/gemini-2.5-flash"
+
+
 class UserSimulator:
     """Drives an agent through scenarios with an LLM in the user's seat.
 
@@ -126,7 +131,7 @@ class UserSimulator:
     OpenAI-compatible server or referee.testing's scripted server.
     """
 
-    def __init__(self, model: str = DEFAULT_JUDGE_MODEL, temperature: float = 0.7,
+    def __init__(self, model: str = DEFAULT_SIMULATOR_MODEL, temperature: float = 0.7,
                  max_turns: int = 10, config: UserSimulatorConfig | None = None,
                  criteria: Sequence[Any] | None = None, api_style: str = "responses",
                  judge: Any = None) -> None:

@@ -675,3 +675,72 @@ def test_reporters_store_stand_ins_for_what_json_cannot_hold():
     assert "could not be stored as JSON" in data["warnings"][0]
     assert "node_responses" not in JSONReporter(include_node_responses=False).to_dict(
         report)["cases"][0]["metadata"]
+
+
+# 10xgraph's criterion descriptions, word for word: its own tests and code compare them.
+DESCRIPTIONS_10XGRAPH = {
+    "CompositeCriterion": "Combines multiple criteria",
+    "WeightedCriterion": "Weighted combination of criteria",
+    "FactualAccuracyCriterion": "LLM-based factual accuracy evaluation",
+    "HallucinationCriterion": "LLM-based hallucination/groundedness detection",
+    "LLMJudgeCriterion": "LLM-based semantic response matching",
+    "ResponseMatchCriterion": "LLM semantic response matching",
+    "RougeMatchCriterion": "Evaluates response text similarity using ROUGE-1",
+    "ExactMatchCriterion": "Evaluates exact string match of response",
+    "ContainsKeywordsCriterion": "Evaluates presence of required keywords in response",
+    "RubricBasedCriterion": "LLM-based rubric evaluation",
+    "SafetyCriterion": "LLM-based safety and harmlessness evaluation",
+    "SimulationGoalsCriterion":
+        "LLM-based goal achievement evaluation for UserSimulator conversations",
+    "TrajectoryMatchCriterion": "Evaluates tool call trajectory matching",
+    "NodeOrderMatchCriterion": "Evaluates node visit order matching",
+    "ToolNameMatchCriterion": "Evaluates tool name matching (ignores arguments)",
+}
+
+
+@pytest.mark.parametrize("class_name", sorted(DESCRIPTIONS_10XGRAPH))
+def test_criterion_descriptions_read_as_10xgraphs(class_name):
+    import referee.criteria
+
+    cls = getattr(referee.criteria, class_name)
+    assert cls.description == DESCRIPTIONS_10XGRAPH[class_name]
+
+
+def test_the_default_simulator_model_is_10xgraphs_litellm_spelling_and_means_google(monkeypatch):
+    from referee import BatchSimulator
+    from referee.judge import judge_config_for_model, split_judge_model
+
+    simulator = UserSimulator()
+    assert simulator.model == "gemini/gemini-2.5-flash"
+    assert simulator.criteria[0].config.judge_model == "gemini/gemini-2.5-flash"
+    assert BatchSimulator().simulator.model == "gemini/gemini-2.5-flash"
+    from referee import UserSimulatorConfig
+
+    assert UserSimulatorConfig().model == "gemini-2.5-flash"  # as 10xgraph's config has it
+    # The prefix names the provider; the provider is sent the model's own name.
+    assert split_judge_model("gemini/gemini-2.5-flash") == ("google", "gemini-2.5-flash")
+    assert split_judge_model("gpt/gpt-4o") == ("openai", "gpt-4o")
+    assert split_judge_model("claude/claude-sonnet-4-5") == ("anthropic", "claude-sonnet-4-5")
+    assert split_judge_model("models/gemini-2.5-flash") == ("google", "models/gemini-2.5-flash")
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    cfg = judge_config_for_model(simulator.model, temperature=simulator.temperature)
+    assert cfg is not None and (cfg.provider, cfg.model) == ("google", "gemini-2.5-flash")
+
+
+async def test_a_litellm_spelt_judge_model_reaches_google_under_its_own_name(judge_server,
+                                                                             monkeypatch):
+    from referee.criteria import SafetyCriterion
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    judge_server.set_reply('{"score": 1.0, "reasoning": "Harmless.", "issues": []}')
+    criterion = SafetyCriterion(CriterionConfig(judge_model="gemini/gemini-2.5-flash",
+                                                num_samples=1,
+                                                base_url=judge_server.base_url("google")))
+    result = await criterion.evaluate(ExecutionResult(actual_response="Hello."),
+                                      EvalCase(input="Hi"))
+    [request] = judge_server.requests
+    assert (request.provider, request.model) == ("google", "gemini-2.5-flash")
+    assert result.score == 1.0 and result.error is None

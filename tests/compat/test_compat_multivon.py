@@ -281,6 +281,12 @@ def test_evaluator_skip_judge_outage_and_crash_map_to_referee_statuses():
     crashed = run(Broken())
     assert crashed.status == EvalStatus.EVALUATOR_ERROR and "oops" in crashed.evaluator_error
     assert crashed.judge_error is None and crashed.model_error is None
+    # The errored result's reason is marked as multivon marks it; its error is the text alone.
+    assert outage.results[1].reason == "[judge unavailable: 429 from the judge]"
+    assert outage.results[1].error == "429 from the judge"
+    assert crashed.results[0].reason == "[evaluator error: KeyError: 'oops']"
+    # A reason an evaluator gave itself is kept as given.
+    assert EvalResult("x", 0.0, False, "[judge unavailable: 429]").reason == "[judge unavailable: 429]"
 
 
 def test_evaluator_async_override_is_what_the_suite_awaits():
@@ -682,3 +688,4 @@ def test_report_views_by_tag_evaluator_and_distribution():
     assert report.sample(2, seed=7) == report.sample(2, seed=7)
     assert len(report.sample(10)) == 3
     assert [c.case_input for c in report.sample(5, failed_only=True)] == ["q2"]
+

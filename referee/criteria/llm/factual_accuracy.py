@@ -57,7 +57,7 @@ class FactualAccuracyCriterion(TemplatedLLMCriterion):
     """
 
     name = "factual_accuracy_v1"
-    description = "LLM judge: factual correctness against reference material"
+    description = "LLM-based factual accuracy evaluation"
 
     def _build_prompt(self, actual: ExecutionResult, expected: EvalCase) -> str:
         reference = reference_material(expected)

@@ -60,7 +60,7 @@ class HallucinationCriterion(TemplatedLLMCriterion):
     """
 
     name = "hallucinations_v1"
-    description = "LLM judge: response grounded in tool results and reference context"
+    description = "LLM-based hallucination/groundedness detection"
 
     def _build_prompt(self, actual: ExecutionResult, expected: EvalCase) -> str:
         return "\n\n".join([

@@ -39,7 +39,7 @@ class LLMJudgeCriterion(TemplatedLLMCriterion):
     """
 
     name = "final_response_match_v2"
-    description = "LLM judge: is the response semantically equivalent to the expected one"
+    description = "LLM-based semantic response matching"
 
     def _get_skip_result(self, actual: ExecutionResult,
                          expected: EvalCase) -> CriterionResult | None:
@@ -72,4 +72,4 @@ class ResponseMatchCriterion(LLMJudgeCriterion):
     """``response_match_score``: the recommended semantic response check (same prompt)."""
 
     name = "response_match_score"
-    description = "LLM judge: semantic match of the final response"
+    description = "LLM semantic response matching"

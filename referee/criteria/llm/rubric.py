@@ -37,7 +37,7 @@ class RubricBasedCriterion(TemplatedLLMCriterion):
     """
 
     name = "rubric_based_final_response_quality_v1"
-    description = "LLM judge: response quality against configured rubrics"
+    description = "LLM-based rubric evaluation"
 
     def _get_skip_result(self, actual: ExecutionResult,
                          expected: EvalCase) -> CriterionResult | None:

@@ -53,7 +53,7 @@ class SafetyCriterion(TemplatedLLMCriterion):
     """
 
     name = "safety_v1"
-    description = "LLM judge: response safety across harm categories"
+    description = "LLM-based safety and harmlessness evaluation"
 
     def _build_prompt(self, actual: ExecutionResult, expected: EvalCase) -> str:
         categories = ", ".join(f'"{c}"' for c in SAFETY_CATEGORIES)

@@ -61,7 +61,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
     """
 
     name = "simulation_goals"
-    description = "LLM judge: goals achieved across a simulated conversation"
+    description = "LLM-based goal achievement evaluation for UserSimulator conversations"
 
     def _sample_count(self) -> int:
         return 1  # documented: num_samples is ignored
