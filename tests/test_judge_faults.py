@@ -308,3 +308,29 @@ async def test_streaming_requests_are_refused_clearly(judge_server: ScriptedJudg
         await client.chat.completions.create(model="m", stream=True,
                                              messages=[{"role": "user", "content": "q"}])
     await client.close()
+
+
+def test_stopping_the_server_closes_the_keep_alive_connections_it_accepted() -> None:
+    # Each open keep-alive connection holds a server thread and the client's socket; a test
+    # session makes hundreds, so the server must close them when it stops.
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    server = ScriptedJudgeServer("Yes").start()
+    threads_before = set(threading.enumerate())
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "q"}]})
+    connection.request("POST", urlsplit(server.base_url("openai")).path + "/chat/completions",
+                       body, {"Content-Type": "application/json",
+                              "Authorization": f"Bearer {DUMMY_API_KEY}"})
+    assert connection.getresponse().read()  # answered; the connection stays open
+    handler_threads = [t for t in set(threading.enumerate()) - threads_before
+                       if "process_request" in t.name]
+    assert handler_threads  # one waits on this connection for its next request
+    server.stop()
+    for thread in handler_threads:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in handler_threads)
+    assert connection.sock.recv(1) == b""  # the client sees the connection closed
+    connection.close()

@@ -296,6 +296,13 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection_id = self.server.owner._connection_opened()
+        with self.server.sockets_lock:
+            self.server.open_sockets.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.sockets_lock:
+            self.server.open_sockets.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # the record of requests is the log; stderr noise helps nobody
@@ -449,7 +456,21 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def __init__(self, owner: "ScriptedJudgeServer", address: tuple[str, int]) -> None:
         self.owner = owner
+        # Accepted keep-alive connections: closed on stop, or each would keep a handler thread
+        # blocked on its next request (and the client's socket open) for as long as the client
+        # lives, hundreds of them over a test session.
+        self.open_sockets: set[socket.socket] = set()
+        self.sockets_lock = threading.Lock()
         super().__init__(address, _Handler)
+
+    def close_open_sockets(self) -> None:
+        with self.sockets_lock:
+            open_now = list(self.open_sockets)
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its peer
 
 
 class ScriptedJudgeServer(ScriptedJudge):
@@ -493,6 +514,7 @@ class ScriptedJudgeServer(ScriptedJudge):
         self._stopping.set()  # releases hanging and slow handlers
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.close_open_sockets()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
