@@ -395,7 +395,7 @@ class EvalCase(StrictModel):
     # Views used by criteria -------------------------------------------------------------
 
     def last_expected_response(self) -> str | None:
-        """The last non-empty expected final response across turns (document 000's rule)."""
+        """The last non-empty expected final response across turns (10xgraph's rule)."""
         for turn in reversed(self.conversation):
             if turn.expected_final_response:
                 return turn.expected_final_response

@@ -113,7 +113,7 @@ class CriterionResult(StrictModel):
 
     @property
     def is_judge_error(self) -> bool:
-        """The judge could not give a verdict (an outage, or document 000's 0.5 fallback)."""
+        """The judge could not give a verdict (an outage, or 10xgraph's 0.5 fallback)."""
         return self.error_kind == "judge" or bool(self.details.get("judge_unavailable"))
 
     @property
@@ -149,5 +149,5 @@ def unique_labels(names: Sequence[str]) -> list[str]:
     return labels
 
 
-# Document 001 calls the per-evaluator outcome EvalResult.
+# The multivon-style API calls the per-evaluator outcome EvalResult.
 EvalResult = CriterionResult

@@ -116,7 +116,7 @@ class CompositeCriterion(BaseCriterion):
     ``require_all=True`` (AND) takes the minimum sub-score, ``False`` (OR) the maximum; the
     threshold in ``config`` applies to that combined score. ``details``: ``sub_results`` (each
     sub-result serialised) and ``require_all``. A skipped sub-criterion takes part with the score
-    it reported (1.0 for a skipped LLM criterion, as document 000 says); if all are skipped the
+    it reported (1.0 for a skipped LLM criterion, as 10xgraph says); if all are skipped the
     composite is flagged skipped too. No sub-criteria scores 0.0. A disabled sub-criterion
     (``enabled=False``) is left out and named in ``details["disabled_sub_criteria"]``; with
     every one disabled the composite is skipped.

@@ -11,7 +11,7 @@ from referee.result import CriterionResult
 class ExactMatchCriterion(SyncCriterion):
     """``actual.actual_response.strip()`` equals the last non-empty expected final response.
 
-    Score 1.0 or 0.0, no partial credit. As document 000 writes it, only the response is
+    Score 1.0 or 0.0, no partial credit. As the 10xgraph-style API writes it, only the response is
     stripped: the expected text is compared as written (in YAML, use a ``|-`` block scalar so no
     trailing newline is added). A case with no expected response is reported as skipped
     (``details["match"]`` is False) rather than compared with "".

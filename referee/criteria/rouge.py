@@ -14,7 +14,7 @@ _EXCERPT = 500
 
 
 def unigram_set(text: str) -> set[str]:
-    """Lowercased words with punctuation stripped (document 000): "e-mail" is "email" and
+    """Lowercased words with punctuation stripped (the 10xgraph-style API): "e-mail" is "email" and
     "don't" is "dont", not two words each. A set, so repeats count once."""
     return set(_NON_WORD.sub("", text.lower()).split())
 

@@ -86,6 +86,6 @@ class TrajectoryMatchCriterion(SyncCriterion):
         })
         if match_type is MatchType.EXACT and len(actual_calls) != len(expected_calls):
             # The fractional score stays for information; the verdict does not bend to a
-            # threshold below 1.0 (document 000: "MatchType.EXACT rejects extra tool calls").
+            # threshold below 1.0 (10xgraph: "MatchType.EXACT rejects extra tool calls").
             result.passed = False
         return result

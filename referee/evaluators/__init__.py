@@ -1,4 +1,4 @@
-"""Document 001's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator,
+"""multivon's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator,
 and the deterministic evaluators of ``referee.evaluators.deterministic``.
 
 Every evaluator here is a criterion (``async evaluate(actual, expected) -> CriterionResult``)

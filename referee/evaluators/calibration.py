@@ -1,4 +1,4 @@
-"""Calibrated thresholds for Faithfulness, Hallucination and Relevance (document 001).
+"""Calibrated thresholds for Faithfulness, Hallucination and Relevance (the multivon-style API).
 
 The table is the document's, row for row. Lookups go by the *resolved* judge model name.
 

@@ -392,7 +392,7 @@ class BLEU(DeterministicEvaluator):
 
 class ROUGE(DeterministicEvaluator):
     """ROUGE-L F1 (longest common word subsequence) of the output against ``expected_output``,
-    lower-cased words. This is multivon's ``ROUGE``; document 000's unigram rule is
+    lower-cased words. This is multivon's ``ROUGE``; the 10xgraph-style API's unigram rule is
     :class:`referee.criteria.RougeMatchCriterion`."""
 
     name = "rouge_l"

@@ -104,7 +104,7 @@ _GEVAL_REPLY = ('Reply with a JSON object only: {"score": <number from 0.0 to 1.
 
 def geval_task(criteria: str, run_index: int) -> str:
     # Two framings, alternated over runs, so that averaging over runs evens out framing bias
-    # (document 001). Both come after the data, which stays the shared prefix.
+    # (the multivon-style API). Both come after the data, which stays the shared prefix.
     if run_index % 2 == 0:
         return (f"Criterion:\n{criteria}\n\nGrade the model output above against this criterion "
                 "on a continuous scale from 0.0 (does not meet it at all) to 1.0 (meets it "

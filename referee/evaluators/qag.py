@@ -286,7 +286,7 @@ class JudgeEvaluator(BaseCriterion):
 
     name = "judge_evaluator"
     default_threshold = 0.7
-    # Set on the evaluators document 001 calibrates per judge model.
+    # Set on the evaluators the multivon-style API calibrates per judge model.
     calibration_key: str | None = None
 
     def __init__(self, threshold: float | str | None = None,

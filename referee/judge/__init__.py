@@ -1,6 +1,6 @@
 """The judge layer: every call to a judge model goes through here.
 
-Configuration and resolution (document 001), document 000's provider detection, the official
+Configuration and resolution (multivon), 10xgraph's provider detection, the official
 SDK providers, per-endpoint concurrency, retries, the reply cache, token/cost accounting and
 verdict parsing.
 """

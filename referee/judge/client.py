@@ -559,7 +559,7 @@ def _end_flight(flights: dict[str, asyncio.Future[str]], key: str, flight: async
 
 
 def get_judge(config: JudgeConfig | None = None) -> Judge:
-    """A judge for ``config`` (resolved through document 001's order when None).
+    """A judge for ``config`` (resolved through the multivon-style API's order when None).
 
     Judges of the same (provider, base_url, credentials) share one client per event loop and
     one concurrency limit.

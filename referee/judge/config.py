@@ -1,4 +1,4 @@
-"""Judge configuration: JudgeConfig, the global ``configure()`` and document 001's resolution order."""
+"""Judge configuration: JudgeConfig, the global ``configure()`` and multivon's resolution order."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from referee.redact import BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
-# Document 001: "None = inherit"; these are the effective values when no layer sets them.
+# The multivon-style API: "None = inherit"; these are the effective values when no layer sets them.
 EFFECTIVE_TEMPERATURE = 0.0
 EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
-# Not in document 001's table; the published implementation's default sample count.
+# Not in the multivon-style API's table; the published implementation's default sample count.
 EFFECTIVE_RELIABILITY_SAMPLE = 5
 # Unset, max_concurrency adapts per endpoint up to this ceiling; set, it pins the limit.
 DEFAULT_MAX_CONCURRENCY = 64
@@ -283,7 +283,7 @@ def _env_layer() -> JudgeConfig | None:
 
 
 def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
-    """Document 001's order: ``judge=`` > ``configure()`` > JUDGE_PROVIDER/JUDGE_MODEL > default.
+    """multivon's order: ``judge=`` > ``configure()`` > JUDGE_PROVIDER/JUDGE_MODEL > default.
 
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
@@ -342,7 +342,7 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     return JudgeConfig(**merged)
 
 
-# Document 000: the provider follows from CriterionConfig.judge_model.
+# The 10xgraph-style API: the provider follows from CriterionConfig.judge_model.
 _OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
 # The environment variable each provider's SDK reads its endpoint from.
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -413,11 +413,11 @@ def provider_available(provider: str, base_url: str = "") -> bool:
 
 def judge_config_for_model(model_name: str, api_style: str = "responses",
                            temperature: float = 0.3, base_url: str = "") -> JudgeConfig | None:
-    """Document 000's judge for ``judge_model``; None when no provider can serve it.
+    """The 10xgraph-style API's judge for ``judge_model``; None when no provider can serve it.
 
     ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
     empty, the provider's own variable applies (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
-    None is the caller's cue for document 000's documented fallback (score 0.5,
+    None is the caller's cue for the 10xgraph-style API's documented fallback (score 0.5,
     "No LLM provider available").
     """
     provider, model = split_judge_model(model_name)

@@ -1,4 +1,4 @@
-"""Reading judge replies: yes/no verdicts (document 001, "UNKNOWN verdicts") and JSON objects."""
+"""Reading judge replies: yes/no verdicts (multivon, "UNKNOWN verdicts") and JSON objects."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from referee.report.model import (CaseResult, CaseStatus, CriterionStats, EvalRe
                                    criterion_errors_line, format_rate, nothing_evaluated_reason)
 from referee.terminal import terminal_safe
 
-# The error rate at which a pass rate stops being trustworthy on its own (document 001's
+# The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's
 # `view --dir` flag and the fail_threshold warning use the same line).
 ERROR_RATE_FLAG = 0.10
 MAX_FAILURES_LISTED = 25

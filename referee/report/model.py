@@ -442,7 +442,7 @@ class CriterionStats(BaseModel):
     pass_rate: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
 
-    def __getitem__(self, key: str) -> Any:  # document 000 reads criterion_stats[name]["pass_rate"]
+    def __getitem__(self, key: str) -> Any:  # 10xgraph reads criterion_stats[name]["pass_rate"]
         return getattr(self, key)
 
 
@@ -681,7 +681,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
         # report reads them all, as a list would have held them.
         return handler(cases if isinstance(cases, list) else list(cases))
 
-    # Counts (document 001) -------------------------------------------------------------
+    # Counts (the multivon-style API) -------------------------------------------------------------
     @property
     def results(self) -> list[CaseResult]:
         return self.cases
@@ -798,7 +798,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
         kept apart from the judge's spend; None when it reported nothing."""
         return self._tally().model_token_usage
 
-    # Document 000 ----------------------------------------------------------------------
+    # The 10xgraph-style API ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
         return self._tally().summary()

@@ -1,4 +1,4 @@
-"""AgentEvaluator: document 000's front door for agents, over the same engine as EvalSuite.
+"""AgentEvaluator: 10xgraph's front door for agents, over the same engine as EvalSuite.
 
 The agent under test is any callable, sync or async::
 

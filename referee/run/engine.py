@@ -305,7 +305,7 @@ def _normalise(criterion: Any, value: Any) -> CriterionResult:
             error=f"evaluate() returned {type(value).__name__}; expected a CriterionResult",
         )
     if value.details.get("judge_unavailable") and value.error_kind is None:
-        # Document 000's 0.5 "No LLM provider available" fallback: keep the score the
+        # The 10xgraph-style API's 0.5 "No LLM provider available" fallback: keep the score the
         # document promises, but let the statistics see it as the judge error it is.
         value = value.model_copy(update={"error_kind": "judge"})
     return value

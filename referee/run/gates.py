@@ -1,4 +1,4 @@
-"""CI gates on a finished report (document 001, "Error budget: max_error_rate").
+"""CI gates on a finished report (the multivon-style API, "Error budget: max_error_rate").
 
 ``pass_rate`` leaves errored cases out on purpose, so a run that mostly errored can still show
 a perfect pass rate. ``max_error_rate`` is the budget that catches it; without one, a

@@ -80,7 +80,7 @@ def judges_by_criterion(criteria: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """The judge each judged criterion will call (provider, model, endpoint; no secrets).
 
     A document-000 criterion whose ``judge_model`` no provider can serve is listed with
-    ``"judge": "no provider available"``: it will score document 000's 0.5 placeholder.
+    ``"judge": "no provider available"``: it will score the 10xgraph-style API's 0.5 placeholder.
     """
     per: dict[str, dict[str, Any]] = {}
     labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])

@@ -1,4 +1,4 @@
-"""EvalSuite: document 001's front door. A thin layer over the engine and the run store."""
+"""EvalSuite: multivon's front door. A thin layer over the engine and the run store."""
 
 from __future__ import annotations
 

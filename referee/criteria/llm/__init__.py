@@ -1,4 +1,4 @@
-"""Document 000's LLM-judged criteria and the building blocks for custom ones."""
+"""The 10xgraph-style API's LLM-judged criteria and the building blocks for custom ones."""
 
 from referee.criteria.llm.caller import LLMCallerMixin
 from referee.criteria.llm.factual_accuracy import FactualAccuracyCriterion

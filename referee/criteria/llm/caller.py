@@ -1,4 +1,4 @@
-"""LLMCallerMixin: document 000's judge-calling helpers, on top of referee.judge.
+"""LLMCallerMixin: the 10xgraph-style API's judge-calling helpers, on top of referee.judge.
 
 The mixin only picks the judge and reads its JSON; the judge layer owns clients, retries,
 concurrency, caching and token accounting.
@@ -33,7 +33,7 @@ NO_PROVIDER_REASONING = "No LLM provider available"
 
 # The sampling loop runs each sample in its own task and records the sample's index here, so
 # the judge cache keeps repeated samples apart even when a subclass overrides
-# _call_llm_json(prompt) with document 000's one-argument signature.
+# _call_llm_json(prompt) with the 10xgraph-style API's one-argument signature.
 _sample_index: ContextVar[int] = ContextVar("referee_judge_sample_index", default=0)
 
 
@@ -54,7 +54,7 @@ _warned_models: set[str] = set()
 
 
 class NoProviderReply(dict):  # type: ignore[type-arg]
-    """Document 000's fallback reply. Equal to the documented dict; its type tells the
+    """The 10xgraph-style API's fallback reply. Equal to the documented dict; its type tells the
     sampling loop that no judge gave it, so the result can be flagged ``judge_unavailable``."""
 
 
@@ -86,7 +86,7 @@ class LLMCallerMixin:
 
     def judge_config(self) -> JudgeConfig | None:
         """The judge this criterion will call; None when no provider can serve
-        ``config.judge_model`` (every sample then scores document 000's 0.5 placeholder)."""
+        ``config.judge_model`` (every sample then scores 10xgraph's 0.5 placeholder)."""
         return self._judge_config()
 
     async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None

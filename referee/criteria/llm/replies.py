@@ -11,7 +11,7 @@ from referee.errors import JudgeUnavailable
 
 
 def reply_score(reply: dict[str, Any]) -> float:
-    """The reply's ``score`` clamped to [0, 1]; missing counts 0.0 as document 000 says.
+    """The reply's ``score`` clamped to [0, 1]; missing counts 0.0 as the 10xgraph-style API says.
 
     A score that is present but not a number is a judge malfunction, not a verdict.
     """

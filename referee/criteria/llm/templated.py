@@ -24,7 +24,7 @@ ALL_SAMPLES_FAILED = "All LLM samples failed"
 
 
 class SampleBatch(tuple):  # type: ignore[type-arg]
-    """``(scores, reasonings, per_sample_extras, token_usage)`` as document 000 returns it,
+    """``(scores, reasonings, per_sample_extras, token_usage)`` as 10xgraph returns it,
     plus what ``evaluate`` needs to classify outcomes: the dropped samples' exceptions and
     whether any score came from the no-provider fallback."""
 
@@ -52,7 +52,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     Besides what ``_build_details`` returns, ``details`` always has ``reason`` (unless the
     subclass set it: the mean score and the reasoning of the sample closest to it) and
     ``judge_model``; ``failed_samples`` when some samples were dropped; ``judge_unavailable``
-    when the score is document 000's 0.5 "No LLM provider available" placeholder. A case with
+    when the score is 10xgraph's 0.5 "No LLM provider available" placeholder. A case with
     nothing to judge scores 1.0 as documented, with a ``note`` and ``skipped=True``.
     """
 
@@ -162,7 +162,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             if failures:
                 details["failed_samples"] = len(failures)
             if getattr(batch, "provider_fallback", False):
-                # Document 000's 0.5 stays, but runners must count it as JUDGE_ERROR.
+                # The 10xgraph-style API's 0.5 stays, but runners must count it as JUDGE_ERROR.
                 details["judge_unavailable"] = True
                 details["reason"] = (
                     f"No LLM provider available for judge model {self.config.judge_model!r}; "
@@ -176,7 +176,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     # Results ---------------------------------------------------------------------------------
 
     def _nothing_to_judge(self, note: str, **extra: Any) -> CriterionResult:
-        """Document 000 scores a case with nothing to judge 1.0; it is flagged ``skipped`` so
+        """10xgraph scores a case with nothing to judge 1.0; it is flagged ``skipped`` so
         reports show it as not evaluated rather than as a judged pass."""
         return CriterionResult(
             criterion=self.name, score=1.0, passed=1.0 >= self.threshold,
