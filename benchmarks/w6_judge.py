@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -39,11 +38,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.measure import cpu_seconds
+from benchmarks.peers import REPO_ROOT
+# The TPM limit allows W6's tokens per request: the request rate is the limit that binds.
+from benchmarks.run import W6_TOKENS_PER_REQUEST
+
 # The wires whose providers send rate-limit headers (Gemini's does not).
 WIRES = ("openai", "anthropic")
-# Tokens per request the TPM limit allows for, as in W6 (benchmarks.run): the limit that binds
-# is the request rate, with the token limit just above what the prompts use.
-TOKENS_PER_REQUEST = 250
 PROMPT = "Is the answer supported by the context? Answer yes or no. Request {index}."
 
 
@@ -96,18 +97,18 @@ async def _ask_all(base_url: str, provider: str, requests: int) -> dict[str, Any
                       api_key="sk-loopback", cache=False)
     judge = get_judge(cfg)
     __import__(provider)  # the SDK (named as its provider)'s import is start-up, not the run
-    before = resource.getrusage(resource.RUSAGE_SELF)
+    before = cpu_seconds()
     outcomes = await asyncio.gather(
         *(judge.complete(PROMPT.format(index=i)) for i in range(requests)),
         return_exceptions=True)
     errors = [o for o in outcomes if isinstance(o, BaseException)]
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    run_cpu_s = cpu_seconds() - before
     budget = _endpoint_for(cfg).limiter
     return {"lost": len(errors), "first_error": repr(errors[0])[:300] if errors else None,
             "learned_rpm": getattr(budget, "requests_per_minute", None),
             "final_concurrency": budget.limit,
             "peak_concurrency": getattr(budget, "peak_limit", budget.limit),
-            "run_cpu_s": (usage.ru_utime + usage.ru_stime) - (before.ru_utime + before.ru_stime)}
+            "run_cpu_s": run_cpu_s}
 
 
 def _child(args: argparse.Namespace) -> int:
@@ -121,17 +122,16 @@ def measure(provider: str, rpm: float, requests: int, latency_ms: float = 50.0,
     """One run of ``requests`` judge calls at ``rpm`` on ``provider``'s wire."""
     from referee.testing import Reply, ScriptedJudgeServer
 
-    tpm = rpm * TOKENS_PER_REQUEST
+    tpm = rpm * W6_TOKENS_PER_REQUEST
     out = PacingResult(provider=provider, rpm=rpm, tpm=tpm, requests=requests,
                        latency_ms=latency_ms)
     with ScriptedJudgeServer(reply=Reply("Yes", latency_s=latency_ms / 1000.0)) as server:
         server.set_rate_limit(rpm=rpm, tpm=tpm)
-        repo = Path(__file__).resolve().parent.parent
         started = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.w6_judge", "--child", "--provider", provider,
              "--base-url", server.base_url(provider), "--requests", str(requests)],
-            cwd=repo, capture_output=True, text=True, timeout=timeout_s)
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
         out.wall_s = time.monotonic() - started
         if done.returncode != 0:
             raise RuntimeError(f"the judge-layer child failed: {done.stderr[-2000:]}")
@@ -142,12 +142,11 @@ def measure(provider: str, rpm: float, requests: int, latency_ms: float = 50.0,
     out.admitted = len(admitted_at)
     out.rate_limited = out.received - out.admitted
     out.lost = child["lost"]
-    out.span_s = (max(admitted_at) - min(r.arrived_at for r in recorded)) if admitted_at else 0.0
-    out.paced_rate_per_s = paced_rate(min(r.arrived_at for r in recorded), admitted_at,
-                                       burst=int(rpm / 60.0))
+    first = min(r.arrived_at for r in recorded)
+    out.span_s = (max(admitted_at) - first) if admitted_at else 0.0
+    out.paced_rate_per_s = paced_rate(first, admitted_at, burst=int(rpm / 60.0))
     out.of_limit = out.paced_rate_per_s / (rpm / 60.0)
     out.rate_limited_share = out.rate_limited / max(out.received, 1)
-    first = min(r.arrived_at for r in recorded)
     out.admitted_per_s = [0] * (int(out.span_s) + 1)
     for at in admitted_at:
         out.admitted_per_s[min(int(at - first), len(out.admitted_per_s) - 1)] += 1

@@ -241,7 +241,7 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
         if endpoint is None:
             endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
                                                    EndpointIdentity(*key))
-        elif _explicit(settings) and settings != endpoint.limiter.settings:
+        elif settings.explicit and settings != endpoint.limiter.settings:
             # The last explicit setting for an endpoint wins; a config that sets nothing keeps it.
             endpoint.limiter.configure(settings)
     return endpoint
@@ -251,11 +251,6 @@ def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
     return BudgetSettings(max_concurrency=cfg.effective_max_concurrency,
                           pinned=cfg.concurrency_pinned, rpm=cfg.effective_rpm,
                           tpm=cfg.effective_tpm)
-
-
-def _explicit(settings: BudgetSettings) -> bool:
-    """Whether a config set anything about its endpoint's budget (or the environment did)."""
-    return settings.pinned or settings.rpm is not None or settings.tpm is not None
 
 
 def estimate_tokens(request: JudgeRequest) -> int:

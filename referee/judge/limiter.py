@@ -164,6 +164,12 @@ class BudgetSettings:
     rpm: float | None = None
     tpm: float | None = None
 
+    @property
+    def explicit(self) -> bool:
+        """Whether a config set anything about the endpoint's budget (or the environment did);
+        the last explicit setting for an endpoint wins, and one that sets nothing keeps it."""
+        return self.pinned or self.rpm is not None or self.tpm is not None
+
 
 @dataclass
 class Permit:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
+import orjson
+
 from referee.judge.config import JudgeConfig, _register_provider_name
 from referee.judge.retry import MalformedReply
 
@@ -131,9 +133,7 @@ def _default_tls_context(sdk_name: str, cert_file: str, cert_dir: str) -> Any:
     the SDK's HTTP library has no such builder, and each client builds its own as before.
     """
     del cert_file, cert_dir  # the key only: the builder reads them from the environment
-    base = importlib.import_module(sdk_name + "._base_client")
-    http = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
-    build = getattr(http, "create_ssl_context", None)
+    build = getattr(_sdk_http_module(sdk_name), "create_ssl_context", None)
     return None if build is None else build(verify=True, trust_env=True)
 
 
@@ -229,39 +229,32 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
     """A request body as JSON. orjson writes it in a twentieth of the stdlib's time (the
     stdlib's writing and reading were 2% of a judge request's CPU); what it refuses (a lone
     surrogate, an integer past 64 bits) the stdlib writes as it always did."""
-    return _through_orjson("dumps", body, lambda: json.dumps(body).encode())
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body).encode()
 
 
 def _json_value(content: bytes) -> Any:
     """A reply body's JSON; ValueError when it is none. What orjson refuses (NaN, an integer
     past 64 bits) the stdlib reads as it always did."""
-    return _through_orjson("loads", content, lambda: json.loads(content))
-
-
-def _through_orjson(name: str, value: Any, stdlib: Callable[[], Any]) -> Any:
-    function = _orjson(name)
-    if function is not None:
-        try:
-            return function(value)
-        except (TypeError, ValueError):  # orjson.JSONEncodeError, orjson.JSONDecodeError
-            pass
-    return stdlib()
-
-
-@functools.lru_cache(maxsize=None)
-def _orjson(name: str) -> Any:
     try:
-        module = importlib.import_module("orjson")
-    except ImportError:  # a dependency, but the stdlib does the same work more slowly
-        return None
-    return getattr(module, name)
+        return orjson.loads(content)
+    except ValueError:  # orjson.JSONDecodeError
+        return json.loads(content)
+
+
+def _sdk_http_module(sdk_name: str) -> Any:
+    """The HTTP library an SDK is built on (httpx2 in newer SDKs, httpx before); None if
+    neither."""
+    base = importlib.import_module(sdk_name + "._base_client")
+    return getattr(base, "httpx2", None) or getattr(base, "httpx", None)
 
 
 def _sdk_http(client: Any) -> Any:
-    """The HTTP library an SDK client is built on (httpx2 in newer SDKs, httpx before): its
-    ``Response`` and ``Request`` types are the ones the SDK's errors and ``post()`` take."""
-    base = importlib.import_module(type(client).__module__.split(".")[0] + "._base_client")
-    return getattr(base, "httpx2", None) or getattr(base, "httpx")
+    """The HTTP library of an SDK client: its ``Response`` and ``Request`` types are the ones
+    the SDK's errors and ``post()`` take."""
+    return _sdk_http_module(type(client).__module__.split(".")[0])
 
 
 # Where asyncio has a deadline for the current task (3.11+), one deadline bounds a direct

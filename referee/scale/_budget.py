@@ -244,10 +244,6 @@ class ClusterBudget:
         self._want = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
-        # Counters, for tests and benchmarks.
-        self.lease_calls = 0
-        self.report_calls = 0
-        self.leased = 0
 
     # the EndpointBudget protocol
     @property
@@ -352,14 +348,12 @@ class ClusterBudget:
                 finally:
                     with self._lock:
                         self._asking = False
-                self.lease_calls += 1
                 self._hand_out(grant, tokens)
 
     def _hand_out(self, grant: Grant, tokens: list[int]) -> None:
         now = time.monotonic()
         permits = [ClusterPermit(tokens=t, leased_at=now, lease_id=i)
                    for t, i in zip(tokens, grant.lease_ids)]
-        self.leased += len(permits)
         with self._lock:
             self._held += len(permits)
             self._apply_locked(grant.state)
@@ -418,7 +412,6 @@ class ClusterBudget:
                 continue
             try:
                 self._apply(self._call("report", self._holder, outcomes))
-                self.report_calls += 1
             except KeeperUnavailable as exc:  # its successor knows none of these permits
                 logger.debug("judge budget report failed: %s", exc)
             if self._stock:
@@ -476,7 +469,7 @@ def _keeper_handle(name: str, settings: BudgetSettings, options: ClusterBudgetOp
     handle = actor.options(name=name, namespace=options.namespace, lifetime="detached",
                            get_if_exists=True, max_concurrency=1000).remote(
         settings, options.lease_ttl_s)
-    if settings.pinned or settings.rpm is not None or settings.tpm is not None:
+    if settings.explicit:
         # The last explicit setting for an endpoint wins, as in one process.
         handle.configure.remote(settings)
     return handle
