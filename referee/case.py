@@ -220,6 +220,9 @@ _LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
 # multivon: EvalCase(input, expected_output, context) by position; provenance kept in metadata.
 _MULTIVON_POSITIONAL = ("input", "expected_output", "context")
 _MULTIVON_METADATA_FIELDS = ("source_id", "revision")
+# The metadata key that records multivon's explicit ``expected_tool_calls=[]``: an assertion
+# that no tool is called, which an empty expected trajectory cannot tell from no expectation.
+EXPECTS_NO_TOOLS = "expected_tool_calls"
 
 
 def _keep_recorded_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, Any]:
@@ -227,15 +230,11 @@ def _keep_recorded_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, An
     # metadata, and the agent evaluators read it when the run itself records no steps.
     if agent_trace is None:
         return data
-    from referee.execution import AgentStep  # execution builds on this module
+    from referee.execution import as_steps, store_trace  # execution builds on this module
 
     if not isinstance(agent_trace, (list, tuple)):
         raise ValueError(f"agent_trace must be a list of AgentStep, got {type(agent_trace).__name__}")
-    steps = [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
-             for step in agent_trace]
-    stored = [step.model_dump(mode="json") for step in steps]
-    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
-    return data
+    return store_trace(data, as_steps(agent_trace))
 
 
 class EvalCase(StrictModel):
@@ -283,7 +282,7 @@ class EvalCase(StrictModel):
         if isinstance(names, list):  # multivon lists the expected tools by name
             data["expected_tool_calls"] = [{"name": v} if isinstance(v, str) else v for v in names]
             if not names:  # multivon's assertion that no tool is called; kept, as no turn can say it
-                data["metadata"] = {**(data.get("metadata") or {}), "expected_tool_calls": []}
+                data["metadata"] = {**(data.get("metadata") or {}), EXPECTS_NO_TOOLS: []}
         for alias, field in _CASE_KEYWORD_ALIASES.items():
             move_alias(data, alias, field)
         shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
@@ -436,12 +435,9 @@ class EvalCase(StrictModel):
     @property
     def agent_trace(self) -> list[Any] | None:
         """The agent steps recorded with the case (multivon's ``agent_trace``), else ``None``."""
-        stored = self.metadata.get("agent_trace")
-        if stored is None:
-            return None
-        from referee.execution import AgentStep  # execution builds on this module
+        from referee.execution import stored_trace  # execution builds on this module
 
-        return [AgentStep.model_validate(step) for step in stored]
+        return stored_trace(self.metadata)
 
     @property
     def display_name(self) -> str:

@@ -87,16 +87,32 @@ class NodeDetail(StrictModel):
 _KEPT_IN_METADATA = ("messages", "trajectory", "node_responses")
 
 
+def as_steps(agent_trace: Any) -> list[AgentStep]:
+    """multivon's agent steps, given as AgentStep objects or their dicts."""
+    return [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
+            for step in agent_trace]
+
+
+def store_trace(data: dict[str, Any], steps: list[AgentStep]) -> dict[str, Any]:
+    """Keep ``steps`` in the input's ``metadata["agent_trace"]`` (a run's or a case's)."""
+    stored = [step.model_dump(mode="json") for step in steps]
+    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
+    return data
+
+
+def stored_trace(metadata: dict[str, Any]) -> list[AgentStep] | None:
+    """The steps ``store_trace`` kept, else None."""
+    stored = metadata.get("agent_trace")
+    return None if stored is None else [AgentStep.model_validate(step) for step in stored]
+
+
 def _from_agent_trace(data: dict[str, Any], agent_trace: Any) -> dict[str, Any]:
-    steps = [step if isinstance(step, AgentStep) else AgentStep.model_validate(step)
-             for step in agent_trace]
+    steps = as_steps(agent_trace)
     if "tool_calls" not in data:
         data["tool_calls"] = [call for step in steps for call in step.tool_calls]
     if not data.get("actual_response"):
         data["actual_response"] = next((s.output for s in reversed(steps) if s.output), "")
-    stored = [step.model_dump(mode="json") for step in steps]
-    data["metadata"] = {**(data.get("metadata") or {}), "agent_trace": stored}
-    return data
+    return store_trace(data, steps)
 
 
 class ExecutionResult(StrictModel):
@@ -140,7 +156,7 @@ class ExecutionResult(StrictModel):
     @property
     def agent_trace(self) -> list[AgentStep]:
         """multivon's agent steps this result was built from (empty when none were given)."""
-        return [AgentStep.model_validate(step) for step in self.metadata.get("agent_trace") or []]
+        return stored_trace(self.metadata) or []
 
     def get_tool_names(self) -> list[str]:
         return [call.name for call in self.tool_calls]

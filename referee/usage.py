@@ -73,19 +73,7 @@ class TokenUsage(BaseModel):
             return self.model_copy()
         if not isinstance(other, TokenUsage):
             return NotImplemented
-        if self.cost_usd is None and other.cost_usd is None:
-            cost = None
-        else:
-            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            requests=self.requests + other.requests,
-            cached_requests=self.cached_requests + other.cached_requests,
-            cost_usd=cost,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        return TokenUsage.total([self, other])  # type: ignore[return-value]
 
     __radd__ = __add__
 

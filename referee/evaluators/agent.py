@@ -21,7 +21,7 @@ import json
 from abc import abstractmethod
 from typing import Any
 
-from referee.case import EvalCase, ToolCall
+from referee.case import EXPECTS_NO_TOOLS, EvalCase, ToolCall
 from referee.criteria.matching import match_in_order
 from referee.errors import JudgeUnavailable
 from referee.evaluators.deterministic import DeterministicEvaluator
@@ -50,13 +50,8 @@ __all__ = [
     "ToolCallAccuracy",
     "ToolCallNecessity",
     "TrajectoryEfficiency",
-    "recorded_steps",
 ]
 
-# The case's metadata key that records multivon's explicit ``expected_tool_calls=[]``: an
-# assertion that no tool is called, which an empty expected trajectory cannot tell from no
-# expectation at all.
-EXPECTS_NO_TOOLS = "expected_tool_calls"
 
 # multivon's default bound on item-by-item judging (requests per case per evaluator).
 DEFAULT_MAX_ITEMS = 8

@@ -18,7 +18,7 @@ import re
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
 import orjson

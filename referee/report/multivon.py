@@ -22,12 +22,9 @@ if TYPE_CHECKING:
 
 
 def _write(path: str | Path, text: str) -> None:
-    """Write a report file, creating its folder first."""
-    from referee.report.writers import write_atomic
+    from referee.report.writers import save_text  # writers renders the report model
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, [text])
+    save_text(path, text)
 
 
 def _percentile(ordered: list[float], p: float) -> float:

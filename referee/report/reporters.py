@@ -29,7 +29,7 @@ from referee.report.html import render_html
 from referee.report.json_report import lean_report_dict
 from referee.report.junit import render_junit
 from referee.report.model import CaseResult, EvalReport
-from referee.report.writers import FILE_RENDERERS, write_atomic
+from referee.report.writers import FILE_RENDERERS, save_text
 
 logger = logging.getLogger("referee.report")
 
@@ -76,12 +76,6 @@ def trimmed_report(report: EvalReport, *, details: bool = True, trajectory: bool
     return report.model_copy(update={"cases": [trim(c) for c in report.cases]})
 
 
-def _save_text(path: str | Path, text: str) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, [text])
-
-
 class BaseReporter(abc.ABC):
     """A reporter ``ReporterManager`` can run: ``generate`` renders ``report``, writing a file
     under ``output_dir`` (its path is returned) or, without one, returning the text (None
@@ -114,7 +108,7 @@ class _FileReporter(BaseReporter):
 
     def save(self, report: EvalReport, path: str | Path) -> None:
         """Write the report to ``path``, creating its folder."""
-        _save_text(path, self.render(report))
+        save_text(path, self.render(report))
 
     @classmethod
     def quick_save(cls, report: EvalReport, path: str | Path) -> None:

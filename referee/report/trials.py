@@ -119,8 +119,6 @@ def report_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str
                   confidence: float) -> PassKResult:
     """``suite_pass_k`` for a report, which never raises over its data: a k beyond some case's
     evaluated runs gives an unknown result that says so."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
     fewest = min((n for n, _ in case_counts), default=k)
     if k > fewest:
         where = "each case" if all(n == fewest for n, _ in case_counts) else \

@@ -50,6 +50,13 @@ def write_atomic(path: Path, pieces: Iterable[str]) -> None:
     os.replace(tmp, path)
 
 
+def save_text(path: str | Path, text: str) -> None:
+    """Write one report file atomically, creating its folder first."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, [text])
+
+
 def write_reports(report: EvalReport, run_dir: Path, formats: Iterable[str] | str,
                   *, console: Console | None = None) -> dict[str, Path]:
     """Render ``formats`` (console/json/junit/html); returns the file written for each file format.
