@@ -77,11 +77,14 @@ def plain_console() -> Console:
     return console
 
 
-def render_text(report: EvalReport) -> str:
-    """The summary :func:`render_console` prints, as plain text (no colour, no terminal)."""
+def render_text(report: EvalReport, *, width: int = NON_TERMINAL_WIDTH, soft_wrap: bool = True,
+                color: bool = False, every_case: bool = False) -> str:
+    """The summary :func:`render_console` prints, as text: plain (no colour, no terminal)
+    unless ``color``, which adds the terminal's colour codes."""
     buffer = io.StringIO()
-    render_console(report, Console(file=buffer, width=NON_TERMINAL_WIDTH, soft_wrap=True,
-                                   no_color=True, force_terminal=False))
+    render_console(report, Console(file=buffer, width=width, soft_wrap=soft_wrap,
+                                   force_terminal=color, no_color=not color),
+                   every_case=every_case)
     return buffer.getvalue()
 
 
@@ -103,17 +106,18 @@ def _failure_lines(case: CaseResult) -> list[str]:
 
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
-    k = report.runs_per_case
+    summary = report.trial_summary()
+    k = summary["runs_per_case"]
     parts = [f"Runs per case: {k}",
-             f"flaky cases: {report.flaky_count} of {report.total} "
-             f"(stability {_pct(report.stability_score)})"]
-    for result in (report.pass_at_k(k), report.pass_hat_k(k)):
-        name = result.metric.replace("k", str(k))
-        if result.value is None:
-            parts.append(f"{name} {result.unknown_reason}")
+             f"flaky cases: {summary['flaky_count']} of {report.total} "
+             f"(stability {_pct(summary['stability_score'])})"]
+    for metric, key in (("pass@", "pass_at_k"), ("pass^", "pass_hat_k")):
+        result = summary[key]
+        if result["value"] is None:
+            parts.append(f"{metric}{k} {result['unknown_reason']}")
         else:
-            parts.append(f"{name} {result.value:.3f} (95% CI {result.ci_low:.3f}-"
-                         f"{result.ci_high:.3f})")
+            parts.append(f"{metric}{k} {result['value']:.3f} (95% CI {result['ci_low']:.3f}-"
+                         f"{result['ci_high']:.3f})")
     return "; ".join(parts)
 
 

@@ -244,10 +244,14 @@ class MultivonReportMethods:
 
     def trial_summary(self) -> dict[str, Any]:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""
+        from referee.report.trials import PASS_AT_K, PASS_HAT_K, report_pass_k
+
         k = self.runs_per_case
         summary: dict[str, Any] = {"runs_per_case": k, "flaky_count": self.flaky_count,
                                    "stability_score": self.stability_score}
-        for key, result in (("pass_at_k", self.pass_at_k(k)), ("pass_hat_k", self.pass_hat_k(k))):
+        counts = self._trial_counts()  # one pass over the cases for both estimates
+        for key, metric in (("pass_at_k", PASS_AT_K), ("pass_hat_k", PASS_HAT_K)):
+            result = report_pass_k(counts, k, metric=metric, confidence=0.95)
             summary[key] = {"k": result.k, "value": result.value, "ci_low": result.ci_low,
                             "ci_high": result.ci_high, "estimator": result.estimator,
                             "runs": result.runs, "unknown_reason": result.unknown_reason}

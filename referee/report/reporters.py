@@ -11,7 +11,6 @@ switches trim a copy of the report before it is rendered; the renderers never le
 from __future__ import annotations
 
 import abc
-import io
 import json
 import logging
 import shutil
@@ -21,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, TextIO
 
-from rich.console import Console
 
 from referee.config import ReporterConfig
-from referee.report.console import NON_TERMINAL_WIDTH, render_console
+from referee.report.console import NON_TERMINAL_WIDTH, render_text
 from referee.report.html import render_html
 from referee.report.json_report import lean_report_dict
 from referee.report.junit import render_junit
@@ -166,11 +164,8 @@ class ConsoleReporter(BaseReporter):
         is_terminal = bool(getattr(self.output, "isatty", lambda: False)())
         color = is_terminal if self.use_color is None else self.use_color
         width = shutil.get_terminal_size().columns if is_terminal else NON_TERMINAL_WIDTH
-        buffer = io.StringIO()
-        render_console(report, Console(file=buffer, width=width, soft_wrap=not is_terminal,
-                                       force_terminal=color, no_color=not color),
-                       every_case=self.verbose)
-        return buffer.getvalue()
+        return render_text(report, width=width, soft_wrap=not is_terminal, color=color,
+                           every_case=self.verbose)
 
     def report(self, report: EvalReport) -> None:
         text = self.render(report)
