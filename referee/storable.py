@@ -189,12 +189,19 @@ def _mapping(value: dict[Any, Any], path: str, found: list[Conversion]) -> dict[
     return out if changed else value
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a surrogate pair becomes the character it encodes, a
+    lone surrogate (half of a cut emoji, say) U+FFFD. ``text`` itself when it has none."""
+    if text.isascii() or not _SURROGATE.search(text):  # isascii: O(1) for most prompts
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _text(value: str, path: str, found: list[Conversion]) -> str:
-    if not _SURROGATE.search(value):
+    fixed = without_surrogates(value)
+    if fixed is value:
         return value
     lone = len(_SURROGATE.findall(value))
-    # Through UTF-16: a surrogate pair becomes the character it encodes, a lone one U+FFFD.
-    fixed = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     found.append(Conversion(path=path, found=f"text with {lone} surrogate code point(s)",
                             stored_as="U+FFFD for each lone surrogate"))
     return fixed

@@ -303,3 +303,41 @@ def test_a_run_leaves_its_replies_in_the_file(judge_server: ScriptedJudgeServer,
         assert len(_rows(path)) == 1  # the end of the run flushed it, not the timer
     finally:
         JudgeCache.WRITE_DELAY_S = delay
+
+
+# Caches written by earlier releases are keyed by the stdlib's JSON of the request, so the key
+# of every request must stay exactly that digest, whichever encoder writes it now.
+def _stdlib_key(**request: object) -> str:
+    import hashlib
+    import json
+
+    blob = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+    # surrogatepass: earlier releases failed on a lone surrogate; it now keys the request.
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@pytest.mark.parametrize("value", [
+    "plain", "", "quote \" backslash \\ slash /", "\n\r\t\b\f\x00\x1f\x7f", "é ü 中文 😀",
+    "\u2028\u2029\ufeff", "lone \ud800 surrogate", 0, -3, 2**63 - 1, 2**64, True, False, None,
+    0.0, -0.0, 0.1, 0.7, 1.5, 0.0001, 1e-05, 1e-300, 9.999e15, 1e16, 1e300,
+    float("inf"), float("nan"), Path("/tmp/x"), ("a", 1), {"nested": 1e-7},
+])
+def test_cache_keys_are_the_digest_earlier_releases_wrote(value: object) -> None:
+    from referee.judge.cache import cache_key
+
+    request = {"provider": "openai", "model": "gpt-4o-mini", "prompt": "Question?",
+               "temperature": 0.0, "max_tokens": 16, "sample_index": 0, "value": value}
+    assert cache_key(**request) == _stdlib_key(**request)
+
+
+async def test_a_lone_surrogate_in_the_prompt_is_judged_and_cached(
+        judge_server: ScriptedJudgeServer, tmp_path: Path) -> None:
+    # A model's output may hold a lone surrogate (a cut emoji); keying it used to raise
+    # UnicodeEncodeError, and the evaluator failed instead of asking the judge.
+    cfg = _cached_cfg(judge_server, tmp_path)
+    prompt = "Is the output 'broken \ud83d emoji' polite?"
+    first = await get_judge(cfg).complete(prompt)
+    assert first.text == "Yes" and not first.cached and judge_server.request_count == 1
+    again = await get_judge(cfg).complete(prompt)
+    assert again.cached and judge_server.request_count == 1

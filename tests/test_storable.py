@@ -50,3 +50,51 @@ def test_values_pydantic_can_store_are_left_to_pydantic() -> None:
     stored, converted = make_storable(result)
     assert [c.path for c in converted] == ["metadata.blob"]
     assert stored.metadata["when"] == "2026-01-02T03:04:05" and stored.metadata["tags"] == ["a"]
+
+
+# A model's reply may end in half of an emoji (a lone surrogate). The stored run shows U+FFFD
+# for it; the judge must be asked about the same text, not fail on it.
+CUT_EMOJI = "Returns are accepted within 30 days \ud83d"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
+def test_a_lone_surrogate_in_the_output_is_judged_through_each_wire(
+        provider: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee import EvalSuite
+    from referee.evaluators import Faithfulness, GEval, Relevance
+    from referee.testing import ScriptedJudgeServer
+
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def reply(request) -> str:
+        return '{"score": 0.8, "reason": "fine"}' if "Criterion" in request.prompt else "Yes"
+
+    with ScriptedJudgeServer(reply) as server:
+        judge = server.judge_config(provider, cache=True)
+        suite = EvalSuite("cut-emoji")
+        suite.add_cases([EvalCase(input="How long do I have?", context="Returns: 30 days.")])
+        suite.add_evaluators(Faithfulness(judge=judge), Relevance(judge=judge),
+                             GEval("polite", judge=judge))
+        report = suite.run(lambda prompt: CUT_EMOJI, verbose=False, runs_dir=tmp_path / "runs")
+        [case] = report.results
+        assert [r.error for r in case.criterion_results] == [None, None, None]
+        assert case.criterion_results[2].score == pytest.approx(0.8)  # the judge's reply read
+        assert server.requests and all("\ud83d" not in r.prompt and "30 days \ufffd" in r.prompt
+                                       for r in server.requests)
+
+
+async def test_a_lone_surrogate_reaches_an_agent_evaluator_judge_as_u_fffd(tmp_path) -> None:
+    from referee import AgentEvaluator, CriterionConfig
+    from referee.config import CriteriaConfig, EvalConfig
+    from referee.testing import ScriptedJudgeServer
+
+    with ScriptedJudgeServer('{"score": 0.9, "reasoning": "same"}') as server:
+        config = EvalConfig(criteria=CriteriaConfig(response_match=CriterionConfig(
+            judge_model="openai/local", base_url=server.base_url(), num_samples=1)))
+        report = await AgentEvaluator(lambda case: ExecutionResult(actual_response=CUT_EMOJI),
+                                      config=config).evaluate(
+            [EvalCase.single_turn("How long?", "30 days")], verbose=False, output_dir=tmp_path)
+        [result] = report.cases[0].criterion_results
+        assert result.error is None and result.score == pytest.approx(0.9)
+        [request] = server.requests
+        assert "\ud83d" not in request.prompt and "30 days \ufffd" in request.prompt

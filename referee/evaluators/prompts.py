@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Sequence
 
+from referee.storable import without_surrogates
+
 
 @dataclass(frozen=True)
 class DataBlock:
@@ -33,6 +35,9 @@ class DataBlock:
 # while its case is in flight (a few blocks per case, 8 cases at once by default).
 @functools.lru_cache(maxsize=64)  # the blocks of the cases in flight
 def _fenced(label: str, content: str) -> str:
+    # A model's output may hold a lone surrogate, which UTF-8 (the tag's hash, the request)
+    # cannot: the judge is shown what the stored run shows, U+FFFD.
+    content = without_surrogates(content)
     tag = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
     label = label.upper()
     return f"<<<BEGIN {label} {tag}>>>\n{content}\n<<<END {label} {tag}>>>"

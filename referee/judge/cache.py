@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import platformdirs
 
 logger = logging.getLogger("referee.judge")
@@ -56,15 +57,49 @@ def cache_enabled_by_env() -> bool | None:
                      "(expected 0/1, true/false, on/off)")
 
 
-# Built once: json.dumps with options builds an encoder per call, once per judge request here.
+# The key's JSON is the stdlib's with these options: caches written by earlier releases are
+# keyed by exactly these bytes. Built once: json.dumps with options builds an encoder per call.
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                 default=str)
 
 
 def cache_key(**request: Any) -> str:
     """A stable hash of the request; credentials are never part of it."""
-    blob = _KEY_ENCODER.encode(request)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_key_json(request)).hexdigest()
+
+
+def _key_json(request: dict[str, Any]) -> bytes:
+    """``_KEY_ENCODER``'s bytes for ``request``, by orjson where the two write the same bytes.
+
+    orjson writes a judge request's key in a tenth of the stdlib's time (15 us of a
+    millisecond of event-loop CPU per request). The two agree on strings, integers, booleans,
+    None and on floats written without an exponent; a float the stdlib writes with one
+    (1e-05), anything orjson refuses (a lone surrogate, an integer past 64 bits, a value only
+    ``default=str`` can write) and any nested value go to the stdlib, which set the format.
+    A lone surrogate (a model's output may hold one) is kept as is (surrogatepass): it must
+    key the request, not fail it.
+    """
+    for value in request.values():
+        kind = type(value)
+        if kind is float:
+            if value and not _PLAIN_FLOAT_MIN <= abs(value) < _PLAIN_FLOAT_MAX:
+                return _stdlib_key_json(request)
+        elif kind not in _FLAT_TYPES:
+            return _stdlib_key_json(request)
+    try:
+        return orjson.dumps(request, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError
+        return _stdlib_key_json(request)
+
+
+def _stdlib_key_json(request: dict[str, Any]) -> bytes:
+    return _KEY_ENCODER.encode(request).encode("utf-8", "surrogatepass")
+
+
+_FLAT_TYPES = frozenset({str, int, bool, type(None)})
+# repr() writes a float in plain digits from 1e-4 up to 1e16; outside, with an exponent that
+# orjson spells differently (1e-05 against 1e-5).
+_PLAIN_FLOAT_MIN, _PLAIN_FLOAT_MAX = 1e-4, 1e16
 
 
 def _is_lock_error(exc: BaseException) -> bool:

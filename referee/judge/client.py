@@ -38,6 +38,7 @@ from referee.judge.providers import (
     bounds_its_attempts,
 )
 from referee.redact import clip, redact, remember_secret
+from referee.storable import without_surrogates
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.judge")
@@ -340,6 +341,10 @@ class Judge:
             raise ValueError(f"sample_index must be a non-negative int, got {sample_index!r}")
         if self._setup_error is not None or self._endpoint is None:
             raise self._unavailable(str(self._setup_error), self._setup_error)
+        # A lone surrogate (half of a cut emoji in a model's output) has no UTF-8 form: the
+        # request could not be keyed or sent. The judge sees U+FFFD, as the stored run does.
+        prompt, prompt_prefix = without_surrogates(prompt), without_surrogates(prompt_prefix)
+        system = None if system is None else without_surrogates(system)
         cfg = self.config
         cacheable = bool(prompt_prefix) and worth_caching(cfg.provider, cfg.model,
                                                           (system or "") + prompt_prefix)
