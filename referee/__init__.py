@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "CacheError": "referee.errors",
     "SecretsError": "referee.errors",
     "ComplianceError": "referee.errors",
-    # document-000 configuration
+    # AgentEvaluator-style (10xgraph) configuration
     "CriterionConfig": "referee.config",
     "CriteriaConfig": "referee.config",
     "EvalConfig": "referee.config",
@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "create_simple_eval_set": "referee.evalset",
     "assert_eval_passed": "referee.run",
     "assert_criterion_passed": "referee.run",
-    # document-000 criteria
+    # AgentEvaluator-style (10xgraph) criteria
     "BaseCriterion": "referee.criteria",
     "SyncCriterion": "referee.criteria",
     "CompositeCriterion": "referee.criteria",
@@ -76,7 +76,7 @@ _EXPORTS: dict[str, str] = {
     # judge layer
     "JudgeConfig": "referee.judge",
     "configure": "referee.judge",
-    # document-001 evaluators
+    # EvalSuite-style (multivon) evaluators
     "Faithfulness": "referee.evaluators",
     "Hallucination": "referee.evaluators",
     "Relevance": "referee.evaluators",
@@ -92,7 +92,7 @@ _EXPORTS: dict[str, str] = {
     "CheckEvaluator": "referee.evaluators",
     "threshold_table": "referee.evaluators",
     "calibrated_threshold": "referee.evaluators.calibration",
-    # document-001 deterministic and text-metric evaluators, top level as in multivon
+    # EvalSuite-style deterministic and text-metric evaluators, top level as in multivon
     "NotEmpty": "referee.evaluators",
     "ExactMatch": "referee.evaluators",
     "Contains": "referee.evaluators",

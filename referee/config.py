@@ -1,4 +1,5 @@
-"""Configuration of document-000 criteria: CriterionConfig, CriteriaConfig and EvalConfig."""
+"""Configuration of the AgentEvaluator-style criteria: CriterionConfig, CriteriaConfig and
+EvalConfig."""
 
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ class CriterionConfig(StrictModel):
 
 
 class CriteriaConfig(StrictModel):
-    """Which document-000 criteria are on. Field names are registry keys; unknown names are errors."""
+    """Which AgentEvaluator-style criteria are on. Field names are registry keys; unknown names
+    are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

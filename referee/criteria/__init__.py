@@ -1,4 +1,4 @@
-"""Every document-000 criterion, the protocol they share, and ``CRITERIA_REGISTRY``."""
+"""Every AgentEvaluator-style criterion, the protocol they share, and ``CRITERIA_REGISTRY``."""
 
 from referee.criteria.base import BaseCriterion, SyncCriterion
 from referee.criteria.composite import CompositeCriterion, WeightedCriterion

@@ -1,7 +1,7 @@
-"""Deterministic evaluators of the document-001 family: string, format and latency checks.
+"""Deterministic evaluators of the EvalSuite-style API: string, format and latency checks.
 
 Each is a criterion (``async evaluate(actual, expected) -> CriterionResult``) with the friendlier
-constructor document-001 users know, e.g. ``Contains(["ok"])``. ``details["reason"]`` always
+constructor multivon users know, e.g. ``Contains(["ok"])``. ``details["reason"]`` always
 explains the verdict. A case that lacks what an evaluator needs (no ``expected_output``, no
 measured latency) is reported as skipped, naming the missing field; it never passes silently.
 """

@@ -1,8 +1,9 @@
 """GEval: a holistic 0.0-1.0 score straight from the judge, averaged over runs.
 
-The one document-001 evaluator that is not QAG. A run whose reply carries no usable score (no
-JSON object, no number, or a number outside 0.0-1.0) is not a score of zero: it is left out of
-the average and disclosed, and when no run yields a score the judge is treated as unavailable.
+The one judged EvalSuite-style evaluator that is not QAG. A run whose reply carries no usable
+score (no JSON object, no number, or a number outside 0.0-1.0) is not a score of zero: it is
+left out of the average and disclosed, and when no run yields a score the judge is treated as
+unavailable.
 """
 
 from __future__ import annotations

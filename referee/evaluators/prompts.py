@@ -1,4 +1,4 @@
-"""Judge prompts of the document-001 evaluators, and the data blocks that keep them honest.
+"""Judge prompts of the EvalSuite-style evaluators, and the data blocks that keep them honest.
 
 Everything that comes from the case or from the model under test (output, input, context,
 reference answer) is placed in a fenced data block. The fence carries a tag derived from the
@@ -47,7 +47,7 @@ def render_blocks(blocks: Sequence[DataBlock]) -> str:
     return "\n\n".join(block.render() for block in blocks)
 
 
-# One system text for every judged request of the document-001 evaluators, whatever they ask
+# One system text for every judged request of the EvalSuite-style evaluators, whatever they ask
 # and in whatever mode: with the case's data blocks right after it, sibling requests share a
 # byte-identical prefix that a provider's prompt cache can serve. What varies (the question and
 # the reply format) comes last.

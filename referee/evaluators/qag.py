@@ -1,11 +1,11 @@
 """QAG scoring: ask a judge binary questions, score the fraction answered as expected.
 
-Shared by every document-001 judge evaluator. Default mode asks one question per judge call,
-all questions of a case concurrently (the semantics the calibrated thresholds were fit under);
-``batch=True`` asks all questions of one evaluator in one JSON call and yields the same
-per-question records. An UNKNOWN verdict never counts for or against the model: it leaves the
-denominator and is disclosed in the reason; when no verdict at all can be read, the judge has
-not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
+Shared by every judged evaluator of the EvalSuite-style API. Default mode asks one question per
+judge call, all questions of a case concurrently (the semantics the calibrated thresholds were
+fit under); ``batch=True`` asks all questions of one evaluator in one JSON call and yields
+the same per-question records. An UNKNOWN verdict never counts for or against the model: it
+leaves the denominator and is disclosed in the reason; when no verdict at all can be read, the
+judge has not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
 
 
 class JudgeEvaluator(BaseCriterion):
-    """A document-001 evaluator: judge resolution, effective threshold, result building."""
+    """An EvalSuite-style evaluator: judge resolution, effective threshold, result building."""
 
     name = "judge_evaluator"
     default_threshold = 0.7

@@ -352,7 +352,7 @@ _PROVIDER_PREFIX_ALIASES = {"gemini": "google", "gpt": "openai", "claude": "anth
 
 
 def split_judge_model(model_name: str) -> tuple[str | None, str]:
-    """``(provider, model)`` of a document-000 ``judge_model``.
+    """``(provider, model)`` of an AgentEvaluator-style criterion's ``judge_model``.
 
     An explicit provider prefix wins: ``"openai/llama3"`` is ``("openai", "llama3")``, which
     is how a local or gateway model that speaks OpenAI's API is named; 10xgraph's spellings

@@ -222,7 +222,8 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
 
 
 def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:
-    """Repeated judge runs: document-000 sample lists, or a list of run records (GEval)."""
+    """Repeated judge runs: an AgentEvaluator-style criterion's sample list, or a list of run
+    records (GEval)."""
     runs = details.get("runs")
     if isinstance(runs, list) and runs and all(isinstance(r, dict) and "score" in r for r in runs):
         return [{

@@ -1,8 +1,9 @@
 """One report model for both front doors.
 
-Document-000 readers use ``report.summary`` (an EvalSummary with ``criterion_stats``);
-document-001 readers use ``pass_rate`` (passed / evaluated), ``error_rate`` (errors / total),
-``errors`` and the per-case statuses. Both are computed from the same list of cases.
+Readers of the AgentEvaluator-style API use ``report.summary`` (an EvalSummary with
+``criterion_stats``); readers of the EvalSuite-style API use ``pass_rate`` (passed /
+evaluated), ``error_rate`` (errors / total), ``errors`` and the per-case statuses. Both are
+computed from the same list of cases.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ NO_PROVIDER = "no provider available"
 def judges_by_criterion(criteria: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """The judge each judged criterion will call (provider, model, endpoint; no secrets).
 
-    A document-000 criterion whose ``judge_model`` no provider can serve is listed with
+    An AgentEvaluator-style criterion whose ``judge_model`` no provider can serve is listed with
     ``"judge": "no provider available"``: it will score the 10xgraph-style API's 0.5 placeholder.
     """
     per: dict[str, dict[str, Any]] = {}
@@ -112,7 +112,8 @@ _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "m
 
 
 def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
-    """A document-001 evaluator's effective judge (per-evaluator > configure() > env > default)."""
+    """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
+    default)."""
     resolve = getattr(criterion, "judge_config", None)
     config = None
     if callable(resolve):
