@@ -312,7 +312,9 @@ class EvalCase(StrictModel):
             self.expected_output = last
         if not self.eval_id:
             # Content-derived, so the same case keeps its id across processes (resume relies on it).
-            digest = hashlib.sha1(canonical_json(self._identity()).encode()).hexdigest()[:12]
+            # surrogatepass: a lone surrogate (a recorded turn may hold one) still hashes.
+            identity = canonical_json(self._identity()).encode("utf-8", "surrogatepass")
+            digest = hashlib.sha1(identity).hexdigest()[:12]
             self.eval_id = f"case-{digest}"
         return self
 

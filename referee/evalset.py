@@ -42,7 +42,8 @@ from pydantic import Field, ValidationError, model_validator
 from referee import _adk
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
+from referee.storable import without_surrogates
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
 _CSV_COLUMNS = ("eval_id", "name", "description", "input", "expected_output", "context", "tags",
@@ -151,14 +152,17 @@ class EvalSet(StrictModel):
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", source=source) from None
         default_id = path.name.split(".")[0]
-        if kind == "jsonl":
-            return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
-        if kind == "csv":
-            return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
-        data = _parse_json(text, source) if kind == "json" else _parse_yaml(text, source)
-        header, cases, prefix = _split_document(data, source)
-        located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
-        return cls._assemble(located, header, default_id, source, text)
+        try:
+            if kind == "jsonl":
+                return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
+            if kind == "csv":
+                return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
+            data = _parse_json(text, source) if kind == "json" else _parse_yaml(text, source)
+            header, cases, prefix = _split_document(data, source)
+            located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
+            return cls._assemble(located, header, default_id, source, text)
+        except RecursionError as exc:
+            raise beyond_python_limits(exc, source=source, text=text) from None
 
     @classmethod
     def _assemble(cls, located: list[tuple[Any, int | None, Loc]], header: dict[str, Any],
@@ -354,6 +358,8 @@ def _parse_json(text: str, source: str) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
                          line=exc.lineno) from None
+    except ValueError as exc:
+        raise beyond_python_limits(exc, source=source, text=text) from None
 
 
 def _parse_yaml(text: str, source: str) -> Any:
@@ -366,6 +372,8 @@ def _parse_yaml(text: str, source: str) -> Any:
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", source=source) from None
+    except ValueError as exc:  # PyYAML's int() of an over-long number
+        raise beyond_python_limits(exc, source=source, text=text) from None
 
 
 def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], Loc]:
@@ -405,6 +413,8 @@ def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
                              line=number) from None
+        except ValueError as exc:
+            raise beyond_python_limits(exc, source=source, text=line, line=number) from None
         located.append((raw, number, ()))
     return located
 
@@ -457,6 +467,9 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=source, line=line,
                              field=column, expected=expected) from None
+        except ValueError as exc:
+            raise beyond_python_limits(exc, source=source, text=cells[column],
+                                       line=line) from None
 
     def as_list(column: str) -> list[Any]:
         value = cells[column].strip()
@@ -474,7 +487,7 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
             if value.lstrip().startswith("["):
                 try:
                     case["context"] = json.loads(value)
-                except json.JSONDecodeError:
+                except ValueError:
                     pass  # a context that merely starts with "[" is plain text
         elif column == "tags":
             case["tags"] = as_list(column)
@@ -596,6 +609,7 @@ def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str, type[StrictModel]] | No
 
 def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                    text: str | None) -> EvalCase:
+    raw = _joined_surrogates(raw, (), source, line, prefix, text)
     if isinstance(raw, dict):
         unknown = _unknown_key(raw)
         if unknown:
@@ -620,6 +634,29 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                          line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
                          expected="an 'input' or a 'conversation'")
     return case
+
+
+def _joined_surrogates(value: Any, loc: Loc, source: str, line: int | None, prefix: Loc,
+                       text: str | None) -> Any:
+    """``value`` with each surrogate pair joined into its character (YAML reads an escaped
+    emoji as two); a lone surrogate is an error, since no encoding could send it to a model."""
+    if isinstance(value, str):
+        joined = without_surrogates(value)
+        if joined.count("\ufffd") > value.count("\ufffd"):
+            lone = next(c for c in value if "\ud800" <= c <= "\udfff")
+            raise InputError(f"text holds a lone surrogate {lone!a}", source=source,
+                             line=line or _line_of(text, (*prefix, *loc)),
+                             field=_path((*prefix, *loc)) or None,
+                             expected="valid Unicode text (an escaped emoji needs both halves)")
+        return joined
+    if isinstance(value, dict):
+        return {_joined_surrogates(k, loc, source, line, prefix, text):
+                _joined_surrogates(v, (*loc, k), source, line, prefix, text)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_joined_surrogates(v, (*loc, i), source, line, prefix, text)
+                for i, v in enumerate(value)]
+    return value
 
 
 def _first_problem(exc: ValidationError) -> tuple[Loc, str]:

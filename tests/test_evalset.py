@@ -285,3 +285,15 @@ def test_a_case_with_nothing_to_ask_is_an_error(tmp_path):
     path.write_text('{"eval_cases": [{"tags": ["x"]}]}')
     with pytest.raises(InputError, match=r"field 'eval_cases\[0\]\.input'.*expected an 'input' or"):
         EvalSet.load(path)
+
+
+def test_yaml_escaped_surrogate_pair_loads_as_its_character(tmp_path):
+    # PyYAML reads "\ud83d\ude00" as two surrogates; JSON joins them. Both must give the emoji.
+    yaml_file = tmp_path / "emoji.yaml"
+    yaml_file.write_text('- eval_id: a\n  input: "smile \\ud83d\\ude00"\n', encoding="utf-8")
+    json_file = tmp_path / "emoji.json"
+    json_file.write_text('[{"eval_id": "a", "input": "smile \\ud83d\\ude00"}]', encoding="utf-8")
+    for path in (yaml_file, json_file):
+        case = EvalSet.load(path).eval_cases[0]
+        assert case.input == "smile \U0001F600"
+        assert case.conversation[0].user_content == "smile \U0001F600"
