@@ -319,7 +319,12 @@ class EvalCase(StrictModel):
         return self
 
     def _identity(self) -> dict[str, Any]:
-        data = self.model_dump(exclude={"eval_id"}, mode="json")
+        try:
+            data = self.model_dump(exclude={"eval_id"}, mode="json")
+        except UnicodeEncodeError:
+            # A lone surrogate (a recorded turn may hold one) has no JSON form. No id was ever
+            # derived from such a case, so hashing the plain dump changes no existing id.
+            data = self.model_dump(exclude={"eval_id"})
         for key, default in _LATER_CASE_FIELDS.items():
             if data.get(key) == default:
                 data.pop(key, None)
