@@ -43,7 +43,7 @@ from referee import _adk
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.errors import InputError, beyond_python_limits
-from referee.storable import without_surrogates
+from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
 _CSV_COLUMNS = ("eval_id", "name", "description", "input", "expected_output", "context", "tags",
@@ -609,7 +609,12 @@ def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str, type[StrictModel]] | No
 
 def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                    text: str | None) -> EvalCase:
-    raw = _joined_surrogates(raw, (), source, line, prefix, text)
+    try:
+        raw = surrogate_pairs_joined(raw)
+    except LoneSurrogate as exc:
+        where = (*prefix, *exc.loc)
+        raise InputError(str(exc), source=source, line=line or _line_of(text, where),
+                         field=_path(where) or None, expected=SURROGATE_EXPECTED) from None
     if isinstance(raw, dict):
         unknown = _unknown_key(raw)
         if unknown:
@@ -634,29 +639,6 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                          line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
                          expected="an 'input' or a 'conversation'")
     return case
-
-
-def _joined_surrogates(value: Any, loc: Loc, source: str, line: int | None, prefix: Loc,
-                       text: str | None) -> Any:
-    """``value`` with each surrogate pair joined into its character (YAML reads an escaped
-    emoji as two); a lone surrogate is an error, since no encoding could send it to a model."""
-    if isinstance(value, str):
-        joined = without_surrogates(value)
-        if joined.count("\ufffd") > value.count("\ufffd"):
-            lone = next(c for c in value if "\ud800" <= c <= "\udfff")
-            raise InputError(f"text holds a lone surrogate {lone!a}", source=source,
-                             line=line or _line_of(text, (*prefix, *loc)),
-                             field=_path((*prefix, *loc)) or None,
-                             expected="valid Unicode text (an escaped emoji needs both halves)")
-        return joined
-    if isinstance(value, dict):
-        return {_joined_surrogates(k, loc, source, line, prefix, text):
-                _joined_surrogates(v, (*loc, k), source, line, prefix, text)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_joined_surrogates(v, (*loc, i), source, line, prefix, text)
-                for i, v in enumerate(value)]
-    return value
 
 
 def _first_problem(exc: ValidationError) -> tuple[Loc, str]:

@@ -197,6 +197,38 @@ def without_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+SURROGATE_EXPECTED = "valid Unicode text (an escaped emoji needs both halves)"
+
+
+class LoneSurrogate(ValueError):
+    """Text read from a file holds half of a surrogate pair; ``loc`` is where, as path parts."""
+
+    def __init__(self, loc: tuple[Any, ...], code_point: str) -> None:
+        super().__init__(f"text holds a lone surrogate {code_point!a}")
+        self.loc = loc
+
+
+def surrogate_pairs_joined(value: Any, loc: tuple[Any, ...] = ()) -> Any:
+    """Parsed JSON/YAML ``value`` with each surrogate pair in its text joined into its character
+    (YAML reads an escaped emoji as two halves); raises :class:`LoneSurrogate` for a half
+    without its partner, which no encoding can send to a model or a judge."""
+    if isinstance(value, str):
+        joined = without_surrogates(value)
+        if joined is not value and joined.count("\ufffd") > value.count("\ufffd"):
+            halves = _SURROGATE.findall(value)
+            lone = next((c for c, d in zip(halves, halves[1:] + [""])
+                         if not ("\ud800" <= c <= "\udbff" and "\udc00" <= d <= "\udfff")),
+                        halves[0])
+            raise LoneSurrogate(loc, lone)
+        return joined
+    if isinstance(value, dict):
+        return {surrogate_pairs_joined(k, loc): surrogate_pairs_joined(v, (*loc, k))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [surrogate_pairs_joined(v, (*loc, i)) for i, v in enumerate(value)]
+    return value
+
+
 def _text(value: str, path: str, found: list[Conversion]) -> str:
     fixed = without_surrogates(value)
     if fixed is value:

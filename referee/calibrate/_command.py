@@ -128,5 +128,6 @@ def run_command(args: argparse.Namespace,
         if written is not None:
             print(f"threshold recorded in {written}")
     if report.threshold.value is None:
-        print("referee: no row was scored, so no threshold was fitted", file=sys.stderr)
+        print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
+              f"{report.scored} scored row(s)", file=sys.stderr)
     return 0

@@ -96,7 +96,26 @@ def test_rows_that_differ_only_in_the_output_keep_their_own_ids(tmp_path):
      "bad.yaml:4: field 'output': is a list"),
     ("bad.txt", "x", "bad.txt: unsupported labels file type '.txt'"),
     ("empty.jsonl", "\n", "empty.jsonl: no labelled rows"),
+    # These gave a bare ValueError, RecursionError or codec error naming no file.
+    pytest.param("long.jsonl", '{"input": "q", "output": "o", "label": "pass"}\n'
+     '{"input": "q", "output": "o", "label": "pass", "metadata": {"n": ' + "9" * 5000 + "}}\n",
+     "long.jsonl:2: a number longer than 4300 digits", id='long-jsonl'),
+    pytest.param("long.csv",
+                 'input,output,label,metadata\nq,o,pass,"{""n"": ' + "9" * 5000 + '}"\n',
+                 "long.csv:2: a number longer than 4300 digits", id='long-csv'),
+    pytest.param("long.yaml",
+                 "- {input: q, output: o, label: pass, metadata: {n: " + "9" * 5000 + "}}\n",
+                 "long.yaml:1: a number longer than 4300 digits", id='long-yaml'),
+    pytest.param("alias.yaml", "- {input: q, output: o, label: pass, metadata: &m {a: *m}}\n",
+     "alias.yaml:1: nested too deeply to read", id='alias-yaml'),
+    pytest.param("lone.jsonl", '{"input": "q", "output": "half \\ud83d", "label": "pass"}\n',
+     "lone.jsonl:1: field 'output': text holds a lone surrogate '\\ud83d'", id='lone-jsonl'),
+    pytest.param("lone.csv",
+                 'input,output,label,conversation\nq,o,pass,"[{""user_content"": ""\\udc00""}]"\n',
+                 "lone.csv:2: field 'conversation.0.user_content': text holds a lone surrogate", id='lone-csv'),
 ])
+
+
 def test_bad_rows_name_the_file_line_and_field(tmp_path, name, text, where):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
@@ -203,3 +222,13 @@ def test_a_repeated_id_names_both_lines(tmp_path):
     with pytest.raises(InputError, match=r"dup.jsonl:3: field 'id': repeats id 'a' first used on "
                                          r"line 1"):
         load_labels(path)
+
+
+def test_a_labels_file_with_a_byte_order_mark_reads_as_case_files_do(tmp_path):
+    # Spreadsheets save CSV with a BOM; it made the first column "\ufeffinput", unknown.
+    for name, text in (("bom.csv", "input,output,label\nq,o,pass\n"),
+                       ("bom.jsonl", '{"input": "q", "output": "o", "label": "pass"}\n')):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        (row,) = load_labels(path)
+        assert (row.case.input, row.output, row.passed) == ("q", "o", True)
