@@ -16,6 +16,7 @@ from referee.cli import main  # noqa: E402
 from referee.case import EvalCase  # noqa: E402
 from referee.evaluators import Faithfulness, Hallucination, threshold_table  # noqa: E402
 from referee.evaluators.calibration import read_calibration_file  # noqa: E402
+from referee.errors import InputError  # noqa: E402
 from referee.execution import ExecutionResult  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
 
@@ -308,3 +309,17 @@ def test_calibrate_help_says_what_it_does(capsys):
                   'threshold="calibrated"', "--resume RUN_DIR"):
         assert words in out, words
     assert "document 00" not in out
+
+
+def test_a_calibration_file_with_a_bom_reads_and_an_overlong_number_names_the_line(tmp_path):
+    entry = {"evaluator": "faithfulness", "judge_provider": "openai", "judge_model": "m",
+             "threshold": 0.6, "n": 10, "date": "2026-01-01", "data_fingerprint": "f"}
+    edited = tmp_path / "bom.json"
+    edited.write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        {"format": "referee-calibration", "version": 1, "entries": [entry]}).encode())
+    assert read_calibration_file(edited).entries[0].threshold == 0.6
+    long = tmp_path / "long.json"
+    long.write_text('{"format": "referee-calibration",\n "version": ' + "1" * 5000 + "}",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"long.json:2: a number longer than 4300 digits"):
+        read_calibration_file(long)
