@@ -187,6 +187,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 (any free one) to 65535, "
+                                         f"got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = _finite(text, "a positive number of seconds")
     if value <= 0:
@@ -344,6 +355,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
     if args.rescore and args.resume is None:
         raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
+    if args.runs_dir is not None and Path(args.runs_dir).exists() and not Path(
+            args.runs_dir).is_dir():
+        raise CliError(f"--out {args.runs_dir}: not a directory (expected where run "
+                       f"directories go)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     if args.ray is not None and args.traces:
@@ -544,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("target", metavar="RUN_OR_FILE", nargs="?",
                       help="open this run directory or report file")
     view.add_argument("--dir", metavar="DIR", help="the runs directory to index (default .referee/runs)")
-    view.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    view.add_argument("--port", type=_port, default=0, help="port to listen on (default: a free one)")
     view.set_defaults(func=cmd_view)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
