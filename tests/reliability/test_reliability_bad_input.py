@@ -96,6 +96,13 @@ BAD_INPUTS = [
                "lone.json:2", "field '[1].conversation[0].user_content'", "lone surrogate"),
     _case_file("lone.yaml", '- input: a\n- input: "ok"\n  metadata: {note: "\\ud83d"}\n',
                "lone.yaml:3", "field '[1].metadata.note'", "lone surrogate"),
+    # An ADK function-response id that is a list raised "unhashable type: 'list'", no file.
+    _case_file("adk.evalset.json", '{"eval_set_id": "s", "eval_cases": [{"eval_id": "c",\n'
+               ' "conversation": [{"user_content": {"parts": [{"text": "hi"}]},\n'
+               '  "intermediate_data": {"invocation_events": [{"content": {"parts": [\n'
+               '   {"function_response": {"id": [1], "response": {}}}]}}]}}]}]}',
+               "adk.evalset.json:2", "field 'eval_cases[0].conversation[0]'",
+               "a tool call id is a list, expected a string"),
     BadInput("directory-as-case-file", {"cases.json/ok.jsonl": OK_CASES},
              ("run", "cases.json", "--agent", "agent.py:agent"),
              ("cases.json: is a directory, not a file",)),
