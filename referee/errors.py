@@ -72,17 +72,19 @@ class InputError(RefereeError, ValueError):
 
 def beyond_python_limits(exc: ValueError | RecursionError, *, source: str, text: str,
                          line: int | None = None) -> InputError:
-    """The error for a JSON or YAML file that parses but that Python cannot hold: an integer
-    longer than ``sys.get_int_max_str_digits()``, or nesting past the recursion limit (which a
-    YAML alias that contains itself reaches too). ``line``, when not given, is that of the
-    first over-long number in ``text``."""
+    """The error for a JSON or YAML file that parses but whose values Python cannot build: an
+    integer longer than ``sys.get_int_max_str_digits()``, nesting past the recursion limit
+    (which a YAML alias that contains itself reaches too), a YAML date such as 2024-13-45.
+    ``line``, when not given, is that of the first over-long number in ``text``."""
     if isinstance(exc, RecursionError):
         return InputError("nested too deeply to read (or a YAML alias contains itself)",
                           source=source, line=line, expected="at most a few hundred levels")
-    limit = sys.get_int_max_str_digits()
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7+
+    long_number = re.search(rf"\d{{{limit + 1},}}", text) if limit else None
+    if long_number is None:
+        return InputError(f"a value cannot be read: {exc}", source=source, line=line)
     if line is None:
-        long_number = re.search(rf"\d{{{limit + 1},}}", text)
-        line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
+        line = text.count("\n", 0, long_number.start()) + 1
     return InputError(f"a number longer than {limit} digits", source=source, line=line,
                       expected="a shorter number, or the digits as a string")
 

@@ -232,3 +232,24 @@ def test_a_labels_file_with_a_byte_order_mark_reads_as_case_files_do(tmp_path):
         path.write_bytes(b"\xef\xbb\xbf" + text.encode())
         (row,) = load_labels(path)
         assert (row.case.input, row.output, row.passed) == ("q", "o", True)
+
+
+def test_public_sets_name_the_record_of_a_lone_surrogate_or_an_overlong_number(tmp_path):
+    # Each gave a codec error or a bare ValueError naming no file.
+    cases = [
+        (load_summedits, "se.json", '[{"doc": "d \\ud800", "summary": "s", "label": 1}]',
+         "se.json: field '[0].doc': text holds a lone surrogate '\\ud800'"),
+        (load_summedits, "long.json", '[{"doc": "d", "summary": "s",\n "label": '
+         + "1" * 5000 + "}]", "long.json:2: a number longer than 4300 digits"),
+        (load_halueval, "he.jsonl", '{"question": "q", "knowledge": "k", "right_answer": "r",'
+         ' "hallucinated_answer": "h"}\n{"question": "q", "knowledge": "k \\udc00",'
+         ' "right_answer": "r", "hallucinated_answer": "h"}\n',
+         "he.jsonl:2: field 'knowledge': text holds a lone surrogate '\\udc00'"),
+    ]
+    for load, name, text, expected in cases:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError) as caught:
+            load(path)
+        assert str(caught.value).startswith(f"{tmp_path / expected.split(':')[0]}")
+        assert expected.split("/")[-1] in str(caught.value), str(caught.value)

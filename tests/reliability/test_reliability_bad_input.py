@@ -83,6 +83,8 @@ BAD_INPUTS = [
                          ("long.jsonl", '{"input": "a"}\n{"input": "b", "metadata": {"n": LONG}}\n'),
                          ("long.yaml", "- input: a\n  metadata: {n: LONG}\n"),
                          ("long.csv", 'input,metadata\nb,"{""n"": LONG}"\n'))],
+    _case_file("date.yaml", "- input: a\n  metadata: {due: 2024-13-45}\n", "date.yaml",
+               "a value cannot be read: month must be in 1..12"),
     _case_file("deep.json", '[{"input": "a", "metadata": {"n": ' + "[" * 100_000 + "]" * 100_000
                + "}}]", "deep.json", "nested too deeply"),
     _case_file("alias.yaml", "- input: a\n  metadata: &m {inner: *m}\n", "alias.yaml",
