@@ -352,19 +352,59 @@ def _kind(path: Path) -> str:
     return kinds[suffix]
 
 
-def _parse_json(text: str, source: str) -> Any:
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys; the first (an expectation, say) would be lost.
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(key)
+        data[key] = value
+    return data
+
+
+class _CaseFileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key repeated in one mapping is an error, not a loss."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in one mapping; "
+                        "the first value would be lost", key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_json(text: str, source: str, line: int | None = None) -> Any:
+    """A JSON document, or (``line`` given) one line of a JSONL file."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                         line=exc.lineno) from None
+                         line=line or exc.lineno) from None
+    except _DuplicateKey as exc:
+        if line is None:  # JSON is YAML: the YAML reader finds the line of the repeat
+            try:
+                yaml.load(text, Loader=_CaseFileLoader)  # noqa: S506 - a SafeLoader subclass
+            except yaml.MarkedYAMLError as located:
+                line = located.problem_mark.line + 1 if located.problem_mark else None
+            except (yaml.YAMLError, ValueError, RecursionError):
+                pass
+        raise InputError(f"key {exc.args[0]!r} appears twice in one object; the first value "
+                         "would be lost", source=source, line=line) from None
     except ValueError as exc:
-        raise beyond_python_limits(exc, source=source, text=text) from None
+        raise beyond_python_limits(exc, source=source, text=text, line=line) from None
 
 
 def _parse_yaml(text: str, source: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_CaseFileLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
@@ -408,14 +448,7 @@ def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from None
-        except ValueError as exc:
-            raise beyond_python_limits(exc, source=source, text=line, line=number) from None
-        located.append((raw, number, ()))
+        located.append((_parse_json(line, source, number), number, ()))
     return located
 
 

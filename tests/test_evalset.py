@@ -297,3 +297,12 @@ def test_yaml_escaped_surrogate_pair_loads_as_its_character(tmp_path):
         case = EvalSet.load(path).eval_cases[0]
         assert case.input == "smile \U0001F600"
         assert case.conversation[0].user_content == "smile \U0001F600"
+
+
+def test_yaml_merge_keys_still_override(tmp_path):
+    # Repeated keys are refused, but a merged mapping's keys may be overridden, as YAML means.
+    path = tmp_path / "merge.yaml"
+    path.write_text("- &base {eval_id: a, input: q, tags: [x]}\n- <<: *base\n  eval_id: b\n",
+                    encoding="utf-8")
+    first, second = EvalSet.load(path).eval_cases
+    assert (second.eval_id, second.input, second.tags) == ("b", "q", ["x"])

@@ -80,9 +80,18 @@ BAD_INPUTS = [
     *[_case_file(name, text.replace("LONG", "1" * 5000), name + ":2",
                  "a number longer than 4300 digits", "expected a shorter number")
       for name, text in (("long.json", '[{"input": "a",\n  "metadata": {"n": LONG}}]'),
-                         ("long.jsonl", '{"input": "a"}\n{"input": "b", "metadata": {"n": LONG}}\n'),
+                         ("long.jsonl",
+                          '{"input": "a"}\n{"input": "b", "metadata": {"n": LONG}}\n'),
                          ("long.yaml", "- input: a\n  metadata: {n: LONG}\n"),
                          ("long.csv", 'input,metadata\nb,"{""n"": LONG}"\n'))],
+    # A repeated key kept only its last value: the first expectation was lost in silence.
+    _case_file("twice.json",
+               '[{"input": "a",\n  "expected_output": "x",\n  "expected_output": "y"}]',
+               "twice.json:3", "key 'expected_output' appears twice"),
+    _case_file("twice.jsonl", '{"input": "a"}\n{"input": "b", "tags": [], "tags": ["x"]}\n',
+               "twice.jsonl:2", "key 'tags' appears twice"),
+    _case_file("twice.yaml", "- input: a\n  expected_output: x\n  expected_output: y\n",
+               "twice.yaml:3", "key 'expected_output' appears twice"),
     _case_file("date.yaml", "- input: a\n  metadata: {due: 2024-13-45}\n", "date.yaml",
                "a value cannot be read: month must be in 1..12"),
     _case_file("deep.json", '[{"input": "a", "metadata": {"n": ' + "[" * 100_000 + "]" * 100_000
