@@ -355,10 +355,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
     if args.rescore and args.resume is None:
         raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
-    if args.runs_dir is not None and Path(args.runs_dir).exists() and not Path(
-            args.runs_dir).is_dir():
-        raise CliError(f"--out {args.runs_dir}: not a directory (expected where run "
-                       f"directories go)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
     if args.ray is not None and args.traces:
