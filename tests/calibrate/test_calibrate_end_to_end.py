@@ -251,7 +251,13 @@ def test_calibrating_needs_an_evaluator_that_does_not_require_the_calibration(tm
 
 def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_judge):
     labels = labelled_file(tmp_path, rows=4)
+    (tmp_path / "factory.py").write_text("def make():\n    raise RuntimeError('no key')\n")
+    (tmp_path / "a_file").write_text("")
     cases = [
+        (["--evaluator", f"{tmp_path / 'factory.py'}:make"],
+         "factory.py:make': make() raised RuntimeError: no key"),
+        (["--evaluator", "faithfulness", "--out", str(tmp_path / "a_file")],
+         "a_file: not a directory"),
         (["--evaluator", "nosuch"], "unknown evaluator 'nosuch'; built-in judge evaluators:"),
         (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "expected provider/model"),
         (["--evaluator", "faithfulness", "--folds", "1"], "at least 2 folds"),
@@ -259,7 +265,8 @@ def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_ju
         ([], "--evaluator is required"),
     ]
     for extra, message in cases:
-        code, out, err = run_calibrate(capsys, str(labels), *extra, "--out", str(tmp_path / "r"))
+        out_dir = [] if "--out" in extra else ["--out", str(tmp_path / "r")]
+        code, out, err = run_calibrate(capsys, str(labels), *extra, *out_dir)
         assert code == 2, (extra, err)
         assert err.startswith("referee: error: ") and message in err, (extra, err)
         assert len(err.strip().splitlines()) == 1
