@@ -215,11 +215,7 @@ def surrogate_pairs_joined(value: Any, loc: tuple[Any, ...] = ()) -> Any:
     if isinstance(value, str):
         joined = without_surrogates(value)
         if joined is not value and joined.count("\ufffd") > value.count("\ufffd"):
-            halves = _SURROGATE.findall(value)
-            lone = next((c for c, d in zip(halves, halves[1:] + [""])
-                         if not ("\ud800" <= c <= "\udbff" and "\udc00" <= d <= "\udfff")),
-                        halves[0])
-            raise LoneSurrogate(loc, lone)
+            raise LoneSurrogate(loc, _first_lone_surrogate(value))
         return joined
     if isinstance(value, dict):
         return {surrogate_pairs_joined(k, loc): surrogate_pairs_joined(v, (*loc, k))
@@ -227,6 +223,20 @@ def surrogate_pairs_joined(value: Any, loc: tuple[Any, ...] = ()) -> Any:
     if isinstance(value, list):
         return [surrogate_pairs_joined(v, (*loc, i)) for i, v in enumerate(value)]
     return value
+
+
+def _first_lone_surrogate(text: str) -> str:
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if "\ud800" <= char <= "\udbff" and text[index + 1:index + 2] and (
+                "\udc00" <= text[index + 1] <= "\udfff"):
+            index += 2  # a pair, which without_surrogates joins
+        elif "\ud800" <= char <= "\udfff":
+            return char
+        else:
+            index += 1
+    return ""
 
 
 def _text(value: str, path: str, found: list[Conversion]) -> str:
