@@ -157,7 +157,7 @@ class EvalSet(StrictModel):
                 return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
             if kind == "csv":
                 return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
-            data = _parse_json(text, source) if kind == "json" else _parse_yaml(text, source)
+            data = parse_json(text, source) if kind == "json" else parse_yaml(text, source)
             header, cases, prefix = _split_document(data, source)
             located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
             return cls._assemble(located, header, default_id, source, text)
@@ -366,7 +366,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-class _CaseFileLoader(yaml.SafeLoader):
+class NoRepeatedKeysLoader(yaml.SafeLoader):
     """PyYAML's safe loader, but a key repeated in one mapping is an error, not a loss."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -381,8 +381,9 @@ class _CaseFileLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _parse_json(text: str, source: str, line: int | None = None) -> Any:
-    """A JSON document, or (``line`` given) one line of a JSONL file."""
+def parse_json(text: str, source: str, line: int | None = None) -> Any:
+    """A JSON document, or (``line`` given) one line of a JSONL file; what cannot be read
+    whole (bad syntax, a repeated key, an over-long number) is an InputError naming the line."""
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
@@ -391,20 +392,21 @@ def _parse_json(text: str, source: str, line: int | None = None) -> Any:
     except _DuplicateKey as exc:
         if line is None:  # JSON is YAML: the YAML reader finds the line of the repeat
             try:
-                yaml.load(text, Loader=_CaseFileLoader)  # noqa: S506 - a SafeLoader subclass
+                yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
             except yaml.MarkedYAMLError as located:
                 line = located.problem_mark.line + 1 if located.problem_mark else None
             except (yaml.YAMLError, ValueError, RecursionError):
                 pass
         raise InputError(f"key {exc.args[0]!r} appears twice in one object; the first value "
                          "would be lost", source=source, line=line) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise beyond_python_limits(exc, source=source, text=text, line=line) from None
 
 
-def _parse_yaml(text: str, source: str) -> Any:
+def parse_yaml(text: str, source: str) -> Any:
+    """A YAML document, read as :func:`parse_json` reads JSON."""
     try:
-        return yaml.load(text, Loader=_CaseFileLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
@@ -412,7 +414,7 @@ def _parse_yaml(text: str, source: str) -> Any:
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", source=source) from None
-    except ValueError as exc:  # PyYAML's int() of an over-long number
+    except (ValueError, RecursionError) as exc:  # PyYAML's int() of an over-long number
         raise beyond_python_limits(exc, source=source, text=text) from None
 
 
@@ -448,7 +450,7 @@ def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        located.append((_parse_json(line, source, number), number, ()))
+        located.append((parse_json(line, source, number), number, ()))
     return located
 
 

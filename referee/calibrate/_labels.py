@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
 from referee.errors import InputError, beyond_python_limits
+from referee.evalset import parse_json, parse_yaml
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 DEFAULT_CUTOFF = 0.5
@@ -146,13 +147,7 @@ def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rows.append((json.loads(line), number))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from None
-        except (ValueError, RecursionError) as exc:
-            raise beyond_python_limits(exc, source=source, text=line, line=number) from None
+        rows.append((parse_json(line, source, number), number))
     return rows
 
 
@@ -214,10 +209,7 @@ def _yaml_rows(text: str, source: str) -> list[tuple[Any, int]]:
                          line=mark.line + 1 if mark else None) from None
     if document is None:
         raise InputError("empty document", source=source, expected="a list of labelled rows")
-    try:
-        data = yaml.safe_load(text)
-    except (ValueError, RecursionError) as exc:  # PyYAML's int() of an over-long number
-        raise beyond_python_limits(exc, source=source, text=text) from None
+    data = parse_yaml(text, source)
     node = document
     if isinstance(data, dict):
         if set(data) != {"cases"} or not isinstance(data["cases"], list):

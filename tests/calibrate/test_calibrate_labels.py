@@ -108,11 +108,17 @@ def test_rows_that_differ_only_in_the_output_keep_their_own_ids(tmp_path):
                  "long.yaml:1: a number longer than 4300 digits", id='long-yaml'),
     pytest.param("alias.yaml", "- {input: q, output: o, label: pass, metadata: &m {a: *m}}\n",
      "alias.yaml:1: nested too deeply to read", id='alias-yaml'),
+    # A repeated key kept its last value only: a human verdict was lost in silence.
+    pytest.param("twice.jsonl", '{"input": "q", "output": "o", "label": "pass", "label": "fail"}\n',
+                 "twice.jsonl:1: key 'label' appears twice", id="twice-jsonl"),
+    pytest.param("twice.yaml", "- input: q\n  output: o\n  label: pass\n  label: fail\n",
+                 "twice.yaml:4: invalid YAML: key 'label' appears twice", id="twice-yaml"),
     pytest.param("lone.jsonl", '{"input": "q", "output": "half \\ud83d", "label": "pass"}\n',
      "lone.jsonl:1: field 'output': text holds a lone surrogate '\\ud83d'", id='lone-jsonl'),
     pytest.param("lone.csv",
                  'input,output,label,conversation\nq,o,pass,"[{""user_content"": ""\\udc00""}]"\n',
-                 "lone.csv:2: field 'conversation.0.user_content': text holds a lone surrogate", id='lone-csv'),
+                 "lone.csv:2: field 'conversation.0.user_content': text holds a lone surrogate",
+                 id='lone-csv'),
 ])
 
 
