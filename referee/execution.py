@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
-from referee._strict import StrictModel, with_positions
+from referee._strict import StrictModel, validated, with_positions
 from referee.case import ToolCall
 from referee.usage import TokenUsage
 
@@ -168,7 +168,9 @@ class ExecutionResult(StrictModel):
     def coerce(cls, value: Any) -> "ExecutionResult":
         """Accept what a model function may return: a str, a dict or an ExecutionResult."""
         if isinstance(value, ExecutionResult):
-            return value
+            # Checked again: fields assigned after it was built were never validated, and a
+            # wrong type there would only fail when the stored run is read back.
+            return validated(type(value), dict(value), f"model returned an {type(value).__name__}")
         if isinstance(value, str):
             return cls(actual_response=value)
         if isinstance(value, dict):
@@ -182,7 +184,8 @@ class ExecutionResult(StrictModel):
                         f"model returned a dict with no response key (its keys: {found}); "
                         f"expected one of {', '.join(RESPONSE_KEYS)}")
                 data["actual_response"] = data.pop(key)
-            return cls.model_validate(data)
+            return validated(cls, data, "model returned a dict")
         raise TypeError(
             f"model returned {type(value).__name__}; expected str, dict or ExecutionResult"
         )
+

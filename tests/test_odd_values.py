@@ -159,3 +159,87 @@ def test_a_criterion_calling_sys_exit_0_cannot_make_a_failing_run_exit_0(tmp_pat
     statuses = {row["case"]["name"]: row["status"] for row in map(
         json.loads, (run_dir / "cases.jsonl").read_text().splitlines())}
     assert statuses == {"a": "FAILED", "b": "EVALUATOR_ERROR", "c": "FAILED"}
+
+
+# Results changed after they were built ------------------------------------------------------
+
+MUTATIONS = {
+    # An OpenAI reply that only calls tools has content None.
+    "response-none": lambda run: setattr(run, "actual_response", None),
+    "response-int": lambda run: setattr(run, "actual_response", 30),
+    "tool-calls-none": lambda run: setattr(run, "tool_calls", None),
+    "node-visit-int": lambda run: run.node_visits.append(1),
+    "metadata-none": lambda run: setattr(run, "metadata", None),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_an_execution_result_changed_into_a_wrong_shape_is_its_case_model_error(
+        mutation: str, tmp_path: Path) -> None:
+    """An agent that fills in an ExecutionResult field by field used to take the run down:
+    the store wrote a record it could not read back."""
+    from referee import ExecutionResult
+    from referee.report.store import load_run
+
+    def agent(prompt: str) -> ExecutionResult:
+        run = ExecutionResult(actual_response=GOOD)
+        if prompt == "odd":
+            MUTATIONS[mutation](run)
+        return run
+
+    suite = EvalSuite("mutated-run")
+    suite.add_cases([EvalCase(input=p, name=p) for p in ("before", "odd", "after")])
+    suite.add_evaluator(Contains(["30 days"]))
+    report = suite.run(agent, verbose=False, runs_dir=tmp_path, concurrency=1,
+                       formats=["json", "junit", "html"])
+    assert [c.status for c in report.cases] == [CaseStatus.PASSED, CaseStatus.MODEL_ERROR,
+                                                CaseStatus.PASSED]
+    error = report.cases[1].error or ""
+    field = {"response-none": "actual_response", "response-int": "actual_response",
+             "tool-calls-none": "tool_calls", "node-visit-int": "node_visits",
+             "metadata-none": "metadata"}[mutation]
+    assert field in error and "\n" not in error, error
+    stored = load_run(report.metadata["run_dir"])
+    assert [c.status for c in stored.cases] == [c.status for c in report.cases]
+
+
+def test_a_criterion_result_changed_after_it_was_built_is_checked_like_a_new_one(
+        tmp_path: Path) -> None:
+    """numpy values assigned to a result used to take the run down (the tally summed
+    numpy bools into a number JSON cannot hold); a None score lost every verdict of the case."""
+    np = pytest.importorskip("numpy")
+
+    class AssignsNumpy(BaseCriterion):
+        name = "assigns-numpy"
+
+        async def evaluate(self, actual, expected) -> CriterionResult:
+            result = CriterionResult(criterion=self.name, score=0.0, passed=False)
+            result.score = np.float64(0.7)
+            result.passed = result.score >= 0.5
+            return result
+
+    class AssignsNone(BaseCriterion):
+        name = "assigns-none"
+
+        async def evaluate(self, actual, expected) -> CriterionResult:
+            result = self._result(1.0)
+            if expected.input == "odd":
+                result.score = None
+            return result
+
+    suite = EvalSuite("mutated-result")
+    suite.add_cases([EvalCase(input=p, name=p) for p in ("before", "odd")])
+    suite.add_evaluator(Contains(["30 days"]))
+    suite.add_evaluator(AssignsNumpy())
+    suite.add_evaluator(AssignsNone())
+    report = suite.run(lambda prompt: GOOD, verbose=False, runs_dir=tmp_path,
+                       formats=["json", "junit", "html"])
+    assert [c.status for c in report.cases] == [CaseStatus.PASSED, CaseStatus.EVALUATOR_ERROR]
+    odd = report.cases[1]
+    assert odd.get_criterion_result("contains").passed
+    numpy_result = odd.get_criterion_result("assigns-numpy")
+    assert numpy_result.passed is True and type(numpy_result.score) is float
+    broken = odd.get_criterion_result("assigns-none")
+    assert broken.error_kind == "evaluator" and "score" in (broken.error or "")
+    summary = json.loads((Path(report.metadata["run_dir"]) / "results.json").read_text())
+    assert summary["summary"]["criterion_stats"]["assigns-numpy"]["passed"] == 2

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
+from referee._strict import validated
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
@@ -307,12 +308,19 @@ def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
 
 
 def _normalise(criterion: Any, value: Any) -> CriterionResult:
+    problem = None
     if not isinstance(value, CriterionResult):
+        problem = f"evaluate() returned {type(value).__name__}; expected a CriterionResult"
+    else:
+        try:
+            # Checked again: fields assigned after it was built were never validated.
+            value = validated(type(value), dict(value), "evaluate() returned a CriterionResult")
+        except ValueError as exc:
+            problem = str(exc)
+    if problem is not None:
         return CriterionResult(
             criterion=_criterion_name(criterion), score=0.0, passed=False,
-            threshold=_criterion_threshold(criterion), error_kind="evaluator",
-            error=f"evaluate() returned {type(value).__name__}; expected a CriterionResult",
-        )
+            threshold=_criterion_threshold(criterion), error_kind="evaluator", error=problem)
     if value.details.get("judge_unavailable") and value.error_kind is None:
         # The 10xgraph-style API's 0.5 "No LLM provider available" fallback: keep the score the
         # document promises, but let the statistics see it as the judge error it is.
