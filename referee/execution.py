@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field
 
 from referee._strict import StrictModel, validated, with_positions
 from referee.case import ToolCall
+from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
 
@@ -128,7 +129,7 @@ class ExecutionResult(StrictModel):
     latency_s: float | None = Field(default=None,
                                     validation_alias=AliasChoices("latency_s", "duration_seconds"))
     token_usage: TokenUsage | None = None
-    error: str | None = None
+    error: RedactedText | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

@@ -243,3 +243,56 @@ def test_a_criterion_result_changed_after_it_was_built_is_checked_like_a_new_one
     assert broken.error_kind == "evaluator" and "score" in (broken.error or "")
     summary = json.loads((Path(report.metadata["run_dir"]) / "results.json").read_text())
     assert summary["summary"]["criterion_stats"]["assigns-numpy"]["passed"] == 2
+
+
+# Secrets in what a model or a criterion raises ------------------------------------------------
+
+# A gateway key of no known shape (known only because it is in the environment) and a
+# provider-shaped one.
+ENV_KEY = "gw-CANARY-model-under-test-5c1e9a7b3d"
+SHAPED_KEY = "sk-proj-CANARYshapedKey8d6f4b2a0c"
+
+
+def test_a_key_in_a_model_or_criterion_error_reaches_no_report(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """The model under test often uses the same provider key as the judge, and a gateway's
+    401 echoes it; such an error used to be stored and reported as it was."""
+    from referee import ExecutionResult
+    from referee.report.store import load_run
+
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+
+    class RaisesWithAKey(BaseCriterion):
+        name = "raises-with-a-key"
+
+        async def evaluate(self, actual, expected) -> CriterionResult:
+            if expected.input == "criterion-raises":
+                raise PermissionError(f"401: Incorrect API key provided: {SHAPED_KEY}")
+            return self._result(1.0)
+
+    def model(prompt: str):
+        if prompt == "model-raises":
+            raise RuntimeError(f"401 from the gateway: bad key {ENV_KEY}")
+        if prompt == "model-reports":  # the 10xgraph way: the agent records its own failure
+            return ExecutionResult(actual_response="", error=f"auth failed for {SHAPED_KEY}")
+        return GOOD
+
+    suite = EvalSuite("keys-in-errors")
+    suite.add_cases([EvalCase(input=p, name=p)
+                     for p in ("model-raises", "model-reports", "criterion-raises", "fine")])
+    suite.add_evaluator(RaisesWithAKey())
+    runs = tmp_path / "runs"
+    report = suite.run(model, verbose=False, runs_dir=runs, formats=["json", "junit", "html"])
+    assert [c.status for c in report.cases] == [
+        CaseStatus.MODEL_ERROR, CaseStatus.MODEL_ERROR, CaseStatus.EVALUATOR_ERROR,
+        CaseStatus.PASSED]
+    assert "401 from the gateway" in (report.cases[0].error or "")  # the evidence stays
+
+    [run_dir] = list(runs.iterdir())
+    texts = {p.name: p.read_text() for p in run_dir.iterdir() if p.is_file()}
+    assert {"cases.jsonl", "report.json", "results.json", "junit.xml", "report.html"} <= set(texts)
+    texts["csv"] = report.to_csv()
+    texts["loaded"] = load_run(run_dir).to_json()
+    leaks = [(where, key) for where, text in texts.items() for key in (ENV_KEY, SHAPED_KEY)
+             if key in text]
+    assert leaks == []
