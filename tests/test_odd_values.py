@@ -296,3 +296,24 @@ def test_a_key_in_a_model_or_criterion_error_reaches_no_report(tmp_path: Path,
     leaks = [(where, key) for where, text in texts.items() for key in (ENV_KEY, SHAPED_KEY)
              if key in text]
     assert leaks == []
+
+
+def test_assert_criterion_passed_fails_for_a_criterion_that_scored_no_case() -> None:
+    """Its mean covers scored results only; with none it is no 0.0 that clears min_score=0.0
+    (the default): a criterion that errored on every case used to pass the assertion."""
+    from referee.run.assertions import assert_criterion_passed
+
+    class AlwaysRaises(BaseCriterion):
+        name = "always-raises"
+
+        async def evaluate(self, actual, expected) -> CriterionResult:
+            raise RuntimeError("judge client misconfigured")
+
+    suite = EvalSuite("never-scored")
+    suite.add_cases([EvalCase(input=p, name=p) for p in ("a", "b")])
+    suite.add_evaluator(Contains(["30 days"]))
+    suite.add_evaluator(AlwaysRaises())
+    report = suite.run(lambda prompt: GOOD, verbose=False, save=False)
+    assert_criterion_passed(report, "contains")
+    with pytest.raises(AssertionError, match="always-raises.*scored no case.*2 error"):
+        assert_criterion_passed(report, "always-raises")
