@@ -317,3 +317,43 @@ def test_assert_criterion_passed_fails_for_a_criterion_that_scored_no_case() -> 
     assert_criterion_passed(report, "contains")
     with pytest.raises(AssertionError, match="always-raises.*scored no case.*2 error"):
         assert_criterion_passed(report, "always-raises")
+
+
+# Tool calls whose arguments JSON cannot hold -------------------------------------------------
+
+class ArgObject:
+    def __repr__(self) -> str:
+        return "ArgObject()"
+
+
+@pytest.mark.parametrize("arg", ["object", "bytes", "numpy"])
+@pytest.mark.parametrize("composite", [False, True], ids=["trajectory", "composite"])
+def test_a_tool_argument_json_cannot_hold_is_scored_and_stored_as_a_stand_in(
+        arg: str, composite: bool, tmp_path: Path) -> None:
+    """The trajectory criterion (and a composite over it) put the calls in ``details`` through
+    JSON: an argument JSON cannot hold made it an evaluator error instead of a verdict."""
+    from referee import AgentEvaluator, ExecutionResult, ToolCall
+    from referee.config import CriterionConfig, MatchType
+    from referee.criteria import CompositeCriterion, TrajectoryMatchCriterion
+    from referee.report.store import load_run
+
+    value = {"object": ArgObject, "bytes": lambda: b"\xff\xfe",
+             "numpy": lambda: pytest.importorskip("numpy").array([1, 2])}[arg]()
+
+    def agent(message: str) -> ExecutionResult:
+        return ExecutionResult(actual_response="looked it up",
+                               tool_calls=[ToolCall(name="lookup", args={"q": value})])
+
+    trajectory = TrajectoryMatchCriterion(CriterionConfig(match_type=MatchType.EXACT))
+    criterion = CompositeCriterion([trajectory]) if composite else trajectory
+    case = EvalCase(input="find it", name="odd-args",
+                    expected_tool_trajectory=[ToolCall(name="lookup")])
+    evaluator = AgentEvaluator(agent, criteria=[criterion], runs_dir=tmp_path)
+    report = evaluator.evaluate_sync([case], verbose=False, formats=["json", "junit", "html"])
+    [result] = report.cases
+    scored = result.get_criterion_result(criterion.name)
+    assert scored.error is None and scored.score == 1.0 and scored.passed, scored
+    stored = load_run(report.metadata["run_dir"])
+    [kept] = stored.cases
+    assert kept.get_criterion_result(criterion.name).passed
+    assert any("details" in c.path for c in kept.converted), kept.converted
