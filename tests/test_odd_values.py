@@ -357,3 +357,53 @@ def test_a_tool_argument_json_cannot_hold_is_scored_and_stored_as_a_stand_in(
     [kept] = stored.cases
     assert kept.get_criterion_result(criterion.name).passed
     assert any("details" in c.path for c in kept.converted), kept.converted
+
+
+# Values that contain themselves, or nest without end ------------------------------------------
+
+def _cyclic() -> dict:
+    value: dict = {"a": 1}
+    value["self"] = value
+    return value
+
+
+def _deep(levels: int = 5000) -> dict:
+    value: dict = {}
+    inner = value
+    for _ in range(levels):
+        inner["x"] = {}
+        inner = inner["x"]
+    return value
+
+
+@pytest.mark.parametrize("shape", ["cyclic", "deep"])
+@pytest.mark.parametrize("source", ["model-metadata", "criterion-details"])
+def test_a_value_that_contains_itself_or_nests_without_end_is_stored_as_a_stand_in(
+        shape: str, source: str, tmp_path: Path) -> None:
+    """Storing such a value recursed until RecursionError, which took the run down."""
+    from referee.report.store import load_run
+
+    make = {"cyclic": _cyclic, "deep": _deep}[shape]
+
+    class KeepsDetails(BaseCriterion):
+        name = "keeps-details"
+
+        async def evaluate(self, actual, expected) -> CriterionResult:
+            extra = {"evidence": make()} if source == "criterion-details" else {}
+            return self._result(1.0, {"reason": "fine", **extra})
+
+    def model(prompt: str):
+        if source == "model-metadata":
+            return {"output": GOOD, "metadata": {"trace": make()}}
+        return GOOD
+
+    suite = EvalSuite("self-containing")
+    suite.add_cases([EvalCase(input=p, name=p) for p in ("a", "b")])
+    suite.add_evaluator(KeepsDetails())
+    report = suite.run(model, verbose=False, runs_dir=tmp_path, formats=["json", "junit", "html"])
+    assert [c.status for c in report.cases] == [CaseStatus.PASSED] * 2
+    where = "execution.metadata.trace" if source == "model-metadata" else "details.evidence"
+    for case in load_run(report.metadata["run_dir"]).cases:
+        assert case.status == CaseStatus.PASSED
+        assert any(where in c.path and c.stored_as == "repr()" for c in case.converted), \
+            case.converted
