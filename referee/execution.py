@@ -171,7 +171,8 @@ class ExecutionResult(StrictModel):
         if isinstance(value, ExecutionResult):
             # Checked again: fields assigned after it was built were never validated, and a
             # wrong type there would only fail when the stored run is read back.
-            return validated(type(value), dict(value), f"model returned an {type(value).__name__}")
+            return validated(type(value), dict(value),
+                             f"model returned an {type(value).__name__}")
         if isinstance(value, str):
             return cls(actual_response=value)
         if isinstance(value, dict):
@@ -189,4 +190,3 @@ class ExecutionResult(StrictModel):
         raise TypeError(
             f"model returned {type(value).__name__}; expected str, dict or ExecutionResult"
         )
-

@@ -12,8 +12,8 @@ stored as their text, as pydantic always stores them, and are not listed);
 U+FFFD for each lone surrogate (a surrogate pair becomes its character); the strings
 ``"NaN"``/``"Infinity"``/``"-Infinity"`` for a non-finite float where any value is allowed,
 else ``null`` or ``0.0``; ``repr()`` for a list, dict or model that contains itself or nests
-deeper than ``MAX_NESTING`` levels. Values JSON can hold through pydantic (datetimes, enums, paths,
-dataclasses, sets) are left for pydantic to store as it always does.
+deeper than ``MAX_NESTING`` levels. Values JSON can hold through pydantic (datetimes, enums,
+paths, dataclasses, sets) are left for pydantic to store as it always does.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _annotation_parts(annotation: Any) -> set[Any]:
     return parts
 
 
-def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
+def _model(model: BaseModel, path: str, found: _Found) -> Any:
     updates: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
@@ -142,7 +142,7 @@ def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
     return model.model_copy(update=updates) if updates else model
 
 
-def _typed(value: Any, annotation: Any, path: str, found: list[Conversion]) -> Any:
+def _typed(value: Any, annotation: Any, path: str, found: _Found) -> Any:
     """A model field's value: non-finite floats must keep the field's type."""
     if isinstance(value, float) and not math.isfinite(value) and not _allows_any(annotation):
         replacement = None if _allows_none(annotation) else 0.0
@@ -152,7 +152,7 @@ def _typed(value: Any, annotation: Any, path: str, found: list[Conversion]) -> A
     return _any(value, path, found)
 
 
-def _any(value: Any, path: str, found: list[Conversion]) -> Any:
+def _any(value: Any, path: str, found: _Found) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
@@ -177,8 +177,8 @@ def _any(value: Any, path: str, found: list[Conversion]) -> Any:
     return _any(plain, path, found)
 
 
-def _container(value: Any, path: str, found: list[Conversion]) -> Any:
-    open_ = found.open if isinstance(found, _Found) else set()
+def _container(value: Any, path: str, found: _Found) -> Any:
+    open_ = found.open
     if id(value) in open_ or len(open_) >= MAX_NESTING:
         what = ("that contains itself" if id(value) in open_
                 else f"nested deeper than {MAX_NESTING} levels")
@@ -199,7 +199,7 @@ def _container(value: Any, path: str, found: list[Conversion]) -> Any:
         open_.discard(id(value))
 
 
-def _mapping(value: dict[Any, Any], path: str, found: list[Conversion]) -> dict[Any, Any]:
+def _mapping(value: dict[Any, Any], path: str, found: _Found) -> dict[Any, Any]:
     changed = False
     out: dict[Any, Any] = {}
     for key, item in value.items():
@@ -226,7 +226,7 @@ def without_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-def _text(value: str, path: str, found: list[Conversion]) -> str:
+def _text(value: str, path: str, found: _Found) -> str:
     fixed = without_surrogates(value)
     if fixed is value:
         return value
@@ -236,7 +236,7 @@ def _text(value: str, path: str, found: list[Conversion]) -> str:
     return fixed
 
 
-def _bytes(value: bytes, path: str, found: list[Conversion]) -> str:
+def _bytes(value: bytes, path: str, found: _Found) -> str:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
