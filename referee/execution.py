@@ -187,6 +187,9 @@ class ExecutionResult(StrictModel):
                         f"expected one of {', '.join(RESPONSE_KEYS)}")
                 data["actual_response"] = data.pop(key)
             return validated(cls, data, "model returned a dict")
-        raise TypeError(
-            f"model returned {type(value).__name__}; expected str, dict or ExecutionResult"
-        )
+        kind = type(value)
+        # Another package's ExecutionResult (a peer's, one import left unchanged) is named by
+        # its module: "returned ExecutionResult; expected ... ExecutionResult" says nothing.
+        shown = (f"{kind.__module__}.{kind.__qualname__}" if kind.__name__ == cls.__name__
+                 else kind.__name__)
+        raise TypeError(f"model returned {shown}; expected str, dict or referee.ExecutionResult")

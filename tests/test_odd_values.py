@@ -407,3 +407,20 @@ def test_a_value_that_contains_itself_or_nests_without_end_is_stored_as_a_stand_
         assert case.status == CaseStatus.PASSED
         assert any(where in c.path and c.stored_as == "repr()" for c in case.converted), \
             case.converted
+
+
+def test_an_execution_result_of_another_package_is_named_by_its_module() -> None:
+    """An agent still returning the peer package's ExecutionResult (one import left unchanged)
+    read "model returned ExecutionResult; expected str, dict or ExecutionResult"."""
+
+    class ExecutionResult:  # what ``tenxgraph.qa.evaluation`` would hand back
+        actual_response = GOOD
+
+    suite = EvalSuite("foreign-result")
+    suite.add_cases([EvalCase(input="q", name="q")])
+    suite.add_evaluator(Contains(["30 days"]))
+    report = suite.run(lambda prompt: ExecutionResult(), verbose=False, save=False)
+    [case] = report.cases
+    assert case.status == CaseStatus.MODEL_ERROR
+    assert f"model returned {__name__}." in (case.error or ""), case.error
+    assert "referee.ExecutionResult" in (case.error or ""), case.error
