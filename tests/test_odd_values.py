@@ -268,6 +268,8 @@ def test_a_key_in_a_model_or_criterion_error_reaches_no_report(tmp_path: Path,
         async def evaluate(self, actual, expected) -> CriterionResult:
             if expected.input == "criterion-raises":
                 raise PermissionError(f"401: Incorrect API key provided: {SHAPED_KEY}")
+            if expected.input == "criterion-fails":  # 10xgraph's helper: the error is the reason
+                return self._failure(f"judge call failed: bad key {ENV_KEY}")
             return self._result(1.0)
 
     def model(prompt: str):
@@ -279,13 +281,14 @@ def test_a_key_in_a_model_or_criterion_error_reaches_no_report(tmp_path: Path,
 
     suite = EvalSuite("keys-in-errors")
     suite.add_cases([EvalCase(input=p, name=p)
-                     for p in ("model-raises", "model-reports", "criterion-raises", "fine")])
+                     for p in ("model-raises", "model-reports", "criterion-raises",
+                               "criterion-fails", "fine")])
     suite.add_evaluator(RaisesWithAKey())
     runs = tmp_path / "runs"
     report = suite.run(model, verbose=False, runs_dir=runs, formats=["json", "junit", "html"])
     assert [c.status for c in report.cases] == [
         CaseStatus.MODEL_ERROR, CaseStatus.MODEL_ERROR, CaseStatus.EVALUATOR_ERROR,
-        CaseStatus.PASSED]
+        CaseStatus.EVALUATOR_ERROR, CaseStatus.PASSED]
     assert "401 from the gateway" in (report.cases[0].error or "")  # the evidence stays
 
     [run_dir] = list(runs.iterdir())
