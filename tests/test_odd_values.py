@@ -1,6 +1,8 @@
 """Odd values at run time: criteria that raise what is not an ``Exception``, results changed
-after they were built, secrets in the errors a model or a criterion raises. Each stays its
-own case's status; no run ends early, and no exit code says more than the run did."""
+after they were built, secrets in the errors a model or a criterion raises, tool arguments
+JSON cannot hold, values that contain themselves, a criterion that never scored, another
+package's ExecutionResult. Each stays its own case's status; no run ends early, nothing is
+lost, and no exit code or assertion says more than the run did."""
 
 from __future__ import annotations
 
