@@ -192,4 +192,4 @@ class ExecutionResult(StrictModel):
         # its module: "returned ExecutionResult; expected ... ExecutionResult" says nothing.
         shown = (f"{kind.__module__}.{kind.__qualname__}" if kind.__name__ == cls.__name__
                  else kind.__name__)
-        raise TypeError(f"model returned {shown}; expected str, dict or referee.ExecutionResult")
+        raise TypeError(f"model returned {shown}; expected str, dict or ExecutionResult")
