@@ -376,6 +376,10 @@ class RunStore:
                              expected="a JSON object") from None
         if not isinstance(data, dict):
             raise InputError("meta.json is not a JSON object", source=str(self.meta_path))
+        for name, (fits, expected) in _META_FIELDS.items():
+            if data.get(name) is not None and not fits(data[name]):
+                raise InputError(f"{type(data[name]).__name__} value", source=str(self.meta_path),
+                                 field=name, expected=expected)
         return data
 
     def read_cases(self) -> list[CaseResult]:
@@ -441,6 +445,27 @@ class RunStore:
             config_used=meta.get("config_used") or {},
             metadata=metadata,
         )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What every reader of meta.json relies on (null stands for absent): a hand-edited or foreign
+# meta.json that breaks it is named here, not a TypeError deep inside list, compare or resume.
+_META_FIELDS: dict[str, tuple[Any, str]] = {
+    **{name: (lambda v: isinstance(v, str), "a string")
+       for name in ("run_id", "name", "eval_set_id", "model_id", "case_fingerprint")},
+    **{name: (lambda v: isinstance(v, dict), "a JSON object")
+       for name in ("judge", "config_used", "metadata")},
+    "started_at": (_is_number, "a number (seconds since the epoch)"),
+    "case_ids": (lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+                 "a list of case ids (strings)"),
+    "criteria": (lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v),
+                 "a list of criterion descriptions (objects)"),
+    "runs": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+             "a positive integer"),
+}
 
 
 def _parse_case(raw: bytes) -> tuple[CaseResult | None, str]:
