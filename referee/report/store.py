@@ -305,6 +305,12 @@ class RunStore:
             _fsync_write(self.meta_path,
                          json.dumps(meta, indent=2, ensure_ascii=False, default=str))
 
+    def update_meta(self, **fields: Any) -> None:
+        """Set fields of meta.json, replacing the file whole."""
+        meta = {**self.read_meta(), **fields}
+        with _writing(self.run_dir):
+            _fsync_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
         line = result.model_dump_json() + "\n"

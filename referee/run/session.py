@@ -33,6 +33,8 @@ from referee.run.progress import make_progress
 from referee.terminal import terminal_safe
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
+# meta.json's mark of a re-score under way; the finished re-score's meta.json has none.
+RESCORING = "rescoring"
 
 # The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
 # process, so the CLI can say which directory to --resume; None once a run starts.
@@ -279,10 +281,13 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         # Checked before reopen(), which drops a finished run's report.json: a refused
         # resume must leave the run as it was.
         meta = RunStore(options.resume).read_meta()
-        _check_resumable(meta, keys, criteria_spec, options)
+        _check_resumable(meta, keys, criteria_spec, report.judge, options)
         store = RunStore.reopen(options.resume)
         try:
             if options.rescore:
+                # Until the end rewrites meta.json, cases.jsonl mixes scores of the stored
+                # criteria and of these: only finishing the re-score may make it one run.
+                store.update_meta(**{RESCORING: True})
                 for stored in StoredCases(store.cases_path):
                     if stored.run_results and any(map(_has_output, stored.run_results)):
                         # Each run's own output, scored again; a run without one runs again.
@@ -357,12 +362,16 @@ def _has_output(stored: CaseResult) -> bool:
 
 
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
-                     options: RunOptions) -> None:
+                     judge: dict[str, Any], options: RunOptions) -> None:
     if meta.get("case_fingerprint") != case_fingerprint(keys):
         raise InputError(
             f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
             expected="the same cases, in the same order")
+    if meta.get(RESCORING) and not options.rescore:
+        raise InputError(
+            "a re-score of this run was interrupted, so its cases hold scores of two sets of "
+            "criteria; finish it with --rescore (rescore=True)", source=str(options.resume))
     stored_runs = meta.get("runs") or 1
     if stored_runs != options.runs:
         raise InputError(
@@ -377,6 +386,23 @@ def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[
             f"the criteria differ from the stored run's: {difference}; resume with the same "
             f"criteria, or add --rescore (rescore=True) to score the stored outputs with these",
             source=str(options.resume))
+    # A judge chosen outside the criteria (configure(), JUDGE_MODEL) is in none of their
+    # settings: the run's resolved judge must match too, or the report would name one judge
+    # for cases that another one scored. Where it is reached (base_url) may change.
+    found = _first_difference(_without_base_url(redact_secrets(meta.get("judge") or {})),
+                              _without_base_url(redact_secrets(judge)), "judge")
+    if found is not None:
+        where, old, new = found
+        raise InputError(
+            f"the judge differs from the stored run's: {where.replace('.', ' ')}: {_short(old)} "
+            f"-> {_short(new)}; resume with the same judge, or add --rescore (rescore=True) to "
+            f"score the stored outputs with this one", source=str(options.resume))
+
+
+def _without_base_url(judge: Any) -> Any:
+    if not isinstance(judge, dict):
+        return judge
+    return {k: _without_base_url(v) for k, v in judge.items() if k != "base_url"}
 
 
 def print_summary(report: EvalReport) -> None:

@@ -67,3 +67,135 @@ def test_a_meta_json_field_of_the_wrong_type_is_one_line_and_hides_no_other_run(
     [err] = capsys.readouterr().err.strip().splitlines()
     assert "meta.json" in err and f"field '{field}'" in err
     assert [run.path for run in list_runs(runs) if run.damaged] == [broken]
+
+
+def _judged_suite(n: int) -> EvalSuite:
+    from referee.evaluators import CustomRubric
+
+    suite = EvalSuite("judged")
+    suite.add_cases([EvalCase(input=f"question {i}", eval_id=f"q{i}") for i in range(n)])
+    suite.add_evaluator(CustomRubric([("Is the answer polite?", True)]))  # the configured judge
+    return suite
+
+
+def test_resume_refuses_a_judge_changed_outside_the_criteria_unless_rescore(
+        tmp_path: Path, judge_server, isolated_judge) -> None:
+    from referee.judge import configure
+
+    judge_server.set_reply("Yes")
+    configure(judge_server.judge_config(model="judge-a"))
+    first = _judged_suite(3).run(lambda prompt: "Thank you!", verbose=False,
+                                 runs_dir=tmp_path / "runs", concurrency=1)
+    run_dir = Path(first.metadata["run_dir"])
+    _interrupt(run_dir, keep=1)
+
+    # Another judge model, set where the criteria do not record it (configure(), or the
+    # JUDGE_MODEL environment): case q0 was judged by judge-a, the rest would be by judge-b.
+    configure(judge_server.judge_config(model="judge-b"))
+    judge_server.reset_record()
+    with pytest.raises(InputError) as refused:
+        _judged_suite(3).run(lambda prompt: "Thank you!", verbose=False, resume=run_dir)
+    message = str(refused.value)
+    assert "\n" not in message and str(run_dir) in message
+    assert 'judge model: "judge-a" -> "judge-b"' in message and "--rescore" in message
+    assert judge_server.requests == [] and not (run_dir / "report.json").exists()
+
+    # How the judge is reached may change (a restarted local server); what it is may not.
+    configure(judge_server.judge_config(model="judge-a", base_url=judge_server.url + "/v1"))
+    resumed = _judged_suite(3).run(lambda prompt: "Thank you!", verbose=False, resume=run_dir)
+    assert resumed.passed == 3 and {r.model for r in judge_server.requests} == {"judge-a"}
+
+    # --rescore: every stored output judged again by judge-b, and the run is judge-b's now.
+    configure(judge_server.judge_config(model="judge-b"))
+    judge_server.reset_record()
+    rescored = _judged_suite(3).run(lambda prompt: "Thank you!", verbose=False, resume=run_dir,
+                                    rescore=True)
+    assert rescored.passed == 3 and [r.model for r in judge_server.requests] == ["judge-b"] * 3
+    assert load_run(run_dir).judge["model"] == "judge-b"
+    _judged_suite(3).run(lambda prompt: "Thank you!", verbose=False, resume=run_dir)
+
+
+RESCORED_SUITE = '''
+import os, time
+from referee import EvalCase, EvalSuite, Evaluator
+
+class Mentions(Evaluator):
+    name = "mentions"
+
+    def __init__(self, word, threshold=1.0):
+        super().__init__(threshold=threshold)
+        self.word = word
+
+    def evaluate(self, case, output, latency_ms=None):
+        stall = os.environ.get("STALL_FILE")
+        if stall and case.eval_id != "q0":  # held here until the test kills the process
+            open(stall, "w").close()
+            time.sleep(120)
+        return self._result(1.0 if self.word in output else 0.0, f"looked for {self.word}")
+
+suite = EvalSuite("rescore-kill")
+suite.add_cases([EvalCase(input=f"question {i}", eval_id=f"q{i}") for i in range(3)])
+suite.add_evaluator(Mentions(os.environ["WORD"]))
+
+def model(prompt):
+    if os.environ.get("NO_MODEL"):
+        raise AssertionError("a re-score must not call the model")
+    return "yes"
+'''
+
+
+def test_a_rescore_killed_half_way_is_finished_only_by_rescore(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    suite_file = tmp_path / "rescored_suite.py"
+    suite_file.write_text(RESCORED_SUITE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "REFEREE_DEBUG"}
+    env.update(REFEREE_CACHE="0", PYTHONDONTWRITEBYTECODE="1")
+
+    def cli(*argv: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "referee.cli", "run", str(suite_file), *argv,
+                               "-q", "--format", "json"], env={**env, **extra},
+                              capture_output=True, text=True, timeout=120)
+
+    runs = tmp_path / "runs"
+    assert cli("--out", str(runs), WORD="yes").returncode == 0
+    [run_dir] = list(runs.iterdir())
+    cases = run_dir / "cases.jsonl"
+
+    # Re-score with another word, killed once q0's new score is written and q1's is under way.
+    stall = tmp_path / "stalled"
+    rescore = subprocess.Popen(
+        [sys.executable, "-m", "referee.cli", "run", str(suite_file), "--resume", str(run_dir),
+         "--rescore", "--concurrency", "1", "-q", "--format", "json"],
+        env={**env, "WORD": "no", "NO_MODEL": "1", "STALL_FILE": str(stall)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (stall.exists() and len(cases.read_text(encoding="utf-8").splitlines()) == 4):
+            assert rescore.poll() is None and time.monotonic() < deadline, rescore.communicate()
+            time.sleep(0.02)
+        rescore.send_signal(signal.SIGKILL)
+    finally:
+        rescore.communicate(timeout=60)
+    assert not (run_dir / "report.json").exists()
+
+    # cases.jsonl now holds q0 scored for "no" and q1, q2 scored for "yes": a plain resume with
+    # either criterion would call that mixture one finished run. Both are refused in one line.
+    for word in ("yes", "no"):
+        refused = cli("--resume", str(run_dir), WORD=word, NO_MODEL="1")
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert "re-score" in line and "--rescore" in line and str(run_dir) in line
+        assert not (run_dir / "report.json").exists()
+
+    finished = cli("--resume", str(run_dir), "--rescore", WORD="no", NO_MODEL="1")
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.startswith("0 passed, 3 failed, 0 errors")
+    report = load_run(run_dir)
+    assert [c.criterion_results[0].reason for c in report.cases] == ["looked for no"] * 3
+    # Finished, the run is the new criteria's: a plain resume with them is accepted again.
+    assert cli("--resume", str(run_dir), WORD="no", NO_MODEL="1").returncode == 0
