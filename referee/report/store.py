@@ -414,10 +414,17 @@ class RunStore:
             by_id[result.eval_id] = result
         return list(by_id.values())
 
-    def finished_ids(self, *, except_errors: bool = False) -> set[str]:
-        """The ids of the recorded cases, streamed; ``except_errors`` leaves out errored ones."""
-        return {eval_id for eval_id, errored in StoredCases(self.cases_path).ids()
-                if not (except_errors and errored)}
+    def stream_cases(self) -> Iterator[CaseResult]:
+        """The readable case lines in the order written, one at a time (damaged ones skipped:
+        a resume sets them aside and runs their cases again)."""
+        if not self.cases_path.is_file():
+            return
+        with open(self.cases_path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    result = _parse_case(raw)[0]
+                    if result is not None:
+                        yield result
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():

@@ -282,6 +282,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         # resume must leave the run as it was.
         meta = RunStore(options.resume).read_meta()
         _check_resumable(meta, keys, criteria_spec, report.judge, options)
+        if not options.rescore:
+            finished = _cases_to_keep(RunStore(options.resume), cases, keys, options)
         store = RunStore.reopen(options.resume)
         try:
             if options.rescore:
@@ -297,8 +299,6 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                         outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
                     elif not (options.retry_errors and stored.status.is_error):
                         finished.add(stored.eval_id)
-            else:
-                finished = store.finished_ids(except_errors=options.retry_errors)
         except BaseException:
             store.release()
             raise
@@ -359,6 +359,45 @@ def _has_output(stored: CaseResult) -> bool:
     """Whether a stored case holds what the model produced (re-scoring needs nothing more)."""
     return stored.execution is not None and not stored.execution.error and \
         stored.status is not CaseStatus.MODEL_ERROR
+
+
+def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
+                   options: RunOptions) -> set[str]:
+    """The ids of the stored cases a resume keeps (all, or all but the errored ones).
+
+    The case fingerprint covers ids only, and a case given its own id keeps it when edited: a
+    kept result recorded for other content would be reported as this case's, so it is refused.
+    """
+    position = {key: i for i, key in enumerate(keys)}
+    kept: set[str] = set()
+    for stored in store.stream_cases():
+        if options.retry_errors and stored.status.is_error:
+            continue
+        i = position.get(stored.eval_id)
+        changed = None if i is None else _changed_field(stored, cases[i])
+        if changed is not None:
+            field, old, new = changed
+            raise InputError(
+                f"case {stored.eval_id!r} is not the one the stored run recorded: its {field} "
+                f"changed ({_short(old)} -> {_short(new)}); resume with the cases the run was "
+                f"started with, or add --rescore (rescore=True) to score the stored outputs "
+                f"against these", source=str(options.resume))
+        kept.add(stored.eval_id)
+    return kept
+
+
+def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] | None:
+    """(field, stored value, current value) where the stored case differs from ``case``."""
+    if stored.case is None or stored.case == case or any(
+            c.path.startswith("case") for c in stored.converted):
+        return None  # an old record without its case, or stand-ins for unstorable values
+    try:  # read back as the stored one was: reading fills in views (ADK metadata, turns)
+        now = EvalCase.model_validate_json(case.model_dump_json()).model_dump(mode="json")
+    except ValueError:
+        return None
+    before = stored.case.model_dump(mode="json")
+    return next(((name, before.get(name), now.get(name)) for name in type(case).model_fields
+                 if canonical_json(before.get(name)) != canonical_json(now.get(name))), None)
 
 
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],

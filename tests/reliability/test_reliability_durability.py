@@ -199,3 +199,45 @@ def test_a_rescore_killed_half_way_is_finished_only_by_rescore(tmp_path: Path) -
     assert [c.criterion_results[0].reason for c in report.cases] == ["looked for no"] * 3
     # Finished, the run is the new criteria's: a plain resume with them is accepted again.
     assert cli("--resume", str(run_dir), WORD="no", NO_MODEL="1").returncode == 0
+
+
+def _exact_suite(expected: list[str]) -> EvalSuite:
+    from referee.evaluators.deterministic import ExactMatch
+
+    suite = EvalSuite("exact")
+    suite.add_cases([EvalCase(input=f"question {i}", expected_output=answer, eval_id=f"q{i}")
+                     for i, answer in enumerate(expected)])
+    suite.add_evaluator(ExactMatch())
+    return suite
+
+
+def test_resume_refuses_a_finished_case_whose_content_changed_under_its_id(
+        tmp_path: Path, capsys) -> None:
+    first = _exact_suite(["yes", "yes", "yes"]).run(lambda prompt: "yes", verbose=False,
+                                                    runs_dir=tmp_path / "runs")
+    run_dir = Path(first.metadata["run_dir"])
+    _interrupt(run_dir, keep=2)
+    cases_before = (run_dir / "cases.jsonl").read_bytes()
+
+    # q1 was scored against "yes"; its expectation is "no" now, under the same id. Kept, its
+    # stored PASSED would be reported as a pass against "no".
+    model_calls: list[str] = []
+    with pytest.raises(InputError) as refused:
+        _exact_suite(["yes", "no", "yes"]).run(lambda p: model_calls.append(p) or "yes",
+                                               verbose=False, resume=run_dir)
+    message = str(refused.value)
+    assert "\n" not in message and str(run_dir) in message
+    assert "case 'q1'" in message and "expected_output" in message and '"yes" -> "no"' in message
+    assert "--rescore" in message and model_calls == []
+    assert (run_dir / "cases.jsonl").read_bytes() == cases_before
+
+    # A case that has not run yet may change: nothing stored speaks for it.
+    resumed = _exact_suite(["yes", "yes", "no"]).run(lambda p: "yes", verbose=False,
+                                                     resume=run_dir)
+    assert [c.status.value for c in resumed.cases] == ["PASSED", "PASSED", "FAILED"]
+
+    # --rescore scores the stored outputs against the cases given now.
+    rescored = _exact_suite(["yes", "no", "no"]).run(lambda p: model_calls.append(p) or "yes",
+                                                     verbose=False, resume=run_dir, rescore=True)
+    assert [c.status.value for c in rescored.cases] == ["PASSED", "FAILED", "FAILED"]
+    assert model_calls == []
