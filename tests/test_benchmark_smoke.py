@@ -212,3 +212,17 @@ def test_w6_judge_layer_counts_at_the_server():
     assert "openai" in format_results([result])
     # An ideal client: a burst of 20 at once, then one every 50 ms: exactly the limit.
     assert paced_rate(0.0, [0.0] * 20 + [0.05 * i for i in range(1, 11)], 20) == pytest.approx(20)
+
+
+def test_cpu_layers_measures_each_layer_in_its_own_process(capsys):
+    """Every layer runs to the end and reports a positive CPU per request (its size is the
+    benchmark's business, not a test's); an unknown layer is refused in one line."""
+    from benchmarks import cpu_layers
+
+    assert cpu_layers.main(["--requests", "64", "--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: float(line.split()[1]) for line in lines[2:]}
+    assert set(rows) == set(cpu_layers.LAYERS) and all(v > 0 for v in rows.values())
+    with pytest.raises(SystemExit):
+        cpu_layers.main(["--layers", "judge,http2"])
+    assert "unknown http2" in capsys.readouterr().err
