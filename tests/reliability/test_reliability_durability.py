@@ -241,3 +241,35 @@ def test_resume_refuses_a_finished_case_whose_content_changed_under_its_id(
                                                      verbose=False, resume=run_dir, rescore=True)
     assert [c.status.value for c in rescored.cases] == ["PASSED", "FAILED", "FAILED"]
     assert model_calls == []
+
+
+@pytest.mark.parametrize("loss", ["truncated", "emptied", "deleted"])
+def test_a_finished_run_whose_case_lines_were_lost_is_not_compared_as_whole(
+        tmp_path: Path, capsys, loss: str) -> None:
+    runs = tmp_path / "runs"
+    baseline = _stored_run(runs, "baseline", 4)
+    candidate = _stored_run(runs, "candidate", 4)
+    cases = candidate / "cases.jsonl"
+    lines = cases.read_text(encoding="utf-8").splitlines(keepends=True)
+    if loss == "deleted":
+        cases.unlink()
+    else:
+        cases.write_text("".join(lines[:2] if loss == "truncated" else []), encoding="utf-8")
+    kept = 2 if loss == "truncated" else 0
+
+    # report.json still counts 4 cases; compare read the 2 (or 0) left and exited 0.
+    assert main(["compare", str(baseline), str(candidate)]) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert "cases.jsonl" in err and f"holds {kept} case(s)" in err and "recorded 4" in err
+    assert f"--resume {candidate}" in err
+    with pytest.raises(InputError, match="holds"):
+        list(load_run(candidate).cases)
+
+    # As the message says, a resume runs the lost cases again, and the run is whole.
+    model_calls: list[str] = []
+    resumed = _suite("candidate", 4).run(lambda p: model_calls.append(p) or "yes",
+                                         verbose=False, resume=candidate)
+    assert sorted(model_calls) == [f"question {i}" for i in range(kept, 4)]
+    assert resumed.passed == 4
+    assert main(["compare", str(baseline), str(candidate)]) == 0
+
