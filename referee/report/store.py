@@ -256,6 +256,29 @@ class RunStore:
             return "another process"  # a dead writer's pid, not yet overwritten by the new one
         return f"process {fields[0]} on {host}"
 
+    def has_live_writer(self) -> bool:
+        """Whether a live process holds the run's lock now (an unfinished run is then running,
+        not interrupted). Takes no lock that a starting writer could meet: the shared lock is
+        only tried when the lock file names a live process, which then holds it."""
+        try:
+            fields = self.lock_path.read_text(encoding="utf-8", errors="replace").split()
+        except OSError:
+            return False
+        if (len(fields) >= 2 and fields[0].isdigit() and fields[1] == socket.gethostname()
+                and not _pid_alive(int(fields[0]))):
+            return False  # the lock file a killed writer left behind
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing releases the shared lock if it was taken
+        return False
+
     def unlock(self) -> None:
         if self._locked:
             self._locked = False
@@ -444,6 +467,10 @@ class RunStore:
         cases.sort(key=lambda c: order.get(c.eval_id, len(order) + c.index))
         metadata = {**(meta.get("metadata") or {}), "interrupted": True,
                     "expected_cases": len(order), "run_dir": str(self.run_dir)}
+        if self.has_live_writer():
+            # Unfinished because it is going on: its last line may be half-written right now.
+            metadata["running"] = True
+            self.damage = [d for d in self.damage if "torn" not in d]
         if self.damage:
             metadata["damaged"] = list(self.damage)
         return EvalReport(
@@ -566,6 +593,8 @@ class RunInfo:
     error_rate: float
     # What is broken in the stored run (unreadable lines or files); empty when it is whole.
     damaged: tuple[str, ...] = ()
+    # Unfinished because a live process is writing it (not interrupted).
+    running: bool = False
 
     @classmethod
     def from_report(cls, path: Path, report: EvalReport, finished: bool) -> "RunInfo":
@@ -577,6 +606,7 @@ class RunInfo:
             passed=report.passed, failed=report.failed, errors=report.errors,
             pass_rate=report.pass_rate, error_rate=report.error_rate,
             damaged=tuple(str(d) for d in report.metadata.get("damaged") or ()),
+            running=not finished and bool(report.metadata.get("running")),
         )
 
     @classmethod

@@ -273,3 +273,84 @@ def test_a_finished_run_whose_case_lines_were_lost_is_not_compared_as_whole(
     assert resumed.passed == 4
     assert main(["compare", str(baseline), str(candidate)]) == 0
 
+
+HELD_SUITE = '''
+import os, time
+from referee import EvalCase, EvalSuite
+from referee.evaluators.deterministic import Contains
+
+suite = EvalSuite("held")
+suite.add_cases([EvalCase(input=f"question {i}", eval_id=f"q{i}") for i in range(3)])
+suite.add_evaluator(Contains(["yes"]))
+
+def model(prompt):
+    if prompt != "question 0":  # held until the test lets go, so the run is surely going on
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["RELEASE_FILE"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return "yes"
+'''
+
+
+def test_a_run_being_written_is_listed_as_running_not_interrupted(tmp_path: Path, capsys) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from referee.report.html import render_html
+
+    suite_file = tmp_path / "held_suite.py"
+    suite_file.write_text(HELD_SUITE, encoding="utf-8")
+    runs, release = tmp_path / "runs", tmp_path / "release"
+    env = {k: v for k, v in os.environ.items() if k != "REFEREE_DEBUG"}
+    env.update(REFEREE_CACHE="0", PYTHONDONTWRITEBYTECODE="1", RELEASE_FILE=str(release))
+    argv = [sys.executable, "-m", "referee.cli", "run", str(suite_file), "--out", str(runs),
+            "--concurrency", "1", "-q", "--format", "json"]
+
+    def held_run() -> tuple[subprocess.Popen, Path]:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while True:
+            started = [d for d in runs.glob("*") if (d / "cases.jsonl").is_file()]
+            if started and (started[0] / "cases.jsonl").read_bytes().count(b"\n") == 1:
+                return proc, started[0]
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+
+    proc, run_dir = held_run()
+    try:
+        # "interrupted" (and the viewer's "finish it with --resume", which a live writer's
+        # lock refuses) was said of a run that is going on.
+        assert main(["list", "--dir", str(runs)]) == 0
+        [line] = capsys.readouterr().out.splitlines()
+        assert "(running)" in line and "interrupted" not in line
+        report = load_run(run_dir)
+        assert report.metadata["running"] is True
+        page = render_html(report)
+        assert "still running" in page and "--resume" not in page
+        release.write_text("go")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert main(["list", "--dir", str(runs)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "running" not in line and "interrupted" not in line and "3/3" in line
+
+    # Killed, the writer leaves its lock file behind: the run is interrupted, not running.
+    release.unlink()
+    for done in list(runs.iterdir()):
+        import shutil
+        shutil.rmtree(done)
+    proc, run_dir = held_run()
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert (run_dir / ".lock").exists()
+    assert main(["list", "--dir", str(runs)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "(interrupted)" in line and "running" not in line
+    assert "--resume" in render_html(load_run(run_dir))
