@@ -107,6 +107,13 @@ class RunStoreWriteError(RefereeError):
         self.cause = exc
 
 
+def _cannot_create(run_dir: Path, exc: OSError) -> InputError:
+    """Before the first case nothing ran, so this is no interrupted run to resume."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return InputError(f"cannot create the run directory: {reason}", source=str(run_dir),
+                      expected="a runs directory (--out) that can be created and written")
+
+
 class RunInUse(InputError):
     """Another live process holds the run directory's lock."""
 
@@ -157,14 +164,20 @@ class RunStore:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise InputError("run directory already exists and is not empty", source=str(run_dir))
         store = cls(run_dir)
-        with _writing(run_dir):
+        try:
             run_dir.mkdir(parents=True, exist_ok=True)
             store.lock()
-            try:
-                store.write_meta(report, case_ids=case_ids, extra=extra_meta)
-            except BaseException:
-                store.unlock()
-                raise
+        except OSError as exc:
+            raise _cannot_create(run_dir, exc) from None
+        try:
+            store.write_meta(report, case_ids=case_ids, extra=extra_meta)
+        except BaseException as exc:
+            store.unlock()
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # empty again: nothing of this run exists to resume
+            if isinstance(exc, RunStoreWriteError):
+                raise _cannot_create(run_dir, exc.cause) from None
+            raise
         return store
 
     @classmethod

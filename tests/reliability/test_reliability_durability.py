@@ -354,3 +354,28 @@ def test_a_run_being_written_is_listed_as_running_not_interrupted(tmp_path: Path
     [line] = capsys.readouterr().out.splitlines()
     assert "(interrupted)" in line and "running" not in line
     assert "--resume" in render_html(load_run(run_dir))
+
+
+def test_a_run_directory_that_cannot_be_created_is_bad_input_not_an_interrupted_run(
+        tmp_path: Path, capsys) -> None:
+    suite_file = tmp_path / "suite.py"
+    suite_file.write_text(
+        "from referee import EvalCase, EvalSuite\n"
+        "from referee.evaluators.deterministic import Contains\n"
+        "suite = EvalSuite('s')\n"
+        "suite.add_cases([EvalCase(input='question', eval_id='q0')])\n"
+        "suite.add_evaluator(Contains(['yes']))\n"
+        "def model(prompt):\n"
+        "    raise AssertionError('nothing may run without a run directory')\n",
+        encoding="utf-8")
+    not_a_dir = tmp_path / "runs.txt"
+    not_a_dir.write_text("a file where the runs directory should be", encoding="utf-8")
+    # It exited 130 ("interrupted ... rerun with --resume DIR") for a run that never started,
+    # naming a directory that does not exist.
+    for out in (not_a_dir, not_a_dir / "nested"):
+        assert main(["run", str(suite_file), "--out", str(out), "-q"]) == 2
+        [err] = capsys.readouterr().err.strip().splitlines()
+        assert str(not_a_dir) in err and "Not a directory" in err and "--resume" not in err
+    with pytest.raises(InputError, match="cannot create the run directory"):
+        _suite("s", 1).run(lambda p: "yes", verbose=False, runs_dir=not_a_dir)
+    assert not_a_dir.read_text(encoding="utf-8").startswith("a file")
