@@ -338,14 +338,16 @@ class RunStore:
             meta.update(redact_secrets(extra))
         with _writing(self.run_dir):
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            _fsync_write(self.meta_path,
-                         json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+            self._replace_meta(meta)
 
     def update_meta(self, **fields: Any) -> None:
         """Set fields of meta.json, replacing the file whole."""
         meta = {**self.read_meta(), **fields}
         with _writing(self.run_dir):
-            _fsync_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+            self._replace_meta(meta)
+
+    def _replace_meta(self, meta: dict[str, Any]) -> None:
+        _fsync_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False, default=str))
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""

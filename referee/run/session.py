@@ -363,26 +363,31 @@ def _has_output(stored: CaseResult) -> bool:
 
 def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
                    options: RunOptions) -> set[str]:
-    """The ids of the stored cases a resume keeps (all, or all but the errored ones).
+    """The ids of the stored cases a resume keeps (all, or all but those whose last record
+    ended in an error).
 
     The case fingerprint covers ids only, and a case given its own id keeps it when edited: a
     kept result recorded for other content would be reported as this case's, so it is refused.
     """
     position = {key: i for i, key in enumerate(keys)}
-    kept: set[str] = set()
+    errored: dict[str, bool] = {}  # by id, as its last record says (later records win)
+    changed: dict[str, tuple[str, Any, Any]] = {}
     for stored in store.stream_cases():
-        if options.retry_errors and stored.status.is_error:
-            continue
-        i = position.get(stored.eval_id)
-        changed = None if i is None else _changed_field(stored, cases[i])
-        if changed is not None:
-            field, old, new = changed
+        key = stored.eval_id
+        errored[key] = stored.status.is_error
+        found = None if key not in position else _changed_field(stored, cases[position[key]])
+        if found is None:
+            changed.pop(key, None)
+        else:
+            changed[key] = found
+    kept = {key for key, error in errored.items() if not (options.retry_errors and error)}
+    for key, (field, old, new) in changed.items():
+        if key in kept:
             raise InputError(
-                f"case {stored.eval_id!r} is not the one the stored run recorded: its {field} "
-                f"changed ({_short(old)} -> {_short(new)}); resume with the cases the run was "
-                f"started with, or add --rescore (rescore=True) to score the stored outputs "
-                f"against these", source=str(options.resume))
-        kept.add(stored.eval_id)
+                f"case {key!r} is not the one the stored run recorded: its {field} changed "
+                f"({_short(old)} -> {_short(new)}); resume with the cases the run was started "
+                f"with, or add --rescore (rescore=True) to score the stored outputs against "
+                f"these", source=str(options.resume))
     return kept
 
 

@@ -379,3 +379,18 @@ def test_a_run_directory_that_cannot_be_created_is_bad_input_not_an_interrupted_
     with pytest.raises(InputError, match="cannot create the run directory"):
         _suite("s", 1).run(lambda p: "yes", verbose=False, runs_dir=not_a_dir)
     assert not_a_dir.read_text(encoding="utf-8").startswith("a file")
+
+
+def test_retry_errors_follows_each_cases_last_record(tmp_path: Path) -> None:
+    run_dir = _stored_run(tmp_path / "runs", "retry", 2)
+    lines = (run_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    # q1 passed, then was recorded again ending in an error (a re-score whose judge failed).
+    errored = json.loads(lines[1])
+    errored.update(status="MODEL_ERROR", error="boom")
+    (run_dir / "cases.jsonl").write_text("".join(lines) + json.dumps(errored) + "\n",
+                                         encoding="utf-8")
+    (run_dir / "report.json").unlink()
+    model_calls: list[str] = []
+    resumed = _suite("retry", 2).run(lambda p: model_calls.append(p) or "yes", verbose=False,
+                                     resume=run_dir, retry_errors=True)
+    assert model_calls == ["question 1"] and resumed.passed == 2
