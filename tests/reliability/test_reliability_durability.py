@@ -5,6 +5,12 @@ re-score). Each test failed before its fix."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,7 @@ from referee import EvalCase, EvalSuite
 from referee.cli import main
 from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
+from referee.report.html import render_html
 from referee.report.store import list_runs, load_run
 
 
@@ -145,12 +152,6 @@ def model(prompt):
 
 
 def test_a_rescore_killed_half_way_is_finished_only_by_rescore(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     suite_file = tmp_path / "rescored_suite.py"
     suite_file.write_text(RESCORED_SUITE, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "REFEREE_DEBUG"}
@@ -293,14 +294,6 @@ def model(prompt):
 
 
 def test_a_run_being_written_is_listed_as_running_not_interrupted(tmp_path: Path, capsys) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from referee.report.html import render_html
-
     suite_file = tmp_path / "held_suite.py"
     suite_file.write_text(HELD_SUITE, encoding="utf-8")
     runs, release = tmp_path / "runs", tmp_path / "release"
@@ -344,7 +337,6 @@ def test_a_run_being_written_is_listed_as_running_not_interrupted(tmp_path: Path
     # Killed, the writer leaves its lock file behind: the run is interrupted, not running.
     release.unlink()
     for done in list(runs.iterdir()):
-        import shutil
         shutil.rmtree(done)
     proc, run_dir = held_run()
     proc.send_signal(signal.SIGKILL)
