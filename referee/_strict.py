@@ -17,10 +17,10 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from weakref import WeakKeyDictionary
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
@@ -50,6 +50,22 @@ class UnknownFieldError(ValueError):
         self.detail = f"unknown {owner} field{hint}"
         super().__init__(f"unknown {owner} field {key!r}{hint}; accepted: "
                          f"{', '.join(self.accepted)}")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: dict[str, Any], what: str) -> M:
+    """``model`` built from ``data`` that user code handed back (``what`` says whose it is,
+    e.g. "model returned a dict"); a wrong field is one ``ValueError`` line naming it."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(the whole value)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ValueError(f"{what} whose field '{where}' is wrong: {first['msg']}, "
+                         f"got {type(first.get('input')).__name__}{more}") from None
 
 
 def unknown_field(error: dict[str, Any]) -> UnknownFieldError | None:

@@ -473,7 +473,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""
-        state = "" if run.finished else "  (interrupted)"
+        state = "" if run.finished else "  (running)" if run.running else "  (interrupted)"
         if run.damaged:
             more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
             state += f"  (damaged: {run.damaged[0]}{more})"

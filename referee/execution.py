@@ -7,8 +7,9 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
-from referee._strict import StrictModel, with_positions
+from referee._strict import StrictModel, validated, with_positions
 from referee.case import ToolCall
+from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
 
@@ -128,7 +129,7 @@ class ExecutionResult(StrictModel):
     latency_s: float | None = Field(default=None,
                                     validation_alias=AliasChoices("latency_s", "duration_seconds"))
     token_usage: TokenUsage | None = None
-    error: str | None = None
+    error: RedactedText | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -168,7 +169,10 @@ class ExecutionResult(StrictModel):
     def coerce(cls, value: Any) -> "ExecutionResult":
         """Accept what a model function may return: a str, a dict or an ExecutionResult."""
         if isinstance(value, ExecutionResult):
-            return value
+            # Checked again: fields assigned after it was built were never validated, and a
+            # wrong type there would only fail when the stored run is read back.
+            return validated(type(value), dict(value),
+                             f"model returned an {type(value).__name__}")
         if isinstance(value, str):
             return cls(actual_response=value)
         if isinstance(value, dict):
@@ -182,7 +186,10 @@ class ExecutionResult(StrictModel):
                         f"model returned a dict with no response key (its keys: {found}); "
                         f"expected one of {', '.join(RESPONSE_KEYS)}")
                 data["actual_response"] = data.pop(key)
-            return cls.model_validate(data)
-        raise TypeError(
-            f"model returned {type(value).__name__}; expected str, dict or ExecutionResult"
-        )
+            return validated(cls, data, "model returned a dict")
+        kind = type(value)
+        # Another package's ExecutionResult (a peer's, one import left unchanged) is named by
+        # its module: "returned ExecutionResult; expected ... ExecutionResult" says nothing.
+        shown = (f"{kind.__module__}.{kind.__qualname__}" if kind.__name__ == cls.__name__
+                 else kind.__name__)
+        raise TypeError(f"model returned {shown}; expected str, dict or ExecutionResult")

@@ -122,6 +122,11 @@ def redact(text: str) -> str:
     return _KEY_SHAPED.sub(MASK, mask_url_passwords(text))
 
 
+# The type of an error text (a case's, a run's, a criterion's): whatever raised it (the model
+# under test, a user's criterion, an SDK echoing its key in a 401) never knew to keep keys out.
+RedactedText = Annotated[str, AfterValidator(redact)]
+
+
 def clip(text: str, limit: int, *, one_line: bool = True) -> str:
     """Redacted first, then cut to ``limit`` characters (ending in "...")."""
     text = redact(text)

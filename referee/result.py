@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from referee._strict import StrictModel, move_alias
+from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
 ErrorKind = Literal["judge", "evaluator"]
@@ -30,7 +31,7 @@ class CriterionResult(StrictModel):
     passed: bool
     threshold: float = 0.0
     details: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
+    error: RedactedText | None = None
     token_usage: TokenUsage | None = None
     # referee extensions: a skip is reported, never a silent pass; error_kind lets runners
     # tell a judge outage (JUDGE_ERROR) from a broken evaluator (EVALUATOR_ERROR).

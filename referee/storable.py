@@ -11,8 +11,9 @@ Stand-ins: ``repr()`` for an object; base64 for bytes that are not UTF-8 (UTF-8 
 stored as their text, as pydantic always stores them, and are not listed);
 U+FFFD for each lone surrogate (a surrogate pair becomes its character); the strings
 ``"NaN"``/``"Infinity"``/``"-Infinity"`` for a non-finite float where any value is allowed,
-else ``null`` or ``0.0``. Values JSON can hold through pydantic (datetimes, enums, paths,
-dataclasses, sets) are left for pydantic to store as it always does.
+else ``null`` or ``0.0``; ``repr()`` for a list, dict or model that contains itself or nests
+deeper than ``MAX_NESTING`` levels. Values JSON can hold through pydantic (datetimes, enums,
+paths, dataclasses, sets) are left for pydantic to store as it always does.
 """
 
 from __future__ import annotations
@@ -53,8 +54,22 @@ def make_storable(model: M) -> tuple[M, list[Conversion]]:
     """
     if _json_holds(model):
         return model, []
-    found: list[Conversion] = []
-    return _model(model, "", found), found
+    found = _Found()
+    return _model(model, "", found), list(found)
+
+
+# Containers nested deeper than this are stored as their repr(): walking them (or serialising
+# them) would exhaust the interpreter's stack.
+MAX_NESTING = 100
+
+
+class _Found(list):  # type: ignore[type-arg]
+    """The conversions found so far, and the containers on the path being walked (a value
+    met again on its own path contains itself)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: set[int] = set()
 
 
 def _json_holds(model: BaseModel) -> bool:
@@ -112,7 +127,7 @@ def _annotation_parts(annotation: Any) -> set[Any]:
     return parts
 
 
-def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
+def _model(model: BaseModel, path: str, found: _Found) -> Any:
     updates: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
@@ -127,7 +142,7 @@ def _model(model: BaseModel, path: str, found: list[Conversion]) -> Any:
     return model.model_copy(update=updates) if updates else model
 
 
-def _typed(value: Any, annotation: Any, path: str, found: list[Conversion]) -> Any:
+def _typed(value: Any, annotation: Any, path: str, found: _Found) -> Any:
     """A model field's value: non-finite floats must keep the field's type."""
     if isinstance(value, float) and not math.isfinite(value) and not _allows_any(annotation):
         replacement = None if _allows_none(annotation) else 0.0
@@ -137,7 +152,7 @@ def _typed(value: Any, annotation: Any, path: str, found: list[Conversion]) -> A
     return _any(value, path, found)
 
 
-def _any(value: Any, path: str, found: list[Conversion]) -> Any:
+def _any(value: Any, path: str, found: _Found) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
@@ -148,16 +163,8 @@ def _any(value: Any, path: str, found: list[Conversion]) -> Any:
         text = _NON_FINITE_TEXT[repr(value)]
         found.append(Conversion(path=path, found=f"float {value}", stored_as=f'"{text}"'))
         return text
-    if isinstance(value, dict):
-        return _mapping(value, path, found)
-    if isinstance(value, list):
-        items = [_any(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
-        return items if any(a is not b for a, b in zip(items, value)) else value
-    if isinstance(value, tuple):
-        items = [_any(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
-        return tuple(items) if any(a is not b for a, b in zip(items, value)) else value
-    if isinstance(value, BaseModel):
-        return _model(value, path, found)
+    if isinstance(value, (dict, list, tuple, BaseModel)):
+        return _container(value, path, found)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _bytes(bytes(value), path, found)
     try:
@@ -170,7 +177,29 @@ def _any(value: Any, path: str, found: list[Conversion]) -> Any:
     return _any(plain, path, found)
 
 
-def _mapping(value: dict[Any, Any], path: str, found: list[Conversion]) -> dict[Any, Any]:
+def _container(value: Any, path: str, found: _Found) -> Any:
+    open_ = found.open
+    if id(value) in open_ or len(open_) >= MAX_NESTING:
+        what = ("that contains itself" if id(value) in open_
+                else f"nested deeper than {MAX_NESTING} levels")
+        found.append(Conversion(path=path, found=f"{type(value).__name__} {what}",
+                                stored_as="repr()"))
+        return _safe_repr(value)
+    open_.add(id(value))
+    try:
+        if isinstance(value, dict):
+            return _mapping(value, path, found)
+        if isinstance(value, BaseModel):
+            return _model(value, path, found)
+        items = [_any(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        if not any(a is not b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    finally:
+        open_.discard(id(value))
+
+
+def _mapping(value: dict[Any, Any], path: str, found: _Found) -> dict[Any, Any]:
     changed = False
     out: dict[Any, Any] = {}
     for key, item in value.items():
@@ -239,7 +268,7 @@ def _first_lone_surrogate(text: str) -> str:
     return ""
 
 
-def _text(value: str, path: str, found: list[Conversion]) -> str:
+def _text(value: str, path: str, found: _Found) -> str:
     fixed = without_surrogates(value)
     if fixed is value:
         return value
@@ -249,7 +278,7 @@ def _text(value: str, path: str, found: list[Conversion]) -> str:
     return fixed
 
 
-def _bytes(value: bytes, path: str, found: list[Conversion]) -> str:
+def _bytes(value: bytes, path: str, found: _Found) -> str:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
@@ -261,7 +290,7 @@ def _bytes(value: bytes, path: str, found: list[Conversion]) -> str:
 def _safe_repr(value: Any) -> str:
     try:
         text = repr(value)
-    except Exception:
+    except Exception:  # RecursionError included: a value nested without end
         text = f"<{type(value).__name__} object; its repr() raised>"
     text = _SURROGATE.sub("\ufffd", text)
     return text if len(text) <= _REPR_CHARS else text[:_REPR_CHARS] + "…"

@@ -22,6 +22,7 @@ def _store(runs_dir: Path, report: EvalReport, finished: bool = True) -> Path:
         store.append_case(case)
     if finished:
         store.write_report(report)
+    store.release()  # an unfinished run's writer is gone (a live one is listed as running)
     return store.run_dir
 
 

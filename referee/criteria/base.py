@@ -12,6 +12,7 @@ from typing import Any
 from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.execution import ExecutionResult
+from referee.redact import redact
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -83,7 +84,9 @@ class BaseCriterion(ABC):
         )
 
     def _failure(self, error: str) -> CriterionResult:
-        # The error doubles as the reason, so ``details["reason"]`` is there on every result.
+        # The error doubles as the reason, so ``details["reason"]`` is there on every result;
+        # redacted for both (the error field alone redacts itself).
+        error = redact(error)
         return CriterionResult(
             criterion=self.name, score=0.0, passed=False, threshold=self.threshold, error=error,
             details={"reason": error},

@@ -144,7 +144,8 @@ class CompositeCriterion(BaseCriterion):
             return _all_disabled(self, disabled)
         results = await _run_all(active, actual, expected)
         details: dict[str, Any] = {
-            "sub_results": [r.model_dump(mode="json") for r in results],
+            # Plain dumps: a value JSON cannot hold gets its stand-in when the case is stored.
+            "sub_results": [r.model_dump() for r in results],
             "require_all": self.require_all,
         }
         gate = "AND (minimum)" if self.require_all else "OR (maximum)"
@@ -200,7 +201,7 @@ class WeightedCriterion(BaseCriterion):
         criteria = [criterion for criterion, _ in active]
         weights = [weight for _, weight in active]
         results = await _run_all(criteria, actual, expected)
-        sub_results = [{**r.model_dump(mode="json"), "weight": w} for r, w in zip(results, weights)]
+        sub_results = [{**r.model_dump(), "weight": w} for r, w in zip(results, weights)]
         details: dict[str, Any] = {"sub_results": sub_results}
         total = sum(weights)
         details["total_weight"] = total

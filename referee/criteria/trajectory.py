@@ -80,8 +80,10 @@ class TrajectoryMatchCriterion(SyncCriterion):
             "actual_count": len(actual_calls),
             "missing": missing,
             "unmatched_actual": unmatched,
-            "expected_trajectory": [c.model_dump(mode="json") for c in expected_calls],
-            "actual_trajectory": [c.model_dump(mode="json") for c in actual_calls],
+            # Plain dumps: an argument JSON cannot hold gets its stand-in when the case is
+            # stored (referee.storable), rather than failing the criterion here.
+            "expected_trajectory": [c.model_dump() for c in expected_calls],
+            "actual_trajectory": [c.model_dump() for c in actual_calls],
             "extra_calls": extra,
         })
         if match_type is MatchType.EXACT and len(actual_calls) != len(expected_calls):

@@ -44,7 +44,15 @@ class StoredCases(Sequence[CaseResult]):
     # Index ----------------------------------------------------------------------------------
     def _index(self) -> array[int]:
         if self._offsets is None:
-            self._offsets = _scan(self.path)
+            offsets = _scan(self.path)
+            if self._tally is not None and len(offsets) != self._tally.cases:
+                # The counts of a finished run would no longer be about the cases it shows.
+                raise InputError(
+                    f"holds {len(offsets)} case(s) where the finished run recorded "
+                    f"{self._tally.cases}: case lines were lost or added since; rerun with "
+                    f"--resume {self.path.parent} to run any missing cases again",
+                    source=str(self.path))
+            self._offsets = offsets
         return self._offsets
 
     def _parse_at(self, fh: Any, offset: int) -> CaseResult:

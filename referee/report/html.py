@@ -480,7 +480,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
         "warnings": report.warnings,
-        "resume_command": resume_command(report) if report.metadata.get("interrupted") else "",
+        "running": bool(report.metadata.get("running")),
+        "resume_command": resume_command(report) if report.metadata.get("interrupted")
+        and not report.metadata.get("running") else "",
         "charts": _charts(report),
         "criteria": list(stats),
         "expected_cases": report.metadata.get("expected_cases", "?"),
@@ -578,7 +580,7 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
         "pass_rate": format_rate(run.pass_rate, run.passed + run.failed),
         "error_rate": format_rate(run.error_rate, run.total),
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
-        "state": ("finished" if run.finished else "interrupted")
+        "state": ("finished" if run.finished else "running" if run.running else "interrupted")
                  + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
+from referee.redact import RedactedText
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
@@ -113,7 +114,7 @@ class CaseResult(BaseModel):
     case: EvalCase | None = None
     execution: ExecutionResult | None = None
     criterion_results: list[CriterionResult] = Field(default_factory=list)
-    error: str | None = None
+    error: RedactedText | None = None
     duration_seconds: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens spent on this case
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -107,6 +107,13 @@ class RunStoreWriteError(RefereeError):
         self.cause = exc
 
 
+def _cannot_create(run_dir: Path, exc: OSError) -> InputError:
+    """Before the first case nothing ran, so this is no interrupted run to resume."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return InputError(f"cannot create the run directory: {reason}", source=str(run_dir),
+                      expected="a runs directory (--out) that can be created and written")
+
+
 class RunInUse(InputError):
     """Another live process holds the run directory's lock."""
 
@@ -160,14 +167,20 @@ class RunStore:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise InputError("run directory already exists and is not empty", source=str(run_dir))
         store = cls(run_dir)
-        with _writing(run_dir):
+        try:
             run_dir.mkdir(parents=True, exist_ok=True)
             store.lock()
-            try:
-                store.write_meta(report, case_ids=case_ids, extra=extra_meta)
-            except BaseException:
-                store.unlock()
-                raise
+        except OSError as exc:
+            raise _cannot_create(run_dir, exc) from None
+        try:
+            store.write_meta(report, case_ids=case_ids, extra=extra_meta)
+        except BaseException as exc:
+            store.unlock()
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # empty again: nothing of this run exists to resume
+            if isinstance(exc, RunStoreWriteError):
+                raise _cannot_create(run_dir, exc.cause) from None
+            raise
         return store
 
     @classmethod
@@ -259,6 +272,29 @@ class RunStore:
             return "another process"  # a dead writer's pid, not yet overwritten by the new one
         return f"process {fields[0]} on {host}"
 
+    def has_live_writer(self) -> bool:
+        """Whether a live process holds the run's lock now (an unfinished run is then running,
+        not interrupted). Takes no lock that a starting writer could meet: the shared lock is
+        only tried when the lock file names a live process, which then holds it."""
+        try:
+            fields = self.lock_path.read_text(encoding="utf-8", errors="replace").split()
+        except OSError:
+            return False
+        if (len(fields) >= 2 and fields[0].isdigit() and fields[1] == socket.gethostname()
+                and not _pid_alive(int(fields[0]))):
+            return False  # the lock file a killed writer left behind
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing releases the shared lock if it was taken
+        return False
+
     def unlock(self) -> None:
         if self._locked:
             self._locked = False
@@ -305,8 +341,16 @@ class RunStore:
             meta.update(redact_secrets(extra))
         with _writing(self.run_dir):
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            _fsync_write(self.meta_path,
-                         json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+            self._replace_meta(meta)
+
+    def update_meta(self, **fields: Any) -> None:
+        """Set fields of meta.json, replacing the file whole."""
+        meta = {**self.read_meta(), **fields}
+        with _writing(self.run_dir):
+            self._replace_meta(meta)
+
+    def _replace_meta(self, meta: dict[str, Any]) -> None:
+        _fsync_write(self.meta_path, json.dumps(meta, indent=2, ensure_ascii=False, default=str))
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
@@ -379,6 +423,10 @@ class RunStore:
                              expected="a JSON object") from None
         if not isinstance(data, dict):
             raise InputError("meta.json is not a JSON object", source=str(self.meta_path))
+        for name, (fits, expected) in _META_FIELDS.items():
+            if data.get(name) is not None and not fits(data[name]):
+                raise InputError(f"{type(data[name]).__name__} value", source=str(self.meta_path),
+                                 field=name, expected=expected)
         return data
 
     def read_cases(self) -> list[CaseResult]:
@@ -407,10 +455,17 @@ class RunStore:
             by_id[result.eval_id] = result
         return list(by_id.values())
 
-    def finished_ids(self, *, except_errors: bool = False) -> set[str]:
-        """The ids of the recorded cases, streamed; ``except_errors`` leaves out errored ones."""
-        return {eval_id for eval_id, errored in StoredCases(self.cases_path).ids()
-                if not (except_errors and errored)}
+    def stream_cases(self) -> Iterator[CaseResult]:
+        """The readable case lines in the order written, one at a time (damaged ones skipped:
+        a resume sets them aside and runs their cases again)."""
+        if not self.cases_path.is_file():
+            return
+        with open(self.cases_path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    result = _parse_case(raw)[0]
+                    if result is not None:
+                        yield result
 
     def load(self) -> EvalReport:
         if self.report_path.is_file():
@@ -430,6 +485,10 @@ class RunStore:
         cases.sort(key=lambda c: order.get(c.eval_id, len(order) + c.index))
         metadata = {**(meta.get("metadata") or {}), "interrupted": True,
                     "expected_cases": len(order), "run_dir": str(self.run_dir)}
+        if self.has_live_writer():
+            # Unfinished because it is going on: its last line may be half-written right now.
+            metadata["running"] = True
+            self.damage = [d for d in self.damage if "torn" not in d]
         if self.damage:
             metadata["damaged"] = list(self.damage)
         return EvalReport(
@@ -444,6 +503,27 @@ class RunStore:
             config_used=meta.get("config_used") or {},
             metadata=metadata,
         )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What every reader of meta.json relies on (null stands for absent): a hand-edited or foreign
+# meta.json that breaks it is named here, not a TypeError deep inside list, compare or resume.
+_META_FIELDS: dict[str, tuple[Any, str]] = {
+    **{name: (lambda v: isinstance(v, str), "a string")
+       for name in ("run_id", "name", "eval_set_id", "model_id", "case_fingerprint")},
+    **{name: (lambda v: isinstance(v, dict), "a JSON object")
+       for name in ("judge", "config_used", "metadata")},
+    "started_at": (_is_number, "a number (seconds since the epoch)"),
+    "case_ids": (lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+                 "a list of case ids (strings)"),
+    "criteria": (lambda v: isinstance(v, list) and all(isinstance(c, dict) for c in v),
+                 "a list of criterion descriptions (objects)"),
+    "runs": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+             "a positive integer"),
+}
 
 
 def _parse_case(raw: bytes) -> tuple[CaseResult | None, str]:
@@ -531,6 +611,8 @@ class RunInfo:
     error_rate: float
     # What is broken in the stored run (unreadable lines or files); empty when it is whole.
     damaged: tuple[str, ...] = ()
+    # Unfinished because a live process is writing it (not interrupted).
+    running: bool = False
 
     @classmethod
     def from_report(cls, path: Path, report: EvalReport, finished: bool) -> "RunInfo":
@@ -542,6 +624,7 @@ class RunInfo:
             passed=report.passed, failed=report.failed, errors=report.errors,
             pass_rate=report.pass_rate, error_rate=report.error_rate,
             damaged=tuple(str(d) for d in report.metadata.get("damaged") or ()),
+            running=not finished and bool(report.metadata.get("running")),
         )
 
     @classmethod

@@ -138,12 +138,16 @@ def assert_eval_passed(report: Any, min_pass_rate: float = 1.0) -> None:
 
 
 def assert_criterion_passed(report: Any, criterion: str, min_score: float = 0.0) -> None:
-    """Raise AssertionError when ``criterion`` is missing from the run or its mean score is
-    below ``min_score`` (10xgraph's name)."""
+    """Raise AssertionError when ``criterion`` is missing from the run, scored no case (every
+    result errored or was skipped), or its mean score is below ``min_score`` (10xgraph's name)."""
     stats = report.summary.criterion_stats.get(criterion)
     if stats is None:
         raise AssertionError(f"Criterion {criterion!r} not found in report; it has: "
                              f"{', '.join(report.summary.criterion_stats) or 'no criteria'}")
+    if stats["passed"] + stats["failed"] == 0:
+        # Its mean covers scored results only: with none, the 0.0 shown is no score at all.
+        raise AssertionError(f"Criterion {criterion!r} scored no case ({stats['errors']} "
+                             f"error(s), {stats['skipped']} skipped)")
     if stats["avg_score"] < min_score:
         raise AssertionError(f"Criterion {criterion!r} average score {stats['avg_score']:.2f} "
                              f"below minimum {min_score:.2f}")

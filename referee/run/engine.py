@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
+from referee._strict import validated
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
@@ -38,8 +39,9 @@ DEFAULT_CONCURRENCY = 8
 
 
 class ModelFailure(Exception):
-    """The model under test raised something that is not an ``Exception`` (SystemExit, a
-    CancelledError of its own...): still that case's MODEL_ERROR, never the run's end."""
+    """The model under test (or a criterion) raised something that is not an ``Exception``
+    (SystemExit, a CancelledError of its own...): still that case's MODEL_ERROR (or that
+    criterion's evaluator error), never the run's end."""
 
     def __init__(self, raised: BaseException) -> None:
         super().__init__(describe_exception(raised))
@@ -154,19 +156,20 @@ class ModelCaller:
         """Nothing to release: the threads are shared, and a stuck one is left behind."""
 
 
-async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
-    """Await the model's awaitable so that anything it raises stays an ``Exception``, and a
-    CancelledError it lets escape is told apart from the cancellation of this case (a
-    timeout, Ctrl-C). Ctrl-C's KeyboardInterrupt on the loop's thread passes through."""
+async def _guarded(start: Callable[[], Awaitable[Any]], who: str = "the model") -> Any:
+    """Await the model's (or a criterion's: ``who``) awaitable so that anything it raises
+    stays an ``Exception``, and a CancelledError it lets escape is told apart from the
+    cancellation of this case (a timeout, Ctrl-C). Ctrl-C's KeyboardInterrupt on the loop's
+    thread passes through."""
     task = asyncio.current_task()
     if task is None or not hasattr(task, "cancelling"):
-        return await _guarded_in_own_task(start)
+        return await _guarded_in_own_task(start, who)
     try:
         return await start()
     except asyncio.CancelledError:
         if task.cancelling() == 0:  # nobody cancelled this case: the model raised it
             raise ModelFailure(
-                asyncio.CancelledError("the model raised asyncio.CancelledError")) from None
+                asyncio.CancelledError(f"{who} raised asyncio.CancelledError")) from None
         raise
     except (Exception, KeyboardInterrupt):
         raise
@@ -174,7 +177,8 @@ async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
         raise ModelFailure(exc) from None
 
 
-async def _guarded_in_own_task(start: Callable[[], Awaitable[Any]]) -> Any:
+async def _guarded_in_own_task(start: Callable[[], Awaitable[Any]],
+                               who: str = "the model") -> Any:
     """Python 3.10, where a task does not count cancellations: the model runs in a task of
     its own, and one that ends cancelled while this case was not is the model's doing."""
 
@@ -193,8 +197,14 @@ async def _guarded_in_own_task(start: Callable[[], Awaitable[Any]]) -> Any:
         inner.cancel()
         raise
     if inner.cancelled():
-        raise ModelFailure(asyncio.CancelledError("the model raised asyncio.CancelledError"))
+        raise ModelFailure(asyncio.CancelledError(f"{who} raised asyncio.CancelledError"))
     return inner.result()
+
+
+async def _awaited(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, awaited when it hands back an awaitable."""
+    value = fn(*args)
+    return await value if inspect.isawaitable(value) else value
 
 
 def _is_async_callable(fn: Any) -> bool:
@@ -299,12 +309,19 @@ def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
 
 
 def _normalise(criterion: Any, value: Any) -> CriterionResult:
+    problem = None
     if not isinstance(value, CriterionResult):
+        problem = f"evaluate() returned {type(value).__name__}; expected a CriterionResult"
+    else:
+        try:
+            # Checked again: fields assigned after it was built were never validated.
+            value = validated(type(value), dict(value), "evaluate() returned a CriterionResult")
+        except ValueError as exc:
+            problem = str(exc)
+    if problem is not None:
         return CriterionResult(
             criterion=_criterion_name(criterion), score=0.0, passed=False,
-            threshold=_criterion_threshold(criterion), error_kind="evaluator",
-            error=f"evaluate() returned {type(value).__name__}; expected a CriterionResult",
-        )
+            threshold=_criterion_threshold(criterion), error_kind="evaluator", error=problem)
     if value.details.get("judge_unavailable") and value.error_kind is None:
         # The 10xgraph-style API's 0.5 "No LLM provider available" fallback: keep the score the
         # document promises, but let the statistics see it as the judge error it is.
@@ -376,9 +393,9 @@ class Engine:
             if prepare is None or not is_enabled(criterion):
                 return
             try:
-                value = prepare()
-                if inspect.isawaitable(value):
-                    await value
+                await _guarded(lambda: _awaited(prepare), "the criterion")
+            except ModelFailure as exc:  # SystemExit and the like: still only this criterion's
+                self._prepare_failures[i] = exc.raised
             except Exception as exc:
                 self._prepare_failures[i] = exc
 
@@ -580,9 +597,11 @@ class Engine:
     async def _evaluate(criterion: Any, execution: ExecutionResult,
                         case: EvalCase) -> CriterionResult:
         try:
-            value = criterion.evaluate(execution, case)
-            if inspect.isawaitable(value):  # the protocol is async; a plain sync one is tolerated
-                value = await value
+            # The protocol is async; a plain sync evaluate is tolerated.
+            value = await _guarded(lambda: _awaited(criterion.evaluate, execution, case),
+                                   "the criterion")
+        except ModelFailure as exc:  # SystemExit and the like: still only this case's error
+            return error_result(criterion, exc.raised)
         except Exception as exc:
             return error_result(criterion, exc)
         return _finite_score(criterion, _normalise(criterion, value))

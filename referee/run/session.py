@@ -33,6 +33,8 @@ from referee.run.progress import make_progress
 from referee.terminal import terminal_safe
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
+# meta.json's mark of a re-score under way; the finished re-score's meta.json has none.
+RESCORING = "rescoring"
 
 # The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
 # process, so the CLI can say which directory to --resume; None once a run starts.
@@ -279,10 +281,15 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         # Checked before reopen(), which drops a finished run's report.json: a refused
         # resume must leave the run as it was.
         meta = RunStore(options.resume).read_meta()
-        _check_resumable(meta, keys, criteria_spec, options)
+        _check_resumable(meta, keys, criteria_spec, report.judge, options)
+        if not options.rescore:
+            finished = _cases_to_keep(RunStore(options.resume), cases, keys, options)
         store = RunStore.reopen(options.resume)
         try:
             if options.rescore:
+                # Until the end rewrites meta.json, cases.jsonl mixes scores of the stored
+                # criteria and of these: only finishing the re-score may make it one run.
+                store.update_meta(**{RESCORING: True})
                 for stored in StoredCases(store.cases_path):
                     if stored.run_results and any(map(_has_output, stored.run_results)):
                         # Each run's own output, scored again; a run without one runs again.
@@ -292,8 +299,6 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                         outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
                     elif not (options.retry_errors and stored.status.is_error):
                         finished.add(stored.eval_id)
-            else:
-                finished = store.finished_ids(except_errors=options.retry_errors)
         except BaseException:
             store.release()
             raise
@@ -356,13 +361,61 @@ def _has_output(stored: CaseResult) -> bool:
         stored.status is not CaseStatus.MODEL_ERROR
 
 
+def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
+                   options: RunOptions) -> set[str]:
+    """The ids of the stored cases a resume keeps (all, or all but those whose last record
+    ended in an error).
+
+    The case fingerprint covers ids only, and a case given its own id keeps it when edited: a
+    kept result recorded for other content would be reported as this case's, so it is refused.
+    """
+    position = {key: i for i, key in enumerate(keys)}
+    errored: dict[str, bool] = {}  # by id, as its last record says (later records win)
+    changed: dict[str, tuple[str, Any, Any]] = {}
+    for stored in store.stream_cases():
+        key = stored.eval_id
+        errored[key] = stored.status.is_error
+        found = None if key not in position else _changed_field(stored, cases[position[key]])
+        if found is None:
+            changed.pop(key, None)
+        else:
+            changed[key] = found
+    kept = {key for key, error in errored.items() if not (options.retry_errors and error)}
+    for key, (field, old, new) in changed.items():
+        if key in kept:
+            raise InputError(
+                f"case {key!r} is not the one the stored run recorded: its {field} changed "
+                f"({_short(old)} -> {_short(new)}); resume with the cases the run was started "
+                f"with, or add --rescore (rescore=True) to score the stored outputs against "
+                f"these", source=str(options.resume))
+    return kept
+
+
+def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] | None:
+    """(field, stored value, current value) where the stored case differs from ``case``."""
+    if stored.case is None or stored.case == case or any(
+            c.path.startswith("case") for c in stored.converted):
+        return None  # an old record without its case, or stand-ins for unstorable values
+    try:  # read back as the stored one was: reading fills in views (ADK metadata, turns)
+        now = EvalCase.model_validate_json(case.model_dump_json()).model_dump(mode="json")
+    except ValueError:
+        return None
+    before = stored.case.model_dump(mode="json")
+    return next(((name, before.get(name), now.get(name)) for name in type(case).model_fields
+                 if canonical_json(before.get(name)) != canonical_json(now.get(name))), None)
+
+
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
-                     options: RunOptions) -> None:
+                     judge: dict[str, Any], options: RunOptions) -> None:
     if meta.get("case_fingerprint") != case_fingerprint(keys):
         raise InputError(
             f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
             expected="the same cases, in the same order")
+    if meta.get(RESCORING) and not options.rescore:
+        raise InputError(
+            "a re-score of this run was interrupted, so its cases hold scores of two sets of "
+            "criteria; finish it with --rescore (rescore=True)", source=str(options.resume))
     stored_runs = meta.get("runs") or 1
     if stored_runs != options.runs:
         raise InputError(
@@ -377,6 +430,23 @@ def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[
             f"the criteria differ from the stored run's: {difference}; resume with the same "
             f"criteria, or add --rescore (rescore=True) to score the stored outputs with these",
             source=str(options.resume))
+    # A judge chosen outside the criteria (configure(), JUDGE_MODEL) is in none of their
+    # settings: the run's resolved judge must match too, or the report would name one judge
+    # for cases that another one scored. Where it is reached (base_url) may change.
+    found = _first_difference(_without_base_url(redact_secrets(meta.get("judge") or {})),
+                              _without_base_url(redact_secrets(judge)), "judge")
+    if found is not None:
+        where, old, new = found
+        raise InputError(
+            f"the judge differs from the stored run's: {where.replace('.', ' ')}: {_short(old)} "
+            f"-> {_short(new)}; resume with the same judge, or add --rescore (rescore=True) to "
+            f"score the stored outputs with this one", source=str(options.resume))
+
+
+def _without_base_url(judge: Any) -> Any:
+    if not isinstance(judge, dict):
+        return judge
+    return {k: _without_base_url(v) for k, v in judge.items() if k != "base_url"}
 
 
 def print_summary(report: EvalReport) -> None:
