@@ -87,6 +87,11 @@ def tool_calls(intermediate: Any) -> list[dict[str, Any]]:
     else:
         uses = _get(intermediate, "tool_uses") or []
         responses = _get(intermediate, "tool_responses") or []
+    for item in (*uses, *responses):
+        call_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(call_id, (str, int, type(None))):  # a list cannot key the pairing
+            raise ValueError(f"intermediate_data: a tool call id is a {type(call_id).__name__}, "
+                             "expected a string")
     results = {r.get("id"): r.get("response") for r in responses
                if isinstance(r, dict) and r.get("id") is not None}
     calls = []

@@ -312,12 +312,19 @@ class EvalCase(StrictModel):
             self.expected_output = last
         if not self.eval_id:
             # Content-derived, so the same case keeps its id across processes (resume relies on it).
-            digest = hashlib.sha1(canonical_json(self._identity()).encode()).hexdigest()[:12]
+            # surrogatepass: a lone surrogate (a recorded turn may hold one) still hashes.
+            identity = canonical_json(self._identity()).encode("utf-8", "surrogatepass")
+            digest = hashlib.sha1(identity).hexdigest()[:12]
             self.eval_id = f"case-{digest}"
         return self
 
     def _identity(self) -> dict[str, Any]:
-        data = self.model_dump(exclude={"eval_id"}, mode="json")
+        try:
+            data = self.model_dump(exclude={"eval_id"}, mode="json")
+        except UnicodeEncodeError:
+            # A lone surrogate (a recorded turn may hold one) has no JSON form. No id was ever
+            # derived from such a case, so hashing the plain dump changes no existing id.
+            data = self.model_dump(exclude={"eval_id"})
         for key, default in _LATER_CASE_FIELDS.items():
             if data.get(key) == default:
                 data.pop(key, None)

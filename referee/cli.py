@@ -107,7 +107,7 @@ class _Parser(argparse.ArgumentParser):
 def load_python_file(path: Path) -> ModuleType:
     """Import a user's file as a module; its folder goes on sys.path so sibling imports work."""
     if not path.is_file():
-        raise CliError(f"{path}: no such file")
+        raise CliError(f"{path}: {_not_a_file(path)}")
     folder = str(path.resolve().parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -127,6 +127,10 @@ def load_python_file(path: Path) -> ModuleType:
         raise CliError(f"{path}: raised {type(exc).__name__} while loading: {_describe(exc)}"
                        ) from None
     return module
+
+
+def _not_a_file(path: Path) -> str:
+    return "is a directory, not a file" if path.is_dir() else "no such file"
 
 
 def load_module_of(spec: str, option: str) -> tuple[ModuleType, str]:
@@ -180,6 +184,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 (any free one) to 65535, "
+                                         f"got {text!r}")
     return value
 
 
@@ -250,7 +265,7 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
     if not args.agent:
         raise CliError(f"{path}: running a case file needs --agent FILE.py:FUNCTION")
     if not path.is_file():
-        raise CliError(f"{path}: no such file")
+        raise CliError(f"{path}: {_not_a_file(path)}")
     config = EvalConfig.from_file(args.config) if args.config else None
     eval_set = EvalSet.load(path)
     agent = load_callable(args.agent)
@@ -288,7 +303,7 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
         raise CliError("--traces scores recorded runs and re-runs nothing; drop --agent")
     traces = Path(args.traces)
     if not traces.is_file():
-        raise CliError(f"--traces {traces}: no such file")
+        raise CliError(f"--traces {traces}: {_not_a_file(traces)}")
     cases: Any = None
     criteria: list[Any] | None = None
     name = None
@@ -313,7 +328,7 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
             raise CliError(f"{target}: expected a case file ({', '.join(CASE_FILE_SUFFIXES)}) "
                            f"or a Python file to pair with --traces")
         if not target.is_file():
-            raise CliError(f"{target}: no such file")
+            raise CliError(f"{target}: {_not_a_file(target)}")
         cases = target
     config = None
     if args.config:
@@ -540,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("target", metavar="RUN_OR_FILE", nargs="?",
                       help="open this run directory or report file")
     view.add_argument("--dir", metavar="DIR", help="the runs directory to index (default .referee/runs)")
-    view.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    view.add_argument("--port", type=_port, default=0, help="port to listen on (default: a free one)")
     view.set_defaults(func=cmd_view)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from referee._strict import StrictModel, move_alias, unknown_field
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
 from referee.redact import BaseURL, mask_url_fields
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
@@ -280,10 +280,20 @@ class EvalConfig(StrictModel):
     def from_file(cls, path: str | Path) -> "EvalConfig":
         path = Path(path)
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8-sig")
+            data: Any = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(exc.msg, source=str(path), line=exc.lineno,
                              expected="a JSON object") from None
+        except FileNotFoundError:
+            raise InputError("file not found", source=str(path)) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                             source=str(path)) from None
+        except OSError as exc:  # a directory, no permission
+            raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
+        except (ValueError, RecursionError) as exc:
+            raise beyond_python_limits(exc, source=str(path), text=text) from None
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 
@@ -66,6 +68,25 @@ class InputError(RefereeError, ValueError):
         self.line = line
         self.field = field
         self.expected = expected
+
+
+def beyond_python_limits(exc: ValueError | RecursionError, *, source: str, text: str,
+                         line: int | None = None) -> InputError:
+    """The error for a JSON or YAML file that parses but whose values Python cannot build: an
+    integer longer than ``sys.get_int_max_str_digits()``, nesting past the recursion limit
+    (which a YAML alias that contains itself reaches too), a YAML date such as 2024-13-45.
+    ``line``, when not given, is that of the first over-long number in ``text``."""
+    if isinstance(exc, RecursionError):
+        return InputError("nested too deeply to read (or a YAML alias contains itself)",
+                          source=source, line=line, expected="at most a few hundred levels")
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # Python 3.10.7+
+    long_number = re.search(rf"\d{{{limit + 1},}}", text) if limit else None
+    if long_number is None:
+        return InputError(f"a value cannot be read: {exc}", source=source, line=line)
+    if line is None:
+        line = text.count("\n", 0, long_number.start()) + 1
+    return InputError(f"a number longer than {limit} digits", source=source, line=line,
+                      expected="a shorter number, or the digits as a string")
 
 
 def describe_exception(exc: BaseException) -> str:

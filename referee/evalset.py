@@ -42,7 +42,8 @@ from pydantic import Field, ValidationError, model_validator
 from referee import _adk
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
+from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
 _CSV_COLUMNS = ("eval_id", "name", "description", "input", "expected_output", "context", "tags",
@@ -151,14 +152,17 @@ class EvalSet(StrictModel):
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", source=source) from None
         default_id = path.name.split(".")[0]
-        if kind == "jsonl":
-            return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
-        if kind == "csv":
-            return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
-        data = _parse_json(text, source) if kind == "json" else _parse_yaml(text, source)
-        header, cases, prefix = _split_document(data, source)
-        located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
-        return cls._assemble(located, header, default_id, source, text)
+        try:
+            if kind == "jsonl":
+                return cls._assemble(_read_jsonl(text, source), {}, default_id, source, None)
+            if kind == "csv":
+                return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
+            data = parse_json(text, source) if kind == "json" else parse_yaml(text, source)
+            header, cases, prefix = _split_document(data, source)
+            located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
+            return cls._assemble(located, header, default_id, source, text)
+        except RecursionError as exc:
+            raise beyond_python_limits(exc, source=source, text=text) from None
 
     @classmethod
     def _assemble(cls, located: list[tuple[Any, int | None, Loc]], header: dict[str, Any],
@@ -348,17 +352,61 @@ def _kind(path: Path) -> str:
     return kinds[suffix]
 
 
-def _parse_json(text: str, source: str) -> Any:
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys; the first (an expectation, say) would be lost.
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(key)
+        data[key] = value
+    return data
+
+
+class NoRepeatedKeysLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key repeated in one mapping is an error, not a loss."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} appears twice in one mapping; "
+                        "the first value would be lost", key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_json(text: str, source: str, line: int | None = None) -> Any:
+    """A JSON document, or (``line`` given) one line of a JSONL file; what cannot be read
+    whole (bad syntax, a repeated key, an over-long number) is an InputError naming the line."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                         line=exc.lineno) from None
+                         line=line or exc.lineno) from None
+    except _DuplicateKey as exc:
+        if line is None:  # JSON is YAML: the YAML reader finds the line of the repeat
+            try:
+                yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
+            except yaml.MarkedYAMLError as located:
+                line = located.problem_mark.line + 1 if located.problem_mark else None
+            except (yaml.YAMLError, ValueError, RecursionError):
+                pass
+        raise InputError(f"key {exc.args[0]!r} appears twice in one object; the first value "
+                         "would be lost", source=source, line=line) from None
+    except (ValueError, RecursionError) as exc:
+        raise beyond_python_limits(exc, source=source, text=text, line=line) from None
 
 
-def _parse_yaml(text: str, source: str) -> Any:
+def parse_yaml(text: str, source: str) -> Any:
+    """A YAML document, read as :func:`parse_json` reads JSON."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
@@ -366,6 +414,8 @@ def _parse_yaml(text: str, source: str) -> Any:
                          line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", source=source) from None
+    except (ValueError, RecursionError) as exc:  # PyYAML's int() of an over-long number
+        raise beyond_python_limits(exc, source=source, text=text) from None
 
 
 def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], Loc]:
@@ -400,12 +450,7 @@ def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from None
-        located.append((raw, number, ()))
+        located.append((parse_json(line, source, number), number, ()))
     return located
 
 
@@ -457,6 +502,9 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=source, line=line,
                              field=column, expected=expected) from None
+        except ValueError as exc:
+            raise beyond_python_limits(exc, source=source, text=cells[column],
+                                       line=line) from None
 
     def as_list(column: str) -> list[Any]:
         value = cells[column].strip()
@@ -474,7 +522,7 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
             if value.lstrip().startswith("["):
                 try:
                     case["context"] = json.loads(value)
-                except json.JSONDecodeError:
+                except ValueError:
                     pass  # a context that merely starts with "[" is plain text
         elif column == "tags":
             case["tags"] = as_list(column)
@@ -596,6 +644,12 @@ def _unknown_key(raw: dict[str, Any]) -> tuple[Loc, str, type[StrictModel]] | No
 
 def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                    text: str | None) -> EvalCase:
+    try:
+        raw = surrogate_pairs_joined(raw)
+    except LoneSurrogate as exc:
+        where = (*prefix, *exc.loc)
+        raise InputError(str(exc), source=source, line=line or _line_of(text, where),
+                         field=_path(where) or None, expected=SURROGATE_EXPECTED) from None
     if isinstance(raw, dict):
         unknown = _unknown_key(raw)
         if unknown:

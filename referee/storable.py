@@ -226,6 +226,48 @@ def without_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+SURROGATE_EXPECTED = "valid Unicode text (an escaped emoji needs both halves)"
+
+
+class LoneSurrogate(ValueError):
+    """Text read from a file holds half of a surrogate pair; ``loc`` is where, as path parts."""
+
+    def __init__(self, loc: tuple[Any, ...], code_point: str) -> None:
+        super().__init__(f"text holds a lone surrogate {code_point!a}")
+        self.loc = loc
+
+
+def surrogate_pairs_joined(value: Any, loc: tuple[Any, ...] = ()) -> Any:
+    """Parsed JSON/YAML ``value`` with each surrogate pair in its text joined into its character
+    (YAML reads an escaped emoji as two halves); raises :class:`LoneSurrogate` for a half
+    without its partner, which no encoding can send to a model or a judge."""
+    if isinstance(value, str):
+        joined = without_surrogates(value)
+        if joined is not value and joined.count("\ufffd") > value.count("\ufffd"):
+            raise LoneSurrogate(loc, _first_lone_surrogate(value))
+        return joined
+    if isinstance(value, dict):
+        return {surrogate_pairs_joined(k, loc): surrogate_pairs_joined(v, (*loc, k))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [surrogate_pairs_joined(v, (*loc, i)) for i, v in enumerate(value)]
+    return value
+
+
+def _first_lone_surrogate(text: str) -> str:
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if "\ud800" <= char <= "\udbff" and text[index + 1:index + 2] and (
+                "\udc00" <= text[index + 1] <= "\udfff"):
+            index += 2  # a pair, which without_surrogates joins
+        elif "\ud800" <= char <= "\udfff":
+            return char
+        else:
+            index += 1
+    return ""
+
+
 def _text(value: str, path: str, found: _Found) -> str:
     fixed = without_surrogates(value)
     if fixed is value:

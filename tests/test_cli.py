@@ -217,6 +217,18 @@ def test_errors_are_one_line_with_a_nonzero_exit(tmp_path, capsys):
         (["list", "--dir", str(tmp_path / "nothing")], "--dir " + str(tmp_path / "nothing")
          + ": no such directory"),
         (["frobnicate"], "invalid choice"),
+        # Each of these gave a bare OS or socket error naming no option, or (--out) exit 130
+        # with advice to resume a run that could never be made.
+        (["run", str(QUICKSTART / "eval_shop.py"), "--out", str(tmp_path / "notes.txt")],
+         str(tmp_path / "notes.txt") + "/"),
+        (["run", str(tmp_path / "cases.jsonl"), "--agent", "x.py:f", "--config", str(tmp_path)],
+         str(tmp_path) + ": cannot read file: Is a directory"),
+        (["run", str(tmp_path / "cases.jsonl"), "--agent", "x.py:f", "--config",
+          str(tmp_path / "missing.json")], "missing.json: file not found"),
+        (["view", "--port", "70000"], "argument --port: expected a port from 0"),
+        (["view", "--port", "-1"], "argument --port: expected a port from 0"),
+        (["cache", "merge", str(tmp_path / "notes.txt"), "--into", str(tmp_path)],
+         str(tmp_path) + ": cannot open as a judge cache"),
     ]
     for argv, expected in cases:
         code = main(argv)

@@ -285,3 +285,24 @@ def test_a_case_with_nothing_to_ask_is_an_error(tmp_path):
     path.write_text('{"eval_cases": [{"tags": ["x"]}]}')
     with pytest.raises(InputError, match=r"field 'eval_cases\[0\]\.input'.*expected an 'input' or"):
         EvalSet.load(path)
+
+
+def test_yaml_escaped_surrogate_pair_loads_as_its_character(tmp_path):
+    # PyYAML reads "\ud83d\ude00" as two surrogates; JSON joins them. Both must give the emoji.
+    yaml_file = tmp_path / "emoji.yaml"
+    yaml_file.write_text('- eval_id: a\n  input: "smile \\ud83d\\ude00"\n', encoding="utf-8")
+    json_file = tmp_path / "emoji.json"
+    json_file.write_text('[{"eval_id": "a", "input": "smile \\ud83d\\ude00"}]', encoding="utf-8")
+    for path in (yaml_file, json_file):
+        case = EvalSet.load(path).eval_cases[0]
+        assert case.input == "smile \U0001F600"
+        assert case.conversation[0].user_content == "smile \U0001F600"
+
+
+def test_yaml_merge_keys_still_override(tmp_path):
+    # Repeated keys are refused, but a merged mapping's keys may be overridden, as YAML means.
+    path = tmp_path / "merge.yaml"
+    path.write_text("- &base {eval_id: a, input: q, tags: [x]}\n- <<: *base\n  eval_id: b\n",
+                    encoding="utf-8")
+    first, second = EvalSet.load(path).eval_cases
+    assert (second.eval_id, second.input, second.tags) == ("b", "q", ["x"])

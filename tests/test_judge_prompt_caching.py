@@ -310,3 +310,31 @@ def test_the_scripted_server_stores_a_prefix_before_its_reply_goes_out(monkeypat
                                             PREFIX))
     cached = sorted(r.usage.cached_input_tokens for r in replies)
     assert cached[0] == 0 and all(c > 1000 for c in cached[1:])
+
+
+def test_prices_that_are_not_finite_are_refused(tmp_path: Path):
+    # NaN passed the "not negative" check and every cost of that judge became NaN.
+    path = tmp_path / "prices.json"
+    for value in ("NaN", "Infinity"):
+        path.write_text('{"nan-judge": {"input_cost_per_token": %s, '
+                        '"output_cost_per_token": 1e-6}}' % value)
+        with pytest.raises(ValueError, match=r"prices.json: field 'nan-judge.input_cost_per_token'"
+                                             r": expected a finite, non-negative number"):
+            load_prices(path)
+    with pytest.raises(ValueError, match="finite and not negative"):
+        set_price("nan-judge", float("nan"), 1.0)
+    assert price_of("nan-judge") is None
+
+
+def test_a_bad_price_file_in_the_environment_stops_the_run_before_any_case(
+        tmp_path: Path, monkeypatch):
+    # It failed the first judged case, and the other cases were then priced by the built-in
+    # table as if nothing had happened.
+    monkeypatch.setenv("REFEREE_PRICE_FILE", str(tmp_path / "missing.json"))
+    calls: list[str] = []
+    suite = EvalSuite("prices").add_cases([EvalCase(input="a"), EvalCase(input="b")])
+    for attempt in range(2):  # the second run is refused too: the failure is not remembered
+        with pytest.raises(ValueError, match=r"environment variable REFEREE_PRICE_FILE: "
+                                             r".*missing.json: cannot read the price file"):
+            suite.run(calls.append, save=False, verbose=False)
+    assert calls == []

@@ -98,3 +98,12 @@ async def test_a_lone_surrogate_reaches_an_agent_evaluator_judge_as_u_fffd(tmp_p
         assert result.error is None and result.score == pytest.approx(0.9)
         [request] = server.requests
         assert "\ud83d" not in request.prompt and "30 days \ufffd" in request.prompt
+
+
+def test_text_read_from_a_file_joins_surrogate_pairs_and_names_a_lone_half():
+    from referee.storable import LoneSurrogate, surrogate_pairs_joined
+
+    assert surrogate_pairs_joined({"a": ["\ud83d\ude00"]}) == {"a": ["\U0001F600"]}
+    with pytest.raises(LoneSurrogate, match=r"lone surrogate '\\udc01'") as caught:
+        surrogate_pairs_joined({"a": ["ok", "\ud83d\ude00 then \udc01"]})
+    assert caught.value.loc == ("a", 1)

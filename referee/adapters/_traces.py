@@ -25,7 +25,7 @@ from referee.adapters._base import (
 from referee.adapters._messages import read_messages, usage_from
 from referee.adapters._otel import OtlpReader
 from referee.case import EvalCase
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
 from referee.execution import ExecutionResult
 
 RECORDED_MODEL_ID = "recorded"
@@ -38,7 +38,7 @@ def _load_json_records(path: Path) -> list[NumberedRecord]:
     """(line, value) of each record: JSONL lines, the items of a JSON list of runs, or one run."""
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # as case files: Windows tools write a BOM
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
                          source=source) from None
@@ -57,7 +57,11 @@ def _load_json_records(path: Path) -> list[NumberedRecord]:
                 raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})",
                                  source=source, line=number,
                                  expected="one JSON value per line (JSONL)") from None
+            except (ValueError, RecursionError) as exc:
+                raise beyond_python_limits(exc, source=source, text=line, line=number) from None
         return records
+    except (ValueError, RecursionError) as exc:
+        raise beyond_python_limits(exc, source=source, text=text) from None
     if isinstance(whole, list) and whole and not _looks_like_message(whole[0]):
         return [(None, item) for item in whole]
     return [(None, whole)]
@@ -119,6 +123,10 @@ class MessageListReader:
         run_id = _run_id(record)
         try:
             conversation = read_messages(record["messages"], where)
+            if not conversation.turns:
+                # Nothing recorded is no evidence; scored, it passes every check expecting none.
+                raise InputError("no user, assistant or tool message", source=where,
+                                 field="messages", expected="a recorded conversation")
             execution = conversation.execution()
             if record.get("usage") is not None:
                 execution.token_usage = usage_from(record["usage"]) or execution.token_usage

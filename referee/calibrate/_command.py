@@ -77,7 +77,13 @@ def _load_object(spec: str, load_module_of: Callable[[str, str], tuple[ModuleTyp
         raise ValueError(f"--evaluator {spec!r}: {spec.rpartition(':')[0]} defines no {attr!r}")
     value = getattr(module, attr)
     if isinstance(value, type) or (callable(value) and not hasattr(value, "evaluate")):
-        value = value()  # a class or a factory
+        try:
+            value = value()  # a class or a factory
+        except Exception as exc:
+            from referee.errors import describe_exception
+
+            raise ValueError(f"--evaluator {spec!r}: {attr}() raised "
+                             f"{describe_exception(exc)}") from None
     if not callable(getattr(value, "evaluate", None)):
         raise ValueError(f"--evaluator {spec!r}: {attr} is a {type(value).__name__}, not an "
                          f"evaluator (no evaluate method)")
@@ -128,5 +134,6 @@ def run_command(args: argparse.Namespace,
         if written is not None:
             print(f"threshold recorded in {written}")
     if report.threshold.value is None:
-        print("referee: no row was scored, so no threshold was fitted", file=sys.stderr)
+        print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
+              f"{report.scored} scored row(s)", file=sys.stderr)
     return 0

@@ -21,7 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
+from referee.evalset import parse_json, parse_yaml
+from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 DEFAULT_CUTOFF = 0.5
 PASS_WORDS = {"pass", "passed", "true", "yes", "1", "good", "correct", "consistent"}
@@ -130,7 +132,7 @@ def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[Labell
 
 def read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # spreadsheets save CSV with a BOM
     except FileNotFoundError:
         raise InputError("file not found", source=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -145,11 +147,7 @@ def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rows.append((json.loads(line), number))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from None
+        rows.append((parse_json(line, source, number), number))
     return rows
 
 
@@ -198,6 +196,8 @@ def _json_cell(cell: str, source: str, line: int, column: str) -> Any:
             return cell  # a context that merely starts with "[" is plain text
         raise InputError(f"invalid JSON: {exc.msg}", source=source, line=line, field=column,
                          expected="a JSON value") from None
+    except (ValueError, RecursionError) as exc:
+        raise beyond_python_limits(exc, source=source, text=cell, line=line) from None
 
 
 def _yaml_rows(text: str, source: str) -> list[tuple[Any, int]]:
@@ -209,7 +209,7 @@ def _yaml_rows(text: str, source: str) -> list[tuple[Any, int]]:
                          line=mark.line + 1 if mark else None) from None
     if document is None:
         raise InputError("empty document", source=source, expected="a list of labelled rows")
-    data = yaml.safe_load(text)
+    data = parse_yaml(text, source)
     node = document
     if isinstance(data, dict):
         if set(data) != {"cases"} or not isinstance(data["cases"], list):
@@ -254,6 +254,14 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
     if not isinstance(raw, dict):
         raise InputError(f"is a {type(raw).__name__}", source=source, line=line,
                          expected="an object with output and label (or human_score)")
+    try:
+        raw = surrogate_pairs_joined(raw)
+    except LoneSurrogate as exc:
+        raise InputError(str(exc), source=source, line=line,
+                         field=".".join(str(part) for part in exc.loc) or None,
+                         expected=SURROGATE_EXPECTED) from None
+    except RecursionError as exc:  # a YAML alias that contains itself
+        raise beyond_python_limits(exc, source=source, text="", line=line) from None
     unknown = [k for k in raw if k not in ROW_FIELDS]
     if unknown:
         raise InputError(f"unknown field {unknown[0]!r}", source=source, line=line,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from referee.calibrate._labels import LabelledCase, read_text
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
+from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 SUMMARISE = "Summarise the document."
 EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
@@ -29,10 +30,23 @@ EVOUNA_SYSTEMS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")
 def _json_document(path: Path) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=str(path),
                          line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise beyond_python_limits(exc, source=str(path), text=text) from None
+    return _valid_text(data, str(path), None)
+
+
+def _valid_text(value: Any, source: str, line: int | None) -> Any:
+    """``value`` with its surrogate pairs joined; a lone surrogate is an error naming where."""
+    try:
+        return surrogate_pairs_joined(value)
+    except LoneSurrogate as exc:
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.loc)
+        raise InputError(str(exc), source=source, line=line, field=field.lstrip(".") or None,
+                         expected=SURROGATE_EXPECTED) from None
 
 
 def _record_lines(text: str) -> list[int]:
@@ -122,6 +136,10 @@ def load_halueval(path: str | Path) -> list[LabelledCase]:
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
                              source=str(source), line=number) from None
+        except (ValueError, RecursionError) as exc:
+            raise beyond_python_limits(exc, source=str(source), text=line,
+                                       line=number) from None
+        record = _valid_text(record, str(source), number)
         if not isinstance(record, dict):
             raise InputError(f"is a {type(record).__name__}", source=str(source), line=number,
                              expected="a HaluEval record object")

@@ -99,6 +99,12 @@ def _fit_index(values: np.ndarray) -> np.ndarray:
     return np.argmax(tied & (ranks >= middle), axis=-1)
 
 
+def _fitted(values: np.ndarray) -> np.ndarray:
+    """The fitted GRID threshold of each row of ``values``; NaN for a row with no defined value,
+    which would otherwise "fit" the middle of the grid on no evidence."""
+    return np.where(np.isnan(values).all(axis=-1), np.nan, GRID[_fit_index(values)])
+
+
 def _as_arrays(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels, dtype=bool)
@@ -195,11 +201,12 @@ def _check_metric(metric: str) -> None:
 
 
 def fit_threshold(scores: Sequence[float], labels: Sequence[bool], metric: str = "kappa") -> float:
-    """The GRID threshold where ``metric`` agrees best with the labels."""
+    """The GRID threshold where ``metric`` agrees best with the labels; NaN where the metric is
+    undefined at every threshold (no rows)."""
     _check_metric(metric)
     s, y = _as_arrays(scores, labels)
     values = metrics_from_counts(*_counts(np.ones((1, s.size)), s, y, GRID))[metric]
-    return float(GRID[_fit_index(values)[0]])
+    return float(_fitted(values)[0])
 
 
 def fitted_threshold_interval(scores: Sequence[float], labels: Sequence[bool],
@@ -210,7 +217,7 @@ def fitted_threshold_interval(scores: Sequence[float], labels: Sequence[bool],
     s, y = _as_arrays(scores, labels)
     value = fit_threshold(s, y, metric)
     rng = np.random.default_rng(seed)
-    fits = [GRID[_fit_index(metrics_from_counts(*_counts(w, s, y, GRID))[metric])]
+    fits = [_fitted(metrics_from_counts(*_counts(w, s, y, GRID))[metric])
             for w in _bootstrap_weights(s.size, resamples, rng)] if s.size else []
     return _interval(np.concatenate(fits) if fits else np.array([]), value)
 

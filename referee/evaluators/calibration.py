@@ -27,7 +27,7 @@ from referee.errors import CalibrationMissing
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.errors import InputError
+from referee.errors import InputError, beyond_python_limits
 
 DEFAULT_THRESHOLD = 0.70
 
@@ -177,12 +177,15 @@ def read_calibration_file(path: str | Path) -> CalibrationFile:
     if not source.exists():
         return CalibrationFile()
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        text = source.read_text(encoding="utf-8-sig")  # a BOM, should an editor add one
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=str(source),
                          line=exc.lineno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read calibration file: {exc}", source=str(source)) from None
+    except (ValueError, RecursionError) as exc:
+        raise beyond_python_limits(exc, source=str(source), text=text) from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise InputError("not a referee calibration file", source=str(source),
                          expected=f'a JSON object with "format": "{CALIBRATION_FORMAT}"')

@@ -347,7 +347,10 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such judge cache file")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(destination), isolation_level=None)
+    try:
+        conn = sqlite3.connect(str(destination), isolation_level=None)
+    except sqlite3.Error as exc:  # a directory in its place, no permission
+        raise ValueError(f"{destination}: cannot open as a judge cache ({exc})") from None
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(_SCHEMA)

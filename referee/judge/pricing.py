@@ -7,6 +7,7 @@ file with ``load_prices(path)`` (or ``REFEREE_PRICE_FILE=path``), instead of edi
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -84,8 +85,8 @@ def set_price(model: str, input_per_mtok: float, output_per_mtok: float, *,
     Cached rates left out are billed as plain input.
     """
     rates = (input_per_mtok, output_per_mtok, cached_input_per_mtok, cache_write_per_mtok)
-    if any(rate is not None and rate < 0 for rate in rates):
-        raise ValueError("prices must not be negative")
+    if any(rate is not None and not 0 <= rate < math.inf for rate in rates):  # NaN fails too
+        raise ValueError(f"prices must be finite and not negative, got {rates}")
     price = Price(float(input_per_mtok), float(output_per_mtok),
                   None if cached_input_per_mtok is None else float(cached_input_per_mtok),
                   None if cache_write_per_mtok is None else float(cache_write_per_mtok))
@@ -116,7 +117,7 @@ def load_prices(source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
     else:
         where = str(source)
         try:
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
+            data = json.loads(Path(source).read_text(encoding="utf-8-sig"))
         except OSError as exc:
             raise ValueError(f"{where}: cannot read the price file: {exc.strerror or exc}") from None
         except ValueError as exc:
@@ -134,9 +135,10 @@ def load_prices(source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
             value = entry.get(field)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{where}: field '{model}.{field}': expected a non-negative "
-                                 f"number of USD per token, got {value!r}")
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not 0 <= value < math.inf):  # NaN fails this too
+                raise ValueError(f"{where}: field '{model}.{field}': expected a finite, "
+                                 f"non-negative number of USD per token, got {value!r}")
             rates[name] = float(value) * 1_000_000
         loaded[_model_key(str(model))] = Price(rates["input"], rates["output"],  # type: ignore[arg-type]
                                                rates["cached_input"], rates["cache_write"])
@@ -145,18 +147,23 @@ def load_prices(source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
     return len(loaded)
 
 
-def _load_env_file() -> None:
-    """Load REFEREE_PRICE_FILE once per distinct value."""
+def load_env_price_file() -> None:
+    """Load REFEREE_PRICE_FILE once per distinct value. A run calls this before its first
+    case: a bad file is then one error up front, not the first judged case's error followed by
+    cases silently priced from the built-in table."""
     global _env_file_loaded
     path = os.environ.get("REFEREE_PRICE_FILE", "").strip()
     if not path or path == _env_file_loaded:
         return
+    try:
+        load_prices(path)
+    except ValueError as exc:
+        raise ValueError(f"environment variable REFEREE_PRICE_FILE: {exc}") from None
     _env_file_loaded = path
-    load_prices(path)
 
 
 def price_of(model: str) -> Price | None:
-    _load_env_file()
+    load_env_price_file()
     name = _model_key(model)
     with _lock:
         if name in _PRICES:

@@ -26,6 +26,7 @@ from referee.errors import JudgeUnavailable, describe_exception
 from referee.execution import ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
+from referee.judge.pricing import load_env_price_file
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
@@ -356,8 +357,10 @@ class Engine:
                              f"got {criterion_concurrency!r}")
         if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
-        # A malformed REFEREE_CACHE would otherwise fail every judged case one by one.
+        # A malformed REFEREE_CACHE would otherwise fail every judged case one by one; a bad
+        # REFEREE_PRICE_FILE the first judged case, the others then priced by the built-in table.
         cache_enabled_by_env()
+        load_env_price_file()
         self.criteria = list(criteria)
         self.concurrency = concurrency
         self.timeout = timeout

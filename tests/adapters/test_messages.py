@@ -199,3 +199,53 @@ def test_a_registered_trace_reader_reads_its_own_format(tmp_path):
         assert report.cases[0].case.input == "2+2?"
     finally:
         TRACE_READERS.remove(reader)
+
+
+def test_a_record_with_no_messages_is_an_error_not_a_pass(tmp_path):
+    # Scored as it was, an empty recording passed every check that expects no tool calls.
+    traces = _write_jsonl(tmp_path / "runs.jsonl", [
+        {"id": "good", "messages": WEATHER_RUN[4:5]}, {"id": "empty", "messages": []},
+        {"id": "system-only", "messages": WEATHER_RUN[:1]}])
+    good, empty, system_only = score_traces(traces, save=False, verbose=False).cases
+    assert good.status == CaseStatus.PASSED
+    for case, line in ((empty, 2), (system_only, 3)):
+        assert case.status == CaseStatus.MODEL_ERROR
+        assert case.error == (f"{traces}:{line}: field 'messages': no user, assistant or tool "
+                              f"message (expected a recorded conversation)")
+    bare = tmp_path / "bare.json"
+    bare.write_text("[]", encoding="utf-8")
+    (only,) = score_traces(bare, save=False, verbose=False).cases
+    assert only.status == CaseStatus.MODEL_ERROR
+
+
+def test_a_trace_file_with_a_byte_order_mark_reads_as_case_files_do(tmp_path):
+    traces = tmp_path / "runs.jsonl"
+    traces.write_bytes(b"\xef\xbb\xbf" + "".join(
+        json.dumps({"id": i, "messages": WEATHER_RUN[:5]}) + "\n" for i in "ab").encode())
+    assert [run.run_id for run in read_traces(traces)] == ["a", "b"]
+
+
+def test_numbers_and_nesting_python_cannot_hold_name_the_line(tmp_path):
+    long = tmp_path / "long.jsonl"
+    long.write_text(json.dumps({"id": "a", "messages": WEATHER_RUN}) + "\n"
+                    + '{"id": "b", "n": ' + "9" * 5000 + ', "messages": []}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"long.jsonl:2: a number longer than 4300 digits"):
+        read_traces(long)
+    whole = tmp_path / "long.json"
+    whole.write_text('[{"id": "a",\n "n": ' + "9" * 5000 + "}]", encoding="utf-8")
+    with pytest.raises(InputError, match=r"long.json:2: a number longer than 4300 digits"):
+        read_traces(whole)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(InputError, match=r"deep.json: nested too deeply to read"):
+        read_traces(deep)
+
+
+def test_a_lone_surrogate_in_a_record_without_an_id_is_scored(tmp_path):
+    # The case's content-derived id hashed UTF-8 and failed on the surrogate with a codec error.
+    traces = _write_jsonl(tmp_path / "runs.jsonl", [
+        {"messages": [{"role": "user", "content": "cut \ud83d"},
+                      {"role": "assistant", "content": "fine"}]}])
+    (case,) = score_traces(traces, save=False, verbose=False).cases
+    assert case.status == CaseStatus.PASSED
+    assert case.eval_id.startswith("case-")

@@ -16,6 +16,7 @@ from referee.cli import main  # noqa: E402
 from referee.case import EvalCase  # noqa: E402
 from referee.evaluators import Faithfulness, Hallucination, threshold_table  # noqa: E402
 from referee.evaluators.calibration import read_calibration_file  # noqa: E402
+from referee.errors import InputError  # noqa: E402
 from referee.execution import ExecutionResult  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
 
@@ -250,7 +251,13 @@ def test_calibrating_needs_an_evaluator_that_does_not_require_the_calibration(tm
 
 def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_judge):
     labels = labelled_file(tmp_path, rows=4)
+    (tmp_path / "factory.py").write_text("def make():\n    raise RuntimeError('no key')\n")
+    (tmp_path / "a_file").write_text("")
     cases = [
+        (["--evaluator", f"{tmp_path / 'factory.py'}:make"],
+         "factory.py:make': make() raised RuntimeError: no key"),
+        (["--evaluator", "faithfulness", "--out", str(tmp_path / "a_file")],
+         "cannot create the run directory: Not a directory"),
         (["--evaluator", "nosuch"], "unknown evaluator 'nosuch'; built-in judge evaluators:"),
         (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "expected provider/model"),
         (["--evaluator", "faithfulness", "--folds", "1"], "at least 2 folds"),
@@ -258,7 +265,8 @@ def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_ju
         ([], "--evaluator is required"),
     ]
     for extra, message in cases:
-        code, out, err = run_calibrate(capsys, str(labels), *extra, "--out", str(tmp_path / "r"))
+        out_dir = [] if "--out" in extra else ["--out", str(tmp_path / "r")]
+        code, out, err = run_calibrate(capsys, str(labels), *extra, *out_dir)
         assert code == 2, (extra, err)
         assert err.startswith("referee: error: ") and message in err, (extra, err)
         assert len(err.strip().splitlines()) == 1
@@ -308,3 +316,17 @@ def test_calibrate_help_says_what_it_does(capsys):
                   'threshold="calibrated"', "--resume RUN_DIR"):
         assert words in out, words
     assert "document 00" not in out
+
+
+def test_a_calibration_file_with_a_bom_reads_and_an_overlong_number_names_the_line(tmp_path):
+    entry = {"evaluator": "faithfulness", "judge_provider": "openai", "judge_model": "m",
+             "threshold": 0.6, "n": 10, "date": "2026-01-01", "data_fingerprint": "f"}
+    edited = tmp_path / "bom.json"
+    edited.write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        {"format": "referee-calibration", "version": 1, "entries": [entry]}).encode())
+    assert read_calibration_file(edited).entries[0].threshold == 0.6
+    long = tmp_path / "long.json"
+    long.write_text('{"format": "referee-calibration",\n "version": ' + "1" * 5000 + "}",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"long.json:2: a number longer than 4300 digits"):
+        read_calibration_file(long)

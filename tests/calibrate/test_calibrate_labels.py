@@ -96,7 +96,32 @@ def test_rows_that_differ_only_in_the_output_keep_their_own_ids(tmp_path):
      "bad.yaml:4: field 'output': is a list"),
     ("bad.txt", "x", "bad.txt: unsupported labels file type '.txt'"),
     ("empty.jsonl", "\n", "empty.jsonl: no labelled rows"),
+    # These gave a bare ValueError, RecursionError or codec error naming no file.
+    pytest.param("long.jsonl", '{"input": "q", "output": "o", "label": "pass"}\n'
+     '{"input": "q", "output": "o", "label": "pass", "metadata": {"n": ' + "9" * 5000 + "}}\n",
+     "long.jsonl:2: a number longer than 4300 digits", id='long-jsonl'),
+    pytest.param("long.csv",
+                 'input,output,label,metadata\nq,o,pass,"{""n"": ' + "9" * 5000 + '}"\n',
+                 "long.csv:2: a number longer than 4300 digits", id='long-csv'),
+    pytest.param("long.yaml",
+                 "- {input: q, output: o, label: pass, metadata: {n: " + "9" * 5000 + "}}\n",
+                 "long.yaml:1: a number longer than 4300 digits", id='long-yaml'),
+    pytest.param("alias.yaml", "- {input: q, output: o, label: pass, metadata: &m {a: *m}}\n",
+     "alias.yaml:1: nested too deeply to read", id='alias-yaml'),
+    # A repeated key kept its last value only: a human verdict was lost in silence.
+    pytest.param("twice.jsonl", '{"input": "q", "output": "o", "label": "pass", "label": "fail"}\n',
+                 "twice.jsonl:1: key 'label' appears twice", id="twice-jsonl"),
+    pytest.param("twice.yaml", "- input: q\n  output: o\n  label: pass\n  label: fail\n",
+                 "twice.yaml:4: invalid YAML: key 'label' appears twice", id="twice-yaml"),
+    pytest.param("lone.jsonl", '{"input": "q", "output": "half \\ud83d", "label": "pass"}\n',
+     "lone.jsonl:1: field 'output': text holds a lone surrogate '\\ud83d'", id='lone-jsonl'),
+    pytest.param("lone.csv",
+                 'input,output,label,conversation\nq,o,pass,"[{""user_content"": ""\\udc00""}]"\n',
+                 "lone.csv:2: field 'conversation.0.user_content': text holds a lone surrogate",
+                 id='lone-csv'),
 ])
+
+
 def test_bad_rows_name_the_file_line_and_field(tmp_path, name, text, where):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
@@ -203,3 +228,34 @@ def test_a_repeated_id_names_both_lines(tmp_path):
     with pytest.raises(InputError, match=r"dup.jsonl:3: field 'id': repeats id 'a' first used on "
                                          r"line 1"):
         load_labels(path)
+
+
+def test_a_labels_file_with_a_byte_order_mark_reads_as_case_files_do(tmp_path):
+    # Spreadsheets save CSV with a BOM; it made the first column "\ufeffinput", unknown.
+    for name, text in (("bom.csv", "input,output,label\nq,o,pass\n"),
+                       ("bom.jsonl", '{"input": "q", "output": "o", "label": "pass"}\n')):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        (row,) = load_labels(path)
+        assert (row.case.input, row.output, row.passed) == ("q", "o", True)
+
+
+def test_public_sets_name_the_record_of_a_lone_surrogate_or_an_overlong_number(tmp_path):
+    # Each gave a codec error or a bare ValueError naming no file.
+    cases = [
+        (load_summedits, "se.json", '[{"doc": "d \\ud800", "summary": "s", "label": 1}]',
+         "se.json: field '[0].doc': text holds a lone surrogate '\\ud800'"),
+        (load_summedits, "long.json", '[{"doc": "d", "summary": "s",\n "label": '
+         + "1" * 5000 + "}]", "long.json:2: a number longer than 4300 digits"),
+        (load_halueval, "he.jsonl", '{"question": "q", "knowledge": "k", "right_answer": "r",'
+         ' "hallucinated_answer": "h"}\n{"question": "q", "knowledge": "k \\udc00",'
+         ' "right_answer": "r", "hallucinated_answer": "h"}\n',
+         "he.jsonl:2: field 'knowledge': text holds a lone surrogate '\\udc00'"),
+    ]
+    for load, name, text, expected in cases:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError) as caught:
+            load(path)
+        assert str(caught.value).startswith(f"{tmp_path / expected.split(':')[0]}")
+        assert expected.split("/")[-1] in str(caught.value), str(caught.value)

@@ -14,6 +14,7 @@ np = pytest.importorskip("numpy")
 
 from referee.calibrate._stats import (  # noqa: E402
     GRID,
+    Interval,
     agreement_at,
     agreement_curve,
     cohen_kappa,
@@ -204,3 +205,10 @@ def test_bad_inputs_are_clear_errors():
         fit_threshold([1.5], [True])
     with pytest.raises(ValueError, match="at least 2 folds"):
         cross_validate([0.5, 0.6], [True, False], 1)
+
+
+def test_no_threshold_is_fitted_from_no_scored_rows():
+    # Every threshold tied at "undefined" used to "fit" 0.50, and referee calibrate wrote that
+    # into the calibration file as if measured when no row was scored (all judge errors).
+    assert math.isnan(fit_threshold([], []))
+    assert fitted_threshold_interval([], [], resamples=50) == Interval(None, None, None)

@@ -76,6 +76,47 @@ BAD_INPUTS = [
     _case_file("column.csv", "input,expected_outptu\na,b\n", "column.csv:1",
                "column 'expected_outptu' maps to no case field",
                "did you mean 'expected_output'?", "metadata.KEY"),
+    # Python cannot hold an integer of more than 4300 digits (sys.get_int_max_str_digits).
+    *[_case_file(name, text.replace("LONG", "1" * 5000), name + ":2",
+                 "a number longer than 4300 digits", "expected a shorter number")
+      for name, text in (("long.json", '[{"input": "a",\n  "metadata": {"n": LONG}}]'),
+                         ("long.jsonl",
+                          '{"input": "a"}\n{"input": "b", "metadata": {"n": LONG}}\n'),
+                         ("long.yaml", "- input: a\n  metadata: {n: LONG}\n"),
+                         ("long.csv", 'input,metadata\nb,"{""n"": LONG}"\n'))],
+    # A repeated key kept only its last value: the first expectation was lost in silence.
+    _case_file("twice.json",
+               '[{"input": "a",\n  "expected_output": "x",\n  "expected_output": "y"}]',
+               "twice.json:3", "key 'expected_output' appears twice"),
+    _case_file("twice.jsonl", '{"input": "a"}\n{"input": "b", "tags": [], "tags": ["x"]}\n',
+               "twice.jsonl:2", "key 'tags' appears twice"),
+    _case_file("twice.yaml", "- input: a\n  expected_output: x\n  expected_output: y\n",
+               "twice.yaml:3", "key 'expected_output' appears twice"),
+    _case_file("date.yaml", "- input: a\n  metadata: {due: 2024-13-45}\n", "date.yaml",
+               "a value cannot be read: month must be in 1..12"),
+    _case_file("deep.json", '[{"input": "a", "metadata": {"n": ' + "[" * 100_000 + "]" * 100_000
+               + "}}]", "deep.json", "nested too deeply"),
+    _case_file("alias.yaml", "- input: a\n  metadata: &m {inner: *m}\n", "alias.yaml",
+               "a YAML alias contains itself"),
+    # A lone surrogate reached the agent and failed the case as a MODEL_ERROR (or, without an
+    # eval_id, broke the id hash with a codec error naming no file).
+    _case_file("lone.jsonl", '{"input": "a"}\n{"eval_id": "b", "input": "x\\ud800"}\n',
+               "lone.jsonl:2", "field 'input'", "lone surrogate '\\ud800'",
+               "expected valid Unicode text"),
+    _case_file("lone.json", '[{"input": "a"},\n {"conversation": [{"user_content": "\\udc00"}]}]',
+               "lone.json:2", "field '[1].conversation[0].user_content'", "lone surrogate"),
+    _case_file("lone.yaml", '- input: a\n- input: "ok"\n  metadata: {note: "\\ud83d"}\n',
+               "lone.yaml:3", "field '[1].metadata.note'", "lone surrogate"),
+    # An ADK function-response id that is a list raised "unhashable type: 'list'", no file.
+    _case_file("adk.evalset.json", '{"eval_set_id": "s", "eval_cases": [{"eval_id": "c",\n'
+               ' "conversation": [{"user_content": {"parts": [{"text": "hi"}]},\n'
+               '  "intermediate_data": {"invocation_events": [{"content": {"parts": [\n'
+               '   {"function_response": {"id": [1], "response": {}}}]}}]}}]}]}',
+               "adk.evalset.json:2", "field 'eval_cases[0].conversation[0]'",
+               "a tool call id is a list, expected a string"),
+    BadInput("directory-as-case-file", {"cases.json/ok.jsonl": OK_CASES},
+             ("run", "cases.json", "--agent", "agent.py:agent"),
+             ("cases.json: is a directory, not a file",)),
     _config("unknown-criterion-in-config", '{"criteria": {"no_such_criterion": {}}}',
             "field 'criteria.no_such_criterion'", "expected one of: tool_name_match"),
     _python("unknown-criterion-in-python", """
@@ -139,6 +180,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, s
         (folder / "agent.py").write_text(AGENT)
         for name, content in bad.files.items():
             path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, bytes):
                 path.write_bytes(content)
             else:
