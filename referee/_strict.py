@@ -14,8 +14,11 @@ it carried would then be scored against nothing. Every data and config model der
 from __future__ import annotations
 
 import difflib
+import functools
 import re
-from collections.abc import Iterable
+import types
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from weakref import WeakKeyDictionary
@@ -53,6 +56,60 @@ class UnknownFieldError(ValueError):
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def checked_again(value: M, what: str) -> M:
+    """``value`` (a model user code handed back, and may have changed since it was built)
+    as validation would leave it: itself when every field already holds exactly what its
+    annotation names, else validated anew (:func:`validated`). Validating every result again
+    cost 35-60 us per object, more than a deterministic criterion's whole evaluation."""
+    return value if well_typed(value) else validated(type(value), dict(value), what)
+
+
+def well_typed(model: BaseModel) -> bool:
+    """Whether each field holds a value of exactly the type its annotation names (nested
+    models and list items too), so that validating it again could change nothing. A field
+    whose annotation carries validators of its own (a redacted text) is well typed only
+    when None."""
+    for name, check in _type_plan(type(model)):
+        if not check(getattr(model, name)):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _type_plan(cls: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], bool]], ...]:
+    return tuple((name, _type_check(field.annotation)) for name, field in cls.model_fields.items())
+
+
+def _type_check(annotation: Any) -> Callable[[Any], bool]:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return lambda value: True
+    if annotation is type(None):
+        return lambda value: value is None
+    if annotation is float:  # an int is a float to pydantic; a bool is not
+        return lambda value: type(value) is float or type(value) is int
+    if annotation in (str, int, bool):
+        return lambda value: type(value) is annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return lambda value: type(value) is annotation and well_typed(value)
+    if origin is typing.Literal:
+        kinds = frozenset(type(arg) for arg in args)  # also keeps 1 from matching True
+        return lambda value: type(value) in kinds and value in args
+    if origin in (typing.Union, types.UnionType):
+        others = [arg for arg in args if arg is not type(None)]
+        if len(others) == 1 and len(args) == 2:  # Optional[X], the common union
+            arm = _type_check(others[0])
+            return lambda value: value is None or arm(value)
+        arms = tuple(_type_check(arg) for arg in args)
+        return lambda value: any(arm(value) for arm in arms)
+    if origin is list and len(args) == 1:
+        item = _type_check(args[0])
+        return lambda value: type(value) is list and all(map(item, value))
+    if origin is dict and len(args) == 2 and args[0] is str and args[1] is Any:
+        return lambda value: type(value) is dict and all(type(key) is str for key in value)
+    return lambda value: False  # validators of its own, or a shape not planned for: validate
 
 
 def validated(model: type[M], data: dict[str, Any], what: str) -> M:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
-from referee._strict import StrictModel, validated, with_positions
+from referee._strict import StrictModel, checked_again, validated, with_positions
 from referee.case import ToolCall
 from referee.redact import RedactedText
 from referee.usage import TokenUsage
@@ -171,8 +171,7 @@ class ExecutionResult(StrictModel):
         if isinstance(value, ExecutionResult):
             # Checked again: fields assigned after it was built were never validated, and a
             # wrong type there would only fail when the stored run is read back.
-            return validated(type(value), dict(value),
-                             f"model returned an {type(value).__name__}")
+            return checked_again(value, f"model returned an {type(value).__name__}")
         if isinstance(value, str):
             return cls(actual_response=value)
         if isinstance(value, dict):

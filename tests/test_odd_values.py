@@ -428,3 +428,35 @@ def test_an_execution_result_of_another_package_is_named_by_its_module() -> None
     [case] = report.cases
     assert case.status == CaseStatus.MODEL_ERROR
     assert f"model returned {__name__}." in (case.error or ""), case.error
+
+
+def test_a_result_left_as_built_is_not_validated_again_and_every_changed_field_is() -> None:
+    # Validating every result again cost 35-60 us per object, more than a deterministic
+    # criterion's whole evaluation: a result whose fields hold exactly their types is kept.
+    import numpy as np
+
+    from referee import ExecutionResult
+    from referee._strict import checked_again, well_typed
+    from referee.case import ToolCall
+    from referee.usage import TokenUsage
+
+    result = CriterionResult(criterion="c", score=1.0, passed=True, threshold=1, details={"a": 1},
+                             token_usage=TokenUsage(input_tokens=3), error_kind="judge")
+    execution = ExecutionResult(actual_response="x", tool_calls=[ToolCall(name="t", args={})],
+                                latency_s=0.5)
+    assert checked_again(result, "r") is result and checked_again(execution, "e") is execution
+    changes = [("score", np.float64(0.5)), ("score", None), ("passed", 1), ("details", {1: "a"}),
+               ("error", "a changed error"), ("error_kind", "other"), ("error_kind", ["judge"]),
+               ("token_usage", {"input_tokens": 3})]
+    for field, value in changes:
+        changed = result.model_copy()
+        setattr(changed, field, value)
+        assert not well_typed(changed), (field, value)
+    nested = result.model_copy(deep=True)
+    nested.token_usage.input_tokens = "3"  # type: ignore[union-attr,assignment]
+    for field, value in [("actual_response", None), ("tool_calls", ["t"]), ("tool_calls", None),
+                         ("latency_s", "0.5"), ("node_visits", [1])]:
+        changed = execution.model_copy()
+        setattr(changed, field, value)
+        assert not well_typed(changed), (field, value)
+    assert not well_typed(nested)  # a nested model is looked into as well

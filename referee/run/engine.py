@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
-from referee._strict import validated
+from referee._strict import checked_again
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
@@ -315,7 +315,7 @@ def _normalise(criterion: Any, value: Any) -> CriterionResult:
     else:
         try:
             # Checked again: fields assigned after it was built were never validated.
-            value = validated(type(value), dict(value), "evaluate() returned a CriterionResult")
+            value = checked_again(value, "evaluate() returned a CriterionResult")
         except ValueError as exc:
             problem = str(exc)
     if problem is not None:
