@@ -370,14 +370,16 @@ class NoRepeatedKeysLoader(yaml.SafeLoader):
     """PyYAML's safe loader, but a key repeated in one mapping is an error, not a loss."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
+        # By resolved tag and text: 1 and "1" (an int and a str) are two keys, as is ~ and "~".
+        seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                if key_node.value in seen:
+                key = (key_node.tag, key_node.value)
+                if key in seen:
                     raise yaml.constructor.ConstructorError(
                         None, None, f"key {key_node.value!r} appears twice in one mapping; "
                         "the first value would be lost", key_node.start_mark)
-                seen.add(key_node.value)
+                seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
 

@@ -306,3 +306,15 @@ def test_yaml_merge_keys_still_override(tmp_path):
                     encoding="utf-8")
     first, second = EvalSet.load(path).eval_cases
     assert (second.eval_id, second.input, second.tags) == ("b", "q", ["x"])
+
+
+def test_yaml_keys_that_only_read_alike_are_not_repeats(tmp_path):
+    # 1 and "1" are an int key and a str key, ~ and "~" a null and a str: two keys each.
+    path = tmp_path / "keys.yaml"
+    path.write_text('- eval_id: a\n  input: q\n  metadata: {m: {1: int, "1": str, ~: n, "~": s}}\n',
+                    encoding="utf-8")
+    [case] = EvalSet.load(path).eval_cases
+    assert case.metadata["m"] == {1: "int", "1": "str", None: "n", "~": "s"}
+    path.write_text('- eval_id: a\n  input: q\n  metadata: {"k": 1, k: 2}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="appears twice"):
+        EvalSet.load(path)
