@@ -71,18 +71,22 @@ async def _aiohttp_layer(base_url: str, requests: int) -> float:
 
 async def _judge_layer(base_url: str, requests: int, cache: bool) -> float:
     from referee.judge import JudgeConfig, get_judge
+    from referee.judge.cache import flush_caches
 
-    cache_path = str(tempfile.mkdtemp(prefix="referee-cpu-layers-")) + "/judge.sqlite3"
-    judge = get_judge(JudgeConfig(provider="openai", model=MODEL, base_url=base_url,
-                                  api_key="sk-loopback", cache=cache, cache_path=cache_path))
+    with tempfile.TemporaryDirectory(prefix="referee-cpu-layers-") as folder:
+        judge = get_judge(JudgeConfig(provider="openai", model=MODEL, base_url=base_url,
+                                      api_key="sk-loopback", cache=cache,
+                                      cache_path=f"{folder}/judge.sqlite3"))
 
-    def ask(index: int) -> Any:
-        return judge.complete(_question(index), system=SYSTEM, prompt_prefix=MATERIAL)
+        def ask(index: int) -> Any:
+            return judge.complete(_question(index), system=SYSTEM, prompt_prefix=MATERIAL)
 
-    await asyncio.gather(*(ask(-i - 1) for i in range(WARMUP)))
-    started = time.thread_time()
-    await asyncio.gather(*(ask(i) for i in range(requests)))
-    return time.thread_time() - started
+        await asyncio.gather(*(ask(-i - 1) for i in range(WARMUP)))
+        started = time.thread_time()
+        await asyncio.gather(*(ask(i) for i in range(requests)))
+        spent = time.thread_time() - started
+        flush_caches()  # the writer thread is done with the file before it is removed
+        return spent
 
 
 def _engine_layer(requests: int) -> float:
@@ -100,8 +104,8 @@ def _engine_layer(requests: int) -> float:
         suite.add_cases([EvalCase(input=c["input"], context=c["context"],
                                   expected_output=c["expected_output"]) for c in data])
         suite.add_evaluators(Faithfulness(), Hallucination(), Relevance(), AnswerAccuracy())
-        suite.run(lambda prompt: outputs[prompt], verbose=False,
-                  runs_dir=tempfile.mkdtemp(prefix="referee-cpu-layers-runs-"))
+        with tempfile.TemporaryDirectory(prefix="referee-cpu-layers-runs-") as runs_dir:
+            suite.run(lambda prompt: outputs[prompt], verbose=False, runs_dir=runs_dir)
 
     run(WARMUP // 16, start=1_000_000)
     started = time.thread_time()
