@@ -235,7 +235,7 @@ class RunStore:
         for _ in range(5):
             fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _exclusive_lock(fd)
             except BlockingIOError:
                 os.close(fd)
                 raise RunInUse(
@@ -500,6 +500,24 @@ class RunStore:
             config_used=meta.get("config_used") or {},
             metadata=metadata,
         )
+
+
+# A listing (has_live_writer) probes the lock with a shared one for microseconds: a writer
+# that meets such a probe tries again for this long before it calls the run taken.
+_PROBE_WAIT_S = 0.05
+
+
+def _exclusive_lock(fd: int) -> None:
+    """``flock(LOCK_EX)`` without blocking on a writer; BlockingIOError when one holds it."""
+    deadline = time.monotonic() + _PROBE_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _is_number(value: Any) -> bool:

@@ -386,3 +386,23 @@ def test_retry_errors_follows_each_cases_last_record(tmp_path: Path) -> None:
     resumed = _suite("retry", 2).run(lambda p: model_calls.append(p) or "yes", verbose=False,
                                      resume=run_dir, retry_errors=True)
     assert model_calls == ["question 1"] and resumed.passed == 2
+
+
+def test_a_listing_probing_the_lock_does_not_refuse_a_starting_writer(tmp_path: Path) -> None:
+    # has_live_writer holds a shared lock for an instant; a resume that starts in that instant
+    # must wait it out, not report the run as taken by another writer.
+    import fcntl
+    import threading
+
+    from referee.report.store import RunStore
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    store = RunStore(run_dir)
+    store.lock_path.write_text("")
+    probe = os.open(store.lock_path, os.O_RDONLY)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    threading.Timer(0.01, os.close, [probe]).start()  # closing ends the probe's lock
+    store.lock()  # refused with RunInUse before
+    assert store.lock_path.read_text().split()[0] == str(os.getpid())
+    store.unlock()
