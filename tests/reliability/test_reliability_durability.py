@@ -388,12 +388,13 @@ def test_retry_errors_follows_each_cases_last_record(tmp_path: Path) -> None:
     assert model_calls == ["question 1"] and resumed.passed == 2
 
 
-def test_a_listing_probing_the_lock_does_not_refuse_a_starting_writer(tmp_path: Path) -> None:
+def test_a_listing_probing_the_lock_does_not_refuse_a_starting_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # has_live_writer holds a shared lock for an instant; a resume that starts in that instant
     # must wait it out, not report the run as taken by another writer.
     import fcntl
-    import threading
 
+    from referee.report import store as store_module
     from referee.report.store import RunStore
 
     run_dir = tmp_path / "run"
@@ -402,7 +403,17 @@ def test_a_listing_probing_the_lock_does_not_refuse_a_starting_writer(tmp_path: 
     store.lock_path.write_text("")
     probe = os.open(store.lock_path, os.O_RDONLY)
     fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    threading.Timer(0.01, os.close, [probe]).start()  # closing ends the probe's lock
+    real_sleep = time.sleep
+
+    def probe_ends_while_the_writer_waits(seconds: float) -> None:
+        nonlocal probe
+        if probe >= 0:
+            os.close(probe)  # closing ends the probe's shared lock
+            probe = -1
+        real_sleep(seconds)
+
+    monkeypatch.setattr(store_module.time, "sleep", probe_ends_while_the_writer_waits)
     store.lock()  # refused with RunInUse before
+    assert probe == -1  # it did meet the probe, and waited
     assert store.lock_path.read_text().split()[0] == str(os.getpid())
     store.unlock()
