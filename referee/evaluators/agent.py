@@ -211,6 +211,9 @@ class _ItemJudge(AgentJudgeEvaluator):
     skipped whole, never judged in part."""
 
     item_word = "items"
+    # The question about one item, formatted with its 1-based ``number`` and its ``label``;
+    # the material is added by ``questions``.
+    question_template: str
 
     def __init__(self, threshold: float | str | None = None, judge: JudgeConfig | None = None,
                  *, max_items: int = DEFAULT_MAX_ITEMS, batch: bool | str = False) -> None:
@@ -224,9 +227,8 @@ class _ItemJudge(AgentJudgeEvaluator):
     def items(self, steps: list[AgentStep]) -> list[str]:
         """What is judged one by one, each by the name a question calls it."""
 
-    @abstractmethod
     def item_question(self, number: int, label: str) -> Question:
-        """The question about item ``number`` (1-based); material is added by ``questions``."""
+        return Question(self.question_template.format(number=number, label=label))
 
     def _over_limit(self, actual: ExecutionResult, expected: EvalCase) -> int | None:
         count = len(self.items(recorded_steps(actual, expected) or []))
@@ -290,10 +292,9 @@ class ToolArgumentAccuracy(_ToolCallJudge):
 
     name = "tool_argument_accuracy"
 
-    def item_question(self, number: int, label: str) -> Question:
-        return Question(f"Are the arguments of tool call {number} ({label}) in the agent "
-                        "trace appropriate and well formed for that tool, given the task in the "
-                        "user input?")
+    question_template = ("Are the arguments of tool call {number} ({label}) in the agent trace "
+                         "appropriate and well formed for that tool, given the task in the user "
+                         "input?")
 
 
 class ToolCallNecessity(_ToolCallJudge):
@@ -303,10 +304,9 @@ class ToolCallNecessity(_ToolCallJudge):
 
     name = "tool_call_necessity"
 
-    def item_question(self, number: int, label: str) -> Question:
-        return Question(f"Was tool call {number} ({label}) in the agent trace necessary for "
-                        "the task in the user input, given the tool calls made before it and "
-                        "their results, rather than redundant or made just in case?")
+    question_template = ("Was tool call {number} ({label}) in the agent trace necessary for the "
+                         "task in the user input, given the tool calls made before it and their "
+                         "results, rather than redundant or made just in case?")
 
 
 class StepFaithfulness(_ItemJudge):
@@ -319,10 +319,9 @@ class StepFaithfulness(_ItemJudge):
     def items(self, steps: list[AgentStep]) -> list[str]:
         return [f"step {number}" for number in range(1, len(steps) + 1)]
 
-    def item_question(self, number: int, label: str) -> Question:
-        return Question(f"Does step {number} of the agent trace follow logically from the task in "
-                        "the user input and the steps before it, without contradicting them or "
-                        "introducing information they do not support?")
+    question_template = ("Does step {number} of the agent trace follow logically from the task "
+                         "in the user input and the steps before it, without contradicting them "
+                         "or introducing information they do not support?")
 
 
 class PlanQuality(AgentJudgeEvaluator):

@@ -381,10 +381,10 @@ def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
         else:
             changed[key] = found
     kept = {key for key, error in errored.items() if not (options.retry_errors and error)}
-    for key, (field, old, new) in changed.items():
+    for key, (name, old, new) in changed.items():
         if key in kept:
             raise InputError(
-                f"case {key!r} is not the one the stored run recorded: its {field} changed "
+                f"case {key!r} is not the one the stored run recorded: its {name} changed "
                 f"({_short(old)} -> {_short(new)}); resume with the cases the run was started "
                 f"with, or add --rescore (rescore=True) to score the stored outputs against "
                 f"these", source=str(options.resume))
