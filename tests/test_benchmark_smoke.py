@@ -217,12 +217,28 @@ def test_w6_judge_layer_counts_at_the_server():
 def test_cpu_layers_measures_each_layer_in_its_own_process(capsys):
     """Every layer runs to the end and reports a positive CPU per request (its size is the
     benchmark's business, not a test's); an unknown layer is refused in one line."""
+    import tempfile
+
     from benchmarks import cpu_layers
 
+    def leftovers() -> set[str]:
+        return {p.name for p in Path(tempfile.gettempdir()).glob("referee-cpu-layers-*")}
+
+    before = leftovers()
     assert cpu_layers.main(["--requests", "64", "--rounds", "1"]) == 0
+    assert leftovers() == before  # its caches and run directories are removed
     lines = capsys.readouterr().out.splitlines()
     rows = {line.split()[0]: float(line.split()[1]) for line in lines[2:]}
     assert set(rows) == set(cpu_layers.LAYERS) and all(v > 0 for v in rows.values())
     with pytest.raises(SystemExit):
         cpu_layers.main(["--layers", "judge,http2"])
     assert "unknown http2" in capsys.readouterr().err
+
+
+def test_micro_costs_prints_each_per_call_cost(capsys):
+    from benchmarks import micro_costs
+
+    assert micro_costs.main() == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6 and all(line.endswith(" us") and float(line.split()[-2]) > 0
+                                   for line in lines)
