@@ -38,6 +38,9 @@ EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_NOTHING_EVALUATED = 3
 EXIT_INTERRUPTED = 130
+# The reader of stdout went away (`referee list | head -1`): what a process ended by SIGPIPE
+# reports (128 + 13), as cat and git do, with nothing printed.
+EXIT_OUTPUT_CLOSED = 141
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
 
@@ -591,6 +594,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored"
+        return code
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -598,6 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_INPUT
         return int(args.func(args))
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
@@ -616,6 +632,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(_describe(exc), EXIT_INPUT)
     except Exception as exc:
         return _fail(f"{type(exc).__name__}: {_describe(exc)}", EXIT_INPUT)
+
+
+def _output_closed() -> int:
+    """Stop quietly: the rest of the output has no reader. stdout goes to /dev/null so that
+    what is still buffered cannot fail again when the interpreter exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return EXIT_OUTPUT_CLOSED
 
 
 def _describe(exc: BaseException) -> str:

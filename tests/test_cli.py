@@ -337,3 +337,30 @@ def test_piped_output_is_not_folded_and_names_cases_alike(tmp_path):
     assert progress and label in progress[0], proc.stderr
     reason = [line for line in proc.stdout.splitlines() if "contains (0.00 < 1.00)" in line]
     assert reason and len(reason[0]) > 100, proc.stdout  # one line, not folded at 80 columns
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["list"], 141), (["compare", "A", "B"], 141),
+    (["run", "--help"], 0),  # argparse drops what it cannot print and exits as usual
+])
+def test_output_to_a_closed_pipe_ends_quietly(tmp_path, capsys, suite_file, argv, code):
+    """`referee list | head -1`: once the reader is gone, no BrokenPipeError and no traceback,
+    only the exit status of a process ended by SIGPIPE."""
+    runs = tmp_path / "runs"
+    run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    first, second = sorted(str(p) for p in runs.iterdir())
+    argv = [{"A": first, "B": second}.get(a, a) for a in argv]
+    if argv == ["list"]:
+        argv += ["--dir", str(runs)]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before referee writes a byte
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               REFEREE_CACHE_DIR=str(tmp_path / "cache"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "referee.cli", *argv], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120, env=env,
+                              cwd=tmp_path)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == code, done.stderr
