@@ -170,7 +170,23 @@ def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
+    if callable(getattr(criterion, "judge_config", None)) and not _is_llm_criterion(criterion):
+        _record_resolved_judge(criterion, settings)
     return redact_secrets(settings)
+
+
+def _record_resolved_judge(criterion: Any, settings: dict[str, Any]) -> None:
+    """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
+    environment > default), never by its config's judge_model: record that judge as
+    ``resolved_judge``, and of its config only what was set (the threshold), so meta.json
+    names no judge that does not judge."""
+    config = getattr(criterion, "config", None)
+    if isinstance(settings.get("config"), dict) and hasattr(config, "model_fields_set"):
+        settings["config"] = {k: v for k, v in settings["config"].items()
+                              if k in config.model_fields_set}
+    resolved = _resolved_judge(criterion)
+    if resolved is not None:
+        settings["resolved_judge"] = {k: v for k, v in resolved.items() if k not in _OPERATIONAL}
 
 
 # How a judge is reached and paced, not what it judges: a resume may change these freely
@@ -216,11 +232,27 @@ def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, An
         name = before.get("name")
         if before.get("class") != now.get("class"):
             return f"criterion {name!r} is now a {now.get('class')} (was {before.get('class')})"
-        found = _first_difference(before.get("settings") or {}, now.get("settings") or {}, "")
+        found = _first_difference(*_comparable(before.get("settings") or {},
+                                                now.get("settings") or {}), "")
         if found is not None:
             where, old, new = found
             return f"criterion {name!r} {where}: {_short(old)} -> {_short(new)}"
     return None
+
+
+def _comparable(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two criteria settings as both record them: a run stored before an EvalSuite-style
+    evaluator's resolved judge was recorded (it has no ``resolved_judge`` and its whole
+    config) resumes as before; the run's judge check still compares its judge."""
+    old, new = dict(old), dict(new)
+    if "resolved_judge" not in old or "resolved_judge" not in new:
+        old.pop("resolved_judge", None)
+        new.pop("resolved_judge", None)
+    if isinstance(old.get("config"), dict) and isinstance(new.get("config"), dict):
+        shared = old["config"].keys() & new["config"].keys()
+        old["config"] = {k: v for k, v in old["config"].items() if k in shared}
+        new["config"] = {k: v for k, v in new["config"].items() if k in shared}
+    return old, new
 
 
 def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any] | None:
