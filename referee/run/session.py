@@ -363,6 +363,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 last_interrupted_run_dir = store.run_dir
             raise
         report.finished_at = time.time()
+        report.preparation_token_usage = dict(engine.preparation_usage)
         if store is not None:
             store.close()  # synced before it is read back
             # After a resume, cases.jsonl also holds the earlier cases: count from the file then.
