@@ -139,15 +139,53 @@ def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> N
     per = judges_by_criterion(criteria)
     for name, judge in per.items():
         if judge.get("judge") == NO_PROVIDER:
-            what = (f"{judge['model']}: {NO_PROVIDER}, so every score is the 0.5 placeholder "
-                    "(counted as a judge error); name the provider (e.g. openai/MODEL) and "
-                    "set its key or base URL")
+            what = f"{judge['model']}: {NO_PROVIDER} (see below)"
         else:
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
                 what += f" at {judge['base_url']}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+    unreachable = {judge["model"]: None for judge in per.values()
+                   if judge.get("judge") == NO_PROVIDER}
+    for line in _no_judge_reachable(list(unreachable)):
+        print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+
+
+# Each provider's name and where its credentials come from, for the "no judge is reachable"
+# advice.
+_CREDENTIALS = {"google": ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)"),
+                "openai": ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)"),
+                "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
+
+
+def _no_judge_reachable(models: list[str]) -> list[str]:
+    """Before the first case: why no judge can be reached, and how to pick one, or to go
+    without. Nothing changes in the run itself (its judged scores stay the documented 0.5
+    placeholder, counted as JUDGE_ERROR)."""
+    if not models:
+        return []
+    from referee.judge.config import split_judge_model
+
+    reasons = []
+    for model in models:
+        provider, _ = split_judge_model(model)
+        if provider is None:
+            reasons.append(f"{model}: no provider follows from the name (write it as "
+                           f"openai/{model} for an OpenAI-compatible server)")
+        else:
+            name, credentials = _CREDENTIALS.get(provider, (provider, "its key"))
+            reasons.append(f"{model}: a {name} model, and {credentials} is not set")
+    return [
+        f"referee: no judge is reachable ({'; '.join(reasons)}): each score of those criteria "
+        "will be the 0.5 placeholder \"No LLM provider available\", counted as JUDGE_ERROR, "
+        "not a verdict",
+        "referee: to pick a judge, set that variable, or name one you can reach as judge_model "
+        "in an EvalConfig (referee run --config EVAL_CONFIG.json), e.g. openai/gpt-4o-mini with "
+        "OPENAI_API_KEY, or openai/MODEL with OPENAI_BASE_URL=http://localhost:11434/v1 for a "
+        "local server (Ollama, vLLM); or run deterministic criteria only (trajectory, "
+        "node_order, rouge_match, contains_keywords: see examples/quickstart/eval_config.json)",
+    ]
 
 
 def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
