@@ -8,6 +8,7 @@ from typing import Iterator
 
 import pytest
 
+from chromium_support import BROWSER_MISSING
 from referee.judge import configure
 from referee.run.session import default_runs_dir
 
@@ -54,3 +55,13 @@ def no_runs_left_in_the_checkout() -> Iterator[None]:
         pytest.fail(f"this test stored {len(left)} run(s) in the checkout's runs directory "
                     f"({', '.join(map(str, left[:3]))}); give it runs_dir=tmp_path (--out for "
                     "the CLI) or save=False", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line, however many browser tests skipped for want of a browser (`pytest -q` shows
+    no skip reasons)."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if BROWSER_MISSING in str(getattr(report, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} browser test(s) skipped: {BROWSER_MISSING}",
+                                    yellow=True)
