@@ -340,7 +340,7 @@ def test_piped_output_is_not_folded_and_names_cases_alike(tmp_path):
 
 
 @pytest.mark.parametrize("argv,code", [
-    (["list"], 141), (["compare", "A", "B"], 141),
+    (["list"], 141), (["compare", "A", "B"], 141), (["cache", "stats"], 141),
     (["run", "--help"], 0),  # argparse drops what it cannot print and exits as usual
 ])
 def test_output_to_a_closed_pipe_ends_quietly(tmp_path, capsys, suite_file, argv, code):
