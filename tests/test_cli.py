@@ -355,8 +355,8 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path, capsys, suite_file, argv
         argv += ["--dir", str(runs)]
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader has gone before referee writes a byte
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               REFEREE_CACHE_DIR=str(tmp_path / "cache"))
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path, REFEREE_CACHE_DIR=str(tmp_path / "cache"))
     try:
         done = subprocess.run([sys.executable, "-m", "referee.cli", *argv], stdout=write_end,
                               stderr=subprocess.PIPE, text=True, timeout=120, env=env,

@@ -263,7 +263,8 @@ def test_question_generation_is_charged_to_the_judge_spend(server, tmp_path):
     suite.add_cases([EvalCase(input="What is your return policy?"), EvalCase(input="Refunds?")])
     report = suite.run(lambda prompt: "30 days, start online", verbose=False, runs_dir=tmp_path)
 
-    assert server.request_count == 2 + 2 * 2 * 3  # generation, then 3 questions x 2 checks x 2 cases
+    # One generation per check, then 3 questions x 2 checks x 2 cases.
+    assert server.request_count == 2 + 2 * 2 * 3
     assert report.token_usage.requests == server.request_count
     stored = json.loads((tmp_path / report.run_id / "report.json").read_text())
     assert stored["spend"]["judge"]["requests"] == server.request_count

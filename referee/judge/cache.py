@@ -532,7 +532,8 @@ def cache_stats(path: str | Path | None = None, where: CacheFilter = CacheFilter
     return CacheStats(resolved, True, total, sum(g.replies for g in groups), size, groups)
 
 
-def clear_cache(path: str | Path | None = None, where: CacheFilter = CacheFilter()) -> tuple[int, int]:
+def clear_cache(path: str | Path | None = None,
+                where: CacheFilter = CacheFilter()) -> tuple[int, int]:
     """Delete the replies ``where`` selects (every reply without a filter) from a cache file:
     (removed, left). The next identical request asks the judge again."""
     flush_caches()

@@ -146,8 +146,8 @@ def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> N
                 what += f" at {judge['base_url']}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
-    unreachable = {judge["model"]: None for judge in per.values()
-                   if judge.get("judge") == NO_PROVIDER}
+    unreachable = dict.fromkeys(judge["model"] for judge in per.values()
+                                if judge.get("judge") == NO_PROVIDER)
     for line in _no_judge_reachable(list(unreachable)):
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
 

@@ -44,7 +44,8 @@ def test_an_example_run_as_a_script_prints_its_summary_and_where_the_run_is(tmp_
                                                                             needs):
     for module in needs:
         pytest.importorskip(module)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
     env.pop("REFEREE_RUNS_DIR", None)
     done = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True,
                           text=True, timeout=180, env=env, cwd=tmp_path)
