@@ -407,7 +407,7 @@ class Engine:
         for label, criterion in zip(labels, self.criteria):
             take = getattr(criterion, "take_preparation_usage", None)
             usage = take() if callable(take) else None
-            if isinstance(usage, TokenUsage) and usage.requests:
+            if isinstance(usage, TokenUsage) and (usage.requests or usage.cached_requests):
                 self.preparation_usage[label] = usage
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
