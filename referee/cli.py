@@ -38,6 +38,9 @@ EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_NOTHING_EVALUATED = 3
 EXIT_INTERRUPTED = 130
+# The reader of stdout went away (`referee list | head -1`): what a process ended by SIGPIPE
+# reports (128 + 13), as cat and git do, with nothing printed.
+EXIT_OUTPUT_CLOSED = 141
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
 DEFAULT_FORMATS = "console,json,junit,html"
 
@@ -85,6 +88,18 @@ CACHE_MERGE_DESCRIPTION = (
     "cluster keeps its own cache file; merging them lets a rerun hit the cache wherever its "
     "cases land. Keys are hashes of the whole request, so where two files hold a key DST keeps "
     "its own reply. Run it while no referee process writes the files. Exit 0 done, 2 bad input.")
+
+
+CACHE_STATS_DESCRIPTION = (
+    "Count the judge replies in a cache file, in all and by judge: provider, endpoint (the base "
+    "URL, or the provider's own API) and model, with the oldest and newest of each. The filters "
+    "select which replies are counted. Replies stored before referee recorded endpoints are "
+    "listed as '(not recorded)'.")
+CACHE_CLEAR_DESCRIPTION = (
+    "Delete judge replies from a cache file: every reply, or those the filters select (all "
+    "that are given must match). Use it when a judge changed behind the same name and endpoint "
+    "(a local server now serving another model), so that reruns ask it again. Replies stored "
+    "before referee recorded endpoints match no --endpoint filter.")
 
 
 class CliError(Exception):
@@ -494,6 +509,75 @@ def cmd_cache_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _age(text: str) -> float:
+    """'30d', '12h', '90m', '45s' or plain seconds, as seconds."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+    value = text.strip().lower()
+    scale = units.get(value[-1:], None) if value else None
+    number = value[:-1] if scale is not None else value
+    try:
+        seconds = float(number) * (scale or 1.0)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected an age such as 30d, 12h, 90m or 3600 (seconds), got {text!r}")
+    return seconds
+
+
+def _cache_filter(args: argparse.Namespace) -> Any:
+    from referee.judge.cache import CacheFilter
+
+    return CacheFilter(model=args.model, provider=args.provider, endpoint=args.endpoint,
+                       older_than_s=args.older_than)
+
+
+def _when(timestamp: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def cmd_cache_stats(args: argparse.Namespace) -> int:
+    from referee.judge.cache import cache_stats
+
+    where = _cache_filter(args)
+    stats = cache_stats(args.cache, where)
+    if args.json:
+        import json
+
+        print(json.dumps({
+            "path": str(stats.path), "exists": stats.exists, "replies": stats.total,
+            "matching": stats.matching, "size_bytes": stats.size_bytes,
+            "judges": [{"provider": g.provider, "endpoint": g.endpoint, "model": g.model,
+                        "replies": g.replies, "oldest": g.oldest, "newest": g.newest}
+                       for g in stats.groups]}, indent=2))
+        return 0
+    if not stats.exists:
+        _say(f"no judge cache at {stats.path}")
+        return 0
+    selected = "" if where.empty else f", {stats.matching:,} matching"
+    _say(f"judge cache {stats.path}: {stats.total:,} replies{selected}, "
+         f"{stats.size_bytes / 1e6:.1f} MB")
+    rows = [("provider", "endpoint", "model", "replies", "oldest", "newest")] + [
+        (g.provider, "(provider's API)" if g.endpoint == "" else g.endpoint or "(not recorded)",
+         g.model, f"{g.replies:,}", _when(g.oldest), _when(g.newest)) for g in stats.groups]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows if stats.groups else []:
+        _say("  ".join(cell.rjust(w) if i == 3 else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    return 0
+
+
+def cmd_cache_clear(args: argparse.Namespace) -> int:
+    from referee.judge.cache import clear_cache, default_cache_path
+
+    removed, left = clear_cache(args.cache, _cache_filter(args))
+    path = args.cache or default_cache_path()
+    _say(f"removed {removed:,} judge replies from {path}; {left:,} left")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from referee.calibrate._command import run_command
 
@@ -582,6 +666,25 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--into", metavar="DST",
                        help="the cache file to merge into (default: this machine's cache)")
     merge.set_defaults(func=cmd_cache_merge)
+    stats = cache_actions.add_parser("stats", help="how many judge replies a cache holds, by judge",
+                                     description=CACHE_STATS_DESCRIPTION)
+    clear = cache_actions.add_parser("clear", help="delete judge replies (all, or those selected)",
+                                     description=CACHE_CLEAR_DESCRIPTION)
+    for action in (stats, clear):
+        action.add_argument("--cache", metavar="FILE",
+                            help="the cache file (default: this machine's cache, which honours "
+                                 "$REFEREE_CACHE_DIR)")
+        action.add_argument("--model", metavar="GLOB", help="only replies of these judge models "
+                                                            "(a glob: 'llama3*')")
+        action.add_argument("--provider", metavar="NAME", help="only replies of this provider")
+        action.add_argument("--endpoint", metavar="URL",
+                            help="only replies from this base URL (a glob; 'default': the "
+                                 "provider's own API)")
+        action.add_argument("--older-than", type=_age, metavar="AGE",
+                            help="only replies stored more than AGE ago (30d, 12h, 90m, seconds)")
+    stats.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    stats.set_defaults(func=cmd_cache_stats)
+    clear.set_defaults(func=cmd_cache_clear)
 
     from referee.calibrate._command import add_parser as add_calibrate_parser
 
@@ -591,6 +694,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored"
+        return code
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -598,6 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_INPUT
         return int(args.func(args))
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
@@ -616,6 +732,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(_describe(exc), EXIT_INPUT)
     except Exception as exc:
         return _fail(f"{type(exc).__name__}: {_describe(exc)}", EXIT_INPUT)
+
+
+def _output_closed() -> int:
+    """Stop quietly: the rest of the output has no reader. stdout goes to /dev/null so that
+    what is still buffered cannot fail again when the interpreter exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return EXIT_OUTPUT_CLOSED
 
 
 def _describe(exc: BaseException) -> str:

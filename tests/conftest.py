@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from chromium_support import BROWSER_MISSING
 from referee.judge import configure
+from referee.run.session import default_runs_dir
 
 # Settings a developer's shell may carry that would re-route or re-shape the tests' judges.
 JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE_DIR",
@@ -22,3 +26,42 @@ def isolated_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     configure(None)
     yield
     configure(None)
+
+
+# Where a run goes when a test gives no runs_dir: the repository's .referee/runs (or the
+# runs directory of the shell that started pytest). A run left there fills `referee list` and
+# the viewer of whoever works in the checkout, so a test must store its runs under tmp_path
+# (runs_dir=, --out) or not at all (save=False).
+REPOSITORY_RUNS = Path(__file__).resolve().parent.parent / ".referee" / "runs"
+_WATCHED_RUNS = sorted({REPOSITORY_RUNS, default_runs_dir().absolute()})
+
+
+def _stored_runs() -> set[Path]:
+    found: set[Path] = set()
+    for runs in _WATCHED_RUNS:
+        try:
+            found.update(runs / name for name in os.listdir(runs))
+        except OSError:  # not there (yet): nothing stored
+            pass
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_runs_left_in_the_checkout() -> Iterator[None]:
+    before = _stored_runs()
+    yield
+    left = sorted(_stored_runs() - before)
+    if left:
+        pytest.fail(f"this test stored {len(left)} run(s) in the checkout's runs directory "
+                    f"({', '.join(map(str, left[:3]))}); give it runs_dir=tmp_path (--out for "
+                    "the CLI) or save=False", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line, however many browser tests skipped for want of a browser (`pytest -q` shows
+    no skip reasons)."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if BROWSER_MISSING in str(getattr(report, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} browser test(s) skipped: {BROWSER_MISSING}",
+                                    yellow=True)

@@ -337,3 +337,56 @@ def test_piped_output_is_not_folded_and_names_cases_alike(tmp_path):
     assert progress and label in progress[0], proc.stderr
     reason = [line for line in proc.stdout.splitlines() if "contains (0.00 < 1.00)" in line]
     assert reason and len(reason[0]) > 100, proc.stdout  # one line, not folded at 80 columns
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["list"], 141), (["compare", "A", "B"], 141), (["cache", "stats"], 141),
+    (["run", "--help"], 0),  # argparse drops what it cannot print and exits as usual
+])
+def test_output_to_a_closed_pipe_ends_quietly(tmp_path, capsys, suite_file, argv, code):
+    """`referee list | head -1`: once the reader is gone, no BrokenPipeError and no traceback,
+    only the exit status of a process ended by SIGPIPE."""
+    runs = tmp_path / "runs"
+    run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")
+    first, second = sorted(str(p) for p in runs.iterdir())
+    argv = [{"A": first, "B": second}.get(a, a) for a in argv]
+    if argv == ["list"]:
+        argv += ["--dir", str(runs)]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before referee writes a byte
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path, REFEREE_CACHE_DIR=str(tmp_path / "cache"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "referee.cli", *argv], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120, env=env,
+                              cwd=tmp_path)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == code, done.stderr
+
+
+def test_a_run_with_no_reachable_judge_says_so_before_the_first_case(tmp_path, capsys,
+                                                                     monkeypatch):
+    """`referee run cases.yaml --agent ...` with the default EvalConfig and no key: the judged
+    criterion cannot be judged. Said once, before any case, with how to pick a judge or go
+    without; the run itself keeps the documented 0.5 placeholder, counted as JUDGE_ERROR."""
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "JUDGE_MODEL",
+                 "JUDGE_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    code, _, err = run_cli(capsys, "run", str(QUICKSTART / "shop.evalset.yaml"),
+                           "--agent", f"{QUICKSTART / 'shop_agent.py'}:shop_agent",
+                           "--out", str(tmp_path))
+    lines = err.splitlines()
+    first_case = next(i for i, line in enumerate(lines) if line.startswith("referee: [1/"))
+    [problem] = [i for i, line in enumerate(lines) if "no judge is reachable" in line]
+    assert problem < first_case
+    assert "gemini-2.5-flash: a Google model, and GOOGLE_API_KEY (or GEMINI_API_KEY) is not set" \
+        in lines[problem]
+    advice = lines[problem + 1]
+    for hint in ("--config EVAL_CONFIG.json", "judge_model", "OPENAI_BASE_URL=",
+                 "deterministic criteria only"):
+        assert hint in advice
+    assert code == 3  # nothing evaluated: every case a JUDGE_ERROR, as documented
+    report = json.loads((only_run_dir(tmp_path) / "report.json").read_text())
+    assert report["totals"]["errors_by_kind"] == {"judge_error": 3}

@@ -227,3 +227,51 @@ def test_document_pinned_example_through_the_suite(server, tmp_path, monkeypatch
     suite.add_cases([EvalCase(input="What is your return policy?")])
     suite.run(lambda prompt: "30-day return policy; see example.com/returns", verbose=False)
     assert not generation_requests(server) and server.request_count == 3
+
+
+def test_meta_json_records_the_judge_configure_chose_not_the_config_default(server, tmp_path):
+    server.add_rule(is_generation, json.dumps({"questions": GENERATED}))
+    configure(server.judge_config(provider="openai", model="gpt-4o-mini"))
+    suite = EvalSuite("return policy eval")
+    suite.add_check("Response should mention the return policy")
+    suite.add_cases([EvalCase(input="What is your return policy?")])
+    report = suite.run(lambda prompt: "30 days, start online", verbose=False, runs_dir=tmp_path)
+
+    meta_text = (tmp_path / report.run_id / "meta.json").read_text()
+    assert "gemini" not in meta_text  # CriterionConfig's default judge_model judges nothing here
+    [criterion] = json.loads(meta_text)["criteria"]
+    judge = criterion["settings"]["resolved_judge"]
+    assert (judge["provider"], judge["model"]) == ("openai", "gpt-4o-mini")
+    assert criterion["settings"]["config"] == {"threshold": 0.7}
+    assert json.loads(meta_text)["judge"]["model"] == "gpt-4o-mini"
+    # A run stored before the resolved judge was recorded (its whole config, no resolved_judge)
+    # compares equal to these criteria, so it resumes as before.
+    from referee.run.session import criteria_difference, describe_criteria
+
+    earlier = json.loads(json.dumps(json.loads(meta_text)["criteria"]))
+    earlier[0]["settings"].pop("resolved_judge")
+    earlier[0]["settings"]["config"].update(judge_model="gemini-2.5-flash", num_samples=3)
+    assert criteria_difference(earlier, describe_criteria(suite._evaluators)) is None
+
+
+def test_question_generation_is_charged_to_the_judge_spend(server, tmp_path):
+    server.add_rule(is_generation, json.dumps({"questions": GENERATED}))
+    configure(server.judge_config())
+    suite = EvalSuite("return policy eval")
+    suite.add_check("Response should mention the return policy")
+    suite.add_check("Tone should be professional and not defensive", threshold=0.8)
+    suite.add_cases([EvalCase(input="What is your return policy?"), EvalCase(input="Refunds?")])
+    report = suite.run(lambda prompt: "30 days, start online", verbose=False, runs_dir=tmp_path)
+
+    # One generation per check, then 3 questions x 2 checks x 2 cases.
+    assert server.request_count == 2 + 2 * 2 * 3
+    assert report.token_usage.requests == server.request_count
+    stored = json.loads((tmp_path / report.run_id / "report.json").read_text())
+    assert stored["spend"]["judge"]["requests"] == server.request_count
+    assert stored["summary"]["total_token_usage"]["requests"] == server.request_count
+    check = report.summary.criterion_stats["response_should_mention_the_return_policy"]
+    assert check.token_usage.requests == 1 + 2 * 3
+    assert report.preparation_token_usage["response_should_mention_the_return_policy"].requests == 1
+    # A second run of the same suite asks nothing new before its cases and charges nothing.
+    again = suite.run(lambda prompt: "30 days, start online", verbose=False, save=False)
+    assert again.preparation_token_usage == {}

@@ -214,3 +214,15 @@ def test_failure_lines_name_the_case_and_each_criterion_once():
     named = CaseResult(eval_id="case-4", name="refunds", status=CaseStatus.PASSED,
                        case=EvalCase(input="q"))
     assert named.label == "refunds"
+
+
+def test_junit_has_one_properties_block_per_testsuite_before_its_testcases() -> None:
+    report = sample_report()
+    assert report.model_id  # the model_id property and the run's numbers share the one block
+    suite = _junit(report).find("testsuite")
+    assert suite is not None
+    blocks = suite.findall("properties")
+    assert len(blocks) == 1 and list(suite)[0] is blocks[0]
+    names = [p.get("name") for p in blocks[0].findall("property")]
+    assert names[:5] == ["model_id", "pass_rate", "evaluated", "error_rate", "criterion_errors"]
+    assert "judge_spend" in names

@@ -7,12 +7,12 @@ sub-results) and carries hostile markup wherever model-controlled text can reach
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from chromium_support import find_chromium
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, CaseStatus, EvalReport
@@ -182,15 +182,6 @@ def sample_report(name: str = "checkout-bot", run_id: str = "20261129-120000-abc
         judge={"provider": "anthropic", "model": "claude-haiku-4-5", "temperature": 0.0},
         metadata={"run_dir": ".referee/runs/" + run_id},
     )
-
-
-def find_chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("headless Chromium is required for the report safety tests and was not found on "
-                "PATH; install it with `apt-get install chromium` (CI does this in .ci/run)")
 
 
 def chromium_dom(url: str, tmp_path: Path) -> str:

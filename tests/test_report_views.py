@@ -25,7 +25,8 @@ from referee.report.store import RunStore
 from referee.report.viewer import start_viewer
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
-from test_report_samples import chromium_dom, find_chromium
+from chromium_support import find_chromium
+from test_report_samples import chromium_dom
 
 
 def _crit(name: str, score: float, passed: bool, *, error: str | None = None,

@@ -225,6 +225,26 @@ async def test_user_simulator_end_to_end_with_simulation_goals_through_the_sdk(j
     assert models == {"gpt-4o-mini"} and judge_server.request_count == 3
 
 
+async def test_user_simulator_judge_also_judges_its_default_goals_criterion(monkeypatch):
+    for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(var, raising=False)  # the default model's provider is out of reach
+
+    def respond(request) -> str:
+        if "numbered list of goals" in request.prompt:
+            return '{"achieved": [1], "reasoning": "The refund was approved."}'
+        return scripted_user(request)
+
+    fake = FakeJudge(respond)
+    simulator = UserSimulator(judge=fake.judge_config())  # default criterion: simulation_goals
+    result = await simulator.run(refund_agent, SCENARIO)
+    assert result.status == "PASSED", result.error
+    assert result.criterion_scores == {"simulation_goals": 1.0}
+    assert result.criterion_details["simulation_goals"]["judge_model"] == "fake/fake-judge"
+    goals_request = fake.requests[-1]
+    assert fake.request_count == 3 and "numbered list of goals" in goals_request.prompt
+    assert goals_request.temperature == 0.3  # the criterion's own, not the simulated user's 0.7
+
+
 async def test_summary_counts_per_criterion_stats_and_judge_tokens():
     from referee.usage import TokenUsage
 

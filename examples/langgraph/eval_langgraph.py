@@ -79,11 +79,14 @@ CONFIG = EvalConfig(criteria=CriteriaConfig(
     rouge_match=CriterionConfig(threshold=0.8)))
 
 
-def main(save: bool = False) -> EvalReport:
+def main(save: bool = False, verbose: bool = False) -> EvalReport:
+    """The report; ``save`` stores the run under .referee/runs, ``verbose`` prints its summary."""
     with ScriptedJudgeServer(scripted_model) as server:
         agent = LangGraphAgent(build_graph(server.base_url()))
-        return AgentEvaluator(agent, config=CONFIG, save=save).evaluate_sync(CASES)
+        evaluator = AgentEvaluator(agent, config=CONFIG, save=save)
+        return evaluator.evaluate_sync(CASES, verbose=verbose)
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main(save=True).failed == 0 else 1)
+    # Prints the summary and where the run is stored (`referee view` opens it).
+    sys.exit(0 if main(save=True, verbose=True).failed == 0 else 1)

@@ -21,6 +21,7 @@ from referee.evaluators.qag import QAGEvaluator, Question, case_blocks
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, parse_json_object
 from referee.result import CriterionResult
+from referee.usage import TokenUsage
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class CheckEvaluator(QAGEvaluator):
         self._questions: list[str] | None = self._pinned(questions)
         self._pinned_questions = self._questions is not None
         self._used_fallback = False
+        # What generating the questions cost and no run has been charged yet.
+        self._unclaimed_usage: TokenUsage | None = None
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._lock_guard = threading.Lock()
@@ -97,7 +100,8 @@ class CheckEvaluator(QAGEvaluator):
         # Locks belong to this process (and the asyncio one to a loop): a copy shipped to
         # another process (a Ray worker) gets fresh ones, and keeps the questions prepared here.
         state = self.__dict__.copy()
-        state.update(_lock=None, _lock_loop=None, _lock_guard=None)
+        # The spend stays with the copy that prepared (the driver's run charges it).
+        state.update(_lock=None, _lock_loop=None, _lock_guard=None, _unclaimed_usage=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -144,6 +148,16 @@ class CheckEvaluator(QAGEvaluator):
                 return
             self._questions, self._used_fallback = await self._generate()
 
+    def take_preparation_usage(self) -> TokenUsage | None:
+        """What ``prepare()`` spent on the judge since the last call (then nothing): the run
+        that prepared this evaluator charges it to its judge spend, once."""
+        usage, self._unclaimed_usage = self._unclaimed_usage, None
+        return usage
+
+    def _spent(self, usage: TokenUsage | None) -> None:
+        if usage is not None:
+            self._unclaimed_usage = usage + self._unclaimed_usage
+
     async def _generate(self) -> tuple[list[str], bool]:
         judge = get_judge(self.judge_config())
         prompt = question_generation_prompt(self.criterion, self.num_questions)
@@ -156,8 +170,10 @@ class CheckEvaluator(QAGEvaluator):
                 reply = await judge.complete(prompt, system=QUESTION_GENERATION_SYSTEM,
                                              json_mode=True, sample_index=attempt,
                                              accept=_yields_questions)
+                self._spent(reply.usage)
                 questions = _generated_questions(reply.text)
             except JudgeUnavailable as exc:
+                self._spent(exc.token_usage)  # a failed request may still have been billed
                 failures.append(f"attempt {attempt + 1}: {exc}")
                 continue
             except ValueError as exc:

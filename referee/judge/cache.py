@@ -36,6 +36,34 @@ CREATE TABLE IF NOT EXISTS judge_replies (
     created_at REAL NOT NULL
 )
 """
+# Where each reply came from (endpoint_label), in a table of its own: judge_replies keeps the
+# shape every earlier release writes, so processes of mixed versions still share one file.
+# A reply without a row here was stored before endpoints were recorded.
+_ENDPOINT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judge_reply_endpoints (
+    key TEXT PRIMARY KEY,
+    endpoint TEXT NOT NULL
+)
+"""
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    conn.execute(_SCHEMA)
+    conn.execute(_ENDPOINT_SCHEMA)
+
+
+def endpoint_label(base_url: str) -> str:
+    """How a judge endpoint is recorded beside its replies: the base URL without a password,
+    query or trailing slash ("" for the provider's own API). The key itself is never stored."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from referee.redact import mask_url
+
+    url = mask_url(base_url.strip())
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="", fragment="")).rstrip("/")
 
 
 def default_cache_path() -> Path:
@@ -158,7 +186,7 @@ class JudgeCache:
             # A lost cache entry costs one judge call; an fsync per reply blocks the event loop
             # on every judge call. In WAL mode NORMAL keeps the file consistent without it.
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            _ensure_schema(conn)
         except (sqlite3.Error, OSError) as exc:
             if _is_lock_error(exc):
                 self._locked(exc)
@@ -190,14 +218,17 @@ class JudgeCache:
         return CachedReply(text=row[0], input_tokens=int(row[1]), output_tokens=int(row[2]))
 
     def put(self, key: str, *, provider: str, model: str, text: str, input_tokens: int,
-            output_tokens: int) -> None:
+            output_tokens: int, endpoint: str | None = None) -> None:
         """Store a reply: readable here at once, written to the file within WRITE_DELAY_S (by
-        :meth:`flush`, which the end of a referee run, :meth:`close` and exit also call)."""
+        :meth:`flush`, which the end of a referee run, :meth:`close` and exit also call).
+        ``endpoint`` (a base URL, "" for the provider's own API) is recorded as
+        :func:`endpoint_label` writes it, for ``referee cache stats``/``clear``."""
         with self._lock:
             if self._broken or time.monotonic() < self._skip_until:
                 return
             self._pending[key] = (key, provider, model, text, int(input_tokens),
-                                  int(output_tokens), time.time())
+                                  int(output_tokens), time.time(),
+                                  None if endpoint is None else endpoint_label(endpoint))
             if len(self._pending) == 1:  # the first of a batch: the writer thread takes it
                 self._due = time.monotonic() + self.WRITE_DELAY_S
                 _schedule(self)
@@ -220,7 +251,11 @@ class JudgeCache:
             with conn:  # one transaction: rolled back whole on an error
                 conn.execute("BEGIN")
                 conn.executemany(
-                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                    "INSERT OR REPLACE INTO judge_replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [row[:7] for row in rows])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO judge_reply_endpoints VALUES (?, ?)",
+                    [(row[0], row[7]) for row in rows if row[7] is not None])
         except sqlite3.Error as exc:
             self._failed(exc)
 
@@ -353,7 +388,7 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
         raise ValueError(f"{destination}: cannot open as a judge cache ({exc})") from None
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(_SCHEMA)
+        _ensure_schema(conn)
         before = conn.execute("SELECT count(*) FROM judge_replies").fetchone()[0]
         offered = 0
         for path in paths:
@@ -367,6 +402,12 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
                     "INSERT OR IGNORE INTO main.judge_replies (key, provider, model, text, "
                     "input_tokens, output_tokens, created_at) SELECT key, provider, model, text, "
                     "input_tokens, output_tokens, created_at FROM source.judge_replies")
+                if conn.execute("SELECT 1 FROM source.sqlite_master WHERE type = 'table' AND "
+                                "name = 'judge_reply_endpoints'").fetchone():
+                    # Endpoints travel with their replies (a file written before endpoints
+                    # were recorded has none to copy).
+                    conn.execute("INSERT OR IGNORE INTO main.judge_reply_endpoints "
+                                 "SELECT key, endpoint FROM source.judge_reply_endpoints")
             except sqlite3.DatabaseError as exc:
                 raise ValueError(f"{path}: not a referee judge cache ({exc})") from None
             finally:
@@ -378,3 +419,151 @@ def merge_caches(sources: list[str | Path], into: str | Path) -> CacheMerge:
         conn.close()
     return CacheMerge(added=after - before, already_present=offered - (after - before),
                       total=after)
+
+
+@dataclass(frozen=True)
+class CacheFilter:
+    """Which replies ``cache_stats``/``clear_cache`` look at; every part given must match.
+
+    ``model`` and ``endpoint`` are glob patterns (``llama3*``); ``endpoint`` is matched as
+    :func:`endpoint_label` records it, and ``"default"`` means the provider's own API. Replies
+    stored before endpoints were recorded match no endpoint filter. ``older_than_s``: stored
+    more than that many seconds ago.
+    """
+
+    model: str | None = None
+    provider: str | None = None
+    endpoint: str | None = None
+    older_than_s: float | None = None
+
+    def where(self, now: float) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        values: list[Any] = []
+        if self.model is not None:
+            clauses.append("r.model GLOB ?")
+            values.append(self.model)
+        if self.provider is not None:
+            clauses.append("r.provider = ?")
+            values.append(self.provider)
+        if self.endpoint is not None:
+            wanted = "" if self.endpoint.strip().lower() == "default" else endpoint_label(
+                self.endpoint)
+            clauses.append("e.endpoint GLOB ?" if wanted else "e.endpoint = ?")
+            values.append(wanted)
+        if self.older_than_s is not None:
+            clauses.append("r.created_at < ?")
+            values.append(now - self.older_than_s)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), values
+
+    @property
+    def empty(self) -> bool:
+        return all(v is None for v in (self.model, self.provider, self.endpoint,
+                                       self.older_than_s))
+
+
+@dataclass(frozen=True)
+class CacheGroup:
+    """The replies of one judge (provider, endpoint, model) in a cache file."""
+
+    provider: str
+    endpoint: str | None  # "" the provider's own API; None not recorded (an older reply)
+    model: str
+    replies: int
+    oldest: float
+    newest: float
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    path: Path
+    exists: bool
+    total: int  # replies in the file
+    matching: int  # replies the filter selects
+    size_bytes: int
+    groups: tuple[CacheGroup, ...]  # of the matching replies, most replies first
+
+
+_REPLIES_WITH_ENDPOINTS = ("judge_replies AS r LEFT JOIN judge_reply_endpoints AS e "
+                           "ON e.key = r.key")
+
+
+def _open_existing(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None,
+                               timeout=5.0)
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: not a usable judge cache ({exc})") from None
+    try:
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                              "name = 'judge_replies'").fetchall()
+        if not tables:
+            raise ValueError(f"{path}: not a referee judge cache (no judge_replies table)")
+        _ensure_schema(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise ValueError(f"{path}: not a referee judge cache ({exc})") from None
+    except ValueError:
+        conn.close()
+        raise
+    return conn
+
+
+def cache_stats(path: str | Path | None = None, where: CacheFilter = CacheFilter()) -> CacheStats:
+    """How many replies a cache file holds, in all and by judge (provider, endpoint, model)."""
+    flush_caches()
+    resolved = (Path(path).expanduser() if path else default_cache_path()).absolute()
+    if not resolved.is_file():
+        return CacheStats(resolved, False, 0, 0, 0, ())
+    conn = _open_existing(resolved)
+    try:
+        sql, values = where.where(time.time())
+        total = conn.execute("SELECT count(*) FROM judge_replies").fetchone()[0]
+        rows = conn.execute(
+            "SELECT r.provider, e.endpoint, r.model, count(*), min(r.created_at), "
+            f"max(r.created_at) FROM {_REPLIES_WITH_ENDPOINTS}{sql} "
+            "GROUP BY r.provider, e.endpoint, r.model "
+            "ORDER BY count(*) DESC, r.provider, e.endpoint, r.model", values).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{resolved}: not a usable judge cache ({exc})") from None
+    finally:
+        conn.close()
+    groups = tuple(CacheGroup(*row) for row in rows)
+    size = sum(p.stat().st_size for p in (resolved, Path(f"{resolved}-wal")) if p.is_file())
+    return CacheStats(resolved, True, total, sum(g.replies for g in groups), size, groups)
+
+
+def clear_cache(path: str | Path | None = None,
+                where: CacheFilter = CacheFilter()) -> tuple[int, int]:
+    """Delete the replies ``where`` selects (every reply without a filter) from a cache file:
+    (removed, left). The next identical request asks the judge again."""
+    flush_caches()
+    resolved = (Path(path).expanduser() if path else default_cache_path()).absolute()
+    if not resolved.is_file():
+        return 0, 0
+    with _caches_lock:  # this process's own copy must not serve what was removed
+        open_here = _caches.get(resolved)
+    conn = _open_existing(resolved)
+    try:
+        sql, values = where.where(time.time())
+        with conn:  # one transaction
+            conn.execute("BEGIN")
+            conn.execute("CREATE TEMP TABLE doomed AS SELECT r.key AS key FROM "
+                         f"{_REPLIES_WITH_ENDPOINTS}{sql}", values)
+            removed = conn.execute("DELETE FROM judge_replies WHERE key IN "
+                                   "(SELECT key FROM doomed)").rowcount
+            conn.execute("DELETE FROM judge_reply_endpoints WHERE key IN "
+                         "(SELECT key FROM doomed) OR key NOT IN (SELECT key FROM judge_replies)")
+            conn.execute("DROP TABLE doomed")
+        left = conn.execute("SELECT count(*) FROM judge_replies").fetchone()[0]
+        if removed:
+            try:  # give the space back; skipped while another process has the file open
+                conn.execute("VACUUM")
+            except sqlite3.OperationalError:
+                pass
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{resolved}: not a usable judge cache ({exc})") from None
+    finally:
+        conn.close()
+    if open_here is not None:
+        open_here.close()  # reconnects on its next use
+    return removed, left

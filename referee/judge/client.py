@@ -399,7 +399,8 @@ class Judge:
                   and _accepted(raw.text, accept))
         if cache is not None and usable:
             cache.put(key, provider=cfg.provider, model=cfg.model, text=raw.text,
-                      input_tokens=raw.input_tokens, output_tokens=raw.output_tokens)
+                      input_tokens=raw.input_tokens, output_tokens=raw.output_tokens,
+                      endpoint=self._endpoint.base_url)
         if flight is not None:
             # Those waiting on a reply that yielded nothing make their own attempt.
             _end_flight(flights, key, flight, raw.text if usable else None)

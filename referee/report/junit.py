@@ -62,8 +62,9 @@ def render_junit(report: EvalReport, *, suites_name: str = "referee") -> str:
     suite_name = report.name or report.eval_set_id or report.run_id
     known = list(report.summary.criterion_stats)
     suite = ET.Element("testsuite", name=_clean(suite_name))
+    # The JUnit schema allows one <properties> per testsuite, before its testcases.
+    properties = ET.SubElement(suite, "properties")
     if report.model_id:
-        properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", name="model_id", value=_clean(report.model_id))
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     total_time = 0.0
@@ -96,7 +97,6 @@ def render_junit(report: EvalReport, *, suites_name: str = "referee") -> str:
                     child.text = _clean(body)
     # The run's own numbers, for CI tools that show suite properties; "n/a" when nothing was
     # evaluated, never a pass rate of 0.
-    properties = ET.Element("properties")
     for key, value in (("pass_rate", format_rate(report.pass_rate, report.evaluated)),
                        ("evaluated", str(report.evaluated)),
                        ("error_rate", format_rate(report.error_rate, report.total)),
@@ -107,7 +107,6 @@ def render_junit(report: EvalReport, *, suites_name: str = "referee") -> str:
                        ("model_under_test_spend", report.model_token_usage)):
         if usage is not None:
             ET.SubElement(properties, "property", name=key, value=_clean(usage.describe()))
-    suite.insert(0, properties)
     suite.set("tests", str(counts["tests"]))
     suite.set("failures", str(counts["failure"]))
     suite.set("errors", str(counts["error"]))

@@ -659,6 +659,9 @@ class EvalReport(MultivonReportMethods, BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # How many times the run asked for each case to run (EvalSuite.run(runs=N)).
     runs: int = 1
+    # Judge spend of no single case, by criterion label: what a criterion's prepare() asked
+    # before the first case (CheckEvaluator's question generation). Part of token_usage.
+    preparation_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -791,8 +794,10 @@ class EvalReport(MultivonReportMethods, BaseModel):
 
     @property
     def token_usage(self) -> TokenUsage:
-        """What the judge spent: every judged criterion of every case."""
-        return self._tally().token_usage or TokenUsage()
+        """What the judge spent: every judged criterion of every case, and what criteria
+        spent preparing the run (``preparation_token_usage``)."""
+        return TokenUsage.total([self._tally().token_usage or TokenUsage(),
+                                 *self.preparation_token_usage.values()]) or TokenUsage()
 
     @property
     def model_token_usage(self) -> TokenUsage | None:
@@ -803,7 +808,13 @@ class EvalReport(MultivonReportMethods, BaseModel):
     # The 10xgraph-style API ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
-        return self._tally().summary()
+        summary = self._tally().summary()
+        for label, usage in self.preparation_token_usage.items():
+            summary.total_token_usage = summary.total_token_usage + usage
+            stats = summary.criterion_stats.get(label)
+            if stats is not None:
+                stats.token_usage = usage + stats.token_usage
+        return summary
 
     @property
     def eval_set_name(self) -> str:

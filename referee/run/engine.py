@@ -30,7 +30,7 @@ from referee.judge.pricing import load_env_price_file
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
-from referee.result import CriterionResult
+from referee.result import CriterionResult, unique_labels
 from referee.run.progress import ProgressReporter, SilentProgress
 from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.usage import TokenUsage
@@ -377,6 +377,9 @@ class Engine:
         self._criterion_slots: asyncio.Semaphore | None = None
         self._prepare_failures: dict[int, BaseException] = {}
         self._prepared = False
+        # What prepare() spent on the judge, by criterion label (the report's
+        # preparation_token_usage): no case asked for it, and the bill must still add up.
+        self.preparation_usage: dict[str, TokenUsage] = {}
 
     async def prepare(self) -> None:
         """Call each criterion's optional ``prepare()`` once, before any case.
@@ -400,6 +403,12 @@ class Engine:
                 self._prepare_failures[i] = exc
 
         await asyncio.gather(*(one(i, c) for i, c in enumerate(self.criteria)))
+        labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in self.criteria])
+        for label, criterion in zip(labels, self.criteria):
+            take = getattr(criterion, "take_preparation_usage", None)
+            usage = take() if callable(take) else None
+            if isinstance(usage, TokenUsage) and (usage.requests or usage.cached_requests):
+                self.preparation_usage[label] = usage
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
                   finished: dict[str, CaseResult] | None = None,

@@ -139,15 +139,53 @@ def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> N
     per = judges_by_criterion(criteria)
     for name, judge in per.items():
         if judge.get("judge") == NO_PROVIDER:
-            what = (f"{judge['model']}: {NO_PROVIDER}, so every score is the 0.5 placeholder "
-                    "(counted as a judge error); name the provider (e.g. openai/MODEL) and "
-                    "set its key or base URL")
+            what = f"{judge['model']}: {NO_PROVIDER} (see below)"
         else:
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
                 what += f" at {judge['base_url']}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+    unreachable = dict.fromkeys(judge["model"] for judge in per.values()
+                                if judge.get("judge") == NO_PROVIDER)
+    for line in _no_judge_reachable(list(unreachable)):
+        print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+
+
+# Each provider's name and where its credentials come from, for the "no judge is reachable"
+# advice.
+_CREDENTIALS = {"google": ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)"),
+                "openai": ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)"),
+                "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
+
+
+def _no_judge_reachable(models: list[str]) -> list[str]:
+    """Before the first case: why no judge can be reached, and how to pick one, or to go
+    without. Nothing changes in the run itself (its judged scores stay the documented 0.5
+    placeholder, counted as JUDGE_ERROR)."""
+    if not models:
+        return []
+    from referee.judge.config import split_judge_model
+
+    reasons = []
+    for model in models:
+        provider, _ = split_judge_model(model)
+        if provider is None:
+            reasons.append(f"{model}: no provider follows from the name (write it as "
+                           f"openai/{model} for an OpenAI-compatible server)")
+        else:
+            name, credentials = _CREDENTIALS.get(provider, (provider, "its key"))
+            reasons.append(f"{model}: a {name} model, and {credentials} is not set")
+    return [
+        f"referee: no judge is reachable ({'; '.join(reasons)}): each score of those criteria "
+        "will be the 0.5 placeholder \"No LLM provider available\", counted as JUDGE_ERROR, "
+        "not a verdict",
+        "referee: to pick a judge, set that variable, or name one you can reach as judge_model "
+        "in an EvalConfig (referee run --config EVAL_CONFIG.json), e.g. openai/gpt-4o-mini with "
+        "OPENAI_API_KEY, or openai/MODEL with OPENAI_BASE_URL=http://localhost:11434/v1 for a "
+        "local server (Ollama, vLLM); or run deterministic criteria only (trajectory, "
+        "node_order, rouge_match, contains_keywords: see examples/quickstart/eval_config.json)",
+    ]
 
 
 def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
@@ -170,7 +208,23 @@ def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
+    if callable(getattr(criterion, "judge_config", None)) and not _is_llm_criterion(criterion):
+        _record_resolved_judge(criterion, settings)
     return redact_secrets(settings)
+
+
+def _record_resolved_judge(criterion: Any, settings: dict[str, Any]) -> None:
+    """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
+    environment > default), never by its config's judge_model: record that judge as
+    ``resolved_judge``, and of its config only what was set (the threshold), so meta.json
+    names no judge that does not judge."""
+    config = getattr(criterion, "config", None)
+    if isinstance(settings.get("config"), dict) and hasattr(config, "model_fields_set"):
+        settings["config"] = {k: v for k, v in settings["config"].items()
+                              if k in config.model_fields_set}
+    resolved = _resolved_judge(criterion)
+    if resolved is not None:
+        settings["resolved_judge"] = {k: v for k, v in resolved.items() if k not in _OPERATIONAL}
 
 
 # How a judge is reached and paced, not what it judges: a resume may change these freely
@@ -216,11 +270,27 @@ def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, An
         name = before.get("name")
         if before.get("class") != now.get("class"):
             return f"criterion {name!r} is now a {now.get('class')} (was {before.get('class')})"
-        found = _first_difference(before.get("settings") or {}, now.get("settings") or {}, "")
+        found = _first_difference(*_comparable(before.get("settings") or {},
+                                                now.get("settings") or {}), "")
         if found is not None:
             where, old, new = found
             return f"criterion {name!r} {where}: {_short(old)} -> {_short(new)}"
     return None
+
+
+def _comparable(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two criteria settings as both record them: a run stored before an EvalSuite-style
+    evaluator's resolved judge was recorded (it has no ``resolved_judge`` and its whole
+    config) resumes as before; the run's judge check still compares its judge."""
+    old, new = dict(old), dict(new)
+    if "resolved_judge" not in old or "resolved_judge" not in new:
+        old.pop("resolved_judge", None)
+        new.pop("resolved_judge", None)
+    if isinstance(old.get("config"), dict) and isinstance(new.get("config"), dict):
+        shared = old["config"].keys() & new["config"].keys()
+        old["config"] = {k: v for k, v in old["config"].items() if k in shared}
+        new["config"] = {k: v for k, v in new["config"].items() if k in shared}
+    return old, new
 
 
 def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any] | None:
@@ -331,6 +401,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 last_interrupted_run_dir = store.run_dir
             raise
         report.finished_at = time.time()
+        report.preparation_token_usage = dict(engine.preparation_usage)
         if store is not None:
             store.close()  # synced before it is read back
             # After a resume, cases.jsonl also holds the earlier cases: count from the file then.

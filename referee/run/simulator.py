@@ -148,8 +148,10 @@ class UserSimulator:
         if criteria is None:
             from referee.criteria import SimulationGoalsCriterion
 
+            # The judge given for the simulated user also judges the goals: without it the
+            # criterion would look for a provider by the model's name alone.
             criteria = [SimulationGoalsCriterion(
-                config=CriterionConfig.simulation_goals(judge_model=model))]
+                config=CriterionConfig.simulation_goals(judge_model=model), judge=judge)]
         self.criteria = list(criteria)
 
     # The simulated user -------------------------------------------------------------------

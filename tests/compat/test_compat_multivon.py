@@ -49,7 +49,7 @@ def run_one(evaluator, output: str, expected: str | None = None) -> EvalResult:
     suite = EvalSuite("metric")
     suite.add_cases([EvalCase(input="q", expected_output=expected)])
     suite.add_evaluators(evaluator)
-    return suite.run(lambda _: output, verbose=False).case_results[0].results[0]
+    return suite.run(lambda _: output, verbose=False, save=False).case_results[0].results[0]
 
 
 def test_top_level_evaluators_score_through_a_suite():

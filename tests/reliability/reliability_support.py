@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import threading
 from collections import Counter
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from chromium_support import find_chromium
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
 MARKER = re.compile(r"\[case-(\d+)\]")
@@ -111,17 +111,6 @@ def payload_traces(dom: str) -> list[str]:
     if '<b id="escaped-markup"' in dom:
         traces.append("markup escaped its container")
     return traces
-
-
-def find_chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    raise AssertionError(
-        "headless Chromium is required to prove that reports render model output inert, and "
-        "none was found on PATH (chromium, chromium-browser, google-chrome); install it with "
-        "`apt-get install -y chromium` (.ci/run does this)")
 
 
 def rendered_dom(url: str, profile: Path) -> str:

@@ -74,15 +74,31 @@ class LLMCallerMixin:
     Google, ``gpt*``/``o1``/``o3``/``o4`` OpenAI, ``claude*`` Anthropic). ``config.base_url``
     (or the provider's variable, such as ``OPENAI_BASE_URL``) names another endpoint. Calls use
     temperature 0.3 and JSON mode.
+
+    ``judge`` (a JudgeConfig) replaces all of that with the judge it names, as
+    ``UserSimulator(judge=...)`` does for its default criterion.
     """
 
     config: CriterionConfig
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
+    judge: JudgeConfig | None = None
 
     def _judge_config(self) -> JudgeConfig | None:
+        if self.judge is not None:
+            if "temperature" in self.judge.model_fields_set and self.judge.temperature is not None:
+                return self.judge
+            return self.judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
         return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
                                       temperature=JUDGE_TEMPERATURE,
                                       base_url=self.config.base_url)
+
+    @property
+    def judge_model_name(self) -> str:
+        """The judge's name for ``details["judge_model"]``: ``provider/model`` for a given
+        ``judge``, else ``config.judge_model``."""
+        if self.judge is not None:
+            return f"{self.judge.provider}/{self.judge.model}"
+        return self.config.judge_model
 
     def judge_config(self) -> JudgeConfig | None:
         """The judge this criterion will call; None when no provider can serve
@@ -141,14 +157,19 @@ class LLMCallerMixin:
             "openai": self._call_openai_json,
             "anthropic": self._call_anthropic_json,
         }
-        provider = provider_for_model(self.config.judge_model)
+        provider = (self.judge.provider if self.judge is not None
+                    else provider_for_model(self.config.judge_model))
         caller = callers.get(provider) if provider is not None else None
+        if caller is None and self.judge is not None:  # a provider registered by the user
+
+            async def caller(prompt: str) -> tuple[dict[str, Any], TokenUsage] | None:
+                return await self._call_provider_json(provider, prompt, None)
         outcome = None
         if caller is not None:
             with sample_index_scope(sample_index):
                 outcome = await caller(prompt)
         if outcome is None:
-            model = self.config.judge_model
+            model = self.judge_model_name
             if model not in _warned_models:  # once per model, not once per sample of every case
                 _warned_models.add(model)
                 logger.warning("No LLM provider available for judge model %r; scoring 0.5 "

@@ -63,7 +63,7 @@ class LLMJudgeCriterion(TemplatedLLMCriterion):
             "samples": len(scores),
             "individual_scores": scores,
             "reasonings": reasonings,
-            "judge_model": self.config.judge_model,
+            "judge_model": self.judge_model_name,
             "reason": self._summarize(scores, reasonings, final_score),
         }
 

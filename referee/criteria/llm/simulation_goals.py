@@ -71,7 +71,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
         if not parse_goals(expected.last_expected_response() or ""):
             note = "No goals defined for this case"
             return self._nothing_to_judge(note, achieved_goals=[], unachieved_goals=[],
-                                          reasoning=note, judge_model=self.config.judge_model)
+                                          reasoning=note, judge_model=self.judge_model_name)
         return None
 
     def _build_prompt(self, actual: ExecutionResult, expected: EvalCase) -> str:
@@ -101,7 +101,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
                  ) -> dict[str, Any]:
         return {"achieved_goals": achieved, "unachieved_goals": unachieved,
                 "reasoning": reasoning, "reason": reasoning,
-                "judge_model": self.config.judge_model}
+                "judge_model": self.judge_model_name}
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         skip = self._get_skip_result(actual, expected)

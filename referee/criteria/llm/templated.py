@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from referee.case import EvalCase
+from referee.config import CriterionConfig
 from referee.criteria.base import BaseCriterion
 from referee.criteria.llm.caller import (
     LLMCallerMixin,
@@ -17,6 +18,7 @@ from referee.criteria.llm.caller import (
 from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
+from referee.judge import JudgeConfig
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -58,6 +60,14 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     name = "templated_llm_criterion"
     description = "LLM-as-judge criterion"
+
+    def __init__(self, config: CriterionConfig | None = None, *,
+                 judge: JudgeConfig | None = None) -> None:
+        super().__init__(config)
+        if judge is not None and not isinstance(judge, JudgeConfig):
+            raise TypeError(f"{type(self).__name__}: judge must be a JudgeConfig, "
+                            f"got {type(judge).__name__}")
+        self.judge = judge
 
     # Hooks -----------------------------------------------------------------------------------
 
@@ -158,14 +168,14 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             details = self._build_details(scores, reasonings,
                                           self._aggregate_extras(extras), final_score)
             details.setdefault("reason", self._summarize(scores, reasonings, final_score))
-            details.setdefault("judge_model", self.config.judge_model)
+            details.setdefault("judge_model", self.judge_model_name)
             if failures:
                 details["failed_samples"] = len(failures)
             if getattr(batch, "provider_fallback", False):
                 # The 10xgraph-style API's 0.5 stays, but runners must count it as JUDGE_ERROR.
                 details["judge_unavailable"] = True
                 details["reason"] = (
-                    f"No LLM provider available for judge model {self.config.judge_model!r}; "
+                    f"No LLM provider available for judge model {self.judge_model_name!r}; "
                     f"the score {final_score:.2f} is a placeholder, not a verdict")
             return self._result(final_score, details, token_usage)
         except Exception as exc:
@@ -199,7 +209,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
         reason = ALL_SAMPLES_FAILED + (f" ({messages[0]})" if messages else "")
         usage = token_usage if token_usage is not None and token_usage.requests else None
         details: dict[str, Any] = {"reason": reason, "sample_errors": messages,
-                                   "judge_model": self.config.judge_model}
+                                   "judge_model": self.judge_model_name}
         # The replies that yielded no score (redacted excerpts): the evidence of what went wrong.
         raw = [f.details["raw_reply"] for f in failures
                if isinstance(getattr(f, "details", None), dict) and "raw_reply" in f.details]
