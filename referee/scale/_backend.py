@@ -19,12 +19,14 @@ import asyncio
 import queue
 import threading
 from collections import deque
+from contextlib import nullcontext
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
+from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
 from referee.report.model import CaseResult, CaseStatus
 from referee.run.engine import Engine, Execute
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
@@ -49,6 +51,9 @@ class ShardSpec:
     runs: int = 1
     criterion_concurrency: int | None = None  # per worker engine, not across the cluster
     early_stop: bool = False
+    # configure()'s judge and the judge environment of the driver: the workers judge with the
+    # judge the run names, whatever their own environment says.
+    judge_settings: JudgeSettings | None = None
 
 
 @dataclass
@@ -64,9 +69,16 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
     """On the worker: run the shard on referee's engine and yield the JSON of finished cases
     as they end: each yield holds every case that finished since the last one, so cases that
     end together cost the driver one object, and none waits for another."""
+    use_cluster_budgets(spec.judge_budget)
+    settings = spec.judge_settings
+    with judge_settings_applied(settings) if settings is not None else nullcontext():
+        yield from _run_shard(spec, cases, indices, keys, outputs)
+
+
+def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys: list[str],
+               outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
     from referee.run.sync import run_sync
 
-    use_cluster_budgets(spec.judge_budget)
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
                     case_retry=spec.case_retry, runs=spec.runs,
                     criterion_concurrency=spec.criterion_concurrency, early_stop=spec.early_stop)
@@ -189,7 +201,8 @@ class RayBackend:
                                      timeout=engine.timeout, judge_budget=self.judge_budget,
                                      case_retry=engine.case_retry, runs=engine.runs,
                                      criterion_concurrency=engine.criterion_concurrency,
-                                     early_stop=engine.early_stop))
+                                     early_stop=engine.early_stop,
+                                     judge_settings=current_judge_settings()))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)
