@@ -168,11 +168,15 @@ class RayBackend:
         for a file loaded by path (``referee run evals.py``), which workers cannot import."""
         self.ray.cloudpickle.register_pickle_by_value(module)
 
-    def _connect(self) -> None:
+    def _connect(self) -> bool:
+        """Connect to the cluster (or start a local one); True when this call initialised Ray,
+        so that the run disconnects again, shutting down a cluster it started itself."""
         ray = self.ray
-        if not ray.is_initialized():
-            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     **self.init_options)
+        if ray.is_initialized():
+            return False  # the caller's own connection: theirs to keep
+        ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
+                 **self.init_options)
+        return True
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
@@ -194,7 +198,20 @@ class RayBackend:
                keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
                stop: threading.Event, outputs: Mapping[str, ExecutionResult]) -> None:
         ray = self.ray
-        self._connect()
+        connected_here = self._connect()
+        try:
+            self._drive_shards(engine, cases, execute, keys, todo, on_result, stop, outputs)
+        finally:
+            if connected_here:
+                # No process may outlive the run that started it: a local cluster started here
+                # goes down with the run (a cluster merely connected to only loses this client).
+                ray.shutdown()
+
+    def _drive_shards(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
+                      keys: Sequence[str], todo: list[int],
+                      on_result: Callable[[CaseResult], None], stop: threading.Event,
+                      outputs: Mapping[str, ExecutionResult]) -> None:
+        ray = self.ray
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,

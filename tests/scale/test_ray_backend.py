@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
 
 from referee.report.store import load_run
 from referee.scale import RayBackend
@@ -107,6 +108,8 @@ def test_a_model_that_cannot_be_pickled_is_built_on_each_worker(ray_cluster: str
     report = suite(40).run(model_factory="scale_models:make_answerer", verbose=False,
                            runs_dir=tmp_path, backend=RayBackend(shard_size=10, task_cpus=0.5))
     assert (report.total, report.passed) == (40, 34)
+    # The run used the connection it found (the test's cluster) and left it to its owner.
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == ray_cluster
 
 
 def test_bad_backend_names_are_one_clear_error() -> None:
