@@ -32,7 +32,7 @@ from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import DEFAULT_RUNS_DIR
 from referee.run.engine import Engine, Execute
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
-from referee.scale._ray import require_ray
+from referee.scale._ray import require_ray, token_auth_hint
 
 DEFAULT_SHARD_SIZE = 16
 # How often a task that keeps failing is sent again before its cases are recorded as errors.
@@ -197,8 +197,11 @@ class RayBackend:
                     "process, and only ray.init() can ship a folder; pass "
                     "runtime_env={'working_dir': ...} to your ray.init() instead")
             return False
-        ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                 **self._init_options())
+        try:
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
+                     **self._init_options())
+        except ConnectionError as exc:
+            raise ConnectionError(f"{exc}. {token_auth_hint()}") from None
         return True
 
     def _init_options(self) -> dict[str, Any]:
