@@ -19,8 +19,8 @@ import asyncio
 import queue
 import threading
 from collections import deque
-from contextlib import nullcontext
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal

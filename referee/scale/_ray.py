@@ -17,9 +17,9 @@ def require_ray() -> ModuleType:
     return ray
 
 
-# Ray's variables for a cluster started with token authentication (Ray 2.5x-2.60): a client
-# sends a token only when RAY_AUTH_MODE=token, from RAY_AUTH_TOKEN, else the file named by
-# RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token.
+# Ray 2.60's variables for a cluster started with token authentication: a client sends a token
+# only when RAY_AUTH_MODE=token, from RAY_AUTH_TOKEN, else the file named by RAY_AUTH_TOKEN_PATH,
+# else ~/.ray/auth_token.
 AUTH_MODE_VAR = "RAY_AUTH_MODE"
 AUTH_TOKEN_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
@@ -35,6 +35,8 @@ def token_auth_hint() -> str:
     elif token_from:
         here = (f"here {token_from[0]} is set but {AUTH_MODE_VAR} is not 'token', so Ray does not "
                 "send it")
+    elif mode:
+        here = f"here {AUTH_MODE_VAR}={mode} and no token is set"
     else:
         here = f"here {AUTH_MODE_VAR} and RAY_AUTH_TOKEN are unset"
     return (f"If the cluster uses token authentication, set {AUTH_MODE_VAR}=token and "

@@ -140,3 +140,24 @@ def test_a_cluster_that_wants_a_token_says_what_to_set(tmp_path: Path) -> None:
             cluster.wait(30)
         for entry in _settled(marker, besides=-1, within_s=10):
             os.kill(int(entry.split()[0]), 9)
+
+
+@pytest.mark.parametrize("auth,says", [
+    ({}, "here RAY_AUTH_MODE and RAY_AUTH_TOKEN are unset"),
+    # Ray 2.60 sends no token unless RAY_AUTH_MODE=token, even one given in RAY_AUTH_TOKEN.
+    ({"RAY_AUTH_TOKEN": "t" * 64}, "here RAY_AUTH_TOKEN is set but RAY_AUTH_MODE is not 'token', "
+                                   "so Ray does not send it"),
+    ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/etc/ray-token"},
+     "here RAY_AUTH_MODE=token and the token comes from RAY_AUTH_TOKEN_PATH: check it is the "
+     "cluster's"),
+])
+def test_the_token_hint_says_what_this_process_has(auth: dict, says: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.scale._ray import token_auth_hint
+
+    for name in RAY_AUTH:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in auth.items():
+        monkeypatch.setenv(name, value)
+    hint = token_auth_hint()
+    assert hint.endswith(says) and "t" * 64 not in hint
