@@ -82,15 +82,19 @@ def _no_key_stored(run_dir: Path) -> None:
                 assert KEY_A.encode() not in data and KEY_B.encode() not in data, path
 
 
-def test_the_configured_judge_judges_on_the_workers(ray_cluster: str, judges, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    judge_a, judge_b = judges
-    # The environment names judge A; configure() (the layer above it) names judge B.
+def _environment_names(judge_a: ScriptedJudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_PROVIDER", "openai")
     monkeypatch.setenv("JUDGE_MODEL", "judge-a")
     monkeypatch.setenv("OPENAI_BASE_URL", judge_a.base_url())
     monkeypatch.setenv("OPENAI_API_KEY", KEY_A)
-    configure(judge_b.judge_config(model="judge-b", api_key=KEY_B, cache=None))
+
+
+def test_the_configured_judge_judges_on_the_workers(ray_cluster: str, judges, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    judge_a, judge_b = judges
+    # The environment names judge A; configure() (the layer above it) names judge B.
+    _environment_names(judge_a, monkeypatch)
+    configure(judge_b.judge_config(model="judge-b", api_key=KEY_B))
     own_judge = judge_a.judge_config(model="judge-a-own", api_key=KEY_A)
 
     def suite() -> EvalSuite:
@@ -118,10 +122,7 @@ def test_the_environment_judge_judges_on_the_workers(ray_cluster: str, judges,
                                                      tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     judge_a, judge_b = judges
-    monkeypatch.setenv("JUDGE_PROVIDER", "openai")
-    monkeypatch.setenv("JUDGE_MODEL", "judge-a")
-    monkeypatch.setenv("OPENAI_BASE_URL", judge_a.base_url())
-    monkeypatch.setenv("OPENAI_API_KEY", KEY_A)
+    _environment_names(judge_a, monkeypatch)
 
     def suite() -> EvalSuite:
         # The AgentEvaluator-style criterion finds its endpoint through OPENAI_BASE_URL.
