@@ -80,6 +80,38 @@ def test_a_cluster_the_run_started_ends_with_the_run(tmp_path: Path) -> None:
     assert leftovers == []
 
 
+def _cases(run_dir: Path) -> list[tuple]:
+    from referee.report.store import load_run
+
+    return [(c.eval_id, c.status, [(r.criterion, r.score) for r in c.criterion_results])
+            for c in load_run(run_dir).cases]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_the_quickstart_on_a_cluster_of_its_own(tmp_path: Path) -> None:
+    """Issue 22's acceptance as written: ``referee run examples/quickstart/eval_shop.py --ray``
+    gives the verdicts of the run without --ray, and no process outlives it."""
+    marker = uuid.uuid4().hex
+    target = str(ROOT / "examples" / "quickstart" / "eval_shop.py")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REFEREE_TEST_MARKER": marker,
+           "RAY_ADDRESS": "local"}
+    runs = {}
+    try:
+        for name, extra in (("local", []), ("ray", ["--ray"])):
+            proc = subprocess.run([sys.executable, "-m", "referee", "run", target, *extra,
+                                   "--out", str(tmp_path / name), "-q"],
+                                  env=env, capture_output=True, text=True, timeout=240)
+            assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-2000:]
+            runs[name] = _cases(next((tmp_path / name).iterdir()))
+        leftovers = _settled(marker, besides=-1, within_s=10)
+    finally:
+        for entry in _marked_processes(marker, besides=-1):  # never leave them to the next test
+            os.kill(int(entry.split()[0]), 9)
+    assert len(runs["ray"]) == 10 and runs["ray"] == runs["local"]
+    assert leftovers == []
+
+
 TOKEN_CLUSTER = """
 import sys, ray
 ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
