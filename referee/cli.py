@@ -625,8 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "runs only for cases that have no output yet")
     run.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                      help="run the cases on a Ray cluster (ADDRESS, else $RAY_ADDRESS or a local "
-                          "one); needs the extra referee[ray]. Results come back here and the run "
-                          "is stored here, as a local run")
+                          "one, shut down when the run ends); needs the extra referee[ray]. The "
+                          "target's folder travels to the workers, and so does the judge; results "
+                          "come back here and the run is stored here, as a local run")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")

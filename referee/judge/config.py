@@ -7,13 +7,16 @@ import importlib.util
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator
 
 from referee._strict import StrictModel
 
-from referee.redact import BaseURL, mask_url_fields, remember_secret
+from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
@@ -248,6 +251,77 @@ def get_configured() -> JudgeConfig | None:
     """The config passed to ``configure()``, or None."""
     with _global_lock:
         return _global_config
+
+
+# The environment variables that choose a judge and how it is paced: another process (a Ray
+# worker) must see exactly these, unset ones included, to resolve the judge this one names.
+JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                    "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
+                    "REFEREE_CACHE")
+# The variables that let a judge in: set here, they win elsewhere; unset here, a process
+# elsewhere keeps its own (a cluster may hold its own keys).
+JUDGE_ACCESS_ENV = (*KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
+                    "GOOGLE_CLOUD_LOCATION")
+
+
+@dataclass(frozen=True, repr=False)
+class JudgeSettings:
+    """This process's judge choice as plain data, for a process elsewhere to take on.
+
+    ``configure()``'s judge and the judge environment: what an evaluator without its own
+    ``judge=`` (and an AgentEvaluator-style criterion's provider lookup) resolves from. It is
+    pickled to the workers in memory; it holds keys, so it is never written anywhere (its repr
+    names the variables, not their values).
+    """
+
+    configured: JudgeConfig | None
+    choice_env: tuple[tuple[str, str | None], ...]
+    access_env: tuple[tuple[str, str], ...]
+
+    def __repr__(self) -> str:
+        names = [name for name, value in self.choice_env if value is not None]
+        names += [name for name, _ in self.access_env]
+        return f"JudgeSettings(configured={self.configured!r}, env={sorted(names)})"
+
+
+def current_judge_settings() -> JudgeSettings:
+    """The judge settings of this process, as :func:`judge_settings_applied` takes them."""
+    env = os.environ
+    return JudgeSettings(
+        configured=get_configured(),
+        choice_env=tuple((name, env.get(name)) for name in JUDGE_CHOICE_ENV),
+        access_env=tuple((name, env[name]) for name in JUDGE_ACCESS_ENV if env.get(name)))
+
+
+@contextmanager
+def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
+    """Judge as the process that took ``settings`` would, until the block ends; then restore.
+
+    For a process that runs one piece of work at a time (a Ray worker runs one task at once):
+    ``configure()`` and the environment are process-wide.
+    """
+    env = os.environ
+    wanted = dict(settings.choice_env)
+    wanted.update(settings.access_env)
+    before = {name: env.get(name) for name in wanted}
+    configured_before = get_configured()
+    if settings.configured is not None and settings.configured.api_key is not None:
+        remember_secret(settings.configured.api_key_value())  # unpickling skips the validator
+    try:
+        _set_env(wanted)
+        configure(settings.configured)
+        yield
+    finally:
+        _set_env(before)
+        configure(configured_before)
+
+
+def _set_env(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:

@@ -1,9 +1,14 @@
 """Where a run's cases execute: the local engine (the default) or a backend such as Ray.
 
 A backend gets the engine (criteria prepared on this machine, the store, the progress display),
-the cases with their keys, the keys to skip (resume) and the stored outputs to re-score (``--rescore``). It runs the others wherever it likes
-and hands every finished ``CaseResult`` to ``engine.record`` on this machine, which keeps the
-run store's single writer, resume and the reports the same whatever ran the cases.
+the cases with their keys, the keys to skip (resume) and the stored outputs to re-score
+(``--rescore``). It runs the others wherever it likes and hands every finished ``CaseResult``
+to ``engine.record`` on this machine, which keeps the run store's single writer, resume and
+the reports the same whatever ran the cases.
+
+A backend that runs cases in other processes takes ``current_judge_settings()`` (referee.judge.
+config) here and runs them inside ``judge_settings_applied``: ``configure()`` and the judge
+environment are this process's, and the judge the run names must be the one that judges.
 """
 
 from __future__ import annotations

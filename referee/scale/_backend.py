@@ -20,15 +20,19 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
+from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
 from referee.report.model import CaseResult, CaseStatus
+from referee.report.store import DEFAULT_RUNS_DIR
 from referee.run.engine import Engine, Execute
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
-from referee.scale._ray import require_ray
+from referee.scale._ray import require_ray, token_auth_hint
 
 DEFAULT_SHARD_SIZE = 16
 # How often a task that keeps failing is sent again before its cases are recorded as errors.
@@ -49,6 +53,9 @@ class ShardSpec:
     runs: int = 1
     criterion_concurrency: int | None = None  # per worker engine, not across the cluster
     early_stop: bool = False
+    # configure()'s judge and the judge environment of the driver: the workers judge with the
+    # judge the run names, whatever their own environment says.
+    judge_settings: JudgeSettings | None = None
 
 
 @dataclass
@@ -64,9 +71,16 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
     """On the worker: run the shard on referee's engine and yield the JSON of finished cases
     as they end: each yield holds every case that finished since the last one, so cases that
     end together cost the driver one object, and none waits for another."""
+    use_cluster_budgets(spec.judge_budget)
+    settings = spec.judge_settings
+    with judge_settings_applied(settings) if settings is not None else nullcontext():
+        yield from _run_shard(spec, cases, indices, keys, outputs)
+
+
+def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys: list[str],
+               outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
     from referee.run.sync import run_sync
 
-    use_cluster_budgets(spec.judge_budget)
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
                     case_retry=spec.case_retry, runs=spec.runs,
                     criterion_concurrency=spec.criterion_concurrency, early_stop=spec.early_stop)
@@ -126,12 +140,18 @@ class RayBackend:
     cluster (its ``max_concurrency``, rpm and tpm, and its 429 pauses), held by a named Ray actor;
     a worker silent for ``judge_lease_ttl_s`` loses the permits it held. Off: each worker
     process has its own, so N workers may send N times an endpoint's limit.
+
+    ``working_dir``: a folder every task runs in (Ray uploads it; workers import from it, as
+    this machine imports from a target's folder). Default: the folder of the file
+    ``referee run`` loaded (``send_by_value``), unless the Ray job names its own ``working_dir``
+    or ``py_modules``; ``False``: none.
     """
 
     def __init__(self, address: str | None = None, *, shard_size: int = DEFAULT_SHARD_SIZE,
                  max_shards_in_flight: int | None = None, task_cpus: float = 1.0,
                  init_options: dict[str, Any] | None = None, cluster_judge_budget: bool = True,
-                 judge_lease_ttl_s: float = DEFAULT_LEASE_TTL_S) -> None:
+                 judge_lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+                 working_dir: str | Path | Literal[False] | None = None) -> None:
         if shard_size < 1:
             raise ValueError(f"shard_size must be at least 1, got {shard_size}")
         if max_shards_in_flight is not None and max_shards_in_flight < 1:
@@ -148,6 +168,10 @@ class RayBackend:
             raise ValueError(f"judge_lease_ttl_s must be positive, got {judge_lease_ttl_s}")
         self.judge_budget = (ClusterBudgetOptions(lease_ttl_s=judge_lease_ttl_s)
                              if cluster_judge_budget else None)
+        if working_dir and not Path(working_dir).is_dir():
+            raise ValueError(f"working_dir {str(working_dir)!r} is not a folder")
+        self.working_dir = working_dir
+        self._working_dir_given = working_dir is not None
         self.tasks_started = 0
         self.tasks_failed = 0
 
@@ -155,12 +179,45 @@ class RayBackend:
         """Ship ``module``'s functions with the tasks instead of importing it on the workers:
         for a file loaded by path (``referee run evals.py``), which workers cannot import."""
         self.ray.cloudpickle.register_pickle_by_value(module)
+        path = getattr(module, "__file__", None)
+        if self.working_dir is None and path:
+            # What it imports from its folder (``from shop_agent import ...``) must travel too.
+            self.working_dir = Path(path).resolve().parent
 
-    def _connect(self) -> None:
+    def _connect(self) -> bool:
+        """Connect to the cluster (or start a local one); True when this call initialised Ray,
+        so that the run disconnects again, shutting down a cluster it started itself."""
         ray = self.ray
-        if not ray.is_initialized():
+        if ray.is_initialized():  # the caller's own connection: theirs to keep, and its job's code
+            job_env = ray.get_runtime_context().runtime_env
+            if (self._working_dir_given and self.working_dir
+                    and not (job_env.get("working_dir") or job_env.get("py_modules"))):
+                raise ValueError(
+                    f"working_dir {str(self.working_dir)!r}: Ray is already initialised in this "
+                    "process, and only ray.init() can ship a folder; pass "
+                    "runtime_env={'working_dir': ...} to your ray.init() instead")
+            return False
+        try:
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     **self.init_options)
+                     **self._init_options())
+        except ConnectionError as exc:
+            raise ConnectionError(f"{exc}. {token_auth_hint()}") from None
+        return True
+
+    def _init_options(self) -> dict[str, Any]:
+        """``init_options``, with the working_dir in the job's runtime_env (Ray uploads a local
+        folder only for a whole job, not for a task)."""
+        options = dict(self.init_options)
+        runtime_env = dict(options.get("runtime_env") or {})
+        if self.working_dir and not (runtime_env.get("working_dir")
+                                     or runtime_env.get("py_modules")):
+            runtime_env["working_dir"] = str(self.working_dir)
+            # Earlier runs' records are not code; Ray already leaves out .git, venvs, caches
+            # and what .gitignore or .rayignore name.
+            runtime_env["excludes"] = [*runtime_env.get("excludes", []),
+                                       DEFAULT_RUNS_DIR.parts[0]]
+            options["runtime_env"] = runtime_env
+        return options
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
@@ -182,14 +239,28 @@ class RayBackend:
                keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
                stop: threading.Event, outputs: Mapping[str, ExecutionResult]) -> None:
         ray = self.ray
-        self._connect()
+        connected_here = self._connect()
+        try:
+            self._drive_shards(engine, cases, execute, keys, todo, on_result, stop, outputs)
+        finally:
+            if connected_here:
+                # No process may outlive the run that started it: a local cluster started here
+                # goes down with the run (a cluster merely connected to only loses this client).
+                ray.shutdown()
+
+    def _drive_shards(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
+                      keys: Sequence[str], todo: list[int],
+                      on_result: Callable[[CaseResult], None], stop: threading.Event,
+                      outputs: Mapping[str, ExecutionResult]) -> None:
+        ray = self.ray
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
                                      timeout=engine.timeout, judge_budget=self.judge_budget,
                                      case_retry=engine.case_retry, runs=engine.runs,
                                      criterion_concurrency=engine.criterion_concurrency,
-                                     early_stop=engine.early_stop))
+                                     early_stop=engine.early_stop,
+                                     judge_settings=current_judge_settings()))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)

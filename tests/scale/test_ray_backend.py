@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
 
 from referee.report.store import load_run
 from referee.scale import RayBackend
@@ -107,6 +108,8 @@ def test_a_model_that_cannot_be_pickled_is_built_on_each_worker(ray_cluster: str
     report = suite(40).run(model_factory="scale_models:make_answerer", verbose=False,
                            runs_dir=tmp_path, backend=RayBackend(shard_size=10, task_cpus=0.5))
     assert (report.total, report.passed) == (40, 34)
+    # The run used the connection it found (the test's cluster) and left it to its owner.
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == ray_cluster
 
 
 def test_bad_backend_names_are_one_clear_error() -> None:
@@ -134,6 +137,36 @@ def test_referee_run_ray_runs_on_the_cluster_at_address(ray_cluster: str, tmp_pa
         env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("25 passed, 5 failed, 0 errors, 0 skipped of 30")
+
+
+def _referee(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1]), str(HERE)])}
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from referee.cli import main; sys.exit(main())",
+         *args], env=env, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.timeout(400)  # above the two subprocesses' own bounds, so those report
+def test_the_targets_folder_travels_to_the_workers(ray_cluster: str, tmp_path: Path) -> None:
+    """The quickstart imports its agent from its own folder (``from shop_agent import ...``):
+    on the workers as here, with the same verdicts (issue 22)."""
+    target = str(HERE.parents[1] / "examples" / "quickstart" / "eval_shop.py")
+    local = _referee("run", target, "--out", str(tmp_path / "local"), "-q")
+    on_ray = _referee("run", target, "--ray", ray_cluster, "--out", str(tmp_path / "ray"), "-q")
+    assert on_ray.returncode == local.returncode == 0, on_ray.stdout[-2000:] + on_ray.stderr[-2000:]
+    assert on_ray.stdout.startswith("10 passed, 0 failed, 0 errors, 0 skipped of 10")
+    runs = [load_run(next((tmp_path / name).iterdir())) for name in ("local", "ray")]
+    assert _comparable(runs[1]) == _comparable(runs[0])
+
+
+def test_a_working_dir_that_cannot_travel_is_one_clear_error(ray_cluster: str,
+                                                              tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="working_dir '.*missing' is not a folder"):
+        RayBackend(working_dir=tmp_path / "missing")
+    # Ray ships a folder only with a whole job: a process that called ray.init() itself says so.
+    with pytest.raises(ValueError, match=r"only ray.init\(\) can ship a folder; pass runtime_env="):
+        suite(2).run(answer, verbose=False, runs_dir=tmp_path,
+                     backend=RayBackend(working_dir=tmp_path))
 
 
 def test_importing_referee_never_imports_ray() -> None:
