@@ -13,7 +13,7 @@ from typing import Any
 
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
-from referee.adapters._messages import parse_arguments
+from referee.adapters._messages import parse_arguments, parse_result
 from referee.case import ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
@@ -58,7 +58,7 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
                 by_id[call.call_id] = call
         elif (isinstance(item, items.ToolCallOutputItem)
               and _raw_field(item.raw_item, "call_id", "id") in by_id):
-            by_id[_raw_field(item.raw_item, "call_id", "id")].result = item.output
+            by_id[_raw_field(item.raw_item, "call_id", "id")].result = parse_result(item.output)
         elif isinstance(item, items.HandoffOutputItem):
             visits.append(item.target_agent.name)
     if not visits and getattr(result, "last_agent", None) is not None:
@@ -66,8 +66,14 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     return ExecutionResult(
         actual_response=_final_text(result.final_output), tool_calls=calls, node_visits=visits,
-        token_usage=TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                               requests=usage.requests) if usage is not None else None)
+        token_usage=_usage(usage) if usage is not None else None)
+
+
+def _usage(usage: Any) -> TokenUsage:
+    details = getattr(usage, "input_tokens_details", None)
+    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                      requests=usage.requests,
+                      cached_input_tokens=getattr(details, "cached_tokens", None) or 0)
 
 
 class OpenAIAgentsAgent:

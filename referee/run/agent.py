@@ -112,12 +112,17 @@ class AgentEvaluator:
 
     ``config`` defaults to ``EvalConfig.default()``; ``criteria=`` adds criterion instances of
     your own (a registry-only criterion, a CompositeCriterion...) after the configured ones.
+    ``case_context(case)`` returns a context manager (sync or async) entered around every
+    turn of that case: your own instrumentation can tag the case's spans with it, e.g.
+    ``case_context=lambda case: using_session(case.eval_id)`` (OpenInference), so a recorded
+    run pairs with its case.
     """
 
     def __init__(self, agent: AgentFn | None = None, config: EvalConfig | None = None, *,
                  criteria: Sequence[Any] | None = None, model_id: str = "",
                  runs_dir: str | Path | None = None, save: bool = True, backend: Any = None,
-                 model_factory: str | Callable[[], Any] | None = None) -> None:
+                 model_factory: str | Callable[[], Any] | None = None,
+                 case_context: Callable[[EvalCase], Any] | None = None) -> None:
         # backend="ray" runs the cases on a Ray cluster; model_factory builds an agent that
         # cannot be pickled on each worker ('module:function' or a picklable function).
         agent = with_model_factory(agent, model_factory)
@@ -132,9 +137,17 @@ class AgentEvaluator:
         self.runs_dir = runs_dir
         self.save = save
         self.backend = backend
+        self.case_context = case_context
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-        return await run_conversation(self.agent, case, caller)
+        if self.case_context is None:
+            return await run_conversation(self.agent, case, caller)
+        scope = self.case_context(case)
+        if hasattr(scope, "__aenter__"):
+            async with scope:
+                return await run_conversation(self.agent, case, caller)
+        with scope:  # the model's threads copy this context, so sync agents see it too
+            return await run_conversation(self.agent, case, caller)
 
     async def evaluate(self, eval_set: Any, parallel: bool | None = None,
                        max_concurrency: int | None = None, verbose: bool | None = None,

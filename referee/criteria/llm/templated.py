@@ -58,6 +58,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     name = "templated_llm_criterion"
     description = "LLM-as-judge criterion"
+    reads = ("actual_response",)
 
     # Hooks -----------------------------------------------------------------------------------
 
