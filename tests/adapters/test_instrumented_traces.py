@@ -308,10 +308,17 @@ async def _openai_v2_run(tmp_path: Path, logs: bool) -> tuple[EvalReport, Path, 
     return live, spans, logs_path
 
 
-def without_nodes(report: EvalReport) -> dict[str, Any]:
-    """The verdicts with node order left out: chat spans carry no graph nodes."""
-    return {key: (status, [r for r in results if r[0] != "node_order_score"])
-            for key, (status, results) in verdicts(report).items()}
+def assert_same_run_but_nodes(live: EvalReport, recorded: EvalReport) -> None:
+    """The same run, except what model-call spans cannot carry: the graph's nodes."""
+    def without_nodes(report: EvalReport) -> dict[str, Any]:
+        return {key: (status, [r for r in results if r[0] != "node_order_score"])
+                for key, (status, results) in verdicts(report).items()}
+
+    assert without_nodes(recorded) == without_nodes(live)
+    for live_case, recorded_case in zip(live.cases, recorded.cases):
+        expected = {**run_fields(live_case.execution), "node_visits": []}
+        expected["turns"] = [(*turn[:3], []) for turn in expected["turns"]]
+        assert run_fields(recorded_case.execution) == expected
 
 
 async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monkeypatch):
@@ -321,11 +328,8 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
     recorded = await score_traces_async(spans, logs=logs, cases=stock_cases(), config=CONFIG,
                                         verbose=False, save=False)
 
-    assert without_nodes(recorded) == without_nodes(live)
-    for live_case, recorded_case in zip(live.cases, recorded.cases):
-        expected = {**run_fields(live_case.execution), "node_visits": []}
-        expected["turns"] = [(*turn[:3], []) for turn in expected["turns"]]
-        assert run_fields(recorded_case.execution) == expected
+    assert_same_run_but_nodes(live, recorded)
+    for recorded_case in recorded.cases:
         node_order = next(r for r in recorded_case.criterion_results
                           if r.criterion == "node_order_score")
         assert node_order.skipped and "no node visits" in node_order.details["reason"]
@@ -338,3 +342,22 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
     assert all(r.skipped for r in first.criterion_results)
     assert any("record no message content" in note and "--traces-logs" in note
                for note in first.execution.metadata["trace_notes"])
+
+
+async def test_openai_v2_latest_conventions_on_spans_score_like_the_live_run(tmp_path,
+                                                                             monkeypatch):
+    semconv = pytest.importorskip("opentelemetry.instrumentation._semconv")
+    stability = semconv._OpenTelemetrySemanticConventionStability
+    # The opt-in is read once per process; this test's setting is restored after it.
+    monkeypatch.setattr(stability, "_initialized", True)
+    monkeypatch.setattr(stability, "_OTEL_SEMCONV_STABILITY_SIGNAL_MAPPING", {
+        semconv._OpenTelemetryStabilitySignalType.GEN_AI:
+            semconv._StabilityMode.GEN_AI_LATEST_EXPERIMENTAL})
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
+    live, spans, _ = await _openai_v2_run(tmp_path, logs=False)
+
+    recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
+                                        verbose=False, save=False)
+
+    assert "gen_ai.input.messages" in spans.read_text(encoding="utf-8")
+    assert_same_run_but_nodes(live, recorded)
