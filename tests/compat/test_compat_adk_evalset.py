@@ -286,3 +286,50 @@ def test_files_written_by_10xgraph_to_file_load(tmp_path):
     assert case.expected_node_order == ["router", "weather"]
     assert case.description == "asks for weather" and case.session_input.user_id == "test_user"
     assert loaded.metadata == {"team": "qa"}
+
+
+def test_invocation_event_authors_are_the_expected_node_order(tmp_path):
+    routed = json.loads(json.dumps(EVENTS_CASE))
+    events = routed["conversation"][0]["intermediate_data"]["invocation_events"]
+    events.insert(0, {"author": "root_agent", "content": {"parts": [{"function_call": {
+        "id": "t0", "name": "transfer_to_agent", "args": {"agent_name": "weather_agent"}}}]}})
+    loaded = EvalSet.load(write(tmp_path, adk_set(routed)))
+
+    (turn,) = loaded.eval_cases[0].conversation
+    assert turn.expected_node_order == ["root_agent", "weather_agent"]
+    out = tmp_path / "again.evalset.json"
+    loaded.save(out, format="adk")
+    # Read from the events, so nothing extra is written back.
+    assert json.loads(out.read_text(encoding="utf-8")) == adk_set(routed)
+
+
+def test_adk_legacy_named_lists_load_as_adk_converts_them(tmp_path):
+    legacy = [{
+        "name": "roll_twice",
+        "data": [
+            {"query": "What can you do?", "expected_tool_use": [],
+             "expected_intermediate_agent_responses": [], "reference": "I roll dice."},
+            {"query": "Roll a 17 sided die twice",
+             "expected_tool_use": [{"tool_name": "roll_die", "tool_input": {"sides": 17}},
+                                   {"tool_name": "roll_die", "tool_input": {"sides": 17}}],
+             "reference": "13 and 4."},
+        ],
+        "initial_session": {"state": {}, "app_name": "hello_world", "user_id": "user"},
+    }]
+    path = tmp_path / "dice.test.json"
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+
+    (case,) = EvalSet.load(path).eval_cases
+
+    assert case.eval_id == "roll_twice"
+    assert [t.user_text for t in case.conversation] == ["What can you do?",
+                                                        "Roll a 17 sided die twice"]
+    assert [t.expected_final_response for t in case.conversation] == ["I roll dice.",
+                                                                      "13 and 4."]
+    assert case.conversation[1].expected_tool_trajectory == [
+        ToolCall(name="roll_die", args={"sides": 17})] * 2
+    assert case.session_input.app_name == "hello_world"
+    legacy[0]["data"][1]["expected_tool_use"] = [{"tool": "roll_die"}]
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+    with pytest.raises(InputError, match=r"\[0\]\.data\[1\]\.expected_tool_use"):
+        EvalSet.load(path)
