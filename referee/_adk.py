@@ -13,7 +13,7 @@ ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by fiel
 | ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
 | ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
 | ``invocation_events[].author`` (the agents, in order)  | ``Invocation.expected_node_order``          |
-| ``conversation_scenario``                   | its starting prompt is the case's ``input``         |
+| ``conversation_scenario``                   | kept; the case has no turn of its own and runs through the user simulator |
 | ``creation_timestamp``, ``rubrics``, ``final_session_state``, ``app_details``, ... | ``metadata["adk"]`` |
 
 What has no referee field is kept under ``metadata["adk"]``, and so is any original value that
@@ -191,11 +191,17 @@ def read_case(data: dict[str, Any]) -> dict[str, Any]:
         prompt = _get(scenario, "starting_prompt")
         if not isinstance(prompt, str):
             raise ValueError("conversation_scenario needs a 'starting_prompt' string")
-        if data.get("conversation"):
+        if data.get("conversation") or data.get("input") is not None:
             raise ValueError("an ADK case has a conversation or a conversation_scenario, not both")
-        data.setdefault("input", prompt)
+        # No turn is made up from the prompt: the user simulator holds the conversation.
     _keep(data, kept)
     return data
+
+
+def scenario_of(case: "EvalCase") -> dict[str, Any] | None:
+    """The ADK ``conversation_scenario`` a case is run by (through the user simulator)."""
+    scenario = case.metadata.get(ADK, {}).get("conversation_scenario")
+    return scenario if isinstance(scenario, dict) else None
 
 
 # Writing -------------------------------------------------------------------------------------
@@ -253,11 +259,7 @@ def write_case(case: "EvalCase") -> dict[str, Any]:
     scenario = kept.pop("conversation_scenario", None)
     if scenario is None and "conversation_scenario" in case.metadata.get(ADK, {}):
         out["conversation_scenario"] = None  # ADK's dump writes the null
-    turn = case.conversation[0] if len(case.conversation) == 1 else None
-    plain_scenario_turn = (turn is not None and turn.user_text == _get(scenario, "starting_prompt")
-                           and not turn.expected_final_response
-                           and not turn.expected_tool_trajectory and not turn.metadata)
-    if scenario is not None and plain_scenario_turn:
+    if scenario is not None and not case.conversation:
         out["conversation_scenario"] = scenario
     else:
         out["conversation"] = [_write_turn(t) for t in case.conversation]

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.case import EvalCase
-from referee.config import EvalConfig
+from referee._adk import scenario_of
+from referee.config import EvalConfig, UserSimulatorConfig
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
@@ -141,13 +142,27 @@ class AgentEvaluator:
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
         if self.case_context is None:
-            return await run_conversation(self.agent, case, caller)
+            return await self._converse(case, caller)
         scope = self.case_context(case)
         if hasattr(scope, "__aenter__"):
             async with scope:
-                return await run_conversation(self.agent, case, caller)
+                return await self._converse(case, caller)
         with scope:  # the model's threads copy this context, so sync agents see it too
+            return await self._converse(case, caller)
+
+    async def _converse(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+        scenario = scenario_of(case)
+        if scenario is None or case.conversation:
             return await run_conversation(self.agent, case, caller)
+        # An ADK conversation_scenario: the simulated user holds the conversation.
+        from referee.run.simulator import ConversationScenario, UserSimulator
+
+        simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
+                                  criteria=[])
+        return await simulator.simulate(self.agent, ConversationScenario(
+            scenario_id=case.eval_id, starting_prompt=str(scenario.get("starting_prompt") or ""),
+            conversation_plan=str(scenario.get("conversation_plan") or ""),
+            description=str(scenario.get("user_persona") or "")), caller)
 
     async def evaluate(self, eval_set: Any, parallel: bool | None = None,
                        max_concurrency: int | None = None, verbose: bool | None = None,
@@ -168,7 +183,7 @@ class AgentEvaluator:
         validate_gates(fail_threshold, max_error_rate)
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
-            if not case.conversation:
+            if not case.conversation and scenario_of(case) is None:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")

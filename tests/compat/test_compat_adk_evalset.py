@@ -144,7 +144,8 @@ def test_every_adk_field_maps_to_the_case_model(tmp_path):
                  result={"sky": "sunny", "c": 21})]
     assert weather.session_input.session_id == "fixed-1"
 
-    assert scenario.input == "I need to book a flight."
+    # No turn is made up from the starting prompt: the user simulator holds the conversation.
+    assert (scenario.input, scenario.conversation) == (None, [])
     assert scenario.metadata["adk"]["conversation_scenario"]["user_persona"] == "NOVICE"
     assert loaded.metadata["adk"] == {"creation_timestamp": 1735689000.0}
 
@@ -333,3 +334,33 @@ def test_adk_legacy_named_lists_load_as_adk_converts_them(tmp_path):
     path.write_text(json.dumps(legacy), encoding="utf-8")
     with pytest.raises(InputError, match=r"\[0\]\.data\[1\]\.expected_tool_use"):
         EvalSet.load(path)
+
+
+async def test_a_scenario_case_runs_through_the_user_simulator(tmp_path, monkeypatch):
+    from referee.config import UserSimulatorConfig
+    from referee.testing import ScriptedJudgeServer
+
+    def simulated_user(request) -> str:  # the simulator's model: one follow-up, then done
+        return "[CONVERSATION COMPLETE]" if "Booked" in request.prompt else "Tuesday, please."
+
+    said: list[str] = []
+
+    def agent(message: str) -> str:
+        said.append(message)
+        return "Booked SFO to LAX on Tuesday." if "Tuesday" in message else "Which day?"
+
+    loaded = EvalSet.load(write(tmp_path, adk_set(SCENARIO_CASE)))
+    with ScriptedJudgeServer(simulated_user) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("REFEREE_CACHE", "0")
+        config = EvalConfig(criteria=CriteriaConfig(), user_simulator_config=UserSimulatorConfig(
+            model="gpt-4o-mini", api_style="chat", max_turns=4))
+        report = await AgentEvaluator(agent, config=config, save=False).evaluate(
+            loaded, verbose=False)
+
+    # The starting prompt, then what the simulated user said: no turn made up beforehand.
+    assert said == ["I need to book a flight.", "Tuesday, please."]
+    (case,) = report.cases
+    assert [t.user_content for t in case.execution.turns] == said
+    assert "Booked SFO to LAX" in case.execution.actual_response
