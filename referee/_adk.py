@@ -12,8 +12,8 @@ ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by fiel
 | ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text)       |
 | ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
 | ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
-| ``invocation_events[].author`` (the agents, in order)  | ``Invocation.expected_node_order``          |
-| ``conversation_scenario``                   | kept; the case has no turn of its own and runs through the user simulator |
+| ``invocation_events[].author`` (the agents) | ``Invocation.expected_node_order``                  |
+| ``conversation_scenario``                   | kept; no turn of its own (run by the user simulator) |
 | ``creation_timestamp``, ``rubrics``, ``final_session_state``, ``app_details``, ... | ``metadata["adk"]`` |
 
 What has no referee field is kept under ``metadata["adk"]``, and so is any original value that

@@ -16,9 +16,9 @@ Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``conversation[].user_content.parts[].text``, ``final_response``, ``intermediate_data`` with
 ``tool_uses`` or ``invocation_events``, whose authors give the expected node order,
 ``conversation_scenario`` (a case with no turn of its own, run through the user simulator),
-``rubrics``, creation timestamps, camelCase spellings) load into the same model, and so does ADK's legacy list (``[{name, data: [{query, expected_tool_use,
-reference}], initial_session}]``, which ADK converts the same way); ``save(path, format="adk")`` writes
-one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
+``rubrics``, creation timestamps, camelCase spellings) load into the same model, and so does
+ADK's legacy list (``[{name, data: [{query, expected_tool_use, reference}], initial_session}]``,
+which ADK converts the same way); ``save(path, format="adk")`` writes one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
 files 10xgraph's ``EvalSet.to_file`` writes load as well, and 10xgraph's ``EvalSetBuilder`` and
 ``create_simple_eval_set`` build sets in code.
 

@@ -44,7 +44,8 @@ _INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
                      "llm.token_count.prompt")
 _OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                       "llm.token_count.completion")
-_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details.cache_read")
+_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens",
+                    "llm.token_count.prompt_details.cache_read")
 _CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens",
                      "llm.token_count.prompt_details.cache_write")
 _AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name")
@@ -401,20 +402,16 @@ def _node_visits(spans: list[_Span], tree: _Tree) -> list[str] | None:
     ``stream_mode="updates"`` shows only the top-level nodes). Otherwise each agent span is a
     visit, except a nameless one around other agents (the Agents SDK's ``Agent workflow``).
     """
-    nodes = [(s, _graph_node(s)) for s in spans]
-    if any(node for _, node in nodes):
-        return [node for s, node in nodes
-                if node and not any(_graph_node(a) for a in tree.ancestors(s))]
+    nodes = {s.span_id: _graph_node(s) for s in tree.by_id.values()}
+    if any(nodes[s.span_id] for s in spans):
+        return [str(nodes[s.span_id]) for s in spans if nodes[s.span_id]
+                and not any(nodes[a.span_id] for a in tree.ancestors(s))]
     agents = [s for s in spans if s.kind == "agent"]
     if not agents:
         return None
-    visits = []
-    for span in agents:
-        name = _agent_name(span)
-        if name is None and any(span in tree.ancestors(other) for other in agents):
-            continue
-        visits.append(name or span.name)
-    return visits
+    around_others = {a.span_id for other in agents for a in tree.ancestors(other)}
+    return [name or span.name for span in agents
+            if (name := _agent_name(span)) is not None or span.span_id not in around_others]
 
 
 def _redacted(value: Any, what: str, where: str, notes: list[str]) -> bool:
@@ -586,14 +583,12 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
         turn.response = max(answered)[2]
     elif roots:
         turn.response = str(roots[-1].attrs["output.value"])
-    for field_name, text in (("actual_response", turn.response), ("", turn.user_content)):
-        if _redacted(text, "response" if field_name else "user message", spans[0].where
-                     if spans else "", notes):
-            if field_name:
-                turn.response = ""
-                unknown.add(field_name)
-            else:
-                turn.user_content = ""
+    where = spans[0].where if spans else ""
+    if _redacted(turn.response, "response", where, notes):
+        turn.response = ""
+        unknown.add("actual_response")
+    if _redacted(turn.user_content, "user message", where, notes):
+        turn.user_content = ""
     models = [s for s in spans if s.kind == "llm"]
     if models and not any(inputs[s.span_id] or outputs[s.span_id] for s in models):
         # The GenAI instrumentations' default: no content on the spans (opt-in), and with the
@@ -615,11 +610,12 @@ def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
     if len(outermost) < 2:
         return [spans]
     groups: dict[str, list[_Span]] = {s.span_id: [] for s in outermost}
+    around_turns = {a.span_id for s in outermost for a in tree.ancestors(s)}
     for span in spans:
         owner = next((a for a in [span, *tree.ancestors(span)] if a.span_id in groups), None)
         if owner is None:  # outside every agent: the turn under way when it started
             owner = next((s for s in reversed(outermost) if s.start <= span.start), outermost[0])
-            if not span.parent_id and any(span in tree.ancestors(s) for s in outermost):
+            if not span.parent_id and span.span_id in around_turns:
                 continue  # the conversation's own root span is no part of any one turn
         groups[owner.span_id].append(span)
     return [groups[s.span_id] for s in outermost]

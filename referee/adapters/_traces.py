@@ -239,8 +239,8 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
     """Score recorded runs with any criteria; nothing is re-run (the report's model: recorded).
 
     ``traces``: a trace file or RecordedRuns; ``logs``: the OTLP logs export that holds their
-    message content, for GenAI instrumentations that write it there. ``cases``: an EvalSet, case file or list of
-    cases to pair by id (default: each record is its own case). ``criteria``: criterion or
+    message content, for GenAI instrumentations that write it there. ``cases``: an EvalSet,
+    case file or list of cases to pair by id (default: each record is its own case). ``criteria``: criterion or
     evaluator instances; ``config``: an EvalConfig whose criteria are added (the default
     config when neither is given). ``on_note`` receives, before scoring, what the traces left
     unsaid or unpaired (each note is also kept in the report).

@@ -48,6 +48,15 @@ def span_file(path: Path) -> Iterator[TracerProvider]:
         provider.shutdown()
 
 
+@contextmanager
+def instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[None]:
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
 def _calls(calls: list[ToolCall]) -> list[tuple[Any, ...]]:
     return [(c.name, c.args, c.result, c.call_id) for c in calls]
 
@@ -128,21 +137,17 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
         return {"order_id": order_id, "status": ORDERS.get(order_id, "unknown")}
 
     spans = tmp_path / "spans.jsonl"
-    with ScriptedJudgeServer(order_desk) as server, span_file(spans) as provider:
-        instrumentor = instrumentor_module.OpenAIAgentsInstrumentor()
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            model = agents.OpenAIResponsesModel(
-                "scripted", AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY))
-            orders = agents.Agent(name="orders", instructions="You answer order questions.",
-                                  tools=[lookup_order], model=model)
-            triage = agents.Agent(name="triage", instructions="You route customers.",
-                                  handoffs=[orders], model=model)
-            live = await AgentEvaluator(OpenAIAgentsAgent(triage), config=CONFIG, save=False,
-                                        case_context=session_of).evaluate(
-                order_cases(), verbose=False, parallel=False)
-        finally:
-            instrumentor.uninstrument()
+    with ScriptedJudgeServer(order_desk) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.OpenAIAgentsInstrumentor(), provider):
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY))
+        orders = agents.Agent(name="orders", instructions="You answer order questions.",
+                              tools=[lookup_order], model=model)
+        triage = agents.Agent(name="triage", instructions="You route customers.",
+                              handoffs=[orders], model=model)
+        live = await AgentEvaluator(OpenAIAgentsAgent(triage), config=CONFIG, save=False,
+                                    case_context=session_of).evaluate(
+            order_cases(), verbose=False, parallel=False)
 
     recorded = await score_traces_async(spans, cases=order_cases(), config=CONFIG,
                                         verbose=False, save=False)
@@ -156,45 +161,20 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
 
 # LangGraph + openinference-instrumentation-langchain ---------------------------------------------
 
-STOCK = {"keyboard": 4, "mouse": 0}
+def langgraph_example() -> Any:
+    """examples/langgraph: a stock desk graph (a one-argument tool) and its scripted model."""
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langchain_openai")
+    from test_examples import EXAMPLES, load
+
+    return load(EXAMPLES / "langgraph" / "eval_langgraph.py")
 
 
-def stock_desk(request: RecordedRequest) -> Reply | str:
-    """One stock lookup per question, then the answer."""
-    item = re.findall(r"(keyboard|mouse)", request.prompt)[-1]
-    if request.tool_outputs:
-        return f"We have {request.tool_outputs[-1]} of the {item} in stock."
-    return Reply.calling(("check_stock", {"item": item}))
+STOCK = {"keyboard": 4, "mouse": 0}  # what the example's check_stock tool answers
 
 
-def stock_graph(server: ScriptedJudgeServer) -> Any:
-    from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
-
-    @tool
-    def check_stock(item: str) -> int:
-        """How many of an item are in stock."""
-        return STOCK.get(item, 0)
-
-    model = ChatOpenAI(model="scripted", base_url=server.base_url(), api_key=DUMMY_API_KEY,
-                       max_retries=0).bind_tools([check_stock])
-
-    def assistant(state: MessagesState) -> dict:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("assistant", assistant)
-    graph.add_node("tools", ToolNode([check_stock]))
-    graph.add_edge(START, "assistant")
-    graph.add_conditional_edges("assistant", tools_condition)
-    graph.add_edge("tools", "assistant")
-    return graph.compile()
-
-
-def stock_cases(nodes: list[str] | None = None) -> list[EvalCase]:
-    nodes = ["assistant", "tools", "assistant"] if nodes is None else nodes
+def stock_cases() -> list[EvalCase]:
+    nodes = ["assistant", "tools", "assistant"]
 
     def turn(question: str, item: str) -> Invocation:
         return Invocation(user_content=question,
@@ -209,21 +189,16 @@ def stock_cases(nodes: list[str] | None = None) -> list[EvalCase]:
 
 
 async def test_langgraph_trace_scores_like_the_live_run(tmp_path):
-    pytest.importorskip("langgraph")
-    pytest.importorskip("langchain_openai")
+    example = langgraph_example()
     instrumentor_module = pytest.importorskip("openinference.instrumentation.langchain")
     from referee.adapters import LangGraphAgent
 
     spans = tmp_path / "spans.jsonl"
-    with ScriptedJudgeServer(stock_desk) as server, span_file(spans) as provider:
-        instrumentor = instrumentor_module.LangChainInstrumentor()
-        instrumentor.instrument(tracer_provider=provider)
-        try:
-            live = await AgentEvaluator(LangGraphAgent(stock_graph(server)), config=CONFIG,
-                                        save=False, case_context=session_of).evaluate(
-                stock_cases(), verbose=False, parallel=False)
-        finally:
-            instrumentor.uninstrument()
+    with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.LangChainInstrumentor(), provider):
+        live = await AgentEvaluator(LangGraphAgent(example.build_graph(server.base_url())),
+                                    config=CONFIG, save=False, case_context=session_of).evaluate(
+            stock_cases(), verbose=False, parallel=False)
 
     recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
                                         verbose=False, save=False)
@@ -293,15 +268,14 @@ class PerTurnSpans:
 
 
 async def _openai_v2_run(tmp_path: Path, logs: bool) -> tuple[EvalReport, Path, Path | None]:
-    pytest.importorskip("langgraph")
-    pytest.importorskip("langchain_openai")
+    example = langgraph_example()
     from referee.adapters import LangGraphAgent
 
     spans = tmp_path / "spans.jsonl"
     logs_path = tmp_path / "logs.jsonl" if logs else None
-    with ScriptedJudgeServer(stock_desk) as server, span_file(spans) as provider, \
+    with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
             openai_v2(provider, logs_path):
-        agent = PerTurnSpans(LangGraphAgent(stock_graph(server)), provider)
+        agent = PerTurnSpans(LangGraphAgent(example.build_graph(server.base_url())), provider)
         live = await AgentEvaluator(agent, config=CONFIG, save=False,
                                     case_context=case_id_of).evaluate(
             stock_cases(), verbose=False, parallel=False)

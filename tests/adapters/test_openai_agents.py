@@ -147,4 +147,5 @@ async def test_prompt_cache_reads_are_recorded(server):
     usage = execution_from_run_result(result).token_usage
     assert usage.requests == 2
     assert 0 < usage.cached_input_tokens < usage.input_tokens
-    assert usage.cached_input_tokens == result.context_wrapper.usage.input_tokens_details.cached_tokens
+    sdk_usage = result.context_wrapper.usage
+    assert usage.cached_input_tokens == sdk_usage.input_tokens_details.cached_tokens

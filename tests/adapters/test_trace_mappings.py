@@ -36,8 +36,8 @@ def test_two_top_level_agent_spans_in_one_trace_are_two_turns(tmp_path):
                  gen_ai__conversation__id="conv-9",
                  gen_ai__input__messages=messages_json(
                      {"role": "user", "parts": [{"type": "text", "content": user}]}),
-                 gen_ai__output__messages=messages_json(
-                     {"role": "assistant", "parts": [{"type": "text", "content": f"{city}: sun"}]})),
+                 gen_ai__output__messages=messages_json({"role": "assistant", "parts": [
+                     {"type": "text", "content": f"{city}: sun"}]})),
             span(trace, tool, "execute_tool get_weather", base + 5, parent=agent,
                  gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_weather",
                  gen_ai__tool__call__id=f"c{n}", gen_ai__tool__call__arguments=json.dumps(
