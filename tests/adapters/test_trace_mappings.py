@@ -182,3 +182,27 @@ def test_a_handoff_span_is_no_tool_call_and_a_workflow_span_no_node(tmp_path):
     assert run.execution.tool_calls == []
     assert run.execution.node_visits == ["triage", "billing"]
     assert current_genai_trace  # the shared builders stay importable from here
+
+
+def test_unknown_arguments_skip_an_argument_check_and_keep_the_name_check(tmp_path):
+    trace = current_genai_trace("c" * 32, conversation="weather-1", with_arguments=False)
+    trace[1]["attributes"] = [a for a in trace[1]["attributes"]  # no model call to borrow from
+                              if a["key"] != "gen_ai.output.messages"]
+    traces = _write(tmp_path / "optin.json", *trace)
+    case = EvalCase.single_turn("Weather in Paris?", eval_id="weather-1",
+                                expected_tool_trajectory=[ToolCall(name="get_weather",
+                                                                   args={"city": "Paris"})])
+
+    def scored(check_args: bool) -> dict:
+        config = EvalConfig(criteria=CriteriaConfig(trajectory=CriterionConfig.trajectory(
+            match_type=MatchType.EXACT, check_args=check_args)))
+        (result,) = score_traces(traces, cases=[case], config=config, save=False,
+                                 verbose=False).cases
+        (trajectory,) = result.criterion_results
+        return {"status": result.status, "skipped": trajectory.skipped,
+                "passed": trajectory.passed, "reason": trajectory.details["reason"]}
+
+    with_args, names_only = scored(True), scored(False)
+    assert (with_args["status"], with_args["skipped"]) == (CaseStatus.SKIPPED, True)
+    assert "tool arguments are not recorded" in with_args["reason"]
+    assert (names_only["status"], names_only["passed"]) == (CaseStatus.PASSED, True)
