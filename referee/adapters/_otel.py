@@ -562,6 +562,9 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
         turn.user_content = str(root_input or "")
 
     tool_spans = [s for s in spans if s.kind == "tool"]
+    notes.extend(f"{s.where}: a TOOL span without tool.name; not counted as a tool call"
+                 for s in spans if s.kind == "other" and not s.name.startswith("handoff to ")
+                 and str(s.attrs.get("openinference.span.kind") or "").upper() == "TOOL")
     calls = list(model_calls.values())
     if tool_spans:
         for span in tool_spans:

@@ -176,11 +176,15 @@ def test_a_handoff_span_is_no_tool_call_and_a_workflow_span_no_node(tmp_path):
              openinference__span__kind="TOOL", input__value="triage", output__value="billing"),
         span(trace, "4" * 16, "billing", 21, end=80, parent="1" * 16,
              openinference__span__kind="AGENT", agent__name="billing"),
+        span(trace, "5" * 16, "mystery", 30, parent="4" * 16, openinference__span__kind="TOOL"),
     ]
     (run,) = read_traces(_write(tmp_path / "handoff.json", *spans))
 
     assert run.execution.tool_calls == []
     assert run.execution.node_visits == ["triage", "billing"]
+    # A nameless TOOL span that is no handoff is said, not silently dropped.
+    (note,) = run.execution.metadata[TRACE_NOTES_KEY]
+    assert "'mystery'" in note and "without tool.name" in note
     assert current_genai_trace  # the shared builders stay importable from here
 
 
