@@ -468,7 +468,11 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
         # No id on the span (the Agents SDK's function spans): the model's next call of this
         # tool not yet matched is the one this span ran; same name, and same arguments when
         # the span has them.
-        by_id = next((c for c in model_calls if not c.taken and c.name == name), None)
+        untaken = [c for c in model_calls if not c.taken and c.name == name]
+        found_args = span.first(_TOOL_ARGUMENT_KEYS)
+        shown = _as_object(found_args[1]) if found_args is not None else None
+        by_id = next((c for c in untaken if shown is not None
+                      and _as_object(c.arguments) == shown), untaken[0] if untaken else None)
         if by_id is not None:
             call_id = by_id.call_id
     if by_id is not None:
@@ -514,13 +518,19 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     return ToolCall(name=name, args=args, result=result, call_id=call_id)
 
 
-def _is_json_object(value: Any) -> bool:
+def _as_object(value: Any) -> Mapping[str, Any] | None:
+    """``value`` as a JSON object (given as one or as its text), else None."""
     if isinstance(value, Mapping):
-        return True
+        return value
     try:
-        return isinstance(json.loads(value), dict)
-    except (TypeError, ValueError):
-        return False
+        parsed = json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _is_json_object(value: Any) -> bool:
+    return _as_object(value) is not None
 
 
 @dataclass

@@ -210,3 +210,30 @@ def test_unknown_arguments_skip_an_argument_check_and_keep_the_name_check(tmp_pa
     assert (with_args["status"], with_args["skipped"]) == (CaseStatus.SKIPPED, True)
     assert "tool arguments are not recorded" in with_args["reason"]
     assert (names_only["status"], names_only["passed"]) == (CaseStatus.PASSED, True)
+
+
+def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_path):
+    trace = "6" * 32
+    calls = [{"tool_call": {"id": f"c{n}", "function": {
+        "name": "lookup", "arguments": json.dumps({"order": n})}}} for n in (1, 2)]
+    llm_attrs = {"openinference__span__kind": "LLM",
+                 "llm__output_messages__0__message__role": "assistant"}
+    for n, call in enumerate(calls):
+        prefix = f"llm__output_messages__0__message__tool_calls__{n}__tool_call__"
+        llm_attrs[prefix + "id"] = call["tool_call"]["id"]
+        llm_attrs[prefix + "function__name"] = "lookup"
+        llm_attrs[prefix + "function__arguments"] = call["tool_call"]["function"]["arguments"]
+    spans = [
+        span(trace, "1" * 16, "agent", 0, end=50, openinference__span__kind="AGENT",
+             agent__name="desk"),
+        span(trace, "2" * 16, "response", 1, parent="1" * 16, **llm_attrs),
+        # The tools ran in the other order than the model listed them.
+        span(trace, "3" * 16, "lookup", 2, parent="1" * 16, openinference__span__kind="TOOL",
+             tool__name="lookup", input__value='{"order": 2}', output__value="two"),
+        span(trace, "4" * 16, "lookup", 3, parent="1" * 16, openinference__span__kind="TOOL",
+             tool__name="lookup", input__value='{"order": 1}', output__value="one"),
+    ]
+    (run,) = read_traces(_write(tmp_path / "ids.json", *spans))
+
+    assert [(c.args, c.call_id, c.result) for c in run.execution.tool_calls] == [
+        ({"order": 2}, "c2", "two"), ({"order": 1}, "c1", "one")]
