@@ -12,7 +12,8 @@ ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by fiel
 | ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text)       |
 | ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
 | ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
-| ``conversation_scenario``                   | its starting prompt is the case's ``input``         |
+| ``invocation_events[].author`` (the agents) | ``Invocation.expected_node_order``                  |
+| ``conversation_scenario``                   | kept; no turn of its own (run by the user simulator) |
 | ``creation_timestamp``, ``rubrics``, ``final_session_state``, ``app_details``, ... | ``metadata["adk"]`` |
 
 What has no referee field is kept under ``metadata["adk"]``, and so is any original value that
@@ -72,6 +73,19 @@ def _parts(intermediate: Any) -> list[dict[str, Any]]:
             if isinstance(part, dict):
                 parts.append(part)
     return parts
+
+
+def authors(intermediate: Any) -> list[str]:
+    """The agents that held control in ``invocation_events``, in order: each event's ``author``
+    (not the user's), one per stretch of events by the same agent."""
+    order: list[str] = []
+    events = _get(intermediate, "invocation_events")
+    for event in events if isinstance(events, list) else []:
+        author = _get(event, "author")
+        if isinstance(author, str) and author and author != "user" and (
+                not order or order[-1] != author):
+            order.append(author)
+    return order
 
 
 def tool_calls(intermediate: Any) -> list[dict[str, Any]]:
@@ -153,6 +167,8 @@ def read_turn(data: dict[str, Any]) -> dict[str, Any]:
         data["expected_tool_trajectory"] = calls
         if raw != intermediate_data(calls):
             kept["intermediate_data"] = raw
+        if not data.get("expected_node_order"):
+            data["expected_node_order"] = authors(raw)
     for key in sorted(TURN_KEYS - {"final_response", "intermediate_data"}):
         if key in data:
             kept[key] = data.pop(key)
@@ -175,11 +191,17 @@ def read_case(data: dict[str, Any]) -> dict[str, Any]:
         prompt = _get(scenario, "starting_prompt")
         if not isinstance(prompt, str):
             raise ValueError("conversation_scenario needs a 'starting_prompt' string")
-        if data.get("conversation"):
+        if data.get("conversation") or data.get("input") is not None:
             raise ValueError("an ADK case has a conversation or a conversation_scenario, not both")
-        data.setdefault("input", prompt)
+        # No turn is made up from the prompt: the user simulator holds the conversation.
     _keep(data, kept)
     return data
+
+
+def scenario_of(case: "EvalCase") -> dict[str, Any] | None:
+    """The ADK ``conversation_scenario`` a case is run by (through the user simulator)."""
+    scenario = case.metadata.get(ADK, {}).get("conversation_scenario")
+    return scenario if isinstance(scenario, dict) else None
 
 
 # Writing -------------------------------------------------------------------------------------
@@ -218,7 +240,8 @@ def _write_turn(turn: "Invocation") -> dict[str, Any]:
         out["intermediate_data"] = intermediate_data(calls)
     out.update(kept)
     # Keys ADK's Invocation ignores, kept so that referee reads its own expectations back.
-    if turn.expected_node_order:
+    if turn.expected_node_order and turn.expected_node_order != authors(
+            out.get("intermediate_data")):
         out["expected_node_order"] = list(turn.expected_node_order)
     if turn.expected_intermediate_responses:
         out["expected_intermediate_responses"] = list(turn.expected_intermediate_responses)
@@ -236,11 +259,7 @@ def write_case(case: "EvalCase") -> dict[str, Any]:
     scenario = kept.pop("conversation_scenario", None)
     if scenario is None and "conversation_scenario" in case.metadata.get(ADK, {}):
         out["conversation_scenario"] = None  # ADK's dump writes the null
-    turn = case.conversation[0] if len(case.conversation) == 1 else None
-    plain_scenario_turn = (turn is not None and turn.user_text == _get(scenario, "starting_prompt")
-                           and not turn.expected_final_response
-                           and not turn.expected_tool_trajectory and not turn.metadata)
-    if scenario is not None and plain_scenario_turn:
+    if scenario is not None and not case.conversation:
         out["conversation_scenario"] = scenario
     else:
         out["conversation"] = [_write_turn(t) for t in case.conversation]
@@ -259,3 +278,49 @@ def write_case(case: "EvalCase") -> dict[str, Any]:
     if metadata:
         out["metadata"] = metadata
     return out
+
+
+# The format before EvalSet ----------------------------------------------------------------------
+
+def is_legacy(data: Any) -> bool:
+    """ADK's first eval data: ``[{"name", "data": [{"query", "expected_tool_use", ...}]}]``,
+    which ADK still converts when a file is no EvalSet."""
+    return (isinstance(data, list) and bool(data)
+            and all(isinstance(item, dict) and isinstance(item.get("data"), list)
+                    and "name" in item for item in data))
+
+
+def from_legacy(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The legacy cases as case dicts: ``name`` is the eval id, each ``data`` item a turn
+    (``query`` its user content, ``reference`` the expected response, ``expected_tool_use``
+    the trajectory, ``expected_intermediate_agent_responses`` its intermediate responses) and
+    ``initial_session`` the session input. Raises ValueError naming the bad item."""
+    cases = []
+    for i, item in enumerate(data):
+        turns = []
+        for j, turn in enumerate(item["data"]):
+            where = f"[{i}].data[{j}]"
+            if not isinstance(turn, dict) or not isinstance(turn.get("query"), str):
+                raise ValueError(f"{where}.query: expected the user's query as a string")
+            uses = turn.get("expected_tool_use") or []
+            if not isinstance(uses, list) or not all(
+                    isinstance(u, dict) and isinstance(u.get("tool_name"), str) for u in uses):
+                raise ValueError(f"{where}.expected_tool_use: expected a list of "
+                                 f"{{'tool_name', 'tool_input'}} objects")
+            converted: dict[str, Any] = {
+                "user_content": turn["query"],
+                "expected_tool_trajectory": [{"name": u["tool_name"],
+                                              "args": u.get("tool_input") or {}} for u in uses],
+            }
+            if turn.get("reference") is not None:
+                converted["expected_final_response"] = turn["reference"]
+            if turn.get("expected_intermediate_agent_responses"):
+                converted["expected_intermediate_responses"] = list(
+                    turn["expected_intermediate_agent_responses"])
+            turns.append(converted)
+        case: dict[str, Any] = {"eval_id": item["name"], "conversation": turns}
+        session = item.get("initial_session")
+        if session:
+            case["session_input"] = session
+        cases.append(case)
+    return cases

@@ -57,7 +57,8 @@ TARGET is either
 
 With --traces FILE nothing is run: recorded runs (message lists or OTLP/JSON spans) are
 scored as they are, paired by id with TARGET's cases when TARGET is given, and the report's
-model is "recorded".
+model is "recorded". --traces-logs FILE adds the OTLP/JSON logs of the same runs, where GenAI
+instrumentations of the v1.28-1.36 conventions record the message content.
 
 The run directory (meta.json, cases.jsonl, report.json and the reports) goes under --out.
 
@@ -319,6 +320,9 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
     traces = Path(args.traces)
     if not traces.is_file():
         raise CliError(f"--traces {traces}: {_not_a_file(traces)}")
+    logs = Path(args.traces_logs) if args.traces_logs else None
+    if logs is not None and not logs.is_file():
+        raise CliError(f"--traces-logs {logs}: {_not_a_file(logs)}")
     cases: Any = None
     criteria: list[Any] | None = None
     name = None
@@ -351,7 +355,7 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
 
         config = EvalConfig.from_file(args.config)
     return score_traces_async(
-        traces, cases=cases, criteria=criteria, config=config, name=name,
+        traces, logs=logs, cases=cases, criteria=criteria, config=config, name=name,
         verbose=not args.quiet, runs_dir=args.runs_dir, concurrency=args.concurrency,
         formats=formats, resume=args.resume, fail_threshold=args.fail_threshold,
         max_error_rate=args.max_error_rate, on_note=_print_trace_notes)
@@ -372,6 +376,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
     if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
         raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
+    if args.traces_logs and not args.traces:
+        raise CliError("--traces-logs goes with --traces FILE (the spans of the same runs)")
     if args.ray is not None and args.traces:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
@@ -599,6 +605,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="score recorded runs instead of running anything: OpenAI-style message "
                           "lists or OTLP/JSON spans (JSON or JSONL); paired by id with TARGET's "
                           "cases, or each record is its own case")
+    run.add_argument("--traces-logs", metavar="FILE",
+                     help="with --traces: the OTLP/JSON logs export of the same runs, whose "
+                          "GenAI events (gen_ai.*.message, gen_ai.choice) hold the message "
+                          "content")
     run.add_argument("--agent", metavar="FILE.py:FUNCTION",
                      help="the agent under test, when TARGET is a case file")
     run.add_argument("--config", metavar="EVAL_CONFIG.json",

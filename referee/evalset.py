@@ -14,9 +14,11 @@ Formats, chosen by file name:
 
 Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``conversation[].user_content.parts[].text``, ``final_response``, ``intermediate_data`` with
-``tool_uses`` or ``invocation_events``, ``conversation_scenario``, ``rubrics``, creation
-timestamps, camelCase spellings) load into the same model; ``save(path, format="adk")`` writes
-one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
+``tool_uses`` or ``invocation_events``, whose authors give the expected node order,
+``conversation_scenario`` (a case with no turn of its own, run through the user simulator),
+``rubrics``, creation timestamps, camelCase spellings) load into the same model, and so does
+ADK's legacy list (``[{name, data: [{query, expected_tool_use, reference}], initial_session}]``,
+which ADK converts the same way); ``save(path, format="adk")`` writes one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
 files 10xgraph's ``EvalSet.to_file`` writes load as well, and 10xgraph's ``EvalSetBuilder`` and
 ``create_simple_eval_set`` build sets in code.
 
@@ -425,6 +427,13 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
     if data is None:
         raise InputError("empty document", source=source,
                          expected="an EvalSet object with 'eval_cases' or a list of cases")
+    if _adk.is_legacy(data):
+        try:
+            return {}, _adk.from_legacy(data), ()
+        except ValueError as exc:
+            raise InputError(str(exc), source=source,
+                             expected="ADK's legacy eval data ([{name, data: [{query, "
+                                      "expected_tool_use, reference}]}])") from None
     if isinstance(data, list):
         return {}, data, ()
     if isinstance(data, dict):
@@ -671,7 +680,7 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
         full = (*prefix, *loc)
         raise InputError(message, source=source, line=line or _line_of(text, full),
                          field=_path(full) or None) from None
-    if case.input is None and not case.conversation:
+    if case.input is None and not case.conversation and _adk.scenario_of(case) is None:
         raise InputError("the case has nothing to ask", source=source,
                          line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
                          expected="an 'input' or a 'conversation'")

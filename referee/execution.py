@@ -13,6 +13,12 @@ from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
 
+# What a recording could not carry, kept in ``ExecutionResult.metadata`` as {field: why}: a trace
+# format without node visits, an instrumentation that left message content out. Fields:
+# "actual_response", "tool_calls", "tool_args", "tool_results", "node_visits". A criterion whose
+# ``reads`` names one of them is skipped with the reason instead of scoring what is not there.
+UNRECORDED_KEY = "unrecorded"
+
 # The keys a model's dict may carry its response under, preferred first.
 RESPONSE_KEYS = ("actual_response", "output", "response", "content", "text")
 

@@ -286,3 +286,43 @@ async def test_summary_counts_per_criterion_stats_and_judge_tokens():
     # The same numbers under document 001's names, from the same cases.
     assert (report.total, report.passed, report.failed, report.errors) == (3, 1, 1, 1)
     assert report.pass_rate == summary.pass_rate and report.error_rate == summary.error_rate
+
+
+async def test_case_context_is_entered_around_every_turn_of_its_case():
+    import contextlib
+    import contextvars
+
+    session: contextvars.ContextVar[str] = contextvars.ContextVar("session", default="none")
+    seen: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def tagged(case: EvalCase):
+        token = session.set(case.eval_id)
+        try:
+            yield
+        finally:
+            session.reset(token)
+
+    @contextlib.asynccontextmanager
+    async def tagged_async(case: EvalCase):
+        with tagged(case):
+            yield
+
+    def sync_agent(message: str) -> str:  # runs on a worker thread
+        seen.append((message, session.get()))
+        return "ok"
+
+    async def async_agent(message: str) -> str:
+        seen.append((message, session.get()))
+        return "ok"
+
+    cases = [EvalCase.multi_turn([Invocation(user_content="a1"), Invocation(user_content="a2")],
+                                 eval_id="case-a"),
+             EvalCase.single_turn("b1", eval_id="case-b")]
+    for agent, context in ((sync_agent, tagged), (async_agent, tagged_async)):
+        seen.clear()
+        evaluator = AgentEvaluator(agent, config=EvalConfig(criteria=CriteriaConfig()),
+                                   save=False, case_context=context)
+        await evaluator.evaluate(cases, verbose=False)
+        assert sorted(seen) == [("a1", "case-a"), ("a2", "case-a"), ("b1", "case-b")]
+    assert session.get() == "none"

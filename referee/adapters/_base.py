@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from referee.case import EvalCase
-from referee.execution import ExecutionResult
+from referee.execution import UNRECORDED_KEY, ExecutionResult
 
 # Where a recorded run stores what its trace did not say (opt-in attributes left out, results
 # without a call): kept with the run, shown in the report, never filled in by guessing.
@@ -79,7 +79,13 @@ def require_extra(module: str, extra: str) -> ModuleType:
             f"(could not import {module}: {exc})") from None
 
 
-def with_notes(execution: ExecutionResult, notes: list[str]) -> ExecutionResult:
+def with_notes(execution: ExecutionResult, notes: list[str],
+               unrecorded: dict[str, str] | None = None) -> ExecutionResult:
+    """Keep what the recording left unsaid; ``unrecorded`` names the fields its format could
+    not carry (``UNRECORDED_KEY``), so the criteria that read them are skipped with that reason
+    instead of failing on what is not there."""
     if notes:
-        execution.metadata[TRACE_NOTES_KEY] = list(notes)
+        execution.metadata[TRACE_NOTES_KEY] = notes
+    if unrecorded:
+        execution.metadata[UNRECORDED_KEY] = dict(unrecorded)
     return execution

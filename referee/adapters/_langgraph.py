@@ -8,6 +8,7 @@ messages.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,8 +57,21 @@ def execution_from_langgraph(graph: Any, inputs: Any, config: Any = None, *,
     return _execution(visits, state, start, messages_key)
 
 
+def _with_thread(config: Any, thread_id: str) -> dict[str, Any]:
+    """``config`` with its own ``configurable.thread_id``; the other settings kept."""
+    merged = dict(config or {})
+    merged["configurable"] = {**(merged.get("configurable") or {}), "thread_id": thread_id}
+    return merged
+
+
 class LangGraphAgent:
-    """A compiled LangGraph graph as AgentEvaluator's agent under test, turn by turn."""
+    """A compiled LangGraph graph as AgentEvaluator's agent under test, turn by turn.
+
+    A graph compiled with a checkpointer (``MemorySaver``...) keeps its state per thread: each
+    conversation, so each case and each repeated run of it, gets a fresh ``thread_id`` (any
+    given in ``config`` is replaced), and a later turn sends only its new message to the
+    thread. Without one, a later turn sends the earlier messages again.
+    """
 
     def __init__(self, graph: Any, *, config: Any = None,
                  messages_key: str = MESSAGES_KEY) -> None:
@@ -67,13 +81,19 @@ class LangGraphAgent:
         self.messages_key = messages_key
         self.__name__ = str(getattr(graph, "name", None) or "langgraph graph")
         self._history = NativeHistory()
+        # True/False/None mean "the parent's", "none" and "not set": no saver of its own.
+        self._checkpointed = getattr(graph, "checkpointer", None) not in (None, False, True)
 
     async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
-        previous = list(self._history.recall(history) or [])
-        inputs = {self.messages_key: [*previous, {"role": "user", "content": message}]}
+        previous, thread_id = self._history.recall(history) or ([], uuid.uuid4().hex)
+        user = {"role": "user", "content": message}
+        if self._checkpointed:
+            inputs, config = {self.messages_key: [user]}, _with_thread(self.config, thread_id)
+        else:
+            inputs, config = {self.messages_key: [*previous, user]}, self.config
         visits: list[str] = []
         state: Any = None
-        async for mode, chunk in self.graph.astream(inputs, self.config,
+        async for mode, chunk in self.graph.astream(inputs, config,
                                                     stream_mode=["updates", "values"]):
             if mode == "updates":
                 visits.extend(_visited(chunk))
@@ -82,5 +102,5 @@ class LangGraphAgent:
         execution = _execution(visits, state, len(previous), self.messages_key)
         self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
-                           list(state[self.messages_key]))
+                           (list(state[self.messages_key]), thread_id))
         return execution

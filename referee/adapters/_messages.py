@@ -39,14 +39,14 @@ class Conversation:
     usage: TokenUsage | None = None
     notes: list[str] = field(default_factory=list)
 
-    def execution(self) -> ExecutionResult:
+    def execution(self, unrecorded: dict[str, str] | None = None) -> ExecutionResult:
         calls = [call for turn in self.turns for call in turn.tool_calls]
         visits = [node for turn in self.turns for node in turn.node_visits]
         result = ExecutionResult(
             actual_response=self.turns[-1].response if self.turns else "",
             tool_calls=calls, node_visits=visits,
             turns=self.turns if len(self.turns) > 1 else [], token_usage=self.usage)
-        return with_notes(result, self.notes)
+        return with_notes(result, self.notes, unrecorded)
 
 
 def parse_arguments(raw: Any, where: str, field_name: str) -> dict[str, Any]:
@@ -67,8 +67,36 @@ def parse_arguments(raw: Any, where: str, field_name: str) -> dict[str, Any]:
     return value
 
 
+def parse_result(value: Any) -> Any:
+    """A tool result as recorded; JSON text of an object or a list is read as that value.
+
+    Traces and message lists carry a tool's structured result as JSON text, where a live run
+    has the object itself: read both the same way, as arguments are. Other text (a number,
+    a sentence) stays text.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if (text[:1], text[-1:]) not in (("{", "}"), ("[", "]")):
+        return value
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, (dict, list)) else value
+
+
+def _count(source: Mapping[str, Any], *path: str) -> int:
+    """An integer under a nested key path, 0 when absent."""
+    value: Any = source
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def usage_from(value: Any) -> TokenUsage | None:
-    """Token counts in OpenAI (prompt/completion) or LangChain/Responses (input/output) names."""
+    """Token counts in OpenAI (prompt/completion) or LangChain/Responses (input/output) names,
+    with the prompt-cache reads each of them reports."""
     if not isinstance(value, Mapping):
         return None
     source = value.get("token_usage") if isinstance(value.get("token_usage"), Mapping) else value
@@ -76,7 +104,12 @@ def usage_from(value: Any) -> TokenUsage | None:
     outputs = source.get("output_tokens", source.get("completion_tokens"))
     if not isinstance(inputs, int) and not isinstance(outputs, int):
         return None
-    return TokenUsage(input_tokens=int(inputs or 0), output_tokens=int(outputs or 0), requests=1)
+    cached = (_count(source, "input_token_details", "cache_read")  # LangChain usage_metadata
+              or _count(source, "input_tokens_details", "cached_tokens")  # Responses
+              or _count(source, "prompt_tokens_details", "cached_tokens"))  # Chat Completions
+    written = _count(source, "input_token_details", "cache_creation")
+    return TokenUsage(input_tokens=int(inputs or 0), output_tokens=int(outputs or 0), requests=1,
+                      cached_input_tokens=cached, cache_write_tokens=written)
 
 
 def message_text(content: Any) -> str:
@@ -90,7 +123,7 @@ def message_text(content: Any) -> str:
     return content_text(content)
 
 
-def _message_dict(raw: Any, where: str, index: int) -> dict[str, Any]:
+def message_dict(raw: Any, where: str, index: int) -> dict[str, Any]:
     if hasattr(raw, "model_dump") and not isinstance(raw, Mapping):
         raw = raw.model_dump()  # a LangChain message object
     if not isinstance(raw, Mapping):
@@ -105,7 +138,7 @@ def _message_dict(raw: Any, where: str, index: int) -> dict[str, Any]:
     return message
 
 
-def _role(message: Mapping[str, Any], where: str, index: int) -> str:
+def role_of(message: Mapping[str, Any], where: str, index: int) -> str:
     raw = message.get("role") or message.get("type")
     role = _ROLE_ALIASES.get(str(raw)) if raw is not None else None
     if role is None:
@@ -145,8 +178,8 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
     current: TurnResult | None = None
     usages: list[TokenUsage | None] = []
     for index, raw in enumerate(messages):
-        message = _message_dict(raw, where, index)
-        role = _role(message, where, index)
+        message = message_dict(raw, where, index)
+        role = role_of(message, where, index)
         text = message_text(message.get("content"))
         if role == "system":
             continue
@@ -160,6 +193,12 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
         if role == "assistant":
             if text:
                 current.response = text
+            name = message.get("name")
+            # A multi-agent graph names each agent's messages: the agents that spoke are the
+            # node visits, one per stretch of messages from the same agent.
+            if isinstance(name, str) and name and (
+                    not current.node_visits or current.node_visits[-1] != name):
+                current.node_visits.append(name)
             for j, raw_call in enumerate(message.get("tool_calls") or []):
                 call = _tool_call(raw_call, where, f"messages[{index}].tool_calls[{j}]")
                 current.tool_calls.append(call)
@@ -175,7 +214,7 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
                 f"{where}: messages[{index}]: a tool result for call id {call_id!r} that no "
                 f"earlier assistant message made; left out")
             continue
-        call.result = text
+        call.result = parse_result(text)
     for call_id, call in calls_by_id.items():
         conversation.notes.append(f"{where}: tool call {call.name!r} (id {call_id}) has no "
                                   f"recorded result")

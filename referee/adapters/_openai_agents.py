@@ -13,7 +13,7 @@ from typing import Any
 
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
-from referee.adapters._messages import parse_arguments
+from referee.adapters._messages import parse_arguments, parse_result
 from referee.case import ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
@@ -58,7 +58,7 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
                 by_id[call.call_id] = call
         elif (isinstance(item, items.ToolCallOutputItem)
               and _raw_field(item.raw_item, "call_id", "id") in by_id):
-            by_id[_raw_field(item.raw_item, "call_id", "id")].result = item.output
+            by_id[_raw_field(item.raw_item, "call_id", "id")].result = parse_result(item.output)
         elif isinstance(item, items.HandoffOutputItem):
             visits.append(item.target_agent.name)
     if not visits and getattr(result, "last_agent", None) is not None:
@@ -66,37 +66,51 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     return ExecutionResult(
         actual_response=_final_text(result.final_output), tool_calls=calls, node_visits=visits,
-        token_usage=TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                               requests=usage.requests) if usage is not None else None)
+        token_usage=_usage(usage) if usage is not None else None)
+
+
+def _usage(usage: Any) -> TokenUsage:
+    details = getattr(usage, "input_tokens_details", None)
+    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                      requests=usage.requests,
+                      cached_input_tokens=getattr(details, "cached_tokens", None) or 0)
 
 
 class OpenAIAgentsAgent:
     """An Agents SDK ``Agent`` as AgentEvaluator's agent under test, turn by turn.
 
     ``run_config``, ``max_turns`` and ``context`` go to ``Runner.run`` unchanged. Each later turn
-    starts from the previous turn's ``to_input_list()`` plus the new user message.
+    starts from the previous turn's ``to_input_list()`` plus the new user message, with
+    ``agent``; ``continue_with_last_agent=True`` starts it with the agent that ended the previous
+    turn (``result.last_agent``), as a chat loop that stays with the agent it was handed to.
     """
 
     def __init__(self, agent: Any, *, run_config: Any = None, max_turns: int | None = None,
-                 context: Any = None) -> None:
+                 context: Any = None, continue_with_last_agent: bool = False) -> None:
         self._runner = require_extra("agents", EXTRA).Runner
         self.agent = agent
         self.run_config = run_config
         self.max_turns = max_turns
         self.context = context
+        self.continue_with_last_agent = continue_with_last_agent
         self.__name__ = str(getattr(agent, "name", None) or "openai-agents agent")
         self._history = NativeHistory()
 
     async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
         previous = self._history.recall(history)
-        run_input: Any = message if previous is None else [
-            *previous, {"role": "user", "content": message}]
+        starting_agent = self.agent
+        run_input: Any = message
+        if previous is not None:
+            items, last_agent = previous
+            run_input = [*items, {"role": "user", "content": message}]
+            if self.continue_with_last_agent:
+                starting_agent = last_agent
         options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        result = await self._runner.run(self.agent, run_input, **options)
+        result = await self._runner.run(starting_agent, run_input, **options)
         execution = execution_from_run_result(result)
         self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
-                           result.to_input_list())
+                           (result.to_input_list(), result.last_agent))
         return execution

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.adapters._base import NumberedRecord, RecordedRun, record_location, with_notes
-from referee.adapters._messages import message_text, parse_arguments
+from referee.adapters._messages import (
+    message_dict,
+    message_text,
+    parse_arguments,
+    parse_result,
+    role_of,
+)
 from referee.case import ToolCall
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
@@ -31,13 +37,24 @@ _CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
 # (name, arguments, result, call id) attributes of a tool span, newest convention first;
 # tool_arguments/tool_response are what pydantic-ai emitted before gen_ai.tool.call.* existed.
 _TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
-_TOOL_ID_KEYS = ("gen_ai.tool.call.id", "tool_call.id")
+_TOOL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 _TOOL_ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments", "input.value")
 _TOOL_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "output.value")
 _INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
                      "llm.token_count.prompt")
 _OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                       "llm.token_count.completion")
+_CACHE_READ_KEYS = ("gen_ai.usage.cache_read.input_tokens",
+                    "llm.token_count.prompt_details.cache_read")
+_CACHE_WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens",
+                     "llm.token_count.prompt_details.cache_write")
+_AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name")
+# OpenInference's TraceConfig (hide_inputs, hide_outputs...) writes this in place of content.
+REDACTED = "__REDACTED__"
+# v1.28-1.36 GenAI events (OTLP log records or span events) and the role each one carries.
+_EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_CHOICE_EVENT = "gen_ai.choice"
 
 
 @dataclass
@@ -60,6 +77,7 @@ class _Span:
     events: list[tuple[str, dict[str, Any]]]
     order: int
     path: str  # file and position, for messages
+    logged: list[tuple[str, Any]] = field(default_factory=list)  # (event name, body) from logs
 
     @property
     def where(self) -> str:
@@ -69,6 +87,10 @@ class _Span:
     def kind(self) -> str:
         operation = str(self.attrs.get("gen_ai.operation.name") or "")
         openinference = str(self.attrs.get("openinference.span.kind") or "").upper()
+        if openinference == "TOOL" and not operation and self.first(_TOOL_NAME_KEYS) is None:
+            # The Agents SDK instrumentor's handoff span ("handoff to X"): a change of agent,
+            # which the agent spans already record, not a call of a tool.
+            return "other"
         if operation == "execute_tool" or openinference == "TOOL" or (
                 not operation and self.name.startswith("execute_tool ")):
             return "tool"
@@ -259,6 +281,24 @@ def _flat_message(raw: Mapping[str, Any]) -> _Message:
     return message
 
 
+def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Message]:
+    """Messages from v1.28-1.36 GenAI events: ``gen_ai.{system,user,assistant,tool}.message``
+    are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output."""
+    messages = []
+    for name, body in events:
+        body = body if isinstance(body, Mapping) else {"content": body}
+        if direction == "input" and name in _EVENT_ROLES:
+            raw = {"role": body.get("role") or _EVENT_ROLES[name], "content": body.get("content"),
+                   "tool_calls": body.get("tool_calls"),
+                   "tool_call_id": body.get("id") if name == "gen_ai.tool.message" else None}
+            messages.append(_flat_message(raw))
+        elif direction == "output" and name == _CHOICE_EVENT:
+            inner = body.get("message") if isinstance(body.get("message"), Mapping) else {}
+            messages.append(_flat_message({"role": inner.get("role") or "assistant", **{
+                k: v for k, v in inner.items() if k != "role"}}))
+    return messages
+
+
 def _messages(span: _Span, direction: str) -> list[_Message]:
     """The span's input or output messages, in whichever convention it was written."""
     current = f"gen_ai.{direction}.messages"
@@ -278,10 +318,11 @@ def _messages(span: _Span, direction: str) -> list[_Message]:
             return [_flat_message(raw) for raw in _json_list(attrs[event_key], span.where,
                                                              event_key)
                     if isinstance(raw, Mapping)]
-    return []
+    # v1.28-1.36: one event per message, as span events or (the default) OTLP log records.
+    return _event_messages([*span.events, *span.logged], direction)
 
 
-# One trace, one turn ------------------------------------------------------------------------------
+# One turn: tool calls, node visits, texts and usage --------------------------------------------
 
 def _int_attr(span: _Span, keys: tuple[str, ...]) -> int | None:
     found = span.first(keys)
@@ -294,7 +335,23 @@ def _int_attr(span: _Span, keys: tuple[str, ...]) -> int | None:
                          expected="a token count") from None
 
 
-def _usage(spans: list[_Span]) -> TokenUsage | None:
+class _Tree:
+    """Parent links of one trace's spans."""
+
+    def __init__(self, spans: list[_Span]) -> None:
+        self.by_id = {s.span_id: s for s in spans}
+
+    def ancestors(self, span: _Span) -> list[_Span]:
+        found, seen = [], {span.span_id}
+        parent = self.by_id.get(span.parent_id)
+        while parent is not None and parent.span_id not in seen:  # a cycle is no ancestry
+            found.append(parent)
+            seen.add(parent.span_id)
+            parent = self.by_id.get(parent.parent_id)
+        return found
+
+
+def _usage(spans: list[_Span], tree: _Tree) -> TokenUsage | None:
     """Model calls' token counts; agent spans' only when no model call has any (no double count)."""
     def of(selected: list[_Span]) -> TokenUsage | None:
         usages = []
@@ -302,84 +359,98 @@ def _usage(spans: list[_Span]) -> TokenUsage | None:
             inputs = _int_attr(span, _INPUT_TOKEN_KEYS)
             outputs = _int_attr(span, _OUTPUT_TOKEN_KEYS)
             if inputs is not None or outputs is not None:
-                usages.append(TokenUsage(input_tokens=inputs or 0, output_tokens=outputs or 0,
-                                         requests=1 if span.kind == "llm" else 0))
+                usages.append(TokenUsage(
+                    input_tokens=inputs or 0, output_tokens=outputs or 0,
+                    cached_input_tokens=_int_attr(span, _CACHE_READ_KEYS) or 0,
+                    cache_write_tokens=_int_attr(span, _CACHE_WRITE_KEYS) or 0,
+                    requests=1 if span.kind == "llm" else 0))
         return TokenUsage.total(usages)
 
-    by_id = {s.span_id: s for s in spans}
-
-    def under_agent(span: _Span) -> bool:
-        parent = by_id.get(span.parent_id)
-        while parent is not None:
-            if parent.kind == "agent":
-                return True
-            parent = by_id.get(parent.parent_id)
-        return False
-
     return of([s for s in spans if s.kind == "llm"]) or of(
-        [s for s in spans if s.kind == "agent" and not under_agent(s)])
+        [s for s in spans if s.kind == "agent"
+         and not any(a.kind == "agent" for a in tree.ancestors(s))])
 
 
-def _agent_name(span: _Span) -> str:
-    for key in ("gen_ai.agent.name", "agent.name"):
-        if span.attrs.get(key):
-            return str(span.attrs[key])
-    return span.name.removeprefix("invoke_agent ").strip() or span.name
+def _agent_name(span: _Span) -> str | None:
+    """The agent an agent span names, or None for a nameless OpenInference AGENT span."""
+    found = span.first(_AGENT_NAME_KEYS)
+    if found is not None:
+        return str(found[1])
+    if span.name.startswith("invoke_agent"):
+        return span.name.removeprefix("invoke_agent").strip() or span.name
+    return None
 
 
-def _turn(spans: list[_Span], notes: list[str]) -> tuple[TurnResult, TokenUsage | None]:
-    spans = sorted(spans, key=lambda s: (s.start, s.order))
-    inputs = {s.span_id: _messages(s, "input") for s in spans}
-    outputs = {s.span_id: _messages(s, "output") for s in spans}
-    model_calls: dict[str, tuple[str, Any]] = {}  # call id -> (name, raw arguments)
-    model_results: dict[str, str] = {}  # call id -> result sent back to the model
-    for span in spans:
-        for message in outputs[span.span_id]:
-            for call_id, name, arguments in message.calls:
-                if call_id is not None:
-                    model_calls[str(call_id)] = (name, arguments)
-        for message in inputs[span.span_id]:
-            if message.role == "tool" and message.tool_call_id is not None:
-                model_results[str(message.tool_call_id)] = message.text
-
-    turn = TurnResult()
-    user_texts = [m.text for s in spans for m in inputs[s.span_id] if m.role == "user" and m.text]
-    first_with_input = next((inputs[s.span_id] for s in spans if any(
-        m.role == "user" for m in inputs[s.span_id])), [])
-    users = [m.text for m in first_with_input if m.role == "user" and m.text]
-    turn.user_content = users[-1] if users else (user_texts[-1] if user_texts else "")
-
-    tool_spans = [s for s in spans if s.kind == "tool"]
-    if tool_spans:
-        for span in tool_spans:
-            turn.tool_calls.append(_tool_from_span(span, model_calls, model_results, notes))
-    else:  # only the model was instrumented: its own tool calls are the trajectory
-        for span in spans:
-            for message in outputs[span.span_id]:
-                for j, (call_id, name, arguments) in enumerate(message.calls):
-                    args = parse_arguments(arguments, span.where, f"tool_calls[{j}].arguments")
-                    turn.tool_calls.append(ToolCall(
-                        name=name, args=args, call_id=str(call_id) if call_id else None,
-                        result=model_results.get(str(call_id)) if call_id else None))
-    turn.node_visits = [_agent_name(s) for s in spans if s.kind == "agent"]
-
-    answered = [(s.end, s.order, m.text) for s in spans for m in outputs[s.span_id]
-                if m.role in ("assistant", "") and m.text]
-    if answered:
-        turn.response = max(answered)[2]
-    else:
-        roots = [s for s in spans if not s.parent_id and s.attrs.get("output.value")]
-        if roots:
-            turn.response = str(roots[-1].attrs["output.value"])
-    if not user_texts and not turn.user_content:
-        root_input = next((s.attrs.get("input.value") for s in spans
-                           if not s.parent_id and s.attrs.get("input.value")), None)
-        turn.user_content = str(root_input or "")
-    return turn, _usage(spans)
+def _graph_node(span: _Span) -> str | None:
+    """LangGraph's ``langgraph_node``, which LangChain instrumentations copy into ``metadata``."""
+    metadata = span.attrs.get("metadata")
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except (ValueError, RecursionError):
+            metadata = None
+    node = metadata.get("langgraph_node") if isinstance(metadata, Mapping) else None
+    node = node if node is not None else span.attrs.get("metadata.langgraph_node")
+    return str(node) if node not in (None, "") else None
 
 
-def _tool_from_span(span: _Span, model_calls: dict[str, tuple[str, Any]],
-                    model_results: dict[str, str], notes: list[str]) -> ToolCall:
+def _node_visits(spans: list[_Span], tree: _Tree) -> list[str] | None:
+    """Graph nodes or agents that ran, in start order; None when no span can say.
+
+    LangGraph: each span of a node carries ``langgraph_node``; a visit is the outermost one
+    (the node's model calls, tools and nested subgraph nodes run inside it, as the live
+    ``stream_mode="updates"`` shows only the top-level nodes). Otherwise each agent span is a
+    visit, except a nameless one around other agents (the Agents SDK's ``Agent workflow``).
+    """
+    nodes = {s.span_id: _graph_node(s) for s in tree.by_id.values()}
+    if any(nodes[s.span_id] for s in spans):
+        return [str(nodes[s.span_id]) for s in spans if nodes[s.span_id]
+                and not any(nodes[a.span_id] for a in tree.ancestors(s))]
+    agents = [s for s in spans if s.kind == "agent"]
+    if not agents:
+        return None
+    around_others = {a.span_id for other in agents for a in tree.ancestors(other)}
+    return [name or span.name for span in agents
+            if (name := _agent_name(span)) is not None or span.span_id not in around_others]
+
+
+def _redacted(value: Any, what: str, where: str, notes: list[str]) -> bool:
+    if value == REDACTED:
+        notes.append(f"{where}: the {what} was redacted by the instrumentation "
+                     f"('{REDACTED}'); read as unknown")
+        return True
+    return False
+
+
+def _tool_message(value: Any) -> tuple[Any, str | None] | None:
+    """(content, tool_call_id) of a LangChain ``ToolMessage`` serialised as a tool's output."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        message = message_dict(value, "", 0)
+        if role_of(message, "", 0) != "tool":
+            return None
+    except InputError:
+        return None
+    call_id = message.get("tool_call_id")
+    return message_text(message.get("content")), str(call_id) if call_id is not None else None
+
+
+@dataclass
+class _ModelCall:
+    call_id: str | None
+    name: str
+    arguments: Any
+    taken: bool = False
+
+
+def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: dict[str, str],
+                    notes: list[str], unknown: set[str]) -> ToolCall:
     found_name = span.first(_TOOL_NAME_KEYS)
     name = str(found_name[1]) if found_name else span.name.removeprefix("execute_tool ").strip()
     if not name or name == "execute_tool":
@@ -387,42 +458,180 @@ def _tool_from_span(span: _Span, model_calls: dict[str, tuple[str, Any]],
                          expected="the tool's name (gen_ai.tool.name or tool.name)")
     found_id = span.first(_TOOL_ID_KEYS)
     call_id = str(found_id[1]) if found_id else None
+    found_result = span.first(_TOOL_RESULT_KEYS)
+    raw_result = found_result[1] if found_result is not None else None
+    message = _tool_message(raw_result) if raw_result is not None else None
+    if message is not None:  # LangChain records the ToolMessage it built, id and all
+        raw_result, call_id = message[0], call_id or message[1]
+    by_id = next((c for c in model_calls if call_id is not None and c.call_id == call_id), None)
+    if by_id is None and call_id is None:
+        # No id on the span (the Agents SDK's function spans): the model's next call of this
+        # tool not yet matched is the one this span ran; same name, and same arguments when
+        # the span has them.
+        untaken = [c for c in model_calls if not c.taken and c.name == name]
+        found_args = span.first(_TOOL_ARGUMENT_KEYS)
+        shown = _as_object(found_args[1]) if found_args is not None else None
+        by_id = next((c for c in untaken if shown is not None
+                      and _as_object(c.arguments) == shown), untaken[0] if untaken else None)
+        if by_id is not None:
+            call_id = by_id.call_id
+    if by_id is not None:
+        by_id.taken = True
+
     found_args = span.first(_TOOL_ARGUMENT_KEYS)
+    if found_args is not None and _redacted(found_args[1], f"arguments of {name!r}",
+                                            span.where, notes):
+        found_args = None
+        if by_id is None:
+            unknown.add("tool_args")
     if found_args is not None and found_args[0] == "input.value" and not _is_json_object(
             found_args[1]):
-        # OpenInference's input.value is whatever the tool took, often plain text.
-        notes.append(f"{span.where}: input.value is not a JSON object, so the arguments of "
-                     f"{name!r} are unknown, left empty")
-        args = {}
-    elif found_args is not None:
+        found_args = None  # OpenInference's input.value is whatever the tool took, often text
+        if by_id is None:
+            notes.append(f"{span.where}: input.value is not a JSON object, so the arguments "
+                         f"of {name!r} are unknown, left empty")
+            unknown.add("tool_args")
+    if found_args is not None:
         args = parse_arguments(found_args[1], span.where, f"attributes.{found_args[0]}")
-    elif call_id in model_calls:
-        args = parse_arguments(model_calls[call_id][1], span.where,
-                               f"the model's tool call {call_id} arguments")
+    elif by_id is not None:
+        args = parse_arguments(by_id.arguments, span.where,
+                               f"the model's tool call {by_id.call_id} arguments")
     else:
         args = {}
-        notes.append(f"{span.where}: gen_ai.tool.call.arguments not recorded (an opt-in "
-                     f"attribute) and no model tool call with this id; arguments of "
-                     f"{name!r} are unknown, left empty")
-    found_result = span.first(_TOOL_RESULT_KEYS)
+        if "tool_args" not in unknown:
+            notes.append(f"{span.where}: gen_ai.tool.call.arguments not recorded (an opt-in "
+                         f"attribute) and no model tool call with this id; arguments of "
+                         f"{name!r} are unknown, left empty")
+            unknown.add("tool_args")
+
     result: Any = None
-    if found_result is not None:
-        result = found_result[1]
-    elif call_id in model_results:
-        result = model_results[call_id]
+    if raw_result is not None and not _redacted(raw_result, f"result of {name!r}", span.where,
+                                                notes):
+        result = parse_result(raw_result)
+    elif raw_result is None and call_id in model_results:
+        result = parse_result(model_results[call_id])
     else:
-        notes.append(f"{span.where}: gen_ai.tool.call.result not recorded (an opt-in "
-                     f"attribute); the result of {name!r} is unknown")
+        if raw_result is None:
+            notes.append(f"{span.where}: gen_ai.tool.call.result not recorded (an opt-in "
+                         f"attribute); the result of {name!r} is unknown")
+        unknown.add("tool_results")
     return ToolCall(name=name, args=args, result=result, call_id=call_id)
 
 
-def _is_json_object(value: Any) -> bool:
+def _as_object(value: Any) -> Mapping[str, Any] | None:
+    """``value`` as a JSON object (given as one or as its text), else None."""
     if isinstance(value, Mapping):
-        return True
+        return value
     try:
-        return isinstance(json.loads(value), dict)
-    except (TypeError, ValueError):
-        return False
+        parsed = json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _is_json_object(value: Any) -> bool:
+    return _as_object(value) is not None
+
+
+@dataclass
+class _Turn:
+    turn: TurnResult
+    usage: TokenUsage | None
+    visits_recorded: bool
+    unknown: set[str]  # execution fields this turn's spans could not carry
+
+
+def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
+    spans = sorted(spans, key=lambda s: (s.start, s.order))
+    inputs = {s.span_id: _messages(s, "input") for s in spans}
+    outputs = {s.span_id: _messages(s, "output") for s in spans}
+    model_calls: dict[str, _ModelCall] = {}  # by id (or position), in the order they were made
+    model_results: dict[str, str] = {}  # call id -> result sent back to the model
+    for span in spans:
+        for message in outputs[span.span_id]:
+            for call_id, name, arguments in message.calls:
+                key = str(call_id) if call_id is not None else f"#{len(model_calls)}"
+                model_calls.setdefault(key, _ModelCall(
+                    str(call_id) if call_id is not None else None, name, arguments))
+        for message in inputs[span.span_id]:
+            if message.role == "tool" and message.tool_call_id is not None:
+                model_results[str(message.tool_call_id)] = message.text
+    unknown: set[str] = set()
+    turn = TurnResult()
+    # The user message of this turn is the last one the first model call was sent: an
+    # enclosing chain or agent span may show only the conversation's first message.
+    by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
+    for span in by_kind:
+        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
+        if users:
+            turn.user_content = users[-1]
+            break
+    else:
+        root_input = next((s.attrs.get("input.value") for s in spans
+                           if not s.parent_id and s.attrs.get("input.value")), None)
+        turn.user_content = str(root_input or "")
+
+    tool_spans = [s for s in spans if s.kind == "tool"]
+    notes.extend(f"{s.where}: a TOOL span without tool.name; not counted as a tool call"
+                 for s in spans if s.kind == "other" and not s.name.startswith("handoff to ")
+                 and str(s.attrs.get("openinference.span.kind") or "").upper() == "TOOL")
+    calls = list(model_calls.values())
+    if tool_spans:
+        for span in tool_spans:
+            turn.tool_calls.append(_tool_from_span(span, calls, model_results, notes, unknown))
+    else:  # only the model was instrumented: its own tool calls are the trajectory
+        for j, call in enumerate(calls):
+            args = parse_arguments(call.arguments, where=spans[0].where if spans else "",
+                                   field_name=f"tool_calls[{j}].arguments")
+            turn.tool_calls.append(ToolCall(
+                name=call.name, args=args, call_id=call.call_id,
+                result=parse_result(model_results.get(call.call_id)) if call.call_id else None))
+    visits = _node_visits(spans, tree)
+    turn.node_visits = visits or []
+
+    answered = [(s.end, s.order, m.text) for s in spans for m in outputs[s.span_id]
+                if m.role in ("assistant", "") and m.text]
+    roots = [s for s in spans if not s.parent_id and s.attrs.get("output.value")]
+    if answered:
+        turn.response = max(answered)[2]
+    elif roots:
+        turn.response = str(roots[-1].attrs["output.value"])
+    where = spans[0].where if spans else ""
+    if _redacted(turn.response, "response", where, notes):
+        turn.response = ""
+        unknown.add("actual_response")
+    if _redacted(turn.user_content, "user message", where, notes):
+        turn.user_content = ""
+    models = [s for s in spans if s.kind == "llm"]
+    if models and not any(inputs[s.span_id] or outputs[s.span_id] for s in models):
+        # The GenAI instrumentations' default: no content on the spans (opt-in), and with the
+        # v1.28-1.36 conventions it goes to the logs pipeline when enabled.
+        unknown.add("content")
+        if not answered and not roots:
+            unknown.add("actual_response")
+        if not tool_spans:
+            unknown.add("tool_calls")
+    return _Turn(turn, _usage(spans, tree), visits is not None, unknown)
+
+
+def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
+    """A trace's turns: one per outermost agent span (a trace holding two top-level
+    ``invoke_agent`` spans holds two turns of the conversation); the whole trace without."""
+    outermost = sorted((s for s in spans if s.kind == "agent"
+                        and not any(a.kind == "agent" for a in tree.ancestors(s))),
+                       key=lambda s: (s.start, s.order))
+    if len(outermost) < 2:
+        return [spans]
+    groups: dict[str, list[_Span]] = {s.span_id: [] for s in outermost}
+    around_turns = {a.span_id for s in outermost for a in tree.ancestors(s)}
+    for span in spans:
+        owner = next((a for a in [span, *tree.ancestors(span)] if a.span_id in groups), None)
+        if owner is None:  # outside every agent: the turn under way when it started
+            owner = next((s for s in reversed(outermost) if s.start <= span.start), outermost[0])
+            if not span.parent_id and span.span_id in around_turns:
+                continue  # the conversation's own root span is no part of any one turn
+        groups[owner.span_id].append(span)
+    return [groups[s.span_id] for s in outermost]
 
 
 def _conversation_id(spans: list[_Span]) -> str | None:
@@ -433,13 +642,65 @@ def _conversation_id(spans: list[_Span]) -> str | None:
     return None
 
 
-def read_otlp(records: list[NumberedRecord], source: str) -> list[RecordedRun]:
-    """Every conversation in OTLP/JSON exports (one per JSONL line, or one JSON document)."""
+def _unrecorded(fields: set[str], where: str) -> dict[str, str]:
+    reasons = {
+        "node_visits": f"{where}: no agent or graph-node span, so the trace carries no node "
+                       f"visits",
+        "actual_response": f"{where}: the trace records no response text",
+        "tool_calls": f"{where}: the trace records neither tool spans nor the model's tool "
+                      f"calls",
+        "tool_args": f"{where}: some tool arguments are not recorded",
+        "tool_results": f"{where}: some tool results are not recorded",
+    }
+    return {name: reasons[name] for name in sorted(fields)}
+
+
+def _read_logs(record: Mapping[str, Any], source: str) -> list[tuple[str, str, str, Any]]:
+    """(trace id, span id, event name, body) of each GenAI event in an OTLP/JSON logs export."""
+    events = []
+    for ri, resource_logs in enumerate(record.get("resourceLogs") or []):
+        for si, scope in enumerate((resource_logs or {}).get("scopeLogs") or []):
+            for li, raw in enumerate((scope or {}).get("logRecords") or []):
+                where = f"{source}: resourceLogs[{ri}].scopeLogs[{si}].logRecords[{li}]"
+                if not isinstance(raw, Mapping):
+                    raise InputError(f"got {type(raw).__name__}", source=where,
+                                     expected="an OTLP log record")
+                attrs = _attributes(raw.get("attributes"), where)
+                # eventName is OTLP 1.5's field; earlier SDKs wrote the event.name attribute.
+                name = str(raw.get("eventName") or attrs.get("event.name") or "")
+                if not name.startswith("gen_ai.") or not raw.get("spanId"):
+                    continue
+                body = _any_value(raw["body"], where, "body") if raw.get("body") else None
+                events.append((str(raw.get("traceId") or ""), str(raw["spanId"]), name, body))
+    return events
+
+
+def read_otlp(records: list[NumberedRecord], source: str,
+              logs: tuple[list[NumberedRecord], str] | None = None) -> list[RecordedRun]:
+    """Every conversation in OTLP/JSON exports (one per JSONL line, or one JSON document).
+
+    Records holding ``resourceLogs`` are the logs signal of the same run: their GenAI events
+    (``gen_ai.*.message``, ``gen_ai.choice``) give the messages of the span they belong to;
+    ``logs`` is a separate logs export and its file name.
+    """
     spans: list[_Span] = []
+    logged: dict[tuple[str, str], list[tuple[str, Any]]] = {}
     broken: dict[str, str] = {}  # trace id -> the first unreadable span's error
-    for index, (line, record) in enumerate(records):
-        where = record_location(source, line, index, len(records))
+    located = [(record, record_location(source, line, index, len(records)))
+               for index, (line, record) in enumerate(records)]
+    if logs is not None:
+        log_records, logs_source = logs
+        located += [(record, record_location(logs_source, line, index, len(log_records)))
+                    for index, (line, record) in enumerate(log_records)]
+    for record, where in located:
+        if isinstance(record, Mapping) and "resourceLogs" in record:
+            for trace_id, span_id, name, body in _read_logs(record, where):
+                logged.setdefault((trace_id, span_id), []).append((name, body))
+            if "resourceSpans" not in record:
+                continue
         spans.extend(_read_spans(record, where, len(spans), broken))
+    for span in spans:
+        span.logged = logged.get((span.trace_id, span.span_id), [])
     for trace_id in broken:
         if not any(span.trace_id == trace_id for span in spans):
             spans.append(_Span(trace_id, "", "", "", 0, 0, {}, [], len(spans), source))
@@ -451,37 +712,57 @@ def read_otlp(records: list[NumberedRecord], source: str) -> list[RecordedRun]:
                                         key=lambda kv: min((s.start, s.order) for s in kv[1])):
         key = _conversation_id(trace_spans) or trace_id
         conversations.setdefault(key, []).append((trace_id, trace_spans))
-    runs = []
-    for run_id, members in conversations.items():
-        where = f"{source}: trace {members[0][0]}"
-        notes: list[str] = []
-        damage = next((broken[trace_id] for trace_id, _ in members if trace_id in broken), None)
-        if damage is not None:
-            runs.append(RecordedRun(run_id, ExecutionResult(error=damage), where))
-            continue
-        try:
-            turns_and_usage = [_turn(trace_spans, notes) for _, trace_spans in members]
-        except InputError as exc:
-            runs.append(RecordedRun(run_id, ExecutionResult(error=str(exc)), where))
-            continue
-        turns = [turn for turn, _ in turns_and_usage]
-        execution = ExecutionResult(
-            actual_response=turns[-1].response,
-            tool_calls=[call for turn in turns for call in turn.tool_calls],
-            node_visits=[node for turn in turns for node in turn.node_visits],
-            turns=turns if len(turns) > 1 else [],
-            token_usage=TokenUsage.total([usage for _, usage in turns_and_usage]))
-        execution.metadata["trace_ids"] = [trace_id for trace_id, _ in members]
-        runs.append(RecordedRun(run_id, with_notes(execution, notes), where, notes=notes,
-                                user_turns=[turn.user_content for turn in turns]))
-    return runs
+    return [_conversation(run_id, members, broken, source)
+            for run_id, members in conversations.items()]
+
+
+def _conversation(run_id: str, members: list[tuple[str, list[_Span]]], broken: dict[str, str],
+                  source: str) -> RecordedRun:
+    """One recorded run: the turns of every trace of a conversation, in start order."""
+    where = f"{source}: trace {members[0][0]}"
+    damage = next((broken[trace_id] for trace_id, _ in members if trace_id in broken), None)
+    if damage is not None:
+        return RecordedRun(run_id, ExecutionResult(error=damage), where)
+    notes: list[str] = []
+    try:
+        read = []
+        for _, trace_spans in members:
+            tree = _Tree(trace_spans)
+            read.extend(_turn(group, tree, notes) for group in _turn_spans(trace_spans, tree))
+    except InputError as exc:
+        return RecordedRun(run_id, ExecutionResult(error=str(exc)), where)
+    turns = [item.turn for item in read]
+    unknown = set().union(*(item.unknown for item in read))
+    if not any(item.visits_recorded for item in read):
+        unknown.add("node_visits")
+    execution = ExecutionResult(
+        actual_response=turns[-1].response,
+        tool_calls=[call for turn in turns for call in turn.tool_calls],
+        node_visits=[node for turn in turns for node in turn.node_visits],
+        turns=turns if len(turns) > 1 else [],
+        token_usage=TokenUsage.total([item.usage for item in read]))
+    execution.metadata["trace_ids"] = [trace_id for trace_id, _ in members]
+    if "content" in unknown:
+        unknown.discard("content")
+        notes.append(f"{where}: the model calls record no message content (the "
+                     f"instrumentation's default: content is opt-in, e.g. "
+                     f"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT); where it was "
+                     f"recorded as OTLP log events, give that file too (--traces-logs)")
+    notes = list(dict.fromkeys(notes))  # one note per thing left out, not one per turn
+    unrecorded = _unrecorded(unknown, where)
+    return RecordedRun(run_id, with_notes(execution, notes, unrecorded), where,
+                       notes=notes,
+                       user_turns=[turn.user_content for turn in turns])
 
 
 class OtlpReader:
     name = "otlp"
 
     def sniff(self, records: list[Any]) -> bool:
-        return bool(records) and isinstance(records[0], Mapping) and "resourceSpans" in records[0]
+        return any(isinstance(r, Mapping) and "resourceSpans" in r for r in records[:1]) or (
+            bool(records) and all(isinstance(r, Mapping) and (
+                "resourceSpans" in r or "resourceLogs" in r) for r in records)
+            and any("resourceSpans" in r for r in records))
 
     def read(self, records: list[NumberedRecord], source: str) -> list[RecordedRun]:
         return read_otlp(records, source)

@@ -23,7 +23,7 @@ from referee.adapters._base import (
     register_trace_reader,
 )
 from referee.adapters._messages import read_messages, usage_from
-from referee.adapters._otel import OtlpReader
+from referee.adapters._otel import OtlpReader, read_otlp
 from referee.case import EvalCase
 from referee.errors import InputError, beyond_python_limits
 from referee.execution import ExecutionResult
@@ -127,7 +127,10 @@ class MessageListReader:
                 # Nothing recorded is no evidence; scored, it passes every check expecting none.
                 raise InputError("no user, assistant or tool message", source=where,
                                  field="messages", expected="a recorded conversation")
-            execution = conversation.execution()
+            unrecorded = {} if any(turn.node_visits for turn in conversation.turns) else {
+                "node_visits": f"{where}: no assistant message names its agent ('name'), so "
+                               f"the messages carry no node visits"}
+            execution = conversation.execution(unrecorded)
             if record.get("usage") is not None:
                 execution.token_usage = usage_from(record["usage"]) or execution.token_usage
             users = [turn.user_content for turn in conversation.turns if turn.user_content]
@@ -136,25 +139,39 @@ class MessageListReader:
             case = _case_from(fields, run_id, users, where)
         except InputError as exc:
             return RecordedRun(run_id, ExecutionResult(error=str(exc)), where)
-        return RecordedRun(run_id, execution, where, case=case, notes=conversation.notes,
-                           user_turns=users)
+        return RecordedRun(run_id, execution, where, case=case,
+                           notes=conversation.notes, user_turns=users)
 
 
 MESSAGE_LIST_READER = register_trace_reader(MessageListReader())
 OTLP_READER = register_trace_reader(OtlpReader())
 
 
-def read_traces(path: str | Path) -> list[RecordedRun]:
+def read_traces(path: str | Path, logs: str | Path | None = None) -> list[RecordedRun]:
     """Every recorded run in a trace file (message lists or OTLP/JSON, JSON or JSONL).
 
-    A record that cannot be read becomes a run with ``execution.error`` set (one line naming
-    the file, the line or span, and the field), so the other runs are still scored.
+    ``logs``: the OTLP/JSON logs export of the same runs, where a GenAI instrumentation of the
+    v1.28-1.36 conventions put the message content (``gen_ai.*.message``/``gen_ai.choice``
+    events); a trace file holding both signals needs none. A record that cannot be read becomes
+    a run with ``execution.error`` set (one line naming the file, the line or span, and the
+    field), so the other runs are still scored.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", source=str(path))
     numbered = _load_json_records(path)
     values = [value for _, value in numbered]
+    if logs is not None:
+        logs = Path(logs)
+        if not logs.is_file():
+            raise InputError("no such file", source=str(logs))
+        log_records = _load_json_records(logs)
+        if not OTLP_READER.sniff(values) or not all(
+                isinstance(value, Mapping) and "resourceLogs" in value for _, value in log_records):
+            raise InputError("a logs companion goes with OTLP/JSON spans", source=str(logs),
+                             expected="an OTLP/JSON logs export ('resourceLogs') next to an "
+                                      "OTLP/JSON trace export")
+        return read_otlp(numbered, str(path), logs=(log_records, str(logs)))
     for reader in TRACE_READERS:
         if reader.sniff(values):
             return reader.read(numbered, str(path))
@@ -211,6 +228,7 @@ def _load_cases(cases: Any) -> tuple[str | None, list[EvalCase] | None]:
 
 
 async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, cases: Any = None,
+                             logs: str | Path | None = None,
                              criteria: Sequence[Any] | None = None, config: Any = None,
                              name: str | None = None, verbose: bool = True, save: bool = True,
                              runs_dir: str | Path | None = None, concurrency: int | None = None,
@@ -220,8 +238,9 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
                              on_note: Callable[[list[str]], None] | None = None) -> Any:
     """Score recorded runs with any criteria; nothing is re-run (the report's model: recorded).
 
-    ``traces``: a trace file or RecordedRuns. ``cases``: an EvalSet, case file or list of
-    cases to pair by id (default: each record is its own case). ``criteria``: criterion or
+    ``traces``: a trace file or RecordedRuns; ``logs``: the OTLP logs export that holds their
+    message content, for GenAI instrumentations that write it there. ``cases``: an EvalSet,
+    case file or list of cases to pair by id (default: each record is its own case). ``criteria``: criterion or
     evaluator instances; ``config``: an EvalConfig whose criteria are added (the default
     config when neither is given). ``on_note`` receives, before scoring, what the traces left
     unsaid or unpaired (each note is also kept in the report).
@@ -234,7 +253,7 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
 
     validate_gates(fail_threshold, max_error_rate)
     source = str(traces) if isinstance(traces, (str, Path)) else "the recorded runs"
-    runs = read_traces(traces) if isinstance(traces, (str, Path)) else list(traces)
+    runs = read_traces(traces, logs) if isinstance(traces, (str, Path)) else list(traces)
     set_name, case_list = _load_cases(cases)
     pairs, notes = pair_runs(runs, case_list, source=source)
     if on_note is not None:

@@ -37,6 +37,9 @@ class BaseCriterion(ABC):
 
     name: str = "base_criterion"
     description: str = ""
+    # The ExecutionResult fields the score depends on. A recorded run that could not carry one
+    # of them (referee.execution.UNRECORDED_KEY) skips the criterion instead of scoring it.
+    reads: tuple[str, ...] = ()
 
     def __init__(self, config: CriterionConfig | None = None) -> None:
         self.config = config if config is not None else CriterionConfig()

@@ -19,6 +19,7 @@ class ExactMatchCriterion(SyncCriterion):
     """
 
     name = "exact_match"
+    reads = ("actual_response",)
     description = "Evaluates exact string match of response"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:

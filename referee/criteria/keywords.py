@@ -17,6 +17,7 @@ class ContainsKeywordsCriterion(SyncCriterion):
     """
 
     name = "contains_keywords"
+    reads = ("actual_response",)
     description = "Evaluates presence of required keywords in response"
 
     def __init__(self, keywords: list[str] | None = None,

@@ -24,6 +24,7 @@ class NodeOrderMatchCriterion(SyncCriterion):
 
     name = "node_order_score"
     description = "Evaluates node visit order matching"
+    reads = ("node_visits",)
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_nodes = expected.expected_node_order

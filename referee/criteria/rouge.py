@@ -41,6 +41,7 @@ class RougeMatchCriterion(SyncCriterion):
     """
 
     name = "rouge_match"
+    reads = ("actual_response",)
     description = "Evaluates response text similarity using ROUGE-1"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:

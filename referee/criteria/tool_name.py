@@ -18,6 +18,7 @@ class ToolNameMatchCriterion(SyncCriterion):
     """
 
     name = "tool_name_match_score"
+    reads = ("tool_calls",)
     description = "Evaluates tool name matching (ignores arguments)"
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:

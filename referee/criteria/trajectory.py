@@ -38,6 +38,10 @@ class TrajectoryMatchCriterion(SyncCriterion):
     name = "tool_trajectory_avg_score"
     description = "Evaluates tool call trajectory matching"
 
+    @property
+    def reads(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("tool_calls", "tool_args") if self.config.check_args else ("tool_calls",)
+
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_calls = expected.expected_tool_trajectory
         actual_calls = actual.tool_calls

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.case import EvalCase
-from referee.config import EvalConfig
+from referee._adk import scenario_of
+from referee.config import EvalConfig, UserSimulatorConfig
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
@@ -112,12 +113,17 @@ class AgentEvaluator:
 
     ``config`` defaults to ``EvalConfig.default()``; ``criteria=`` adds criterion instances of
     your own (a registry-only criterion, a CompositeCriterion...) after the configured ones.
+    ``case_context(case)`` returns a context manager (sync or async) entered around every
+    turn of that case: your own instrumentation can tag the case's spans with it, e.g.
+    ``case_context=lambda case: using_session(case.eval_id)`` (OpenInference), so a recorded
+    run pairs with its case.
     """
 
     def __init__(self, agent: AgentFn | None = None, config: EvalConfig | None = None, *,
                  criteria: Sequence[Any] | None = None, model_id: str = "",
                  runs_dir: str | Path | None = None, save: bool = True, backend: Any = None,
-                 model_factory: str | Callable[[], Any] | None = None) -> None:
+                 model_factory: str | Callable[[], Any] | None = None,
+                 case_context: Callable[[EvalCase], Any] | None = None) -> None:
         # backend="ray" runs the cases on a Ray cluster; model_factory builds an agent that
         # cannot be pickled on each worker ('module:function' or a picklable function).
         agent = with_model_factory(agent, model_factory)
@@ -132,9 +138,31 @@ class AgentEvaluator:
         self.runs_dir = runs_dir
         self.save = save
         self.backend = backend
+        self.case_context = case_context
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-        return await run_conversation(self.agent, case, caller)
+        if self.case_context is None:
+            return await self._converse(case, caller)
+        scope = self.case_context(case)
+        if hasattr(scope, "__aenter__"):
+            async with scope:
+                return await self._converse(case, caller)
+        with scope:  # the model's threads copy this context, so sync agents see it too
+            return await self._converse(case, caller)
+
+    async def _converse(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+        scenario = scenario_of(case)
+        if scenario is None or case.conversation:
+            return await run_conversation(self.agent, case, caller)
+        # An ADK conversation_scenario: the simulated user holds the conversation.
+        from referee.run.simulator import ConversationScenario, UserSimulator
+
+        simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
+                                  criteria=[])
+        return await simulator.simulate(self.agent, ConversationScenario(
+            scenario_id=case.eval_id, starting_prompt=str(scenario.get("starting_prompt") or ""),
+            conversation_plan=str(scenario.get("conversation_plan") or ""),
+            description=str(scenario.get("user_persona") or "")), caller)
 
     async def evaluate(self, eval_set: Any, parallel: bool | None = None,
                        max_concurrency: int | None = None, verbose: bool | None = None,
@@ -155,7 +183,7 @@ class AgentEvaluator:
         validate_gates(fail_threshold, max_error_rate)
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
-            if not case.conversation:
+            if not case.conversation and scenario_of(case) is None:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")

@@ -23,7 +23,7 @@ from referee._strict import checked_again
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception
-from referee.execution import ExecutionResult
+from referee.execution import UNRECORDED_KEY, ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
@@ -290,6 +290,25 @@ def disabled_result(criterion: Any) -> CriterionResult:
     return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
                            threshold=_criterion_threshold(criterion), skipped=True,
                            details={"reason": reason, "skipped": True, "disabled": True})
+
+
+def unrecorded_result(criterion: Any, execution: ExecutionResult) -> CriterionResult | None:
+    """A criterion reading what the recorded run could not carry is skipped, with the reason:
+    a node order scored against a format without nodes would fail a case on no evidence."""
+    unrecorded = execution.metadata.get(UNRECORDED_KEY)
+    if not isinstance(unrecorded, dict) or not unrecorded:
+        return None
+    try:
+        reads = tuple(getattr(criterion, "reads", ()) or ())
+    except Exception:  # a broken property is the criterion's own error, reported when it runs
+        return None
+    missing = [field for field in reads if field in unrecorded]
+    if not missing:
+        return None
+    reason = "not scored: " + "; ".join(str(unrecorded[field]) for field in missing)
+    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
+                           threshold=_criterion_threshold(criterion), skipped=True,
+                           details={"reason": reason, "skipped": True, "unrecorded": missing})
 
 
 def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
@@ -592,6 +611,9 @@ class Engine:
                      case: EvalCase) -> CriterionResult:
         if not is_enabled(criterion):
             return disabled_result(criterion)
+        unrecorded = unrecorded_result(criterion, execution)
+        if unrecorded is not None:
+            return unrecorded
         failure = self._prepare_failures.get(i)
         if failure is not None:
             return error_result(criterion, failure)

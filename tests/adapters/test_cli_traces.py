@@ -94,3 +94,39 @@ def test_traces_refuse_an_agent_and_name_bad_files(tmp_path, capsys):
 
     code, _, err = run_cli(capsys, "run")
     assert code == 2 and "or --traces FILE" in err
+
+
+def test_traces_logs_give_the_spans_their_content(tmp_path, capsys):
+    from otlp_builders import any_value, export, span
+
+    trace, chat = "5" * 32, "1" * 16
+    spans = tmp_path / "spans.json"
+    spans.write_text(json.dumps(export(span(
+        trace, chat, "chat gpt", 0, gen_ai__operation__name="chat", gen_ai__system="openai",
+        gen_ai__conversation__id="weather-1", gen_ai__usage__input_tokens=5,
+        gen_ai__usage__output_tokens=2))), encoding="utf-8")
+    logs = tmp_path / "logs.json"
+    logs.write_text(json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": trace, "spanId": trace[:8] + chat[:8], "eventName": name,
+         "body": any_value(body)}
+        for name, body in (("gen_ai.user.message", {"content": "Weather in Oslo?"}),
+                           ("gen_ai.choice", {"index": 0, "message": {"content": "Snow."}}))
+    ]}]}]}), encoding="utf-8")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"eval_id": "weather-1", "input": "Weather in Oslo?",
+                                 "expected_output": "Snow."}) + "\n", encoding="utf-8")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": {"rouge_match": {"threshold": 0.8}}}),
+                      encoding="utf-8")
+
+    without = run_cli(capsys, "run", str(cases), "--traces", str(spans), "--config",
+                      str(config), "--out", str(tmp_path / "a"), "-q")
+    code, out, err = run_cli(capsys, "run", str(cases), "--traces", str(spans),
+                             "--traces-logs", str(logs), "--config", str(config),
+                             "--out", str(tmp_path / "b"), "-q")
+
+    # Spans alone: no text to compare, so nothing is scored (exit 3) and the note says why.
+    assert without[0] == 3 and "--traces-logs" in without[2], without
+    assert code == 0, err
+    assert out.startswith("1 passed, 0 failed")
+    assert run_cli(capsys, "run", "--traces-logs", str(logs))[0] == 2

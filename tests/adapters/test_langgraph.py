@@ -34,7 +34,7 @@ def get_weather(city: str) -> str:
     return f"sunny in {city}"
 
 
-def build_graph(server: ScriptedJudgeServer):
+def build_graph(server: ScriptedJudgeServer, checkpointer=None):
     model = langchain_openai.ChatOpenAI(model="scripted", base_url=server.base_url(),
                                         api_key=DUMMY_API_KEY, max_retries=0).bind_tools(
         [get_weather])
@@ -54,7 +54,7 @@ def build_graph(server: ScriptedJudgeServer):
     graph.add_edge("guard", "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 @pytest.fixture
@@ -105,3 +105,46 @@ async def test_agent_evaluator_scores_a_multi_turn_langgraph_run(server):
     # The second turn started from the first turn's messages.
     second = [r for r in server.requests if "Bergen" in r.prompt][0]
     assert "Weather in Oslo?" in second.prompt
+
+
+async def test_a_checkpointed_graph_gets_a_thread_per_case_and_per_run(server):
+    from langgraph.checkpoint.memory import MemorySaver
+
+    agent = LangGraphAgent(build_graph(server, checkpointer=MemorySaver()),
+                           config={"configurable": {"thread_id": "shared"}, "tags": ["eval"]})
+    evaluator = AgentEvaluator(agent, config=EvalConfig(criteria=CriteriaConfig(
+        trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True))),
+        save=False)
+
+    def case(first: str, second: str) -> EvalCase:
+        return EvalCase.multi_turn([
+            Invocation(user_content=f"Weather in {first}?", expected_tool_trajectory=[
+                ToolCall(name="get_weather", args={"city": first})]),
+            Invocation(user_content=f"And in {second}?", expected_tool_trajectory=[
+                ToolCall(name="get_weather", args={"city": second})]),
+        ])
+
+    cases = [case("Oslo", "Bergen"), case("Rome", "Milan")]
+    first_run = await evaluator.evaluate(cases, verbose=False, max_concurrency=2)
+    again = await evaluator.evaluate(cases, verbose=False, max_concurrency=2)
+
+    for report in (first_run, again):
+        assert [c.status for c in report.cases] == [CaseStatus.PASSED] * 2, [
+            c.error or c.criterion_results for c in report.cases]
+        assert [[t.user_content for t in c.execution.turns] for c in report.cases] == [
+            ["Weather in Oslo?", "And in Bergen?"], ["Weather in Rome?", "And in Milan?"]]
+    # The thread kept turn one for turn two; a case's thread never saw another case or run.
+    bergen = [r for r in server.requests if "Bergen" in r.prompt]
+    assert bergen and all("Oslo" in r.prompt and "Rome" not in r.prompt for r in bergen)
+    assert all(r.prompt.count("Weather in Oslo?") == 1 for r in bergen)
+
+
+def test_prompt_cache_reads_are_recorded(server):
+    # A long first message: the run's second model call reads it from the prompt cache.
+    question = "Weather in Oslo? " + "Answer briefly. " * 600
+    execution = execution_from_langgraph(
+        build_graph(server), {"messages": [{"role": "user", "content": question}]})
+
+    usage = execution.token_usage
+    assert usage.requests == 2
+    assert 0 < usage.cached_input_tokens < usage.input_tokens

@@ -115,3 +115,37 @@ def test_a_later_turn_without_its_first_is_refused():
         import asyncio
 
         asyncio.run(agent("hello again", [TurnResult(user_content="hi", response="hey")]))
+
+
+async def test_a_later_turn_can_continue_with_the_agent_that_ended_the_last(server):
+    agent = OpenAIAgentsAgent(build_agents(server, "responses"), run_config=NO_TRACING,
+                              continue_with_last_agent=True)
+    evaluator = AgentEvaluator(agent, config=_config(), save=False)
+
+    report = await evaluator.evaluate([_two_turn_case(["billing"])], verbose=False)
+
+    (case,) = report.cases
+    assert case.status == CaseStatus.PASSED, case.criterion_results
+    # Turn two went straight to billing, the agent triage had handed the customer to.
+    assert [t.node_visits for t in case.execution.turns] == [["triage", "billing"], ["billing"]]
+
+
+async def test_prompt_cache_reads_are_recorded(server):
+    client = AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY)
+
+    @agents.function_tool
+    def lookup_invoice(invoice: str) -> str:
+        """Look an invoice up."""
+        return f"{invoice} is paid"
+
+    # A long fixed prefix: the second request of the run reads it from the prompt cache.
+    billing = agents.Agent(name="billing", instructions="You handle billing. " + "Be exact. " * 900,
+                           tools=[lookup_invoice],
+                           model=agents.OpenAIResponsesModel("scripted", client))
+    result = await agents.Runner.run(billing, "Is INV-7 paid?", run_config=NO_TRACING)
+
+    usage = execution_from_run_result(result).token_usage
+    assert usage.requests == 2
+    assert 0 < usage.cached_input_tokens < usage.input_tokens
+    sdk_usage = result.context_wrapper.usage
+    assert usage.cached_input_tokens == sdk_usage.input_tokens_details.cached_tokens

@@ -144,7 +144,8 @@ def test_every_adk_field_maps_to_the_case_model(tmp_path):
                  result={"sky": "sunny", "c": 21})]
     assert weather.session_input.session_id == "fixed-1"
 
-    assert scenario.input == "I need to book a flight."
+    # No turn is made up from the starting prompt: the user simulator holds the conversation.
+    assert (scenario.input, scenario.conversation) == (None, [])
     assert scenario.metadata["adk"]["conversation_scenario"]["user_persona"] == "NOVICE"
     assert loaded.metadata["adk"] == {"creation_timestamp": 1735689000.0}
 
@@ -286,3 +287,80 @@ def test_files_written_by_10xgraph_to_file_load(tmp_path):
     assert case.expected_node_order == ["router", "weather"]
     assert case.description == "asks for weather" and case.session_input.user_id == "test_user"
     assert loaded.metadata == {"team": "qa"}
+
+
+def test_invocation_event_authors_are_the_expected_node_order(tmp_path):
+    routed = json.loads(json.dumps(EVENTS_CASE))
+    events = routed["conversation"][0]["intermediate_data"]["invocation_events"]
+    events.insert(0, {"author": "root_agent", "content": {"parts": [{"function_call": {
+        "id": "t0", "name": "transfer_to_agent", "args": {"agent_name": "weather_agent"}}}]}})
+    loaded = EvalSet.load(write(tmp_path, adk_set(routed)))
+
+    (turn,) = loaded.eval_cases[0].conversation
+    assert turn.expected_node_order == ["root_agent", "weather_agent"]
+    out = tmp_path / "again.evalset.json"
+    loaded.save(out, format="adk")
+    # Read from the events, so nothing extra is written back.
+    assert json.loads(out.read_text(encoding="utf-8")) == adk_set(routed)
+
+
+def test_adk_legacy_named_lists_load_as_adk_converts_them(tmp_path):
+    legacy = [{
+        "name": "roll_twice",
+        "data": [
+            {"query": "What can you do?", "expected_tool_use": [],
+             "expected_intermediate_agent_responses": [], "reference": "I roll dice."},
+            {"query": "Roll a 17 sided die twice",
+             "expected_tool_use": [{"tool_name": "roll_die", "tool_input": {"sides": 17}},
+                                   {"tool_name": "roll_die", "tool_input": {"sides": 17}}],
+             "reference": "13 and 4."},
+        ],
+        "initial_session": {"state": {}, "app_name": "hello_world", "user_id": "user"},
+    }]
+    path = tmp_path / "dice.test.json"
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+
+    (case,) = EvalSet.load(path).eval_cases
+
+    assert case.eval_id == "roll_twice"
+    assert [t.user_text for t in case.conversation] == ["What can you do?",
+                                                        "Roll a 17 sided die twice"]
+    assert [t.expected_final_response for t in case.conversation] == ["I roll dice.",
+                                                                      "13 and 4."]
+    assert case.conversation[1].expected_tool_trajectory == [
+        ToolCall(name="roll_die", args={"sides": 17})] * 2
+    assert case.session_input.app_name == "hello_world"
+    legacy[0]["data"][1]["expected_tool_use"] = [{"tool": "roll_die"}]
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+    with pytest.raises(InputError, match=r"\[0\]\.data\[1\]\.expected_tool_use"):
+        EvalSet.load(path)
+
+
+async def test_a_scenario_case_runs_through_the_user_simulator(tmp_path, monkeypatch):
+    from referee.config import UserSimulatorConfig
+    from referee.testing import ScriptedJudgeServer
+
+    def simulated_user(request) -> str:  # the simulator's model: one follow-up, then done
+        return "[CONVERSATION COMPLETE]" if "Booked" in request.prompt else "Tuesday, please."
+
+    said: list[str] = []
+
+    def agent(message: str) -> str:
+        said.append(message)
+        return "Booked SFO to LAX on Tuesday." if "Tuesday" in message else "Which day?"
+
+    loaded = EvalSet.load(write(tmp_path, adk_set(SCENARIO_CASE)))
+    with ScriptedJudgeServer(simulated_user) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("REFEREE_CACHE", "0")
+        config = EvalConfig(criteria=CriteriaConfig(), user_simulator_config=UserSimulatorConfig(
+            model="gpt-4o-mini", api_style="chat", max_turns=4))
+        report = await AgentEvaluator(agent, config=config, save=False).evaluate(
+            loaded, verbose=False)
+
+    # The starting prompt, then what the simulated user said: no turn made up beforehand.
+    assert said == ["I need to book a flight.", "Tuesday, please."]
+    (case,) = report.cases
+    assert [t.user_content for t in case.execution.turns] == said
+    assert "Booked SFO to LAX" in case.execution.actual_response

@@ -60,6 +60,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     name = "templated_llm_criterion"
     description = "LLM-as-judge criterion"
+    reads = ("actual_response",)
 
     def __init__(self, config: CriterionConfig | None = None, *,
                  judge: JudgeConfig | None = None) -> None:
