@@ -281,11 +281,11 @@ def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, An
 def _comparable(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two criteria settings as both record them: a run stored before an EvalSuite-style
     evaluator's resolved judge was recorded (it has no ``resolved_judge`` and its whole
-    config) resumes as before; the run's judge check still compares its judge."""
+    config) resumes as before. The resolved judge is left to the run's judge check, which
+    names a changed judge in its own words."""
     old, new = dict(old), dict(new)
-    if "resolved_judge" not in old or "resolved_judge" not in new:
-        old.pop("resolved_judge", None)
-        new.pop("resolved_judge", None)
+    old.pop("resolved_judge", None)
+    new.pop("resolved_judge", None)
     if isinstance(old.get("config"), dict) and isinstance(new.get("config"), dict):
         shared = old["config"].keys() & new["config"].keys()
         old["config"] = {k: v for k, v in old["config"].items() if k in shared}
