@@ -477,6 +477,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         if run.damaged:
             more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
             state += f"  (damaged: {run.damaged[0]}{more})"
+        if run.versions:
+            earlier = ", ".join(f"@{n}" for n in run.versions if n != run.version)
+            state += f"  (scoring {run.version}; earlier: {earlier})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -543,9 +544,24 @@ def _shown_cases(report: EvalReport) -> tuple[list[CaseResult], str]:
     return shown, note
 
 
-def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
+def _scorings_view(report: EvalReport, run_key: str | None) -> list[dict[str, Any]]:
+    """The run's scorings (``versions``), each linked in the viewer (``run_key``: the run's URL
+    name); empty for a run scored once."""
+    versions = [n for n in report.metadata.get("versions") or () if isinstance(n, int)]
+    if len(versions) < 2:
+        return []
+    this = report.metadata.get("version")
+    return [{"n": n, "current": n == this,
+             "href": None if run_key is None or n == this else
+             f"/run/{quote(run_key)}" + ("" if n == versions[-1] else f"@{n}")}
+            for n in versions]
+
+
+def render_html(report: EvalReport, *, index_href: str | None = None,
+                run_key: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
     summary = _summary_view(report)
+    summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
@@ -582,6 +598,7 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
         "state": ("finished" if run.finished else "running" if run.running else "interrupted")
                  + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
+        "earlier": [f"{key}@{n}" for n in run.versions if n != run.version],
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
 

@@ -63,6 +63,12 @@ class RunCatalog:
             self.pinned[key] = target
 
     def path_of(self, key: str) -> Path:
+        """The run (or ``RUN@N``, its scoring N) a URL names."""
+        key, at, version = key.partition("@")
+        if at:
+            if not version.isdigit():
+                raise _NotFound(key)
+            return Path(f"{self.path_of(key)}@{int(version)}")
         if not _RUN_KEY.match(key):
             raise _NotFound(key)
         if key in self.pinned:
@@ -191,7 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_page(render_index_html(runs, runs_dir=str(catalog.runs_dir), keys=keys))
         elif parts[0] == "run" and len(parts) == 2:
             key = parts[1]
-            self._send_page(render_html(catalog.load(key), index_href="/"))
+            self._send_page(render_html(catalog.load(key), index_href="/",
+                                        run_key=key.partition("@")[0]))
         elif parts[0] == "run" and len(parts) == 3 and parts[2] == "json":
             self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
                        content_type="application/json; charset=utf-8")
