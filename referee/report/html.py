@@ -361,7 +361,12 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
                 "nodes": _nodes(list(inv.expected_node_order), list(got.node_visits) if got else []),
                 "node_visits": " → ".join(got.node_visits) if got else "",
             })
-    facts = [f"#{case.index}", f"{case.duration_seconds:.2f}s"]
+    model_seconds = ex.latency_s if ex is not None else None
+    facts = [f"#{case.index}", f"case {case.duration_seconds:.2f}s"]
+    if model_seconds is not None:
+        facts.append(f"model {model_seconds:.3f}s")
+    if case.scoring_seconds is not None:
+        facts.append(f"scoring {case.scoring_seconds:.3f}s")
     usage = case.token_usage
     if usage is not None and (usage.requests or usage.total_tokens):
         facts.append(f"judge: {usage.requests} request(s), {usage.total_tokens} tokens")
@@ -383,6 +388,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "eval_id": case.eval_id,
         "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],
+        "traceback": _cut(case.traceback) if case.traceback else None,
         "turns": turns,
         "input": _clip(spec.input) if spec is not None else None,
         "context": _clip(spec.context_text) if spec is not None else None,
@@ -404,7 +410,8 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "extra": _json(extra) if extra else "",
         "facts": " · ".join(facts),
         "index": case.index,
-        "seconds": case.duration_seconds,
+        "model_seconds": model_seconds,
+        "scoring_seconds": case.scoring_seconds,
         "tokens": usage.total_tokens if usage is not None else 0,
         "cost": usage.cost_usd if usage is not None and usage.cost_usd is not None else None,
         "chunk": None,

@@ -123,6 +123,12 @@ class CaseResult(BaseModel):
     # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
     # empty for a case run once (referee.report.trials).
     run_results: list["CaseResult"] = Field(default_factory=list)
+    # Where the model's exception was raised (MODEL_ERROR): redacted and bounded
+    # (referee.errors.format_traceback).
+    traceback: RedactedText | None = None
+    # Seconds spent scoring the case (every criterion, judge calls included), apart from the
+    # model's ``execution.latency_s``; ``duration_seconds`` is the whole case.
+    scoring_seconds: float | None = None
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
