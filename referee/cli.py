@@ -17,11 +17,16 @@ completes it). Errors are one line on stderr; set REFEREE_DEBUG=1 for a tracebac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import logging
 import math
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
@@ -379,7 +384,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from referee.run.sync import run_sync
 
     try:
-        report = run_sync(pending)
+        with _quiet_logs(args.quiet), _terminate_as_interrupt():
+            report = run_sync(pending)
     except RunStoreWriteError as exc:
         # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
         return _fail(str(exc), EXIT_INTERRUPTED)
@@ -402,6 +408,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.evaluated == 0:
         return _nothing_evaluated(report)
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_logs(quiet: bool) -> Iterator[None]:
+    """With -q, referee's warnings (a judge sample that failed, a missing provider) stay out of
+    the output: what went wrong is in the stored run and its reports."""
+    logger = logging.getLogger("referee")
+    before = logger.level
+    if quiet:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI timeout, ``kill``, a container stopping) ends the run as Ctrl-C does:
+    finished cases kept, the --resume hint printed, exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):  # asyncio's own Ctrl-C handling, or Python's default one
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _nothing_evaluated(report: "EvalReport") -> int:
