@@ -70,3 +70,4 @@ def test_quiet_keeps_per_sample_judge_failures_out_of_the_output(tmp_path: Path)
     assert quiet.stdout.startswith("0 passed, 0 failed, 2 errors")
     assert quiet.stderr.strip().splitlines() == [
         line for line in quiet.stderr.strip().splitlines() if line.startswith("referee: ")]
+

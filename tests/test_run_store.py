@@ -111,7 +111,8 @@ def test_resume_refuses_different_cases(tmp_path):
     other = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="c")])
     other.add_evaluator(Contains(["a"]))
     called: list[str] = []
-    with pytest.raises(InputError, match="not the ones the interrupted run was started with"):
+    # The stored run finished: the refusal must not call it interrupted.
+    with pytest.raises(InputError, match="not the ones the finished run was started with"):
         other.run(called.append, verbose=False, resume=run_dir)
     # A refused resume runs nothing and leaves the stored run exactly as it was: its
     # report.json in particular, which a resume that goes ahead replaces.

@@ -197,8 +197,10 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             reply_list = [r for k in reply_keys for r in _as_replies(item[k])]
             expected_answer = item.get("expected")
             matched = item.get("matched")
+            # "cached" is a flag, shown as a word when true: a box of {"cached": false} on
+            # every row said nothing.
             extra = {k: v for k, v in item.items()
-                     if k not in {qk, vk, "expected", "matched", *reply_keys}}
+                     if k not in {qk, vk, "expected", "matched", "cached", *reply_keys}}
         else:
             question, verdict, reply_list, extra = item, None, [], {}
             expected_answer = matched = None
@@ -218,6 +220,7 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             "verdict_class": verdict_class,
             "replies": reply_list,
             "extra": _json(extra) if extra else "",
+            "cached": isinstance(item, dict) and item.get("cached") is True,
         })
     return rows, used
 

@@ -416,8 +416,9 @@ def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] |
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
                      judge: dict[str, Any], options: RunOptions) -> None:
     if meta.get("case_fingerprint") != case_fingerprint(keys):
+        state = "finished" if RunStore(options.resume).is_finished else "interrupted"
         raise InputError(
-            f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
+            f"these {len(keys)} case(s) are not the ones the {state} run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
             expected="the same cases, in the same order")
     if meta.get(RESCORING) and not options.rescore:
