@@ -464,10 +464,11 @@ def _runs_dir(value: str | None) -> Path:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from referee.report.store import list_runs, load_run
+    from referee.report.versions import split_ref
     from referee.report.viewer import serve
 
     target = Path(args.target) if args.target else None
-    if target is not None and not target.exists():
+    if target is not None and not split_ref(target)[0].exists():
         raise CliError(f"{target}: no such run directory or report file")
     runs_dir = _runs_dir(args.dir)
     if args.dir and not runs_dir.is_dir():
@@ -605,8 +606,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)
-    compare.add_argument("a", metavar="A", help="baseline run directory or report file")
-    compare.add_argument("b", metavar="B", help="candidate run directory or report file")
+    compare.add_argument("a", metavar="A", help="baseline run directory (RUN_DIR@N: its scoring "
+                         "N) or report file")
+    compare.add_argument("b", metavar="B", help="candidate run directory (RUN_DIR@N: its scoring "
+                         "N) or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--html", metavar="FILE",
                          help="also write the comparison as a self-contained HTML page")

@@ -111,6 +111,11 @@ def test_the_viewer_links_every_scoring(scored_three_times: Path, tmp_path: Path
         dom = chromium_dom(f"{handle.base_url}/run/{key}@1", tmp_path)
         compare = urllib.request.urlopen(
             f"{handle.base_url}/compare?a={key}%401&b={key}", timeout=30).read().decode()
+    # `referee view RUN_DIR@1` opens scoring 1.
+    with start_viewer(Path(f"{run_dir}@1"), tmp_path / "elsewhere") as pinned:
+        assert pinned.url.endswith(f"/run/{key}%401")
+        opened = urllib.request.urlopen(pinned.url, timeout=30).read().decode()
+        assert "upstream unavailable" in opened and "<strong>1</strong>" in opened
     scorings = re.search(r'<span id="scorings">(.*?)</span>', dom).group(1)
     assert "<strong>1</strong>" in scorings
     assert f'href="/run/{key}@2"' in scorings and f'href="/run/{key}"' in scorings

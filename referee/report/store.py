@@ -9,6 +9,10 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
                   reference to cases.jsonl (``cases_file``) rather than a copy of every case
     .lock         while a process writes the run: its pid and host (one writer per run)
     cases.damaged.jsonl   lines a resume found unreadable and set aside
+    versions/<n>/ an earlier scoring, replaced by --rescore or --retry-errors: a whole run
+                  directory of its own, read as ``RUN_DIR@N`` (``referee.report.versions``)
+
+A resume appends the cases it runs again, then rewrites cases.jsonl with one line per case.
 
 ``load_run`` prefers report.json and otherwise rebuilds the report from meta.json and
 cases.jsonl. Damage is handled line by line and run by run: an unreadable line (a torn tail
