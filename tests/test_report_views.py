@@ -106,7 +106,8 @@ def test_expected_and_actual_side_by_side() -> None:
     case = re.search(r'<details class="case[^"]*" id="case-1".*?</details>\n</div>\n</details>',
                      page, re.S) or re.search(r'id="case-1".*?<div class="muted">#1', page, re.S)
     body = case.group(0)
-    assert '<pre class="diff">The refund window is <del>30</del><ins>14</ins> days.</pre>' in body
+    assert ('<pre class="diff">The refund window is <del>30</del><span class="diff-gap"> </span>'
+            '<ins>14</ins> days.</pre>') in body
     rows = re.findall(r'<tr class="o-(\w+)" data-outcome="\w+"><td class="o-label">([^<]*)', body)
     assert [r[0] for r in rows] == ["wrong_args", "missing", "extra", "matched", "missing", "extra"]
     assert '<div class="muted">order_id</div>' in body
@@ -395,7 +396,7 @@ def test_chromium_lists_a_large_run_a_page_at_a_time(tmp_path) -> None:
     path.write_text(page, encoding="utf-8")
     dom = chromium_dom(path.as_uri(), tmp_path)
     # What is listed is counted: one page of 250 (it said "250 of 250 shown" beside "show more").
-    assert "200 of 250 matching case(s) shown" in dom and "250 of 250" not in dom
+    assert "200 of 250 matching case(s) shown" in dom and "250 of 250 case(s) shown" not in dom
     listed = [i for i, hidden in _chromium_rows(dom) if not hidden]
     assert listed == [str(i) for i in range(PAGE_ROWS)]
     assert re.search(r'<button type="button" id="more">show 50 more of 50</button>', dom)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import itertools
-import re
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 

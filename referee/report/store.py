@@ -80,15 +80,19 @@ def _versions() -> dict[str, str]:
     return {"referee": __version__, "python": platform.python_version()}
 
 
-def _fsync_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file.
+def _fsync_write(path: Path, text: str | Iterable[bytes]) -> None:
+    """Write ``text`` (or its pieces, as bytes) via a temporary file and rename, so a reader
+    never sees half a file.
 
     The temporary name is unique, so two writers never write into one temporary file.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(fd, "wb") as fh:
+            if isinstance(text, str):
+                fh.write(text.encode("utf-8"))
+            else:
+                fh.writelines(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -259,13 +263,19 @@ class RunStore:
         path = self.cases_path
         if not path.is_file():
             return
-        data = path.read_bytes()
         offsets = scan_offsets(path)
-        if len(offsets) == sum(1 for line in data.split(b"\n") if line.strip()):
-            return
-        kept = [data[start:data.index(b"\n", start) + 1] for start in offsets]
+        with open(path, "rb") as fh:
+            if len(offsets) == sum(1 for raw in fh if raw.strip()):
+                return
+
+        def kept_lines() -> Iterator[bytes]:  # streamed: a large run is never held whole
+            with open(path, "rb") as source:
+                for start in offsets:
+                    source.seek(start)
+                    yield source.readline()
+
         with _writing(self.run_dir):
-            _fsync_write(path, b"".join(kept).decode("utf-8"))
+            _fsync_write(path, kept_lines())
 
     def _set_aside_damaged_lines(self) -> None:
         path = self.cases_path
@@ -283,7 +293,7 @@ class RunStore:
             fh.write(b"".join(line + b"\n" for line in damaged))
             fh.flush()
             os.fsync(fh.fileno())
-        _fsync_write(path, "".join(line.decode("utf-8") + "\n" for line in kept))
+        _fsync_write(path, (line + b"\n" for line in kept))
 
     # The writer's lock -------------------------------------------------------------------
     @property
