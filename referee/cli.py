@@ -412,12 +412,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _quiet_logs(quiet: bool) -> Iterator[None]:
-    """With -q, referee's warnings (a judge sample that failed, a missing provider) stay out of
-    the output: what went wrong is in the stored run and its reports."""
-    logger = logging.getLogger("referee")
+    """With -q, what criteria log about single cases (a judge sample that failed, a missing
+    provider's placeholder, an evaluation that raised) stays out of the output: each is recorded
+    on its case in the stored run. Warnings about the run itself (an unreadable judge cache)
+    still show."""
+    logger = logging.getLogger("referee.evaluation")  # the criteria's logger (10xgraph's name)
     before = logger.level
     if quiet:
-        logger.setLevel(logging.ERROR)
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
