@@ -102,3 +102,22 @@ def test_the_html_case_detail_shows_the_traceback_and_latency_apart(run_dir: Pat
     row = re.search(r'<tr data-case="2".*?</tr>', dom, re.S).group(0)
     cells = re.findall(r'<td class="num" data-v="([^"]*)">', row)
     assert f"{fine.execution.latency_s}" in cells and f"{fine.scoring_seconds}" in cells
+
+
+def test_a_case_run_several_times_keeps_the_traceback_and_the_scoring_time() -> None:
+    from referee import EvalCase, EvalSuite
+    from referee.evaluators.deterministic import Contains
+
+    suite = EvalSuite("runs")
+    suite.add_cases([EvalCase(input="fine"), EvalCase(input="broken")])
+    suite.add_evaluator(Contains(["fine"]))
+
+    def model(prompt: str) -> str:
+        if prompt == "broken":
+            raise ValueError("no answer for " + prompt)
+        return prompt
+
+    fine, broken = suite.run(model, verbose=False, save=False, runs=3).cases
+    assert fine.scoring_seconds is not None and fine.traceback is None
+    assert broken.traceback.rstrip().endswith("ValueError: no answer for broken")
+    assert ", in model\n" in broken.traceback and broken.scoring_seconds is None
