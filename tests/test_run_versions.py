@@ -157,3 +157,28 @@ def test_a_plain_resume_and_a_retry_with_nothing_to_retry_make_no_new_scoring(
     capsys.readouterr()
     assert not (run_dir / "versions").exists()
     assert all(c.status is CaseStatus.PASSED for c in load_run(run_dir).cases)
+
+
+def test_a_kill_between_keeping_a_scoring_and_renumbering_keeps_one_copy(
+        tmp_path: Path, capsys) -> None:
+    """versions/1 renamed into place, then killed before meta.json said scoring 2: the next
+    re-score finds versions/1 whole and keeps it as it is; a staging folder left by a kill
+    before the rename is listed by nobody."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    assert main(["run", str(_suite_file(tmp_path, "30 days")), "--out", str(runs), "-q"]) == 0
+    (run_dir,) = runs.iterdir()
+    kept = run_dir / "versions" / "1"
+    kept.parent.mkdir()
+    shutil.copytree(run_dir, kept, ignore=shutil.ignore_patterns("versions", ".*"))
+    (kept.parent / ".1.abandoned").mkdir()  # a kill before the rename
+    first = (kept / "cases.jsonl").read_bytes()
+    assert main(["run", str(_suite_file(tmp_path, "60 days")), "--resume", str(run_dir),
+                 "--rescore", "-q"]) == 0
+    capsys.readouterr()
+    assert (kept / "cases.jsonl").read_bytes() == first
+    assert load_run(run_dir).metadata["versions"] == [1, 2]
+    assert _statuses(load_run(f"{run_dir}@1")) == ["passed"] * 5
+    assert _statuses(load_run(run_dir)) == ["failed"] * 5
+    assert [r.run_id for r in list_runs(runs)] == [run_dir.name]
