@@ -102,6 +102,16 @@ def test_the_html_case_detail_shows_the_traceback_and_latency_apart(run_dir: Pat
     row = re.search(r'<tr data-case="2".*?</tr>', dom, re.S).group(0)
     cells = re.findall(r'<td class="num" data-v="([^"]*)">', row)
     assert f"{fine.execution.latency_s}" in cells and f"{fine.scoring_seconds}" in cells
+    # The run's means, apart, on the page and in both JSON files (the stored tally and the report).
+    summary = load_run(run_dir).summary
+    assert summary.avg_model_latency_seconds == fine.execution.latency_s  # the one that answered
+    assert summary.avg_scoring_seconds < summary.avg_model_latency_seconds
+    timing = re.search(r'<span id="timing">([^<]*)</span>', dom).group(1)
+    assert timing == (f"mean per case: model latency {summary.avg_model_latency_seconds:.3f}s, "
+                      f"scoring {summary.avg_scoring_seconds:.3f}s")
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["summary"]["avg_model_latency_seconds"] == summary.avg_model_latency_seconds
+    assert results["cases"][2]["scoring_seconds"] == fine.scoring_seconds
 
 
 def test_a_case_run_several_times_keeps_the_traceback_and_the_scoring_time() -> None:

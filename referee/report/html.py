@@ -466,6 +466,14 @@ def resume_command(report: EvalReport) -> str:
     return f"referee run {target} --resume {run_dir}"
 
 
+def _timing(summary: Any) -> str:
+    """The mean model latency and scoring time per case, apart ("" for runs stored before)."""
+    parts = [f"{label} {seconds:.3f}s" for label, seconds in (
+        ("model latency", summary.avg_model_latency_seconds),
+        ("scoring", summary.avg_scoring_seconds)) if seconds is not None]
+    return "mean per case: " + ", ".join(parts) if parts else ""
+
+
 def _summary_view(report: EvalReport) -> dict[str, Any]:
     by_status = report.status_counts
     counts = [(s.value, by_status[s]) for s in CaseStatus]
@@ -488,6 +496,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "judge": judge_label(report.judge),
         "started": _when(report.started_at),
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
+        "timing": _timing(report.summary),
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
         "warnings": report.warnings,
