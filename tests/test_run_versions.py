@@ -72,6 +72,10 @@ def test_each_scoring_is_kept_and_readable_as_run_at_n(scored_three_times: Path)
     assert _statuses(rescored) == ["failed"] * 5
     assert _statuses(load_run(run_dir)) == _statuses(rescored)
     assert [r.metadata["version"] for r in (first, retried, rescored)] == [1, 2, 3]
+    # A re-score keeps the model's latency and times only its own scoring.
+    assert [c.execution.latency_s for c in rescored.cases] == \
+        [c.execution.latency_s for c in retried.cases]
+    assert all(c.scoring_seconds is not None for c in rescored.cases)
     assert rescored.metadata["versions"] == [1, 2, 3]
     # One line per case, in every scoring: superseded lines are not left behind.
     for where in (run_dir, run_dir / "versions" / "1", run_dir / "versions" / "2"):
