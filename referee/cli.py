@@ -17,11 +17,16 @@ completes it). Errors are one line on stderr; set REFEREE_DEBUG=1 for a tracebac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import logging
 import math
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
@@ -400,7 +405,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from referee.run.sync import run_sync
 
     try:
-        report = run_sync(pending)
+        with _quiet_logs(args.quiet), _terminate_as_interrupt():
+            report = run_sync(pending)
     except RunStoreWriteError as exc:
         # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
         return _fail(str(exc), EXIT_INTERRUPTED)
@@ -425,6 +431,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _quiet_logs(quiet: bool) -> Iterator[None]:
+    """With -q, what criteria log about single cases (a judge sample that failed, a missing
+    provider's placeholder, an evaluation that raised) stays out of the output: each is recorded
+    on its case in the stored run. Warnings about the run itself (an unreadable judge cache)
+    still show."""
+    logger = logging.getLogger("referee.evaluation")  # the criteria's logger (10xgraph's name)
+    before = logger.level
+    if quiet:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI timeout, ``kill``, a container stopping) ends the run as Ctrl-C does:
+    finished cases kept, the --resume hint printed, exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):  # asyncio's own Ctrl-C handling, or Python's default one
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _nothing_evaluated(report: "EvalReport") -> int:
     """A run without one evaluated case has no verdict; CI must not read it as a pass."""
     from referee.report.model import nothing_evaluated_reason
@@ -443,10 +487,11 @@ def _runs_dir(value: str | None) -> Path:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from referee.report.store import list_runs, load_run
+    from referee.report.versions import split_ref
     from referee.report.viewer import serve
 
     target = Path(args.target) if args.target else None
-    if target is not None and not target.exists():
+    if target is not None and not split_ref(target)[0].exists():
         raise CliError(f"{target}: no such run directory or report file")
     runs_dir = _runs_dir(args.dir)
     if args.dir and not runs_dir.is_dir():
@@ -498,6 +543,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         if run.damaged:
             more = f" (+{len(run.damaged) - 1} more)" if len(run.damaged) > 1 else ""
             state += f"  (damaged: {run.damaged[0]}{more})"
+        if run.versions:
+            earlier = ", ".join(f"@{n}" for n in run.versions if n != run.version)
+            state += f"  (scoring {run.version}; earlier: {earlier})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
@@ -655,8 +703,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)
-    compare.add_argument("a", metavar="A", help="baseline run directory or report file")
-    compare.add_argument("b", metavar="B", help="candidate run directory or report file")
+    compare.add_argument("a", metavar="A", help="baseline run directory (RUN_DIR@N: its scoring "
+                         "N) or report file")
+    compare.add_argument("b", metavar="B", help="candidate run directory (RUN_DIR@N: its scoring "
+                         "N) or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--html", metavar="FILE",
                          help="also write the comparison as a self-contained HTML page")

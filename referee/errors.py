@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import sys
+import traceback
+from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 
@@ -104,6 +107,44 @@ def describe_exception(exc: BaseException) -> str:
         if isinstance(text, str):
             return f"{name}: {text}" if text else name
     return f"{name}: <message unavailable: its __str__ and __repr__ raised>"
+
+
+# A stored traceback keeps the innermost frames (where the fault is) and at most this much text:
+# a recursion error's thousand frames would otherwise be repeated on every failing case.
+TRACEBACK_FRAMES = 30
+TRACEBACK_CHARS = 8_000
+_REFEREE_ROOT = str(Path(__file__).resolve().parent)
+
+
+def format_traceback(exc: BaseException) -> str | None:
+    """The traceback of a user's exception, as a case keeps it: redacted (``referee.redact``),
+    then bounded; referee's own outer frames (the engine calling the model) left out. None when
+    no frame is outside referee (referee's own check of what the model returned, say)."""
+    from referee.redact import redact
+
+    frames = _user_frames(exc.__traceback__)
+    if frames is None:
+        return None
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, frames,
+                                                  limit=-TRACEBACK_FRAMES))
+    except Exception:  # a traceback that cannot be formatted must not hide the error itself
+        return describe_exception(exc)
+    text = redact(text)
+    if len(text) <= TRACEBACK_CHARS:
+        return text
+    # The start names the first frames, the end where and what was raised; a huge message or
+    # a long chain in between is what goes (the case's error keeps the message).
+    head = TRACEBACK_CHARS // 4
+    cut = len(text) - TRACEBACK_CHARS
+    return f"{text[:head]}\n… ({cut:,} characters cut) …\n{text[-(TRACEBACK_CHARS - head):]}"
+
+
+def _user_frames(tb: TracebackType | None) -> TracebackType | None:
+    """From the first frame outside referee inward (None when there is none)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_REFEREE_ROOT):
+        tb = tb.tb_next
+    return tb
 
 
 # multivon's exception hierarchy, over referee's. ``except MultivonError`` catches every referee

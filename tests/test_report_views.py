@@ -64,6 +64,7 @@ def views_report(name: str = "views-bot", shift: float = 0.0) -> EvalReport:
             index=i, eval_id=f"id-{i}", name=f"case {i}", status=status, case=case,
             execution=execution, criterion_results=results,
             duration_seconds=[0.5, 1.0, 2.0, 3.0, 10.0][i],
+            scoring_seconds=[0.4, 0.8, 1.5, 2.5, 9.5][i],
             token_usage=TokenUsage(input_tokens=100 * (i + 1), output_tokens=10, requests=i + 1,
                                    cost_usd=0.001 * (i + 1))))
     return EvalReport(name=name, model_id="model-a", cases=cases, finished_at=None)
@@ -106,7 +107,8 @@ def test_expected_and_actual_side_by_side() -> None:
     case = re.search(r'<details class="case[^"]*" id="case-1".*?</details>\n</div>\n</details>',
                      page, re.S) or re.search(r'id="case-1".*?<div class="muted">#1', page, re.S)
     body = case.group(0)
-    assert '<pre class="diff">The refund window is <del>30</del><ins>14</ins> days.</pre>' in body
+    assert ('<pre class="diff">The refund window is <del>30</del><span class="diff-gap"> </span>'
+            '<ins>14</ins> days.</pre>') in body
     rows = re.findall(r'<tr class="o-(\w+)" data-outcome="\w+"><td class="o-label">([^<]*)', body)
     assert [r[0] for r in rows] == ["wrong_args", "missing", "extra", "matched", "missing", "extra"]
     assert '<div class="muted">order_id</div>' in body
@@ -137,11 +139,16 @@ def test_case_table_has_latency_tokens_cost_and_criterion_cells() -> None:
     page = render_html(views_report())
     header = re.search(r'<table class="cases" id="case-table">.*?</thead>', page, re.S).group(0)
     assert ">contains</th>" in header and ">faithfulness</th>" in header
-    assert "latency (s)" in header and "judge tokens" in header and "judge cost ($)" in header
+    # The model's latency and the time spent scoring, apart (the whole case is 10 s).
+    assert ">model (s)</th>" in header and ">scoring (s)</th>" in header
+    assert "judge tokens" in header and "judge cost ($)" in header
     row = re.search(r'<tr data-case="4" [^>]*>.*?</tr>', page, re.S).group(0)
     assert 'data-outcomes="passed error"' in row
     assert '<a href="#case-4">case 4</a>' in row
-    assert '<td class="num" data-v="10.0">10.00</td>' in row
+    latency = views_report().cases[4].execution.latency_s
+    assert (f'<td class="num" data-v="{latency}">{latency:.3f}</td>' if latency is not None
+            else '<td class="num" data-v="-1">—</td>') in row
+    assert '<td class="num" data-v="9.5">9.500</td>' in row
     assert '<td class="num" data-v="510">510</td>' in row
     assert '<td class="num" data-v="0.005">0.0050</td>' in row
 
@@ -389,7 +396,8 @@ def test_chromium_lists_a_large_run_a_page_at_a_time(tmp_path) -> None:
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
     dom = chromium_dom(path.as_uri(), tmp_path)
-    assert "250 of 250 case(s) shown" in dom
+    # What is listed is counted: one page of 250 (it said "250 of 250 shown" beside "show more").
+    assert "200 of 250 matching case(s) shown" in dom and "250 of 250 case(s) shown" not in dom
     listed = [i for i, hidden in _chromium_rows(dom) if not hidden]
     assert listed == [str(i) for i in range(PAGE_ROWS)]
     assert re.search(r'<button type="button" id="more">show 50 more of 50</button>', dom)

@@ -111,7 +111,8 @@ def test_resume_refuses_different_cases(tmp_path):
     other = EvalSuite("s").add_cases([EvalCase(input="a"), EvalCase(input="c")])
     other.add_evaluator(Contains(["a"]))
     called: list[str] = []
-    with pytest.raises(InputError, match="not the ones the interrupted run was started with"):
+    # The stored run finished: the refusal must not call it interrupted.
+    with pytest.raises(InputError, match="not the ones the finished run was started with"):
         other.run(called.append, verbose=False, resume=run_dir)
     # A refused resume runs nothing and leaves the stored run exactly as it was: its
     # report.json in particular, which a resume that goes ahead replaces.
@@ -274,9 +275,10 @@ def test_resume_with_retry_errors_runs_only_the_errored_cases_again(tmp_path):
                        resume=run_dir, retry_errors=True)
     assert sorted(calls) == ["q1", "q4"]
     assert (healed.passed, healed.errors, healed.total) == (6, 0, 6)
-    # The errored attempts stay in cases.jsonl; the later record of a case is the one that counts.
-    assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 8
+    # One line per case; the errored attempts stay in the earlier scoring, versions/1.
+    assert len((run_dir / "cases.jsonl").read_text().splitlines()) == 6
     assert load_run(run_dir).passed == 6
+    assert load_run(f"{run_dir}@1").errors == 2
     with pytest.raises(ValueError, match="retry_errors=True goes with resume"):
         suite.run(outage, verbose=False, runs_dir=tmp_path, retry_errors=True)
 

@@ -44,7 +44,7 @@ class StoredCases(Sequence[CaseResult]):
     # Index ----------------------------------------------------------------------------------
     def _index(self) -> array[int]:
         if self._offsets is None:
-            offsets = _scan(self.path)
+            offsets = scan_offsets(self.path)
             if self._tally is not None and len(offsets) != self._tally.cases:
                 # The counts of a finished run would no longer be about the cases it shows.
                 raise InputError(
@@ -148,7 +148,7 @@ def _line_index(line: bytes) -> int | None:
     return index if isinstance(index, int) else None
 
 
-def _scan(path: Path) -> array[int]:
+def scan_offsets(path: Path) -> array[int]:
     """One byte offset per case, in case order; later records of a case replace earlier ones."""
     positions: array[int] = array("q")
     offsets: array[int] = array("q")

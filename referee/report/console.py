@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -95,13 +96,31 @@ def _failure_lines(case: CaseResult) -> list[str]:
         if r.skipped or (r.passed and r.error is None and r.error_kind is None):
             continue
         reason = r.explanation or "no reason given"
-        lines.append(f"{r.criterion} ({r.score:.2f} < {r.threshold:.2f}): {reason}"
-                     if r.error is None else f"{r.criterion}: {reason}")
+        # An error kind without an error text is the 10xgraph-style 0.5 placeholder: no score.
+        errored = r.error is not None or r.error_kind is not None
+        lines.append(f"{r.criterion}: {reason}" if errored
+                     else f"{r.criterion} ({r.score:.2f} < {r.threshold:.2f}): {reason}")
     # The case error of a judge/evaluator error only joins its criteria's errors listed above.
-    if case.error and not any(r.error for r in case.criterion_results):
+    if case.error and not any(r.error is not None or r.error_kind is not None
+                              for r in case.criterion_results):
         lines.insert(0, case.error)
     unique = list(dict.fromkeys(lines))
     return unique or [f"status {case.status.value}"]
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<function>.*)$')
+
+
+def _traceback_lines(traceback: str) -> list[str]:
+    """A failing case's stored traceback: whole with REFEREE_DEBUG=1, else where it was raised."""
+    if os.environ.get("REFEREE_DEBUG"):
+        return [f"      {line}" for line in traceback.rstrip().splitlines()]
+    frames = [m for m in map(_FRAME.match, traceback.splitlines()) if m]
+    if not frames:
+        return []
+    last = frames[-1]
+    return [f"      raised at {_clip(last['file'], 100)}:{last['line']} in {last['function']} "
+            f"(REFEREE_DEBUG=1 prints the traceback)"]
 
 
 def repeated_runs_line(report: EvalReport) -> str:
@@ -233,6 +252,9 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             continue
         for line in _failure_lines(case):
             console.print(Text(f"      {_clip(line)}"))
+        if case.traceback:
+            for line in _traceback_lines(case.traceback):
+                console.print(Text(line, style="dim"))
     if listed_count > shown > 0:
         console.print(Text(f"  … and {listed_count - shown} more "
                            "(see the HTML or JSON report)"))

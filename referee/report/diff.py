@@ -17,7 +17,9 @@ from typing import Any, Literal, Sequence
 WordOp = Literal["same", "removed", "added"]
 CallOutcome = Literal["matched", "wrong_args", "missing", "extra"]
 
-_WORDS = re.compile(r"\s+|[^\s]+")
+# Words, runs of punctuation and runs of whitespace: "days." against "days" differs in the full
+# stop alone, not in the whole word.
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]+")
 # Past this many tokens a diff costs more than it explains; the two texts are shown whole.
 MAX_DIFF_TOKENS = 4000
 

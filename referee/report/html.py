@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -196,8 +197,10 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             reply_list = [r for k in reply_keys for r in _as_replies(item[k])]
             expected_answer = item.get("expected")
             matched = item.get("matched")
+            # "cached" is a flag, shown as a word when true: a box of {"cached": false} on
+            # every row said nothing.
             extra = {k: v for k, v in item.items()
-                     if k not in {qk, vk, "expected", "matched", *reply_keys}}
+                     if k not in {qk, vk, "expected", "matched", "cached", *reply_keys}}
         else:
             question, verdict, reply_list, extra = item, None, [], {}
             expected_answer = matched = None
@@ -217,6 +220,7 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             "verdict_class": verdict_class,
             "replies": reply_list,
             "extra": _json(extra) if extra else "",
+            "cached": isinstance(item, dict) and item.get("cached") is True,
         })
     return rows, used
 
@@ -360,7 +364,12 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
                 "nodes": _nodes(list(inv.expected_node_order), list(got.node_visits) if got else []),
                 "node_visits": " → ".join(got.node_visits) if got else "",
             })
-    facts = [f"#{case.index}", f"{case.duration_seconds:.2f}s"]
+    model_seconds = ex.latency_s if ex is not None else None
+    facts = [f"#{case.index}", f"case {case.duration_seconds:.2f}s"]
+    if model_seconds is not None:
+        facts.append(f"model {model_seconds:.3f}s")
+    if case.scoring_seconds is not None:
+        facts.append(f"scoring {case.scoring_seconds:.3f}s")
     usage = case.token_usage
     if usage is not None and (usage.requests or usage.total_tokens):
         facts.append(f"judge: {usage.requests} request(s), {usage.total_tokens} tokens")
@@ -382,6 +391,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "eval_id": case.eval_id,
         "error": _cut(error) if error else None,
         "error_short": (error or "")[:160],
+        "traceback": _cut(case.traceback) if case.traceback else None,
         "turns": turns,
         "input": _clip(spec.input) if spec is not None else None,
         "context": _clip(spec.context_text) if spec is not None else None,
@@ -403,7 +413,8 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "extra": _json(extra) if extra else "",
         "facts": " · ".join(facts),
         "index": case.index,
-        "seconds": case.duration_seconds,
+        "model_seconds": model_seconds,
+        "scoring_seconds": case.scoring_seconds,
         "tokens": usage.total_tokens if usage is not None else 0,
         "cost": usage.cost_usd if usage is not None and usage.cost_usd is not None else None,
         "chunk": None,
@@ -455,6 +466,14 @@ def resume_command(report: EvalReport) -> str:
     return f"referee run {target} --resume {run_dir}"
 
 
+def _timing(summary: Any) -> str:
+    """The mean model latency and scoring time per case, apart ("" for runs stored before)."""
+    parts = [f"{label} {seconds:.3f}s" for label, seconds in (
+        ("model latency", summary.avg_model_latency_seconds),
+        ("scoring", summary.avg_scoring_seconds)) if seconds is not None]
+    return "mean per case: " + ", ".join(parts) if parts else ""
+
+
 def _summary_view(report: EvalReport) -> dict[str, Any]:
     by_status = report.status_counts
     counts = [(s.value, by_status[s]) for s in CaseStatus]
@@ -477,6 +496,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "judge": judge_label(report.judge),
         "started": _when(report.started_at),
         "duration": f"{report.duration_seconds:.1f}s" if report.finished_at else "unfinished",
+        "timing": _timing(report.summary),
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
         "warnings": report.warnings,
@@ -543,9 +563,24 @@ def _shown_cases(report: EvalReport) -> tuple[list[CaseResult], str]:
     return shown, note
 
 
-def render_html(report: EvalReport, *, index_href: str | None = None) -> str:
+def _scorings_view(report: EvalReport, run_key: str | None) -> list[dict[str, Any]]:
+    """The run's scorings (``versions``), each linked in the viewer (``run_key``: the run's URL
+    name); empty for a run scored once."""
+    versions = [n for n in report.metadata.get("versions") or () if isinstance(n, int)]
+    if len(versions) < 2:
+        return []
+    this = report.metadata.get("version")
+    return [{"n": n, "current": n == this,
+             "href": None if run_key is None or n == this else
+             f"/run/{quote(run_key)}" + ("" if n == versions[-1] else f"@{n}")}
+            for n in versions]
+
+
+def render_html(report: EvalReport, *, index_href: str | None = None,
+                run_key: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
     summary = _summary_view(report)
+    summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
@@ -582,6 +617,7 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
         "state": ("finished" if run.finished else "running" if run.running else "interrupted")
                  + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
+        "earlier": [f"{key}@{n}" for n in run.versions if n != run.version],
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
 

@@ -9,6 +9,7 @@ computed from the same list of cases.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 import uuid
@@ -123,6 +124,12 @@ class CaseResult(BaseModel):
     # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
     # empty for a case run once (referee.report.trials).
     run_results: list["CaseResult"] = Field(default_factory=list)
+    # Where the model's exception was raised (MODEL_ERROR): redacted and bounded
+    # (referee.errors.format_traceback).
+    traceback: RedactedText | None = None
+    # Seconds spent scoring the case (every criterion, judge calls included), apart from the
+    # model's ``execution.latency_s``; ``duration_seconds`` is the whole case.
+    scoring_seconds: float | None = None
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's CaseResult is a dataclass: CaseResult("input", "output", [results]).
@@ -458,6 +465,10 @@ class EvalSummary(BaseModel):
     error_rate: float = 0.0
     avg_duration_seconds: float = 0.0
     total_duration_seconds: float = 0.0
+    # The whole case's duration, apart: the model's latency and the time spent scoring, each a
+    # mean over the cases that have one (None when none has: runs stored before either).
+    avg_model_latency_seconds: float | None = None
+    avg_scoring_seconds: float | None = None
     criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
     total_token_usage: TokenUsage = Field(default_factory=TokenUsage)
     per_case_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
@@ -485,6 +496,34 @@ class EvalSummary(BaseModel):
         return RunTally.of(cases).summary()
 
 
+class _Seconds:
+    """A sum of durations and how many were added: a mean kept without the values."""
+
+    __slots__ = ("total", "count")
+
+    def __init__(self, total: float = 0.0, count: int = 0) -> None:
+        self.total, self.count = total, count
+
+    def add(self, seconds: float) -> None:
+        if math.isfinite(seconds):
+            self.total += seconds
+            self.count += 1
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def to_list(self) -> list[float | int]:
+        return [self.total, self.count]
+
+    @classmethod
+    def from_list(cls, data: Any) -> "_Seconds":
+        """``[sum, count]`` as report.json keeps it; absent in runs stored before it."""
+        if isinstance(data, list) and len(data) == 2:
+            return cls(float(data[0]), int(data[1]))
+        return cls()
+
+
 class _CriterionTally:
     __slots__ = ("total", "passed", "failed", "errors", "skipped", "score_sum", "scored",
                  "token_usage")
@@ -507,6 +546,8 @@ class RunTally:
         self.cases = 0
         self.status_counts: Counter[CaseStatus] = Counter()
         self.duration_sum = 0.0
+        self.model_latency = _Seconds()
+        self.scoring = _Seconds()
         self.token_usage: TokenUsage | None = None
         # Criterion results that could not be scored on a case that FAILED on another one.
         self.criterion_errors_on_failed = 0
@@ -536,6 +577,10 @@ class RunTally:
             for value in case.converted[:MAX_NAMED_CONVERSIONS - len(self.converted_named)]:
                 self.converted_named.append(f"{case.label!r} {value.describe()}")
         self.duration_sum += case.duration_seconds
+        if case.execution is not None and case.execution.latency_s is not None:
+            self.model_latency.add(case.execution.latency_s)
+        if case.scoring_seconds is not None:
+            self.scoring.add(case.scoring_seconds)
         if case.token_usage is not None:
             self.token_usage = case.token_usage + self.token_usage
             self.per_case_token_usage[case.eval_id] = case.token_usage
@@ -590,6 +635,8 @@ class RunTally:
             error_rate=self.errors / total if total else 0.0,
             avg_duration_seconds=self.duration_sum / total if total else 0.0,
             total_duration_seconds=self.duration_sum, criterion_stats=stats,
+            avg_model_latency_seconds=self.model_latency.mean,
+            avg_scoring_seconds=self.scoring.mean,
             total_token_usage=self.token_usage or TokenUsage(),
             per_case_token_usage=dict(self.per_case_token_usage),
             avg_tokens_per_case=(self.token_usage.total_tokens / total
@@ -601,6 +648,8 @@ class RunTally:
             "cases": self.cases,
             "status_counts": {s.value: n for s, n in self.status_counts.items() if n},
             "duration_sum": self.duration_sum,
+            "model_latency": self.model_latency.to_list(),
+            "scoring": self.scoring.to_list(),
             "criterion_errors_on_failed": self.criterion_errors_on_failed,
             "converted": {"values": self.converted_values, "cases": self.converted_cases,
                           "named": list(self.converted_named)},
@@ -623,6 +672,8 @@ class RunTally:
         tally.status_counts = Counter({CaseStatus(k): int(n)
                                        for k, n in (data.get("status_counts") or {}).items()})
         tally.duration_sum = float(data.get("duration_sum") or 0.0)
+        tally.model_latency = _Seconds.from_list(data.get("model_latency"))
+        tally.scoring = _Seconds.from_list(data.get("scoring"))
         tally.criterion_errors_on_failed = int(data.get("criterion_errors_on_failed") or 0)
         converted = data.get("converted") or {}
         tally.converted_values = int(converted.get("values") or 0)

@@ -9,6 +9,10 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
                   reference to cases.jsonl (``cases_file``) rather than a copy of every case
     .lock         while a process writes the run: its pid and host (one writer per run)
     cases.damaged.jsonl   lines a resume found unreadable and set aside
+    versions/<n>/ an earlier scoring, replaced by --rescore or --retry-errors: a whole run
+                  directory of its own, read as ``RUN_DIR@N`` (``referee.report.versions``)
+
+A resume appends the cases it runs again, then rewrites cases.jsonl with one line per case.
 
 ``load_run`` prefers report.json and otherwise rebuilds the report from meta.json and
 cases.jsonl. Damage is handled line by line and run by run: an unreadable line (a torn tail
@@ -38,6 +42,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import socket
 import tempfile
 import time
@@ -49,8 +54,10 @@ from pydantic import ValidationError
 
 from referee.errors import InputError, RefereeError
 from referee.redact import redact_secrets
-from referee.report.case_file import StoredCases
+from referee.report.case_file import StoredCases, scan_offsets
 from referee.report.model import CaseResult, EvalReport, RunTally
+from referee.report.versions import (VERSION_KEY, VERSIONS_DIR, describe, earlier_versions,
+                                     split_ref, version_dir, version_number)
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
@@ -73,15 +80,19 @@ def _versions() -> dict[str, str]:
     return {"referee": __version__, "python": platform.python_version()}
 
 
-def _fsync_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file.
+def _fsync_write(path: Path, text: str | Iterable[bytes]) -> None:
+    """Write ``text`` (or its pieces, as bytes) via a temporary file and rename, so a reader
+    never sees half a file.
 
     The temporary name is unique, so two writers never write into one temporary file.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(fd, "wb") as fh:
+            if isinstance(text, str):
+                fh.write(text.encode("utf-8"))
+            else:
+                fh.writelines(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -89,6 +100,14 @@ def _fsync_write(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class RunStoreWriteError(RefereeError):
@@ -181,17 +200,21 @@ class RunStore:
         return store
 
     @classmethod
-    def reopen(cls, run_dir: str | Path) -> "RunStore":
+    def reopen(cls, run_dir: str | Path, *, new_version: bool = False) -> "RunStore":
         """Open an interrupted or damaged run for resuming, as its only writer.
 
         A torn final line is cut off and damaged lines move to cases.damaged.jsonl, so that
-        appends stay whole and only the damaged cases run again.
+        appends stay whole and only the damaged cases run again. With ``new_version`` (a
+        re-score, a retry of errors) a finished run's scoring is first kept under
+        ``versions/<n>/`` and the top level becomes scoring n + 1.
         """
         store = cls(run_dir)
         store.read_meta()
         store.lock()
         try:
             with _writing(store.run_dir):
+                if new_version and store.report_path.is_file():
+                    store._keep_version()
                 store._set_aside_damaged_lines()
                 if store.report_path.is_file():
                     # The run will be finished again; a stale report must not outlive the new cases.
@@ -200,6 +223,59 @@ class RunStore:
             store.unlock()
             raise
         return store
+
+    def _keep_version(self) -> None:
+        """Copy the finished scoring into ``versions/<n>/`` (whole or not at all), then number
+        the top level n + 1 and drop its rendered reports, which describe scoring n.
+
+        Copied, not linked: cases.jsonl is appended to in place. A kill before the rename leaves
+        a hidden temporary folder that no reader lists; a kill after it, before meta.json says
+        n + 1, finds ``versions/<n>`` already whole the next time and keeps it as it is.
+        """
+        meta = self.read_meta()
+        number = version_number(meta)
+        target = self.run_dir / VERSIONS_DIR / str(number)
+        if not target.is_dir():
+            target.parent.mkdir(exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{number}."))
+            try:
+                for child in self.run_dir.iterdir():
+                    if child.is_file() and not child.name.startswith("."):
+                        shutil.copy2(child, staging / child.name)
+                        with open(staging / child.name, "rb") as fh:
+                            os.fsync(fh.fileno())
+                os.rename(staging, target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            _fsync_dir(target.parent)
+        self._replace_meta({**meta, VERSION_KEY: number + 1})
+        from referee.report.writers import FILE_RENDERERS  # the renderers: imported only here
+
+        for name, _ in FILE_RENDERERS.values():
+            with contextlib.suppress(FileNotFoundError):
+                (self.run_dir / name).unlink()
+
+    def compact_cases(self) -> None:
+        """Rewrite cases.jsonl with one line per case (its last record), when a resume left
+        superseded lines; whole or not at all."""
+        self.close()
+        path = self.cases_path
+        if not path.is_file():
+            return
+        offsets = scan_offsets(path)
+        with open(path, "rb") as fh:
+            if len(offsets) == sum(1 for raw in fh if raw.strip()):
+                return
+
+        def kept_lines() -> Iterator[bytes]:  # streamed: a large run is never held whole
+            with open(path, "rb") as source:
+                for start in offsets:
+                    source.seek(start)
+                    yield source.readline()
+
+        with _writing(self.run_dir):
+            _fsync_write(path, kept_lines())
 
     def _set_aside_damaged_lines(self) -> None:
         path = self.cases_path
@@ -217,7 +293,7 @@ class RunStore:
             fh.write(b"".join(line + b"\n" for line in damaged))
             fh.flush()
             os.fsync(fh.fileno())
-        _fsync_write(path, "".join(line.decode("utf-8") + "\n" for line in kept))
+        _fsync_write(path, (line + b"\n" for line in kept))
 
     # The writer's lock -------------------------------------------------------------------
     @property
@@ -590,8 +666,39 @@ def read_report_file(path: Path) -> EvalReport:
 
 
 def load_run(run_dir_or_file: str | Path) -> EvalReport:
-    """Load a run directory (finished or interrupted) or a report JSON file."""
-    path = Path(run_dir_or_file)
+    """Load a run directory (finished or interrupted), ``RUN_DIR@N`` (its scoring N, see
+    ``referee.report.versions``) or a report JSON file."""
+    path, version = split_ref(run_dir_or_file)
+    if version is not None:
+        if not (path / META_FILE).is_file():
+            raise InputError("no such run directory", source=str(path),
+                             expected="RUN_DIR@N, where RUN_DIR holds a stored run")
+        path = version_dir(path, version, version_number(RunStore(path).read_meta()))
+    report = _load_path(path)
+    if path.is_dir():
+        report.metadata.update(_scorings(path))
+    return report
+
+
+def _scorings(run_dir: Path) -> dict[str, Any]:
+    """The scorings of the run ``run_dir`` belongs to, and which one it is (empty for a run
+    scored once)."""
+    if run_dir.parent.name == VERSIONS_DIR and run_dir.name.isdigit() and (
+            run_dir.parent.parent / META_FILE).is_file():
+        root, number = run_dir.parent.parent, int(run_dir.name)
+    else:
+        root, number = run_dir, 0
+    try:
+        current = version_number(RunStore(root).read_meta())
+    except InputError:
+        return {}
+    found = describe(root, current)
+    if found and number:
+        found["version"] = number
+    return found
+
+
+def _load_path(path: Path) -> EvalReport:
     if path.is_file():
         if path.name == CASES_FILE or path.name == META_FILE:
             return RunStore(path.parent).load()
@@ -628,6 +735,9 @@ class RunInfo:
     damaged: tuple[str, ...] = ()
     # Unfinished because a live process is writing it (not interrupted).
     running: bool = False
+    # Which scoring of the run this is, and every scoring kept (empty when scored once).
+    version: int = 1
+    versions: tuple[int, ...] = ()
 
     @classmethod
     def from_report(cls, path: Path, report: EvalReport, finished: bool) -> "RunInfo":
@@ -640,6 +750,8 @@ class RunInfo:
             pass_rate=report.pass_rate, error_rate=report.error_rate,
             damaged=tuple(str(d) for d in report.metadata.get("damaged") or ()),
             running=not finished and bool(report.metadata.get("running")),
+            version=int(report.metadata.get("version") or 1),
+            versions=tuple(report.metadata.get("versions") or ()),
         )
 
     @classmethod
@@ -667,6 +779,7 @@ def list_runs(runs_dir: str | Path | None = None) -> list[RunInfo]:
                 continue
             store = RunStore(child)
             report = store.load()
+            report.metadata.update(_scorings(child))
         except (InputError, OSError, ValueError) as exc:
             runs.append(RunInfo.unreadable(child, f"unreadable: {exc}"))
             continue

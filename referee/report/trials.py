@@ -226,10 +226,14 @@ def combine_runs(runs: Sequence["CaseResult"], *, case: "EvalCase | None", index
     erred = next((i for i, r in enumerate(kept) if r.status == status and r.error), None)
     error = None if erred is None else f"run {erred + 1} of {len(kept)}: {kept[erred].error}"
     retries = [e for r in kept for e in r.retry_errors]
+    scoring = [r.scoring_seconds for r in kept if r.scoring_seconds is not None]
     return CaseResult(
         index=index, eval_id=key, name=kept[0].name, status=status, case=case,
         execution=_combined_execution(kept), criterion_results=criteria, error=error,
+        traceback=None if erred is None else kept[erred].traceback,
         duration_seconds=sum(r.duration_seconds for r in kept),
+        # Per run, as the combined execution's latency_s is: the two columns side by side compare.
+        scoring_seconds=fmean(scoring) if scoring else None,
         token_usage=TokenUsage.total([r.token_usage for r in kept]),
         metadata={"retry_errors": retries} if retries else {},
         converted=[c for r in kept for c in r.converted], run_results=kept)

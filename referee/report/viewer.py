@@ -27,6 +27,7 @@ from referee.report.html import render_compare_html, render_html, render_index_h
 from referee.report.json_report import render_json
 from referee.report.model import EvalReport
 from referee.report.store import META_FILE, REPORT_FILE, RunInfo, list_runs, load_run
+from referee.report.versions import split_ref
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +54,25 @@ class RunCatalog:
     def __init__(self, runs_dir: Path, target: Path | None = None) -> None:
         self.runs_dir = Path(runs_dir)
         self.pinned: dict[str, Path] = {}
+        # The URL name of the page to open first (the pinned run, or RUN@N: one of its scorings).
+        self.opening: str | None = None
         if target is not None:
-            target = Path(target)
+            target, version = split_ref(target)
             if not target.exists():
                 raise InputError("no such run directory or report file", source=str(target))
             key = target.name if target.is_dir() else target.stem
             if not _RUN_KEY.match(key):
                 key = "target"
             self.pinned[key] = target
+            self.opening = key if version is None else f"{key}@{version}"
 
     def path_of(self, key: str) -> Path:
+        """The run (or ``RUN@N``, its scoring N) a URL names."""
+        key, at, version = key.partition("@")
+        if at:
+            if not version.isdigit():
+                raise _NotFound(key)
+            return Path(f"{self.path_of(key)}@{int(version)}")
         if not _RUN_KEY.match(key):
             raise _NotFound(key)
         if key in self.pinned:
@@ -191,7 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_page(render_index_html(runs, runs_dir=str(catalog.runs_dir), keys=keys))
         elif parts[0] == "run" and len(parts) == 2:
             key = parts[1]
-            self._send_page(render_html(catalog.load(key), index_href="/"))
+            self._send_page(render_html(catalog.load(key), index_href="/",
+                                        run_key=key.partition("@")[0]))
         elif parts[0] == "run" and len(parts) == 3 and parts[2] == "json":
             self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
                        content_type="application/json; charset=utf-8")
@@ -239,8 +250,8 @@ def _make_server(target: Path | None, runs_dir: Path, host: str, port: int) -> t
     server.daemon_threads = True
     base = f"http://127.0.0.1:{server.server_address[1]}"
     url = base + "/"
-    if catalog.pinned:
-        url = f"{base}/run/{quote(next(iter(catalog.pinned)))}"
+    if catalog.opening is not None:
+        url = f"{base}/run/{quote(catalog.opening)}"
     return server, base, url
 
 

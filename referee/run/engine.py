@@ -22,7 +22,7 @@ from typing import Any
 from referee._strict import checked_again
 from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
-from referee.errors import JudgeUnavailable, describe_exception
+from referee.errors import JudgeUnavailable, describe_exception, format_traceback
 from referee.execution import UNRECORDED_KEY, ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
@@ -583,10 +583,11 @@ class Engine:
             # Only a front door that itself talks to a judge (the user simulator) raises this.
             return self._case(case, index, key, CaseStatus.JUDGE_ERROR, error=str(exc))
         except ModelFailure as exc:
-            return self._case(case, index, key, CaseStatus.MODEL_ERROR, error=str(exc))
+            return self._case(case, index, key, CaseStatus.MODEL_ERROR, error=str(exc),
+                              traceback=format_traceback(exc.raised))
         except Exception as exc:
             return self._case(case, index, key, CaseStatus.MODEL_ERROR,
-                              error=describe_exception(exc))
+                              error=describe_exception(exc), traceback=format_traceback(exc))
         if execution.latency_s is None:
             execution.latency_s = time.perf_counter() - model_started
         partial["execution"] = execution
@@ -595,6 +596,7 @@ class Engine:
                               error=execution.error)
 
         scope = CURRENT_CASE.set(CaseScope(tuple(self.criteria)))
+        scoring_started = time.perf_counter()
         try:
             scored = await asyncio.gather(*(
                 self._score(i, criterion, execution, case)
@@ -602,10 +604,13 @@ class Engine:
             ))
         finally:
             CURRENT_CASE.reset(scope)
+        scoring_seconds = time.perf_counter() - scoring_started
         status = case_status(scored)
-        return self._case(case, index, key, status, execution=execution,
-                          criterion_results=list(scored), error=_error_summary(scored, status),
-                          token_usage=TokenUsage.total([r.token_usage for r in scored]))
+        result = self._case(case, index, key, status, execution=execution,
+                            criterion_results=list(scored), error=_error_summary(scored, status),
+                            token_usage=TokenUsage.total([r.token_usage for r in scored]))
+        result.scoring_seconds = scoring_seconds
+        return result
 
     async def _score(self, i: int, criterion: Any, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:
@@ -641,7 +646,7 @@ class Engine:
     def _case(case: EvalCase, index: int, key: str, status: CaseStatus, *,
               execution: ExecutionResult | None = None,
               criterion_results: list[CriterionResult] | None = None, error: str | None = None,
-              token_usage: TokenUsage | None = None) -> CaseResult:
+              token_usage: TokenUsage | None = None, traceback: str | None = None) -> CaseResult:
         return CaseResult(index=index, eval_id=key, name=case.name, status=status, case=case,
                           execution=execution, criterion_results=criterion_results or [],
-                          error=error, token_usage=token_usage)
+                          error=error, token_usage=token_usage, traceback=traceback)

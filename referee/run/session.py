@@ -25,6 +25,8 @@ from referee.execution import ExecutionResult
 from referee.report.case_file import StoredCases
 from referee.report.model import CaseResult, CaseStatus, EvalReport, RunTally
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
+from referee.report.versions import VERSION_KEY, version_number
+from referee.report.versions import describe as describe_versions
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.backends import resolve_backend
@@ -352,10 +354,13 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         # resume must leave the run as it was.
         meta = RunStore(options.resume).read_meta()
         _check_resumable(meta, keys, criteria_spec, report.judge, options)
+        retried = False
         if not options.rescore:
-            finished = _cases_to_keep(RunStore(options.resume), cases, keys, options)
-        store = RunStore.reopen(options.resume)
+            finished, retried = _cases_to_keep(RunStore(options.resume), cases, keys, options)
+        # Scores that a re-score or a retry replaces stay readable as an earlier scoring.
+        store = RunStore.reopen(options.resume, new_version=options.rescore or retried)
         try:
+            run_meta[VERSION_KEY] = version_number(store.read_meta())
             if options.rescore:
                 # Until the end rewrites meta.json, cases.jsonl mixes scores of the stored
                 # criteria and of these: only finishing the re-score may make it one run.
@@ -375,6 +380,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         report.run_id = str(meta.get("run_id") or store.run_dir.name)
         report.started_at = float(meta.get("started_at") or report.started_at)
         report.metadata["resumed"] = True
+        report.metadata.update(describe_versions(store.run_dir, run_meta[VERSION_KEY]))
         if options.rescore:
             report.metadata["rescored"] = True
     elif options.save:
@@ -403,6 +409,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         report.finished_at = time.time()
         report.preparation_token_usage = dict(engine.preparation_usage)
         if store is not None:
+            if options.resume is not None:
+                store.compact_cases()  # a case run again leaves one line, not two
             store.close()  # synced before it is read back
             # After a resume, cases.jsonl also holds the earlier cases: count from the file then.
             report.cases = StoredCases(store.cases_path,
@@ -433,9 +441,9 @@ def _has_output(stored: CaseResult) -> bool:
 
 
 def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
-                   options: RunOptions) -> set[str]:
+                   options: RunOptions) -> tuple[set[str], bool]:
     """The ids of the stored cases a resume keeps (all, or all but those whose last record
-    ended in an error).
+    ended in an error), and whether any stored case runs again.
 
     The case fingerprint covers ids only, and a case given its own id keeps it when edited: a
     kept result recorded for other content would be reported as this case's, so it is refused.
@@ -459,7 +467,7 @@ def _cases_to_keep(store: RunStore, cases: Sequence[EvalCase], keys: list[str],
                 f"({_short(old)} -> {_short(new)}); resume with the cases the run was started "
                 f"with, or add --rescore (rescore=True) to score the stored outputs against "
                 f"these", source=str(options.resume))
-    return kept
+    return kept, len(kept) < len(errored)
 
 
 def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] | None:
@@ -479,8 +487,9 @@ def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] |
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
                      judge: dict[str, Any], options: RunOptions) -> None:
     if meta.get("case_fingerprint") != case_fingerprint(keys):
+        state = "finished" if RunStore(options.resume).is_finished else "interrupted"
         raise InputError(
-            f"these {len(keys)} case(s) are not the ones the interrupted run was started with "
+            f"these {len(keys)} case(s) are not the ones the {state} run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),
             expected="the same cases, in the same order")
     if meta.get(RESCORING) and not options.rescore:

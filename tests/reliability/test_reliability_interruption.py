@@ -103,7 +103,8 @@ def _whole_records(run_dir: Path) -> list[CaseResult]:
     return records
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_interrupted_run_keeps_its_cases_and_resume_asks_nothing_twice(
         tmp_path: Path, slow_judge: ScriptedJudgeServer, sig: int) -> None:
     suite = tmp_path / "suite_under_test.py"
@@ -121,7 +122,7 @@ def test_interrupted_run_keeps_its_cases_and_resume_asks_nothing_twice(
             proc.kill()
             proc.communicate(timeout=30)
 
-    if sig == signal.SIGINT:
+    if sig in (signal.SIGINT, signal.SIGTERM):  # SIGTERM ends a run as Ctrl-C does
         assert proc.returncode == 130, err
         assert "Traceback" not in err
         assert "interrupted; finished cases are kept" in err

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 def _comparable(report) -> list[dict]:
     out = []
     for case in report.cases:
-        data = case.model_dump(mode="json", exclude={"duration_seconds"})
+        data = case.model_dump(mode="json", exclude={"duration_seconds", "scoring_seconds"})
         data["execution"].pop("latency_s", None)
         out.append(data)
     return out

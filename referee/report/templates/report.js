@@ -85,7 +85,9 @@
       r.hidden = !ok || listed >= limit;
       if (ok) { listed += 1; }
     });
-    shown.textContent = visible + " of " + cases.length + " case(s) shown";
+    // Counted as listed: a page of a large run is `limit` rows, not every match.
+    shown.textContent = (visible > limit ? limit + " of " + visible + " matching"
+                         : visible + " of " + cases.length) + " case(s) shown";
     if (more) {
       more.hidden = visible <= limit;
       more.textContent = "show " + Math.min(page, Math.max(0, visible - limit)) + " more of " + (visible - limit);
