@@ -17,6 +17,7 @@ from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
+from referee.redact import redact_secrets
 from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
 from referee.pairwise._stats import WinRate
 from referee.report.model import CaseResult, EvalReport
@@ -73,6 +74,11 @@ class PairwiseComparison:
                        judge_errors=count["judge_error"], not_compared=count["not_compared"])
 
     @property
+    def judge_answered(self) -> int:
+        """Pairs the judge gave a verdict on (identical outputs are ties without asking)."""
+        return sum(1 for p in self.pairs if p.verdict is not None and p.verdict.orders)
+
+    @property
     def token_usage(self) -> TokenUsage:
         return TokenUsage.total([p.verdict.token_usage for p in self.pairs
                                  if p.verdict is not None])
@@ -89,15 +95,17 @@ class PairwiseComparison:
                  f"{usage.output_tokens} output token(s)"]
         for pair in self.pairs:
             reason = " ".join(pair.reason.split())
-            lines.append(f"  [{mark[pair.status]}] {pair.name}: {reason}")
+            named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"
+            lines.append(f"  [{mark[pair.status]}] {named}: {reason}")
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
+        """The comparison as JSON-ready data, secrets removed (outputs may quote a key)."""
+        return redact_secrets({"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
                 "judge_provider": self.judge.provider, "judge_model": self.judge.model,
                 "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
                 "token_usage": self.token_usage.model_dump(),
-                "pairs": [p.to_dict() for p in self.pairs]}
+                "pairs": [p.to_dict() for p in self.pairs]})
 
     def write_json(self, path: str | Path) -> Path:
         path = Path(path)
