@@ -14,6 +14,7 @@ from referee.pairwise._compare import (
 )
 from referee.pairwise._evaluator import PairwiseJudge, PairwisePreferenceCriterion
 from referee.pairwise._judging import OrderedVerdict, PairCriterion, PairVerdict, judge_pair
+from referee.pairwise._ranking import Ranking, RankedVariant, bradley_terry, rank, rank_models
 from referee.pairwise._stats import WinRate, sign_test_p
 
 __all__ = [
@@ -24,10 +25,15 @@ __all__ = [
     "PairwiseComparison",
     "PairwiseJudge",
     "PairwisePreferenceCriterion",
+    "RankedVariant",
+    "Ranking",
     "WinRate",
+    "bradley_terry",
     "compare_models",
     "compare_runs",
     "compare_runs_async",
     "judge_pair",
+    "rank",
+    "rank_models",
     "sign_test_p",
 ]

@@ -213,11 +213,9 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
     Each model's run is an ordinary run (stored when ``save=True``), kept on the result as
     ``report_a`` and ``report_b``.
     """
-    from referee.run.suite import EvalSuite
     from referee.run.sync import run_sync
 
-    suite = cases if isinstance(cases, EvalSuite) else EvalSuite("pairwise").add_cases(
-        _cases(cases))
+    suite = suite_of(cases, "compare_models")
     spec = PairCriterion.of(criterion, rubric, owner="compare_models")  # fail before running
 
     async def both() -> PairwiseComparison:
@@ -235,8 +233,13 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
     return run_sync(both())
 
 
-def _cases(cases: Iterable[Any]) -> list[EvalCase]:
+def suite_of(cases: Any, owner: str) -> Any:
+    """``cases`` as an EvalSuite: itself, or a suite without evaluators holding the cases."""
+    from referee.run.suite import EvalSuite
+
+    if isinstance(cases, EvalSuite):
+        return cases
     if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
-        raise TypeError("compare_models: cases must be an EvalSuite or an iterable of EvalCase, "
+        raise TypeError(f"{owner}: cases must be an EvalSuite or an iterable of EvalCase, "
                         f"got {type(cases).__name__}")
-    return list(cases)
+    return EvalSuite(owner).add_cases(cases)
