@@ -18,7 +18,7 @@ from referee.pairwise import (
     sign_test_p,
 )
 from referee.report.model import CaseStatus
-from referee.testing import FakeJudge, Fault, ScriptedJudgeServer
+from referee.testing import FakeJudge, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -33,7 +33,7 @@ def winner(which: str, reason: str = "judged") -> str:
 
 def shown(prompt: str, block: str) -> str:
     """The content of data block ``block`` (e.g. RESPONSE 1) in a judge prompt."""
-    found = re.search(rf"<<<BEGIN {block} (\w+)>>>\n(.*?)\n<<<END {block} \1>>>", prompt, re.S)
+    found = re.search(rf"<<<BEGIN {block} (\w+)>>>\n(.*?)\n<<<END {block} \1>>>", prompt, re.DOTALL)
     assert found, f"no {block} block in the prompt"
     return found.group(2)
 

@@ -8,37 +8,19 @@ import re
 from pathlib import Path
 
 import pytest
+from test_pairwise_models import checking_judge, number, right
+from test_report_samples import PAYLOAD, chromium_dom
 
 from referee import EvalCase, EvalSuite
 from referee.cli import main
 from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
-from test_report_samples import PAYLOAD, chromium_dom
 
 CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
 
 
-def right(question: str) -> str:
-    n = int(question.split()[2])
-    return f"{2 * n}"
-
-
 def wrong(question: str) -> str:
-    n = int(question.split()[2])
+    n = number(question)
     return f"{2 * n + 1}" if n % 3 else f"{2 * n}"  # every third case: the same answer
-
-
-def block(prompt: str, name: str) -> str:
-    found = re.search(rf"<<<BEGIN {name} (\w+)>>>\n(.*?)\n<<<END {name} \1>>>", prompt, re.S)
-    assert found
-    return found.group(2)
-
-
-def checking_judge(request) -> str:
-    """Prefers the correct sum wherever it is shown: a judge without position bias."""
-    question = block(request.prompt, "USER INPUT")
-    first = block(request.prompt, "RESPONSE 1")
-    return json.dumps({"reason": f"{right(question)} is the correct sum",
-                       "winner": "1" if first == right(question) else "2"})
 
 
 @pytest.fixture
@@ -136,7 +118,7 @@ def test_the_html_shows_the_pairs_side_by_side_in_chromium(tmp_path, capsys, ser
     first = dom[dom.index('id="pair-1"'):dom.index('id="pair-2"')]
     assert '<pre class="output-a">3</pre>' in first
     assert "onerror" in html.unescape(re.search(r'<pre class="output-b">(.*?)</pre>', first,
-                                                re.S).group(1))
+                                                re.DOTALL).group(1))
     assert "judge preferred" in first and "B shown first" in first
     assert re.search(r'id="wins"><b>\d+</b>', dom)
     assert "0 regression(s)" in dom

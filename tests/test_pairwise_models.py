@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pytest
+from test_pairwise import shown
 
 from referee import EvalCase, EvalSuite, compare_models, rank_models
 from referee.evaluators.deterministic import ExactMatch
@@ -36,16 +36,12 @@ def half(question: str) -> str:
     return right(question) if number(question) % 2 == 0 else wrong(question)
 
 
-def block(prompt: str, name: str) -> str:
-    found = re.search(rf"<<<BEGIN {name} (\w+)>>>\n(.*?)\n<<<END {name} \1>>>", prompt, re.S)
-    assert found
-    return found.group(2)
-
-
 def checking_judge(request) -> str:
-    question = block(request.prompt, "USER INPUT")
-    first = block(request.prompt, "RESPONSE 1")
-    return json.dumps({"reason": "correct sum", "winner": "1" if first == right(question) else "2"})
+    """Prefers the correct sum wherever it is shown: a judge without position bias."""
+    question = shown(request.prompt, "USER INPUT")
+    first = shown(request.prompt, "RESPONSE 1")
+    return json.dumps({"reason": f"{right(question)} is the correct sum",
+                       "winner": "1" if first == right(question) else "2"})
 
 
 @pytest.fixture

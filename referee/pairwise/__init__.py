@@ -13,8 +13,19 @@ from referee.pairwise._compare import (
     compare_runs_async,
 )
 from referee.pairwise._evaluator import PairwiseJudge, PairwisePreferenceCriterion
-from referee.pairwise._judging import OrderedVerdict, PairCriterion, PairVerdict, judge_pair
-from referee.pairwise._ranking import Ranking, RankedVariant, bradley_terry, rank, rank_models
+from referee.pairwise._judging import (
+    OrderedVerdict,
+    PairCriterion,
+    PairVerdict,
+    judge_pair,
+)
+from referee.pairwise._ranking import (
+    RankedVariant,
+    Ranking,
+    bradley_terry,
+    rank,
+    rank_models,
+)
 from referee.pairwise._stats import WinRate, sign_test_p
 
 __all__ = [

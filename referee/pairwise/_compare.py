@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
-from referee.redact import redact_secrets
 from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
 from referee.pairwise._stats import WinRate
+from referee.redact import redact_secrets
 from referee.report.model import CaseResult, EvalReport
 from referee.usage import TokenUsage
 
@@ -86,13 +87,14 @@ class PairwiseComparison:
     def render_text(self) -> str:
         mark = {"b": "B", "a": "A", "tie": "=", "judge_error": "!", "not_compared": "-"}
         usage = self.token_usage
-        lines = [f"Pairwise: A = {self.label_a}, B = {self.label_b}; judge "
-                 f"{self.judge.provider}/{self.judge.model}, "
-                 f"{'both orders' if self.both_orders else 'one order'}",
-                 f"  {self.criterion.render().replace(chr(10), chr(10) + '  ')}",
+        orders = "both orders" if self.both_orders else "one order"
+        criterion = self.criterion.render().replace("\n", "\n  ")
+        lines = [(f"Pairwise: A = {self.label_a}, B = {self.label_b}; judge "
+                  f"{self.judge.provider}/{self.judge.model}, {orders}"),
+                 f"  {criterion}",
                  f"  {self.win_rate.describe()}",
-                 f"  judge spend: {usage.requests} request(s), {usage.input_tokens} input and "
-                 f"{usage.output_tokens} output token(s)"]
+                 (f"  judge spend: {usage.requests} request(s), {usage.input_tokens} input and "
+                  f"{usage.output_tokens} output token(s)")]
         for pair in self.pairs:
             reason = " ".join(pair.reason.split())
             named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"
@@ -162,8 +164,9 @@ async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
     user_input = case.input if case is not None else None
-    common = dict(eval_id=pair.eval_id, name=pair.name, user_input=user_input,
-                  output_a=pair.output_a, output_b=pair.output_b)
+    common: dict[str, Any] = {"eval_id": pair.eval_id, "name": pair.name,
+                              "user_input": user_input, "output_a": pair.output_a,
+                              "output_b": pair.output_b}
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
     async with gate:

@@ -8,7 +8,8 @@ tie (position-inconsistent verdicts included), 0.0 when it prefers the reference
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig, Rubric

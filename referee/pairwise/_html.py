@@ -4,8 +4,8 @@ Content-Security-Policy (no script); every value reaches the page through Jinja2
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 from importlib import resources
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined

@@ -9,13 +9,20 @@ judge error (``JudgeUnavailable``), as an unreachable judge is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from referee.config import Rubric
 from referee.evaluators.prompts import JUDGE_SYSTEM, DataBlock, material_prefix
 from referee.evaluators.qag import gather_all
-from referee.judge import JudgeConfig, JudgeReply, get_judge, parse_json_object, unreadable_replies
+from referee.judge import (
+    JudgeConfig,
+    JudgeReply,
+    get_judge,
+    parse_json_object,
+    unreadable_replies,
+)
 from referee.usage import TokenUsage
 
 Preference = Literal["a", "b", "tie"]
@@ -35,7 +42,7 @@ class PairCriterion:
 
     @classmethod
     def of(cls, criterion: str | None, rubric: Sequence[str | Rubric] | None = None,
-           *, owner: str = "pairwise") -> "PairCriterion":
+           *, owner: str = "pairwise") -> PairCriterion:
         text = (criterion or "").strip() if isinstance(criterion, str) or criterion is None \
             else None
         if text is None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from referee.judge import JudgeConfig
 from referee.pairwise._compare import PairwiseComparison, compare_runs_async, suite_of
@@ -93,8 +94,8 @@ class Ranking:
     confidence: float = 0.95
 
     def render_text(self) -> str:
-        lines = [f"Bradley-Terry ranking (Elo scale, {self.confidence:.0%} bootstrap interval "
-                 "over cases):"]
+        lines = [(f"Bradley-Terry ranking (Elo scale, {self.confidence:.0%} bootstrap "
+                  "interval over cases):")]
         for place, v in enumerate(self.variants, start=1):
             lines.append(f"  {place}. {v.name}: {v.rating:.0f} ({v.ci_low:.0f} to "
                          f"{v.ci_high:.0f}); won {v.wins}, tied {v.ties}, lost {v.losses}")
