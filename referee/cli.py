@@ -468,8 +468,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run_a, run_b = load_run(args.a), load_run(args.b)
     comparison = compare_reports(run_a, run_b)
     if args.judge is None:
-        if args.criterion is not None or args.one_order:
-            raise CliError("--criterion and --one-order need --judge PROVIDER/MODEL")
+        if args.criterion is not None or args.question or args.one_order:
+            raise CliError("--criterion, --question and --one-order need --judge PROVIDER/MODEL")
         if args.html:
             from referee.report.html import render_compare_html
 
@@ -495,11 +495,16 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     provider, model = split_judge_model(args.judge)
     if provider is None or "/" not in args.judge:
         raise CliError(f"--judge {args.judge!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
-    criterion = DEFAULT_PAIRWISE_CRITERION if args.criterion is None else args.criterion
-    if not criterion.strip():
+    if args.question and args.criterion is not None:
+        raise CliError("give --criterion or --question, not both")
+    criterion = (None if args.question else
+                 DEFAULT_PAIRWISE_CRITERION if args.criterion is None else args.criterion)
+    if criterion is not None and not criterion.strip():
         raise CliError("--criterion: expected a non-empty criterion text")
-    pairwise = compare_runs(run_a, run_b, criterion, judge=JudgeConfig(provider=provider,
-                                                                       model=model),
+    if any(not q.strip() for q in args.question or ()):
+        raise CliError("--question: expected a non-empty yes/no question")
+    pairwise = compare_runs(run_a, run_b, criterion, questions=args.question,
+                            judge=JudgeConfig(provider=provider, model=model),
                             both_orders=not args.one_order, label_a=str(args.a),
                             label_b=str(args.b))
     saved = []
@@ -705,6 +710,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--criterion", metavar="TEXT",
                          help="with --judge: what the better output does (default: "
                               f"{DEFAULT_PAIRWISE_CRITERION!r})")
+    compare.add_argument("--question", metavar="TEXT", action="append",
+                         help="with --judge, instead of --criterion: a yes/no question the "
+                              "better output answers yes (repeat it for a question set; the "
+                              "side that wins more questions wins; 2 requests per question)")
     compare.add_argument("--one-order", action="store_true",
                          help="with --judge: ask each pair once, A first, instead of in both "
                               "orders (half the cost, no position-bias control)")

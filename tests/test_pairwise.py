@@ -133,7 +133,38 @@ async def test_a_rubric_is_shown_to_the_judge(server):
     assert "- Names the right city\n- One sentence" in server.requests[0].prompt
 
 
+QUESTIONS = ["Does the response name the right city?", "Is the response one sentence?",
+             "Is the response polite?"]
+
+
+async def test_a_question_set_is_asked_question_by_question_in_both_orders(server):
+    def reply(request) -> str:
+        if "polite" in request.prompt:  # a question this judge answers by position only
+            return winner("1")
+        return prefers(GOOD)(request)
+
+    server.set_reply(reply)
+    verdict = await PairwiseJudge(questions=QUESTIONS, judge=server.judge_config()).compare(
+        CASE, BAD, GOOD)
+
+    assert server.request_count == 6  # 3 questions x 2 orders
+    assert verdict.preferred == "b" and verdict.position_consistent is False
+    assert verdict.reason == ("B better on 2, A on 0, tie on 1 of 3 question(s); 1 flipped "
+                              "with the order (counted as ties)")
+    assert {o.question for o in verdict.orders} == set(QUESTIONS)
+    assert all(f"Question: {q}" in "".join(r.prompt for r in server.requests) for q in QUESTIONS)
+
+
+async def test_a_question_set_judged_by_position_alone_is_a_tie(server):
+    server.set_reply(winner("1"))
+    verdict = await PairwiseJudge(questions=QUESTIONS, judge=server.judge_config()).compare(
+        CASE, BAD, GOOD)
+    assert (verdict.preferred, verdict.position_consistent) == ("tie", False)
+
+
 def test_a_criterion_or_rubric_is_required():
+    with pytest.raises(ValueError, match="not both"):
+        PairwiseJudge(CRITERION, questions=QUESTIONS)
     with pytest.raises(ValueError, match="give a criterion"):
         PairwiseJudge()
     with pytest.raises(ValueError, match=r"rubric\[0\]"):

@@ -72,13 +72,23 @@ def test_compare_with_a_judge_counts_wins_ties_and_losses(tmp_path, capsys, serv
     assert json.loads(out)["pairwise"]["summary"]["losses"] == 4
 
 
+def test_a_question_set_from_the_command_line(tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    code, out, err = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",
+                             "--question", "Is the sum correct?", "--question",
+                             "Is it a number?")
+    assert code == 0, err
+    assert server.request_count == 4 * 2 * 2  # 4 differing pairs x 2 questions x 2 orders
+    assert "B won 4, tied 2, lost 0" in out and "- Is it a number?" in out
+
+
 def test_a_position_biased_judge_yields_ties_not_wins(tmp_path, capsys, server):
     a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
     server.set_reply(json.dumps({"reason": "the first is better", "winner": "1"}))
     code, out, _ = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini")
     assert code == 0
     assert "B won 0, tied 6, lost 0" in out
-    assert "4 tie(s) were position-inconsistent" in out and "No decisive pair" in out
+    assert "4 position-inconsistent" in out and "No decisive pair" in out
 
 
 def test_a_judge_that_cannot_answer_is_judge_error_and_exit_3(tmp_path, capsys, server):
@@ -92,6 +102,7 @@ def test_a_judge_that_cannot_answer_is_judge_error_and_exit_3(tmp_path, capsys, 
 @pytest.mark.parametrize("argv,message", [
     (["--judge", "gpt-4o-mini"], "expected PROVIDER/MODEL"),
     (["--criterion", "x"], "need --judge"),
+    (["--judge", "openai/gpt-4o-mini", "--criterion", "x", "--question", "y?"], "not both"),
     (["--judge", "openai/gpt-4o-mini", "--criterion", " "], "non-empty criterion"),
 ])
 def test_bad_pairwise_arguments_are_one_line_errors(tmp_path, capsys, server, argv, message):

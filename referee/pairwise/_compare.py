@@ -183,11 +183,12 @@ async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_
 
 async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,
                              rubric: Sequence[str] | None = None,
+                             questions: Sequence[str] | None = None,
                              judge: JudgeConfig | None = None, both_orders: bool = True,
                              label_a: str | None = None,
                              label_b: str | None = None) -> PairwiseComparison:
     """Judge run ``b``'s output against run ``a``'s, case by case."""
-    spec = PairCriterion.of(criterion, rubric, owner="compare")
+    spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
     cfg = resolve_judge_config(judge)
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
     outcomes = await asyncio.gather(*(_judged(p, cfg, spec, both_orders, gate)
@@ -207,6 +208,7 @@ def compare_runs(a: EvalReport, b: EvalReport, criterion: str | None = None,
 
 def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[[str], Any],
                    criterion: str | None = None, *, rubric: Sequence[str] | None = None,
+                   questions: Sequence[str] | None = None,
                    judge: JudgeConfig | None = None, both_orders: bool = True,
                    save: bool = False, runs_dir: str | Path | None = None,
                    verbose: bool = False) -> PairwiseComparison:
@@ -219,7 +221,8 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
     from referee.run.sync import run_sync
 
     suite = suite_of(cases, "compare_models")
-    spec = PairCriterion.of(criterion, rubric, owner="compare_models")  # fail before running
+    spec = PairCriterion.of(criterion, rubric, questions,
+                            owner="compare_models")  # fail before running
 
     async def both() -> PairwiseComparison:
         reports = []
@@ -227,7 +230,8 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
             reports.append(await suite.run_async(model, verbose=verbose, save=save,
                                                  runs_dir=runs_dir))
         result = await compare_runs_async(
-            *reports, spec.text or None, rubric=spec.rubric, judge=judge,
+            *reports, spec.text or None, rubric=spec.rubric, questions=spec.questions,
+            judge=judge,
             both_orders=both_orders, label_a=getattr(model_a, "__name__", "A"),
             label_b=getattr(model_b, "__name__", "B"))
         result.report_a, result.report_b = reports

@@ -51,23 +51,25 @@ async def _against_reference(owner: str, cfg: JudgeConfig, criterion: PairCriter
 
 
 class PairwiseJudge(JudgeEvaluator):
-    """EvalSuite-style pairwise judge: which of two outputs better meets ``criteria``.
+    """EvalSuite-style pairwise judge: which of two outputs better meets ``criteria`` (free
+    text), a ``rubric``, or a QAG set of yes/no ``questions`` (the side that wins more of them).
 
     ``both_orders=True`` (the default) asks each pair twice, swapped, and counts a verdict that
-    changes with the order as a tie: two judge requests per pair.
+    changes with the order as a tie: two judge requests per pair (per question).
     """
 
     default_threshold = 0.5  # at least a tie with the reference
 
     def __init__(self, criteria: str | None = None, *,
-                 rubric: Sequence[str | Rubric] | None = None, name: str = "pairwise",
+                 rubric: Sequence[str | Rubric] | None = None,
+                 questions: Sequence[str] | None = None, name: str = "pairwise",
                  both_orders: bool = True, judge: JudgeConfig | None = None,
                  threshold: float | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"PairwiseJudge: name must be a non-empty string, got {name!r}")
         if not isinstance(both_orders, bool):
             raise TypeError(f"PairwiseJudge: both_orders must be True or False, got {both_orders!r}")
-        self.criterion = PairCriterion.of(criteria, rubric, owner="PairwiseJudge")
+        self.criterion = PairCriterion.of(criteria, rubric, questions, owner="PairwiseJudge")
         super().__init__(threshold=threshold, judge=judge)
         self.name = name
         self.both_orders = both_orders

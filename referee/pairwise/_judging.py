@@ -35,38 +35,58 @@ _WINNER_WORDS = {"1": "1", "2": "2", "tie": "tie", "response 1": "1", "response 
 
 @dataclass(frozen=True)
 class PairCriterion:
-    """What the judge compares the two outputs on: a free-text criterion and/or a rubric."""
+    """What the judge compares the two outputs on: a free-text criterion and/or a rubric (one
+    question per order), or a QAG question set (each question asked in each order)."""
 
     text: str = ""
     rubric: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, criterion: str | None, rubric: Sequence[str | Rubric] | None = None,
-           *, owner: str = "pairwise") -> PairCriterion:
-        text = (criterion or "").strip() if isinstance(criterion, str) or criterion is None \
-            else None
-        if text is None:
+           questions: Sequence[str] | None = None, *, owner: str = "pairwise") -> PairCriterion:
+        if criterion is not None and not isinstance(criterion, str):
             raise TypeError(f"{owner}: criterion must be a string, got {type(criterion).__name__}")
-        items: list[str] = []
-        for i, item in enumerate(rubric or ()):
-            content = item.content if isinstance(item, Rubric) else item
-            if not isinstance(content, str) or not content.strip():
-                raise ValueError(f"{owner}: rubric[{i}] must be a non-empty string or Rubric, "
-                                 f"got {item!r}")
-            items.append(content.strip())
-        if not text and not items:
-            raise ValueError(f"{owner}: give a criterion (free text) or a rubric to compare on")
-        return cls(text=text, rubric=tuple(items))
+        text = (criterion or "").strip()
+        items = _texts(owner, "rubric", [r.content if isinstance(r, Rubric) else r
+                                          for r in rubric or ()])
+        asked = _texts(owner, "questions", list(questions or ()))
+        if asked and (text or items):
+            raise ValueError(f"{owner}: give questions, or a criterion and/or rubric, not both")
+        if not (text or items or asked):
+            raise ValueError(f"{owner}: give a criterion (free text), a rubric or questions to "
+                             "compare on")
+        return cls(text=text, rubric=tuple(items), questions=tuple(asked))
 
     def render(self) -> str:
+        if self.questions:
+            return "Questions:\n" + "\n".join(f"- {q}" for q in self.questions)
         parts = [f"Criterion:\n{self.text}"] if self.text else []
         if self.rubric:
             listed = "\n".join(f"- {item}" for item in self.rubric)
             parts.append(f"Rubric (every item counts):\n{listed}")
         return "\n\n".join(parts)
 
+    def tasks(self) -> list[tuple[str | None, str]]:
+        """(question or None, the task text) of each request per order."""
+        if self.questions:
+            return [(q, question_pair_task(q)) for q in self.questions]
+        return [(None, pair_task(self))]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"criterion": self.text, "rubric": list(self.rubric)}
+        return {"criterion": self.text, "rubric": list(self.rubric),
+                "questions": list(self.questions)}
+
+
+def _texts(owner: str, name: str, values: list[Any]) -> list[str]:
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{owner}: {name}[{i}] must be a non-empty string, got {value!r}")
+    return [v.strip() for v in values]
+
+
+_REPLY_FORMAT = ('Reply with a JSON object only: {"reason": "<one or two sentences>", '
+                 '"winner": "1", "2" or "tie"}.')
 
 
 def pair_task(criterion: PairCriterion) -> str:
@@ -75,9 +95,17 @@ def pair_task(criterion: PairCriterion) -> str:
         f"Two responses to the same user input are shown above, {_FIRST} and {_SECOND}. Which "
         "one better meets the criterion? Judge what they say, not the order in which they are "
         "shown, and not their length unless the criterion asks for it. Answer \"tie\" only "
-        "when neither is better.\n"
-        'Reply with a JSON object only: {"reason": "<one or two sentences>", '
-        '"winner": "1", "2" or "tie"}.'
+        f"when neither is better.\n{_REPLY_FORMAT}"
+    )
+
+
+def question_pair_task(question: str) -> str:
+    return (
+        f"Question: {question}\n\n"
+        f"Two responses to the same user input are shown above, {_FIRST} and {_SECOND}. For "
+        "which one is the answer to this question yes? Answer \"tie\" when it is yes for both "
+        f"or for neither. Judge what they say, not the order in which they are shown.\n"
+        f"{_REPLY_FORMAT}"
     )
 
 
@@ -108,17 +136,20 @@ class OrderedVerdict:
     reason: str
     raw_reply: str
     cached: bool
+    question: str | None = None  # with a question set: the question asked
 
     def to_dict(self) -> dict[str, Any]:
         return {"shown_first": self.first, "preferred": self.preferred, "reason": self.reason,
-                "raw_reply": self.raw_reply, "cached": self.cached}
+                "raw_reply": self.raw_reply, "cached": self.cached, "question": self.question}
 
 
 @dataclass(frozen=True)
 class PairVerdict:
-    """The pair's outcome after the swap, with the judge's answer for each order.
+    """The pair's outcome after the swap, with the judge's answer for each order (and each
+    question of a question set).
 
-    ``position_consistent`` is None when only one order was asked (nothing to check it with).
+    ``position_consistent`` is False when a verdict (on any question) flipped with the order,
+    None when only one order was asked (nothing to check it with).
     """
 
     preferred: Preference
@@ -146,7 +177,7 @@ def _blocks(first: str, second: str, user_input: str | None,
     return [*blocks, DataBlock(_FIRST, first), DataBlock(_SECOND, second)]
 
 
-def _ordered(first: Literal["a", "b"], reply: JudgeReply) -> OrderedVerdict:
+def _ordered(first: Literal["a", "b"], reply: JudgeReply, question: str | None) -> OrderedVerdict:
     winner, reason = read_winner(reply.text)
     if winner == "tie":
         preferred: Preference = "tie"
@@ -154,7 +185,7 @@ def _ordered(first: Literal["a", "b"], reply: JudgeReply) -> OrderedVerdict:
         shown_first = winner == "1"
         preferred = first if shown_first else ("b" if first == "a" else "a")
     return OrderedVerdict(first=first, preferred=preferred, reason=reason,
-                          raw_reply=reply.excerpt, cached=reply.cached)
+                          raw_reply=reply.excerpt, cached=reply.cached, question=question)
 
 
 def _combined(orders: Sequence[OrderedVerdict]) -> tuple[Preference, bool | None, str]:
@@ -178,17 +209,18 @@ async def judge_pair(cfg: JudgeConfig, criterion: PairCriterion, *, output_a: st
         return PairVerdict("tie", True, "identical outputs", (), TokenUsage(),
                            cfg.provider, cfg.model)
     judge = get_judge(cfg)
-    task = pair_task(criterion)
     shown: list[tuple[Literal["a", "b"], str, str]] = [("a", output_a, output_b)]
     if both_orders:
         shown.append(("b", output_b, output_a))
-    # Each ordered pair is its own request and so its own reply-cache entry.
+    asked = [(question, task, index, order) for index, (question, task)
+             in enumerate(criterion.tasks()) for order in shown]
+    # Each ordered pair (and question) is its own request, so its own reply-cache entry.
     replies = await gather_all([
-        judge.complete(task, system=JUDGE_SYSTEM, json_mode=True, sample_index=0,
+        judge.complete(task, system=JUDGE_SYSTEM, json_mode=True, sample_index=index,
                        prompt_prefix=material_prefix(_blocks(first, second, user_input,
                                                              reference)),
                        cache_group=cache_group, accept=_names_winner)
-        for _, first, second in shown])
+        for _, task, index, (_, first, second) in asked])
     usage = TokenUsage.total([r.usage for r in replies])
     unreadable = [r for r in replies if not _names_winner(r.text)]
     if unreadable:
@@ -197,6 +229,27 @@ async def judge_pair(cfg: JudgeConfig, criterion: PairCriterion, *, output_a: st
             '("1", "2" or "tie"), so the pair has no verdict', owner=owner)
         error.token_usage = usage
         raise error
-    orders = tuple(_ordered(first, reply) for (first, _, _), reply in zip(shown, replies))
-    preferred, consistent, reason = _combined(orders)
+    orders = tuple(_ordered(order[0], reply, question)
+                   for (question, _, _, order), reply in zip(asked, replies))
+    if not criterion.questions:
+        preferred, consistent, reason = _combined(orders)
+    else:
+        preferred, consistent, reason = _tallied(orders, len(shown))
     return PairVerdict(preferred, consistent, reason, orders, usage, cfg.provider, cfg.model)
+
+
+def _tallied(orders: Sequence[OrderedVerdict],
+             per_question: int) -> tuple[Preference, bool | None, str]:
+    """A question set's verdict: the side that wins more questions (each after its swap)."""
+    verdicts = [_combined(orders[i:i + per_question])
+                for i in range(0, len(orders), per_question)]
+    won = {side: sum(1 for v in verdicts if v[0] == side) for side in ("a", "b", "tie")}
+    flipped = sum(1 for v in verdicts if v[1] is False)
+    preferred: Preference = ("b" if won["b"] > won["a"] else "a" if won["a"] > won["b"]
+                             else "tie")
+    reason = (f"B better on {won['b']}, A on {won['a']}, tie on {won['tie']} of "
+              f"{len(verdicts)} question(s)")
+    if flipped:
+        reason += f"; {flipped} flipped with the order (counted as ties)"
+    consistent = None if per_question == 1 else not flipped
+    return preferred, consistent, reason

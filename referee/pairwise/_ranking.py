@@ -150,7 +150,7 @@ def rank(names: Sequence[str], comparisons: Sequence[tuple[int, int, PairwiseCom
 
 def rank_models(cases: Any, models: Mapping[str, Callable[[str], Any]],
                 criterion: str | None = None, *, rubric: Sequence[str] | None = None,
-                judge: JudgeConfig | None = None, both_orders: bool = True,
+                questions: Sequence[str] | None = None, judge: JudgeConfig | None = None, both_orders: bool = True,
                 save: bool = False, runs_dir: str | Path | None = None,
                 verbose: bool = False) -> Ranking:
     """Run each model over the same cases (an ``EvalSuite`` or an iterable of ``EvalCase``),
@@ -164,7 +164,8 @@ def rank_models(cases: Any, models: Mapping[str, Callable[[str], Any]],
             raise TypeError(f"rank_models: models[{name!r}] must be callable, "
                             f"got {type(model).__name__}")
     suite = suite_of(cases, "rank_models")
-    spec = PairCriterion.of(criterion, rubric, owner="rank_models")  # fail before running
+    spec = PairCriterion.of(criterion, rubric, questions,
+                            owner="rank_models")  # fail before running
     names = list(models)
 
     async def round_robin() -> Ranking:
@@ -173,7 +174,8 @@ def rank_models(cases: Any, models: Mapping[str, Callable[[str], Any]],
         played = []
         for i, j in combinations(range(len(names)), 2):
             played.append((i, j, await compare_runs_async(
-                reports[i], reports[j], spec.text or None, rubric=spec.rubric, judge=judge,
+                reports[i], reports[j], spec.text or None, rubric=spec.rubric,
+                questions=spec.questions, judge=judge,
                 both_orders=both_orders, label_a=names[i], label_b=names[j])))
         ranking = rank(names, played)
         ranking.reports = dict(zip(names, reports))

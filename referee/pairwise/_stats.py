@@ -60,8 +60,8 @@ class WinRate:
         counts = (f"B won {self.wins}, tied {self.ties}, lost {self.losses} of {self.judged} "
                   f"judged pair(s)")
         if self.position_inconsistent:
-            counts += (f"; {self.position_inconsistent} tie(s) were position-inconsistent "
-                       "(the preference flipped with the order)")
+            counts += (f"; {self.position_inconsistent} position-inconsistent (a preference "
+                       "flipped with the order and was counted as a tie)")
         if self.judge_errors:
             counts += f"; {self.judge_errors} JUDGE_ERROR"
         if self.not_compared:
