@@ -72,6 +72,20 @@ def test_compare_with_a_judge_counts_wins_ties_and_losses(tmp_path, capsys, serv
     assert json.loads(out)["pairwise"]["summary"]["losses"] == 4
 
 
+def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
+        tmp_path, capsys, server, monkeypatch):
+    monkeypatch.setenv("REFEREE_CACHE", "1")
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
+    first = compare(capsys, *argv)[1]
+    assert server.request_count == 8
+    again = compare(capsys, *argv)[1]
+    assert server.request_count == 8  # every ordered pair came from the cache
+    assert "B won 4, tied 2, lost 0" in again and "8 request(s)" in first
+    assert "0 request(s)" in again and "8 repl(ies) from the reply cache" in again
+
+
 def test_a_question_set_from_the_command_line(tmp_path, capsys, server):
     a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
     code, out, err = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",

@@ -94,7 +94,9 @@ class PairwiseComparison:
                  f"  {criterion}",
                  f"  {self.win_rate.describe()}",
                  (f"  judge spend: {usage.requests} request(s), {usage.input_tokens} input and "
-                  f"{usage.output_tokens} output token(s)")]
+                  f"{usage.output_tokens} output token(s)"
+                  + (f"; {usage.cached_requests} repl(ies) from the reply cache"
+                     if usage.cached_requests else ""))]
         for pair in self.pairs:
             reason = " ".join(pair.reason.split())
             named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"

@@ -32,7 +32,8 @@ def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] 
     usage = comparison.token_usage
     pairs = []
     for pair in comparison.pairs:
-        orders = [f"{o.first.upper()} shown first: judge preferred "
+        orders = [f"{'On ' + repr(o.question) + ', ' if o.question else ''}"
+                  f"{o.first.upper()} shown first: judge preferred "
                   f"{o.preferred.upper() if o.preferred != 'tie' else 'neither (tie)'}"
                   f"{' — ' + o.reason if o.reason else ''}"
                   for o in (pair.verdict.orders if pair.verdict is not None else ())]
