@@ -57,8 +57,10 @@ def bradley_terry(games: Sequence[Game], players: int, *, prior_ties: float = 1.
             share = n / (strength[i] + strength[j])
             denominators[i] += share
             denominators[j] += share
-        updated = [wins[k] / denominators[k] if denominators[k] > 0 and wins[k] > 0 else
-                   (strength[k] if denominators[k] == 0 else 1e-9) for k in range(players)]
+        # A variant that never played keeps its strength; one that never scored (possible
+        # only without the prior) tends to zero, held just above it so its log stays finite.
+        updated = [strength[k] if denominators[k] == 0 else max(wins[k], 1e-9) / denominators[k]
+                   for k in range(players)]
         centre = math.exp(sum(math.log(s) for s in updated) / players)
         updated = [s / centre for s in updated]
         converged = max(abs(a - b) for a, b in zip(updated, strength)) < 1e-10
