@@ -212,6 +212,23 @@ async def test_the_agent_evaluator_spelling_uses_the_same_core(server):
     assert "- Correct" in server.requests[0].prompt
 
 
+async def test_the_agent_evaluator_runs_it_as_an_extra_criterion(server):
+    from referee import AgentEvaluator
+    from referee.config import CriteriaConfig, EvalConfig
+
+    server.set_reply(prefers(GOOD))
+    only_keywords = EvalConfig(criteria=CriteriaConfig(
+        contains_keywords=CriterionConfig.contains_keywords(keywords=["Paris"])))
+    criterion = PairwisePreferenceCriterion(criterion=CRITERION, judge=server.judge_config())
+    evaluator = AgentEvaluator(lambda message: GOOD, config=only_keywords,
+                               criteria=[criterion], save=False)
+    report = await evaluator.evaluate([EvalCase(input=CASE.input, expected_output=BAD)])
+
+    result = report.cases[0].get_criterion_result("pairwise_preference")
+    assert result.score == 1.0 and result.passed and result.threshold == 0.5
+    assert report.cases[0].status == CaseStatus.PASSED and server.request_count == 2
+
+
 def test_sign_test_matches_the_binomial():
     assert sign_test_p(9, 1) == pytest.approx(2 * 11 / 1024)
     assert sign_test_p(5, 5) == 1.0 and sign_test_p(0, 0) == 1.0
