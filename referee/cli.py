@@ -83,7 +83,12 @@ VIEW_DESCRIPTION = (
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
     "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
-    "(interrupted) run, 0 otherwise, 2 on bad input.")
+    "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
+    "says, case by case, which run's output better meets --criterion, asking each pair in both "
+    "orders (a preference that flips with the order is a tie); exit 3 when the judge judged "
+    "no pair.")
+DEFAULT_PAIRWISE_CRITERION = ("The response answers the user's input correctly, completely "
+                              "and helpfully.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
     "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
@@ -511,17 +516,65 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.compare import compare_reports
     from referee.report.store import load_run
 
-    comparison = compare_reports(load_run(args.a), load_run(args.b))
+    run_a, run_b = load_run(args.a), load_run(args.b)
+    comparison = compare_reports(run_a, run_b)
+    if args.judge is None:
+        if args.criterion is not None or args.question or args.one_order:
+            raise CliError("--criterion, --question and --one-order need --judge PROVIDER/MODEL")
+        if args.html:
+            from referee.report.html import render_compare_html
+
+            Path(args.html).write_text(render_compare_html(comparison), encoding="utf-8")
+        if args.json:
+            import json
+
+            print(json.dumps(comparison.to_dict(), indent=2))
+        else:
+            sys.stdout.write(terminal_safe(comparison.render_text()))
+        return 0 if comparison.acceptable else EXIT_GATE
+    return _compare_pairwise(args, run_a, run_b, comparison)
+
+
+def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparison: Any) -> int:
+    """``compare --judge``: the regressions as usual, then each pair judged side by side."""
+    import json
+
+    from referee.judge import JudgeConfig, split_judge_model
+    from referee.pairwise import compare_runs
+    from referee.pairwise._html import render_pairwise_html
+
+    provider, model = split_judge_model(args.judge)
+    if provider is None or "/" not in args.judge:
+        raise CliError(f"--judge {args.judge!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
+    if args.question and args.criterion is not None:
+        raise CliError("give --criterion or --question, not both")
+    criterion = (None if args.question else
+                 DEFAULT_PAIRWISE_CRITERION if args.criterion is None else args.criterion)
+    if criterion is not None and not criterion.strip():
+        raise CliError("--criterion: expected a non-empty criterion text")
+    if any(not q.strip() for q in args.question or ()):
+        raise CliError("--question: expected a non-empty yes/no question")
+    pairwise = compare_runs(run_a, run_b, criterion, questions=args.question,
+                            judge=JudgeConfig(provider=provider, model=model),
+                            both_orders=not args.one_order, label_a=str(args.a),
+                            label_b=str(args.b))
+    saved = []
     if args.html:
-        from referee.report.html import render_compare_html
-
-        Path(args.html).write_text(render_compare_html(comparison), encoding="utf-8")
+        html = Path(args.html)
+        runs = comparison.render_text().splitlines()[:3]  # A, B and the regression counts
+        html.write_text(render_pairwise_html(pairwise, runs=runs), encoding="utf-8")
+        saved.append(pairwise.write_json(html.with_suffix(".json")))
+    if args.save:
+        saved.append(pairwise.write_json(args.save))
     if args.json:
-        import json
-
-        print(json.dumps(comparison.to_dict(), indent=2))
+        print(json.dumps({**comparison.to_dict(), "pairwise": pairwise.to_dict()}, indent=2))
     else:
         sys.stdout.write(terminal_safe(comparison.render_text()))
+        sys.stdout.write(terminal_safe(pairwise.render_text()))
+        for path in saved:
+            print(f"pairwise comparison written to {path}")
+    if pairwise.win_rate.judge_errors and not pairwise.judge_answered:
+        return EXIT_NOTHING_EVALUATED
     return 0 if comparison.acceptable else EXIT_GATE
 
 
@@ -709,7 +762,24 @@ def build_parser() -> argparse.ArgumentParser:
                          "N) or report file")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--html", metavar="FILE",
-                         help="also write the comparison as a self-contained HTML page")
+                         help="also write the comparison as a self-contained HTML page (with "
+                              "--judge: the judged pairs side by side, and FILE's .json beside)")
+    compare.add_argument("--judge", metavar="PROVIDER/MODEL",
+                         help="also judge each case's two outputs pairwise, e.g. "
+                              "openai/gpt-4o-mini: win/tie/loss per case, B's win rate with a "
+                              "95%% interval and a sign test (2 judge requests per case)")
+    compare.add_argument("--criterion", metavar="TEXT",
+                         help="with --judge: what the better output does (default: "
+                              f"{DEFAULT_PAIRWISE_CRITERION!r})")
+    compare.add_argument("--question", metavar="TEXT", action="append",
+                         help="with --judge, instead of --criterion: a yes/no question the "
+                              "better output answers yes (repeat it for a question set; the "
+                              "side that wins more questions wins; 2 requests per question)")
+    compare.add_argument("--one-order", action="store_true",
+                         help="with --judge: ask each pair once, A first, instead of in both "
+                              "orders (half the cost, no position-bias control)")
+    compare.add_argument("--save", metavar="FILE.json",
+                         help="with --judge: write the pairwise comparison as JSON")
     compare.set_defaults(func=cmd_compare)
 
     listing = sub.add_parser("list", help="list stored runs, newest first",

@@ -1,0 +1,254 @@
+"""Pairwise comparison of two runs (or two model functions) over the same cases.
+
+Cases are paired by ``eval_id`` (a repeated id pairs in order of occurrence). Each pair is
+judged through ``judge_pair``: B won, A won, a tie, or JUDGE_ERROR when the judge gave no
+verdict; a case that has no output on either side (a model error, a timeout) is not compared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from referee.case import EvalCase
+from referee.errors import JudgeUnavailable
+from referee.evaluators.qag import case_cache_group
+from referee.judge import JudgeConfig, resolve_judge_config
+from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
+from referee.pairwise._stats import WinRate
+from referee.redact import redact_secrets
+from referee.report.model import CaseResult, EvalReport
+from referee.usage import TokenUsage
+
+PairStatus = Literal["b", "a", "tie", "judge_error", "not_compared"]
+
+# Pairs judged at once; the judge layer's per-endpoint limit bounds the requests themselves.
+PAIRS_IN_FLIGHT = 32
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """One case's pair: the two outputs and what the judge made of them."""
+
+    eval_id: str
+    name: str
+    user_input: str | None
+    output_a: str | None
+    output_b: str | None
+    status: PairStatus
+    reason: str
+    verdict: PairVerdict | None = None
+
+    @property
+    def position_inconsistent(self) -> bool:
+        return self.verdict is not None and self.verdict.position_consistent is False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"eval_id": self.eval_id, "name": self.name, "input": self.user_input,
+                "output_a": self.output_a, "output_b": self.output_b, "status": self.status,
+                "reason": self.reason,
+                "verdict": self.verdict.to_dict() if self.verdict is not None else None}
+
+
+@dataclass
+class PairwiseComparison:
+    label_a: str
+    label_b: str
+    criterion: PairCriterion
+    judge: JudgeConfig
+    both_orders: bool
+    pairs: list[PairOutcome] = field(default_factory=list)
+    # The runs behind the comparison, when it ran the models itself (compare_models).
+    report_a: EvalReport | None = None
+    report_b: EvalReport | None = None
+
+    @property
+    def win_rate(self) -> WinRate:
+        count = {s: sum(1 for p in self.pairs if p.status == s)
+                 for s in ("b", "a", "tie", "judge_error", "not_compared")}
+        return WinRate(wins=count["b"], losses=count["a"], ties=count["tie"],
+                       position_inconsistent=sum(p.position_inconsistent for p in self.pairs),
+                       judge_errors=count["judge_error"], not_compared=count["not_compared"])
+
+    @property
+    def judge_answered(self) -> int:
+        """Pairs the judge gave a verdict on (identical outputs are ties without asking)."""
+        return sum(1 for p in self.pairs if p.verdict is not None and p.verdict.orders)
+
+    @property
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage.total([p.verdict.token_usage for p in self.pairs
+                                 if p.verdict is not None])
+
+    def render_text(self) -> str:
+        mark = {"b": "B", "a": "A", "tie": "=", "judge_error": "!", "not_compared": "-"}
+        usage = self.token_usage
+        orders = "both orders" if self.both_orders else "one order"
+        criterion = self.criterion.render().replace("\n", "\n  ")
+        lines = [(f"Pairwise: A = {self.label_a}, B = {self.label_b}; judge "
+                  f"{self.judge.provider}/{self.judge.model}, {orders}"),
+                 f"  {criterion}",
+                 f"  {self.win_rate.describe()}",
+                 (f"  judge spend: {usage.requests} request(s), {usage.input_tokens} input and "
+                  f"{usage.output_tokens} output token(s)"
+                  + (f"; {usage.cached_requests} repl(ies) from the reply cache"
+                     if usage.cached_requests else ""))]
+        for pair in self.pairs:
+            reason = " ".join(pair.reason.split())
+            named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"
+            lines.append(f"  [{mark[pair.status]}] {named}: {reason}")
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as JSON-ready data, secrets removed (outputs may quote a key)."""
+        return redact_secrets({"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
+                "judge_provider": self.judge.provider, "judge_model": self.judge.model,
+                "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
+                "token_usage": self.token_usage.model_dump(),
+                "pairs": [p.to_dict() for p in self.pairs]})
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+        return path
+
+
+@dataclass(frozen=True)
+class _Pair:
+    eval_id: str
+    name: str
+    case: EvalCase | None
+    output_a: str | None
+    output_b: str | None
+    missing: str | None  # why the pair cannot be judged
+
+
+def _output(case: CaseResult) -> str | None:
+    execution = case.execution
+    if execution is None and case.run_results:
+        execution = case.run_results[0].execution
+    return execution.actual_response if execution is not None else None
+
+
+def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
+    def keyed(report: EvalReport) -> dict[tuple[str, int], CaseResult]:
+        seen: dict[str, int] = {}
+        out: dict[tuple[str, int], CaseResult] = {}
+        for case in report.cases:
+            seen[case.eval_id] = seen.get(case.eval_id, 0) + 1
+            out[(case.eval_id, seen[case.eval_id])] = case
+        return out
+
+    cases_a, cases_b = keyed(a), keyed(b)
+    pairs = []
+    for key in [*cases_a, *(k for k in cases_b if k not in cases_a)]:
+        ca, cb = cases_a.get(key), cases_b.get(key)
+        out_a = _output(ca) if ca is not None else None
+        out_b = _output(cb) if cb is not None else None
+        missing = None
+        if ca is None or cb is None:
+            missing = f"only in {'A' if cb is None else 'B'}"
+        elif out_a is None or out_b is None:
+            side, case = ("A", ca) if out_a is None else ("B", cb)
+            missing = f"no output in {side} ({case.status.value})"
+        present = ca if ca is not None else cb
+        assert present is not None
+        pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing))
+    return pairs
+
+
+async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_orders: bool,
+                  gate: asyncio.Semaphore) -> PairOutcome:
+    case = pair.case
+    user_input = case.input if case is not None else None
+    common: dict[str, Any] = {"eval_id": pair.eval_id, "name": pair.name,
+                              "user_input": user_input, "output_a": pair.output_a,
+                              "output_b": pair.output_b}
+    if pair.missing is not None:
+        return PairOutcome(**common, status="not_compared", reason=pair.missing)
+    async with gate:
+        try:
+            verdict = await judge_pair(
+                cfg, criterion, output_a=pair.output_a or "", output_b=pair.output_b or "",
+                user_input=user_input, both_orders=both_orders,
+                cache_group=case_cache_group(case) if case is not None else None)
+        except JudgeUnavailable as exc:
+            return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
+    return PairOutcome(**common, status=verdict.preferred, reason=verdict.reason,
+                       verdict=verdict)
+
+
+async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,
+                             rubric: Sequence[str] | None = None,
+                             questions: Sequence[str] | None = None,
+                             judge: JudgeConfig | None = None, both_orders: bool = True,
+                             label_a: str | None = None,
+                             label_b: str | None = None) -> PairwiseComparison:
+    """Judge run ``b``'s output against run ``a``'s, case by case."""
+    spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
+    cfg = resolve_judge_config(judge)
+    gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
+    outcomes = await asyncio.gather(*(_judged(p, cfg, spec, both_orders, gate)
+                                      for p in _paired(a, b)))
+    return PairwiseComparison(label_a=label_a or a.name or "A", label_b=label_b or b.name or "B",
+                              criterion=spec, judge=cfg, both_orders=both_orders,
+                              pairs=list(outcomes))
+
+
+def compare_runs(a: EvalReport, b: EvalReport, criterion: str | None = None,
+                 **options: Any) -> PairwiseComparison:
+    """``compare_runs_async`` from synchronous code."""
+    from referee.run.sync import run_sync
+
+    return run_sync(compare_runs_async(a, b, criterion, **options))
+
+
+def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[[str], Any],
+                   criterion: str | None = None, *, rubric: Sequence[str] | None = None,
+                   questions: Sequence[str] | None = None,
+                   judge: JudgeConfig | None = None, both_orders: bool = True,
+                   save: bool = False, runs_dir: str | Path | None = None,
+                   verbose: bool = False) -> PairwiseComparison:
+    """Run two model functions over the same cases (an ``EvalSuite``, whose evaluators score
+    each run too, or an iterable of ``EvalCase``) and judge their outputs pairwise.
+
+    Each model's run is an ordinary run (stored when ``save=True``), kept on the result as
+    ``report_a`` and ``report_b``.
+    """
+    from referee.run.sync import run_sync
+
+    suite = suite_of(cases, "compare_models")
+    spec = PairCriterion.of(criterion, rubric, questions,
+                            owner="compare_models")  # fail before running
+
+    async def both() -> PairwiseComparison:
+        reports = []
+        for model in (model_a, model_b):
+            reports.append(await suite.run_async(model, verbose=verbose, save=save,
+                                                 runs_dir=runs_dir))
+        result = await compare_runs_async(
+            *reports, spec.text or None, rubric=spec.rubric, questions=spec.questions,
+            judge=judge,
+            both_orders=both_orders, label_a=getattr(model_a, "__name__", "A"),
+            label_b=getattr(model_b, "__name__", "B"))
+        result.report_a, result.report_b = reports
+        return result
+
+    return run_sync(both())
+
+
+def suite_of(cases: Any, owner: str) -> Any:
+    """``cases`` as an EvalSuite: itself, or a suite without evaluators holding the cases."""
+    from referee.run.suite import EvalSuite
+
+    if isinstance(cases, EvalSuite):
+        return cases
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
+        raise TypeError(f"{owner}: cases must be an EvalSuite or an iterable of EvalCase, "
+                        f"got {type(cases).__name__}")
+    return EvalSuite(owner).add_cases(cases)

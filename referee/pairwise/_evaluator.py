@@ -1,0 +1,121 @@
+"""The pairwise judge in both API styles, over the one core in ``_judging``.
+
+Given two outputs, ``compare`` returns the pair's verdict. As a criterion in a run (one output
+per case), the model's output is compared with the case's reference answer
+(``expected_output``): 1.0 when the judge prefers the model's output in both orders, 0.5 for a
+tie (position-inconsistent verdicts included), 0.0 when it prefers the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from referee.case import EvalCase
+from referee.config import CriterionConfig, Rubric
+from referee.criteria.base import BaseCriterion
+from referee.criteria.llm.caller import LLMCallerMixin
+from referee.evaluators.qag import JudgeEvaluator, case_cache_group, requires
+from referee.execution import ExecutionResult
+from referee.judge import JudgeConfig, JudgeUnavailable
+from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
+from referee.result import CriterionResult
+
+# The score of the model's output against the reference, by the side the judge preferred
+# (the reference is side "a", the model's output side "b").
+SCORE_OF = {"b": 1.0, "tie": 0.5, "a": 0.0}
+
+
+def _text(output: str | ExecutionResult | Any) -> str:
+    if isinstance(output, str):
+        return output
+    return ExecutionResult.coerce(output).actual_response or ""
+
+
+async def _against_reference(owner: str, cfg: JudgeConfig, criterion: PairCriterion,
+                             actual: ExecutionResult, expected: EvalCase, *,
+                             both_orders: bool) -> tuple[float, dict[str, Any], PairVerdict]:
+    verdict = await judge_pair(cfg, criterion, output_a=expected.expected_output or "",
+                               output_b=actual.actual_response or "",
+                               user_input=expected.input, both_orders=both_orders,
+                               cache_group=case_cache_group(expected), owner=owner)
+    side = {"a": "the reference answer", "b": "the model output", "tie": "neither"}
+    details = {
+        **verdict.to_dict(),
+        **criterion.to_dict(),
+        "reason": f"judge preferred {side[verdict.preferred]}: {verdict.reason}",
+        "compared_with": "expected_output",
+    }
+    details.pop("token_usage")  # the result carries it
+    return SCORE_OF[verdict.preferred], details, verdict
+
+
+class PairwiseJudge(JudgeEvaluator):
+    """EvalSuite-style pairwise judge: which of two outputs better meets ``criteria`` (free
+    text), a ``rubric``, or a QAG set of yes/no ``questions`` (the side that wins more of them).
+
+    ``both_orders=True`` (the default) asks each pair twice, swapped, and counts a verdict that
+    changes with the order as a tie: two judge requests per pair (per question).
+    """
+
+    default_threshold = 0.5  # at least a tie with the reference
+
+    def __init__(self, criteria: str | None = None, *,
+                 rubric: Sequence[str | Rubric] | None = None,
+                 questions: Sequence[str] | None = None, name: str = "pairwise",
+                 both_orders: bool = True, judge: JudgeConfig | None = None,
+                 threshold: float | None = None) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"PairwiseJudge: name must be a non-empty string, got {name!r}")
+        if not isinstance(both_orders, bool):
+            raise TypeError(f"PairwiseJudge: both_orders must be True or False, got {both_orders!r}")
+        self.criterion = PairCriterion.of(criteria, rubric, questions, owner="PairwiseJudge")
+        super().__init__(threshold=threshold, judge=judge)
+        self.name = name
+        self.both_orders = both_orders
+
+    async def compare(self, case: EvalCase | str, output_a: Any, output_b: Any) -> PairVerdict:
+        """The verdict on two outputs for ``case``; JudgeUnavailable when there is none."""
+        case = case if isinstance(case, EvalCase) else EvalCase(input=case)
+        return await judge_pair(self.judge_config(), self.criterion, output_a=_text(output_a),
+                                output_b=_text(output_b), user_input=case.input,
+                                both_orders=self.both_orders,
+                                cache_group=case_cache_group(case), owner=self.name)
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        missing = requires("PairwiseJudge", expected, "expected_output")
+        if missing is not None:
+            return self._skipped(missing)
+        cfg = self.judge_config()
+        score, details, verdict = await _against_reference(
+            self.name, cfg, self.criterion, actual, expected, both_orders=self.both_orders)
+        return self._scored(cfg, score, details, verdict.token_usage)
+
+
+class PairwisePreferenceCriterion(LLMCallerMixin, BaseCriterion):
+    """AgentEvaluator-style spelling of the pairwise judge: the final response against the
+    case's expected response, on ``criterion`` and/or ``config.rubrics``, judged by
+    ``config.judge_model`` (or ``judge=``). Scores 1.0 / 0.5 / 0.0 as ``PairwiseJudge`` does."""
+
+    name = "pairwise_preference"
+    description = "Pairwise judgement of the final response against the expected response"
+
+    def __init__(self, config: CriterionConfig | None = None, *, criterion: str | None = None,
+                 both_orders: bool = True, judge: JudgeConfig | None = None) -> None:
+        super().__init__(config if config is not None else CriterionConfig(threshold=0.5))
+        self.criterion = PairCriterion.of(criterion, self.config.rubrics,
+                                          owner="PairwisePreferenceCriterion")
+        self.both_orders = both_orders
+        self.judge = judge
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        missing = requires(self.name, expected, "expected_output")
+        if missing is not None:
+            return self._skipped(missing)
+        cfg = self.judge_config()
+        if cfg is None:
+            raise JudgeUnavailable(f"{self.name}: no provider can serve judge model "
+                                   f"{self.config.judge_model!r}")
+        score, details, verdict = await _against_reference(
+            self.name, cfg, self.criterion, actual, expected, both_orders=self.both_orders)
+        return self._result(score, details, verdict.token_usage)

@@ -1,0 +1,149 @@
+"""`referee compare A B --judge ...`: two stored runs judged pairwise through the real SDK."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_pairwise_models import checking_judge, number, right
+from test_report_samples import PAYLOAD, chromium_dom
+
+from referee import EvalCase, EvalSuite
+from referee.cli import main
+from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
+
+CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
+
+
+def wrong(question: str) -> str:
+    n = number(question)
+    return f"{2 * n + 1}" if n % 3 else f"{2 * n}"  # every third case: the same answer
+
+
+@pytest.fixture
+def server(isolated_judge, monkeypatch):
+    with ScriptedJudgeServer(reply=checking_judge) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        yield srv
+
+
+def stored_run(tmp_path: Path, name: str, model) -> Path:
+    suite = EvalSuite(name).add_cases(CASES)
+    runs = tmp_path / name
+    suite.run(model, verbose=False, runs_dir=runs)
+    [run_dir] = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def compare(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_compare_with_a_judge_counts_wins_ties_and_losses(tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    saved = tmp_path / "pairwise.json"
+
+    code, out, err = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",
+                             "--criterion", "The sum is correct.", "--save", str(saved))
+    assert code == 0, err
+    # Cases 0 and 3 have identical outputs (a tie without asking); 4 pairs x 2 orders.
+    assert server.request_count == 8
+    assert {r.model for r in server.requests} == {"gpt-4o-mini"}
+    assert "B won 4, tied 2, lost 0 of 6 judged pair(s)" in out
+    assert "Wilson CI" in out and "sign test p = 0.125" in out
+    assert "[B] What is 1 + 1? (sum-1)" in out
+    assert "[=] What is 0 + 0? (sum-0): identical outputs" in out
+
+    data = json.loads(saved.read_text())
+    assert data["summary"]["wins"] == 4 and data["summary"]["sign_test_p"] == pytest.approx(0.125)
+    assert data["criterion"] == "The sum is correct."
+    by_id = {p["eval_id"]: p for p in data["pairs"]}
+    assert by_id["sum-2"]["status"] == "b" and by_id["sum-2"]["verdict"]["position_consistent"]
+    assert by_id["sum-2"]["reason"] == "4 is the correct sum"
+
+    # The other way round B loses; --json carries the regressions and the pairwise section.
+    code, out, _ = compare(capsys, str(b), str(a), "--judge", "openai/gpt-4o-mini", "--json")
+    assert json.loads(out)["pairwise"]["summary"]["losses"] == 4
+
+
+def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
+        tmp_path, capsys, server, monkeypatch):
+    monkeypatch.setenv("REFEREE_CACHE", "1")
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
+    first = compare(capsys, *argv)[1]
+    assert server.request_count == 8
+    again = compare(capsys, *argv)[1]
+    assert server.request_count == 8  # every ordered pair came from the cache
+    assert "B won 4, tied 2, lost 0" in again and "8 request(s)" in first
+    assert "0 request(s)" in again and "8 repl(ies) from the reply cache" in again
+
+
+def test_a_question_set_from_the_command_line(tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    code, out, err = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",
+                             "--question", "Is the sum correct?", "--question",
+                             "Is it a number?")
+    assert code == 0, err
+    assert server.request_count == 4 * 2 * 2  # 4 differing pairs x 2 questions x 2 orders
+    assert "B won 4, tied 2, lost 0" in out and "- Is it a number?" in out
+
+
+def test_a_position_biased_judge_yields_ties_not_wins(tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    server.set_reply(json.dumps({"reason": "the first is better", "winner": "1"}))
+    code, out, _ = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini")
+    assert code == 0
+    assert "B won 0, tied 6, lost 0" in out
+    assert "4 position-inconsistent" in out and "No decisive pair" in out
+
+
+def test_a_judge_that_cannot_answer_is_judge_error_and_exit_3(tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    server.set_reply(Fault.http(400))
+    code, out, _ = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini")
+    assert code == 3
+    assert "4 JUDGE_ERROR" in out and "(sum-1): JUDGE_ERROR" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--judge", "gpt-4o-mini"], "expected PROVIDER/MODEL"),
+    (["--criterion", "x"], "need --judge"),
+    (["--judge", "openai/gpt-4o-mini", "--criterion", "x", "--question", "y?"], "not both"),
+    (["--judge", "openai/gpt-4o-mini", "--criterion", " "], "non-empty criterion"),
+])
+def test_bad_pairwise_arguments_are_one_line_errors(tmp_path, capsys, server, argv, message):
+    a = stored_run(tmp_path, "wrong", wrong)
+    code, _, err = compare(capsys, str(a), str(a), *argv)
+    assert code == 2 and message in err
+
+
+def test_the_html_shows_the_pairs_side_by_side_in_chromium(tmp_path, capsys, server):
+    a = stored_run(tmp_path, "wrong", wrong)
+    b = stored_run(tmp_path, "hostile", lambda q: right(q) + PAYLOAD)
+    page = tmp_path / "pairwise.html"
+    code, _, err = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",
+                           "--html", str(page))
+    assert code == 0, err
+    assert json.loads(page.with_suffix(".json").read_text())["summary"]["judge_errors"] == 0
+
+    dom = chromium_dom(page.as_uri(), tmp_path)
+    # The model's output is shown as text: no payload ran or broke out of its block.
+    assert not re.search(r"<body[^>]*data-pwned", dom) and '<b id="injected">' not in dom
+    assert "pwned" not in re.search(r"<title>([^<]*)</title>", dom).group(1)
+    pairs = re.findall(r'<div class="pair" id="pair-\d+" data-outcome="(\w+)">', dom)
+    assert len(pairs) == 6
+    first = dom[dom.index('id="pair-1"'):dom.index('id="pair-2"')]
+    assert '<pre class="output-a">3</pre>' in first
+    assert "onerror" in html.unescape(re.search(r'<pre class="output-b">(.*?)</pre>', first,
+                                                re.DOTALL).group(1))
+    assert "judge preferred" in first and "B shown first" in first
+    assert re.search(r'id="wins"><b>\d+</b>', dom)
+    assert "0 regression(s)" in dom
