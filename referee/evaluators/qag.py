@@ -22,6 +22,7 @@ from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.criteria.base import CURRENT_CASE, BaseCriterion
 from referee.errors import JudgeUnavailable
+from referee.evaluators._by_hand import AnswersByHand
 from referee.evaluators.calibration import (
     NO_QUESTION_SET,
     CalibrationEntry,
@@ -281,7 +282,7 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
-class JudgeEvaluator(BaseCriterion):
+class JudgeEvaluator(AnswersByHand, BaseCriterion):
     """An EvalSuite-style evaluator: judge resolution, effective threshold, result building."""
 
     name = "judge_evaluator"
