@@ -1,5 +1,5 @@
 """multivon's names for what referee's case, case result and report already hold
-(``report.suite_name``, ``case_result.case_id``/``skipped``/``agent_trace``,
+(``report.suite_name``, ``case_result.case_id``/``skipped``/``agent_trace``, ``WordCount``'s bounds,
 ``report.zero_pass_cases``, ``case.revision``/``expected_tool_calls``). Written from multivon's
 public signatures; no test code copied."""
 
@@ -81,3 +81,16 @@ def test_a_case_reads_its_revision_and_expected_tool_names():
     assert EvalCase(input="q").expected_tool_calls is None
     assert EvalCase.model_validate(case.model_dump()).expected_tool_calls == ["search",
                                                                               "summarize"]
+
+
+def test_word_count_defaults_are_multivons_bounds():
+    from referee import WordCount
+
+    default = WordCount()
+    assert (default.min_words, default.max_words) == (0, 10_000)
+    case = EvalCase(input="q")
+    assert default.evaluate(case, "word " * 10_000).passed
+    assert not default.evaluate(case, "word " * 10_001).passed
+    # An unset maximum never contradicts a larger minimum.
+    assert (WordCount(min=20_000).min_words, WordCount(min=20_000).max_words) == (20_000, 20_000)
+    assert WordCount(max=3).min_words == 0
