@@ -250,12 +250,13 @@ class MultivonReportMethods:
 
         result = self.pass_hat_k(k)
         if result.value is None:
-            raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self)
+            raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self,
+                                  threshold=min_ci_low)
         if result.ci_low is not None and result.ci_low < min_ci_low:
             raise EvalGateFailure(
                 f"pass^{k} gate failed: lower bound {result.ci_low:.3f} < {min_ci_low:.3f} "
                 f"(pass^{k} {result.value:.3f}, interval {result.ci_low:.3f}-"
-                f"{result.ci_high:.3f})", report=self)
+                f"{result.ci_high:.3f})", result.value, min_ci_low, report=self)
 
     def trial_summary(self) -> dict[str, Any]:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""

@@ -94,3 +94,25 @@ def test_word_count_defaults_are_multivons_bounds():
     # An unset maximum never contradicts a larger minimum.
     assert (WordCount(min=20_000).min_words, WordCount(min=20_000).max_words) == (20_000, 20_000)
     assert WordCount(max=3).min_words == 0
+
+
+def test_a_gate_failure_reads_the_pass_rate_and_the_threshold_it_checked():
+    import pytest
+
+    from referee import EvalGateFailure
+
+    built = EvalGateFailure("quality gate failed", 0.5, 0.8)  # multivon's positional order
+    assert (built.pass_rate, built.threshold, built.report) == (0.5, 0.8, None)
+    suite = EvalSuite("gate").add_cases([EvalCase(input="a"), EvalCase(input="b")])
+    suite.add_evaluator(Contains(["yes"]))
+    with pytest.raises(EvalGateFailure) as gate:
+        suite.run(lambda q: "yes" if q == "a" else "no", verbose=False, save=False,
+                  fail_threshold=0.9)
+    assert (gate.value.pass_rate, gate.value.threshold) == (0.5, 0.9)
+    report = gate.value.report
+    assert EvalGateFailure("again", report).report is report  # referee's (message, report)
+    repeated = run(EvalSuite("k").add_cases([EvalCase(input="a")]).add_evaluator(
+        Contains(["yes"])), lambda _: "yes", runs=2)
+    with pytest.raises(EvalGateFailure) as hat_k:
+        repeated.assert_pass_hat_k(2, min_ci_low=1.01)
+    assert hat_k.value.threshold == 1.01 and hat_k.value.pass_rate == 1.0
