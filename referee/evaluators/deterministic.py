@@ -23,7 +23,7 @@ from rapidfuzz.distance import Levenshtein as _rapidfuzz_levenshtein
 from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.criteria.base import SyncCriterion
-from referee.evaluators._by_hand import AnswersByHand
+from referee.evaluators._multivon import MultivonSurface
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-class DeterministicEvaluator(AnswersByHand, SyncCriterion):
+class DeterministicEvaluator(MultivonSurface, SyncCriterion):
     """Base: a threshold instead of a ``CriterionConfig``, and a check over the output text."""
 
     def __init__(self, threshold: float = 1.0) -> None:

@@ -102,3 +102,14 @@ def test_a_subclass_with_its_own_async_evaluate_answers_both_ways():
 def test_a_by_hand_call_without_a_case_names_what_was_expected():
     with pytest.raises(TypeError, match=r"Contains.evaluate\(case, output\): expected an EvalCase"):
         Contains(["x"]).evaluate(case="not a case", output="x")
+
+
+def test_every_built_in_evaluator_says_whether_it_calls_a_judge():
+    from referee import evaluators
+
+    judged = {"Faithfulness", "Relevance", "GEval", "CheckEvaluator", "PlanQuality",
+              "AnswerAccuracy", "Toxicity"}
+    for name in judged:
+        assert getattr(evaluators, name).uses_llm_judge is True, name
+    for name in ("Contains", "WordCount", "BLEU", "ChrfScore", "ToolCallAccuracy", "Latency"):
+        assert getattr(evaluators, name).uses_llm_judge is False, name

@@ -1,4 +1,5 @@
-"""multivon's by-hand call, ``evaluator.evaluate(case, output)``, on referee's built-in evaluators.
+"""What multivon's evaluators answer beyond referee's criteria: the by-hand call,
+``evaluator.evaluate(case, output)``, and ``uses_llm_judge``.
 
 The protocol is unchanged: the engine calls ``await evaluator.evaluate(actual, expected)`` with an
 ``ExecutionResult`` and gets the coroutine every criterion returns. A call whose first argument is
@@ -17,7 +18,7 @@ from referee.criteria.base import SyncCriterion
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
-__all__ = ["AnswersByHand"]
+__all__ = ["MultivonSurface"]
 
 _BY_HAND_MARK = "_referee_answers_by_hand"
 
@@ -36,11 +37,14 @@ def _answering_by_hand(protocol: Callable[..., Any]) -> Callable[..., Any]:
     return evaluate
 
 
-class AnswersByHand:
+class MultivonSurface:
     """Mixed into the built-in evaluators: ``evaluate(case, output, latency_ms=None)`` returns the
     ``EvalResult`` (referee's ``CriterionResult``), as multivon's does; the protocol call with an
     ``ExecutionResult`` still returns the awaitable. Subclasses that define their own async
     ``evaluate`` answer both ways too."""
+
+    # multivon marks the evaluators that call a judge; the judged ones set it.
+    uses_llm_judge: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
