@@ -56,6 +56,10 @@ def test_a_skip_reads_with_multivons_mark_and_is_stored_without_it():
     assert not skipped.details["reason"].startswith("[skipped]")  # stored as referee writes it
     no_trace = ToolCallAccuracy().evaluate(EvalCase(input="q", expected_tool_calls=["search"]), "x")
     assert no_trace.skipped and no_trace.reason.startswith("[skipped] ")
+    # referee's own JUnit report already says "skipped"; its message keeps the plain reason.
+    report = EvalSuite("skip").add_cases([EvalCase(input="q")]).add_evaluator(BLEU()).run(
+        lambda _: "x", verbose=False, save=False)
+    assert '<skipped message="BLEU needs' in report.to_junit_xml()
 
 
 def test_a_judge_evaluator_by_hand_asks_the_judge(isolated_judge):
