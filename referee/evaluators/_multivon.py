@@ -57,7 +57,7 @@ class MultivonSurface:
         if not isinstance(case, EvalCase):
             raise TypeError(f"{type(self).__name__}.evaluate(case, output): expected an EvalCase "
                             f"as the case, got {type(case).__name__}")
-        protocol = getattr(type(self).evaluate, "__wrapped__", None)
+        protocol = getattr(type(self).evaluate, "__wrapped__", None)  # type: ignore[attr-defined]
         if protocol is SyncCriterion.evaluate:  # pure computation: no event loop needed
             latency_s = latency_ms / 1000.0 if latency_ms is not None else None
             run = ExecutionResult(actual_response=output, latency_s=latency_s)
@@ -65,4 +65,5 @@ class MultivonSurface:
         # run/ sits above evaluators/; imported here, where only a by-hand call reaches it.
         from referee.run.sync import run_sync
 
-        return run_sync(self.aevaluate(case, output, latency_ms=latency_ms))  # type: ignore[attr-defined]
+        scoring = self.aevaluate(case, output, latency_ms=latency_ms)  # type: ignore[attr-defined]
+        return run_sync(scoring)  # type: ignore[no-any-return]

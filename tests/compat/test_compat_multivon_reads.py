@@ -6,8 +6,8 @@ public signatures; no test code copied."""
 from __future__ import annotations
 
 from referee import (
-    AgentStep,
     BLEU,
+    AgentStep,
     Contains,
     EvalCase,
     EvalReport,
