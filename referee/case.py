@@ -436,6 +436,17 @@ class EvalCase(StrictModel):
     def source_id(self) -> str | None:
         return self.metadata.get("source_id")
 
+    @property
+    def revision(self) -> str | None:
+        return self.metadata.get("revision")
+
+    @property
+    def expected_tool_calls(self) -> list[str] | None:
+        """The expected tools' names, in order; ``[]`` when the case asserts that no tool is
+        called, ``None`` when it expects nothing about tools."""
+        names = [call.name for turn in self.conversation for call in turn.expected_tool_trajectory]
+        return names if names or EXPECTS_NO_TOOLS in self.metadata else None
+
     def context_str(self) -> str:
         return self.context_text
 

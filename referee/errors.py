@@ -34,14 +34,26 @@ class JudgeUnavailable(RefereeError):
 
 
 class EvalGateFailure(RefereeError):
-    """A CI gate (``fail_threshold`` or ``max_error_rate``) rejected the run."""
+    """A CI gate (``fail_threshold`` or ``max_error_rate``) rejected the run.
 
-    def __init__(self, message: str, report: object | None = None) -> None:
+    multivon's ``EvalGateFailure(message, pass_rate=None, threshold=None)`` is accepted too:
+    ``threshold`` is the bound the gate checked, ``pass_rate`` the value it saw (by default the
+    report's pass rate). A report given in second place is read as ``report``.
+    """
+
+    def __init__(self, message: str, pass_rate: float | object | None = None,
+                 threshold: float | None = None, *, report: object | None = None) -> None:
         super().__init__(message)
+        if pass_rate is not None and not isinstance(pass_rate, (int, float)):
+            report, pass_rate = pass_rate, None  # referee's EvalGateFailure(message, report)
         self.report = report
+        self.threshold = threshold
+        self._pass_rate = pass_rate
 
     @property
     def pass_rate(self) -> float | None:
+        if self._pass_rate is not None:
+            return float(self._pass_rate)  # type: ignore[arg-type]
         return getattr(self.report, "pass_rate", None)
 
     @property

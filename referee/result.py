@@ -15,6 +15,7 @@ ErrorKind = Literal["judge", "evaluator"]
 
 
 _ERROR_REASON_LABELS = {"judge": "judge unavailable", "evaluator": "evaluator error"}
+_SKIP_MARK = "[skipped]"
 
 
 class CriterionResult(StrictModel):
@@ -93,10 +94,14 @@ class CriterionResult(StrictModel):
     @property
     def reason(self) -> str:
         """The criterion's reason; for an error, the error marked as multivon marks it
-        (``[judge unavailable: ...]``, ``[evaluator error: ...]``)."""
+        (``[judge unavailable: ...]``, ``[evaluator error: ...]``); for a skip, the reason after
+        multivon's ``[skipped]`` mark, which multivon's users filter on."""
         reason = self.details.get("reason")
         if reason:
-            return str(reason)
+            reason = str(reason)
+            if self.skipped and not reason.startswith(_SKIP_MARK):
+                return f"{_SKIP_MARK} {reason}"
+            return reason
         if self.error and self.error_kind in _ERROR_REASON_LABELS:
             return f"[{_ERROR_REASON_LABELS[self.error_kind]}: {self.error}]"
         return self.error or ""

@@ -15,6 +15,7 @@ sed -i -E \
   -e 's/^(\s*)from multivon_eval\.exceptions import/\1from referee.errors import/' \
   -e 's/^(\s*)from multivon_eval(\.[a-z_.]+)? import/\1from referee import/' \
   -e 's/^(\s*)import multivon_eval$/\1import referee as multivon_eval/' \
+  -e 's/^(\s*)import multivon_eval as /\1import referee as /' \
   "$OUT"/*.py
 cd "$OUT" && PYTHONPATH=$ROOT timeout 1200 python3 -m pytest -q -p no:cacheprovider -p no:randomly --timeout 60 -o addopts="" --continue-on-collection-errors -rfE --tb=short --junitxml="$OUT/junit.xml" . 2>&1 | tail -n 3000 > "$OUT/result.txt"
 tail -1 "$OUT/result.txt"

@@ -2,7 +2,8 @@
 and the deterministic evaluators of ``referee.evaluators.deterministic``.
 
 Every evaluator here is a criterion (``async evaluate(actual, expected) -> CriterionResult``)
-with a friendlier constructor. Faithfulness, Hallucination and Relevance take their default
+with a friendlier constructor; called by hand the multivon way, ``evaluate(case, output)``, it
+returns its result (``_multivon.py``). Faithfulness, Hallucination and Relevance take their default
 threshold from the calibration table for the resolved judge model (see ``threshold_table()``).
 """
 

@@ -135,7 +135,6 @@ class ToolCallAccuracy(DeterministicEvaluator):
 
     name = "tool_call_accuracy"
     description = "The agent called the expected tools"
-    uses_llm_judge = False
 
     def __init__(self, require_order: bool = False, threshold: float = 0.7, *,
                  penalize_unexpected: bool = False) -> None:
@@ -192,7 +191,6 @@ class ToolCallAccuracy(DeterministicEvaluator):
 class AgentJudgeEvaluator(QAGEvaluator):
     """A judged agent evaluator: the trace is read from the run; threshold 0.7 by default."""
 
-    uses_llm_judge = True
     # Whether a run whose trace is empty (observed, no steps) is skipped rather than judged.
     needs_steps = True
 

@@ -23,6 +23,7 @@ from rapidfuzz.distance import Levenshtein as _rapidfuzz_levenshtein
 from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.criteria.base import SyncCriterion
+from referee.evaluators._multivon import MultivonSurface
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 
-class DeterministicEvaluator(SyncCriterion):
+class DeterministicEvaluator(MultivonSurface, SyncCriterion):
     """Base: a threshold instead of a ``CriterionConfig``, and a check over the output text."""
 
     def __init__(self, threshold: float = 1.0) -> None:
@@ -183,10 +184,18 @@ class NotEmpty(DeterministicEvaluator):
         return self._verdict(1.0 if ok else 0.0, "Output is not empty." if ok else "Output is empty.")
 
 
+DEFAULT_MAX_WORDS = 10_000
+
+
+def _first_given(*values: int | None) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
 class WordCount(DeterministicEvaluator):
     """The number of whitespace-separated words lies in ``[min_words, max_words]``.
 
-    ``min=`` and ``max=`` are accepted as short spellings; either bound may be left open.
+    ``min=`` and ``max=`` are accepted as short spellings. Unset bounds are multivon's defaults,
+    0 and 10,000 words (or the minimum, when that is larger).
     """
 
     name = "word_count"
@@ -196,8 +205,11 @@ class WordCount(DeterministicEvaluator):
                  threshold: float = 1.0, *, min: int | None = None,  # noqa: A002
                  max: int | None = None) -> None:  # noqa: A002
         super().__init__(threshold)
-        self.min_words = min_words if min_words is not None else min
-        self.max_words = max_words if max_words is not None else max
+        self.min_words = _first_given(min_words, min, 0)
+        # An unset maximum never undercuts a minimum given above it.
+        default_max = DEFAULT_MAX_WORDS if (self.min_words or 0) <= DEFAULT_MAX_WORDS \
+            else self.min_words
+        self.max_words = _first_given(max_words, max, default_max)
         for label, bound in (("min_words", self.min_words), ("max_words", self.max_words)):
             if bound is not None and bound < 0:
                 raise ValueError(f"WordCount {label} must not be negative, got {bound}")

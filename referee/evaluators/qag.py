@@ -22,6 +22,7 @@ from referee.case import EvalCase
 from referee.config import CriterionConfig
 from referee.criteria.base import CURRENT_CASE, BaseCriterion
 from referee.errors import JudgeUnavailable
+from referee.evaluators._multivon import MultivonSurface
 from referee.evaluators.calibration import (
     NO_QUESTION_SET,
     CalibrationEntry,
@@ -281,11 +282,12 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
-class JudgeEvaluator(BaseCriterion):
+class JudgeEvaluator(MultivonSurface, BaseCriterion):
     """An EvalSuite-style evaluator: judge resolution, effective threshold, result building."""
 
     name = "judge_evaluator"
     default_threshold = 0.7
+    uses_llm_judge = True
     # Set on the evaluators the multivon-style API calibrates per judge model.
     calibration_key: str | None = None
 

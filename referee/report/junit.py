@@ -43,7 +43,7 @@ def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str
         status = case.status.value
         return "error", status, f"{status}: {case.error or 'no output'}", ""
     if r.skipped:
-        return "skipped", "", r.reason or "skipped", ""
+        return "skipped", "", r.details.get("reason") or "skipped", ""  # not multivon's mark
     body = f"score {r.score:.4f}, threshold {r.threshold:.4f}"
     if r.is_error:
         kind = CaseStatus.JUDGE_ERROR.value if r.is_judge_error else CaseStatus.EVALUATOR_ERROR.value

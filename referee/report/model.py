@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 
 from referee._strict import with_positions
 from referee.case import EvalCase
-from referee.execution import ExecutionResult
+from referee.execution import ExecutionResult, stored_trace
 from referee.redact import RedactedText
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
@@ -289,6 +289,20 @@ class CaseResult(BaseModel):
     @property
     def retry_attempts(self) -> int:
         return len(self.retry_errors)
+
+    # multivon's names for what the case result already holds.
+    @property
+    def case_id(self) -> str:
+        return self.eval_id
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == CaseStatus.SKIPPED
+
+    @property
+    def agent_trace(self) -> list[Any] | None:
+        """The steps the run recorded (``AgentStep``s), else ``None``."""
+        return stored_trace(self.execution.metadata) if self.execution is not None else None
 
     @property
     def score(self) -> float:

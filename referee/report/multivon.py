@@ -78,6 +78,11 @@ class MultivonReportMethods:
     def save_junit_xml(self, path: str | Path) -> None:
         _write(path, self.to_junit_xml())
 
+    @property
+    def suite_name(self) -> str:
+        """multivon's name for the report's ``name``."""
+        return self.name  # type: ignore[attr-defined,no-any-return]
+
     # Views -------------------------------------------------------------------------------
     def pass_rate_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Wilson score interval of ``pass_rate`` (passed of evaluated); (0.0, 1.0) when
@@ -153,6 +158,16 @@ class MultivonReportMethods:
         cases = self.cases
         counted = max((c.runs for c in cases), default=1) if isinstance(cases, list) else 1
         return max(self.runs, counted)  # type: ignore[attr-defined]
+
+    @property
+    def zero_pass_cases(self) -> list["CaseResult"]:
+        """Evaluated cases that passed none of their runs, suspects of a broken task or grader.
+        With one run per case there is no per-case signal: every evaluated case when none
+        passed, else none."""
+        evaluated = self._evaluated()
+        if any(c.runs > 1 for c in evaluated):
+            return [c for c in evaluated if c.runs > 1 and c.pass_count == 0]
+        return evaluated if not any(c.passed for c in evaluated) else []
 
     @property
     def flaky_count(self) -> int:
@@ -235,12 +250,13 @@ class MultivonReportMethods:
 
         result = self.pass_hat_k(k)
         if result.value is None:
-            raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self)
+            raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self,
+                                  threshold=min_ci_low)
         if result.ci_low is not None and result.ci_low < min_ci_low:
             raise EvalGateFailure(
                 f"pass^{k} gate failed: lower bound {result.ci_low:.3f} < {min_ci_low:.3f} "
                 f"(pass^{k} {result.value:.3f}, interval {result.ci_low:.3f}-"
-                f"{result.ci_high:.3f})", report=self)
+                f"{result.ci_high:.3f})", result.value, min_ci_low, report=self)
 
     def trial_summary(self) -> dict[str, Any]:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""

@@ -72,7 +72,7 @@ def failure_message(result: CaseResult) -> str:
             verdict = f"{r.error_kind} error"
         else:
             verdict = f"score {r.score:.2f} < threshold {r.threshold:.2f}"
-        reason = r.error or r.reason
+        reason = r.error or (r.details.get("reason") if r.skipped else r.reason)
         lines.append(f"  - {r.criterion} ({verdict})" + (f": {reason}" if reason else ""))
     return "\n".join(lines)
 

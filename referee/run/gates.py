@@ -79,4 +79,5 @@ def apply_gates(report: EvalReport, fail_threshold: float | None = None,
         bar = "!" * 72
         print(f"{bar}\n{error_rate_warning(report)}\n{bar}", file=stream, flush=True)
     if fail_threshold is not None and report.pass_rate < fail_threshold:
-        raise EvalGateFailure(threshold_message(report, fail_threshold), report=report)
+        raise EvalGateFailure(threshold_message(report, fail_threshold), report=report,
+                              threshold=fail_threshold)

@@ -114,6 +114,65 @@ class EvalSuite:
             name=name, judge=judge,
         ))
 
+    # multivon's ready-made suites: the same evaluators, built from referee's ------------------
+    @classmethod
+    def for_rag(cls, name: str = "RAG Eval", *, threshold: float = 0.85) -> "EvalSuite":
+        """Not empty, faithfulness, hallucination, context precision and recall, relevance."""
+        from referee import evaluators as ev
+
+        judged = (ev.Faithfulness, ev.Hallucination, ev.ContextPrecision, ev.ContextRecall,
+                  ev.Relevance)
+        return cls(name).add_evaluators(ev.NotEmpty(), *(e(threshold=threshold) for e in judged))
+
+    @classmethod
+    def for_agents(cls, name: str = "Agent Eval", *, require_order: bool = False) -> "EvalSuite":
+        """Tool call accuracy and necessity, trajectory efficiency, plan quality, task
+        completion, over the run's agent trace."""
+        from referee import evaluators as ev
+
+        return cls(name).add_evaluators(
+            ev.ToolCallAccuracy(require_order=require_order), ev.ToolCallNecessity(),
+            ev.TrajectoryEfficiency(), ev.PlanQuality(), ev.TaskCompletion())
+
+    @classmethod
+    def for_support_bot(cls, name: str = "Support Bot Eval") -> "EvalSuite":
+        from referee import evaluators as ev
+
+        return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Relevance, ev.Coherence,
+                           ev.Toxicity)
+
+    @classmethod
+    def for_summarization(cls, name: str = "Summarization Eval") -> "EvalSuite":
+        from referee import evaluators as ev
+
+        return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Coherence, ev.Relevance,
+                           ev.Summarization)
+
+    @classmethod
+    def for_classification(cls, name: str = "Classification Eval") -> "EvalSuite":
+        from referee import evaluators as ev
+
+        return cls._preset(name, ev.NotEmpty, ev.ExactMatch, ev.AnswerAccuracy)
+
+    @classmethod
+    def for_coding(cls, name: str = "Coding Agent Eval", *,
+                   language: str = "python") -> "EvalSuite":
+        """``language`` is accepted and, as in multivon, changes nothing yet."""
+        from referee import evaluators as ev
+
+        return cls._preset(name, ev.NotEmpty, ev.ExactMatch, ev.AnswerAccuracy, ev.ROUGE)
+
+    @classmethod
+    def for_legal(cls, name: str = "Legal AI Eval") -> "EvalSuite":
+        from referee import evaluators as ev
+
+        return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Hallucination,
+                           ev.AnswerAccuracy, ev.Bias)
+
+    @classmethod
+    def _preset(cls, name: str, *evaluator_types: Callable[[], Any]) -> "EvalSuite":
+        return cls(name).add_evaluators(*(make() for make in evaluator_types))
+
     # Running ------------------------------------------------------------------------------
     def run(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
             fail_threshold: float | None = None, max_error_rate: float | None = None, *,
