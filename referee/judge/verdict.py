@@ -23,6 +23,22 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
 _TAG = re.compile(r"</?(?!(?:yes|no)>)[A-Za-z][A-Za-z0-9_:.-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
 # Letters only on the ASCII side: CJK text glued to "Yes" must not hide the word.
 _WORD = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])", re.IGNORECASE)
+# Away from the start of the reply a verdict word must end its clause: a word after it on the
+# same line makes it part of a phrase ("no invented details", "there are no unsupported
+# claims", "say yes to"), not an answer; a reason may follow ("yes because ...").
+_STANDING_WORD = re.compile(
+    r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])"
+    r"(?![ \t]*(?!(?:because|since|as|given)(?![A-Za-z]))[A-Za-z])",
+    re.IGNORECASE)
+# "not yes", "never no", "isn't yes": a negated verdict word answers nothing.
+_NEGATED = re.compile(r"(?:\b(?:not|never)|n['’]t)\s*[\"'“‘]?\s*$", re.IGNORECASE)
+# referee's own data blocks (referee.evaluators.prompts), "<<<BEGIN NAME TAG>>>" to
+# "<<<END NAME TAG>>>". A judge that echoes one quotes the material under test: a "Yes" in it
+# is the model's text, never the judge's verdict. An unclosed block runs to the end of the
+# reply; an END marker without its BEGIN closes an echo that started with the reply.
+_ECHOED_BLOCK = re.compile(r"<<<\s*BEGIN\b[^\n]*?>>>.*?(?:<<<\s*END\b[^\n]*?>>>|\Z)",
+                           re.IGNORECASE | re.DOTALL)
+_ORPHAN_END = re.compile(r"\A.*<<<\s*END\b[^\n]*?>>>", re.IGNORECASE | re.DOTALL)
 _MARKUP = re.compile(r"[*_`#>~]+")
 _LABEL = re.compile(
     r"^\s*(?:final\s+answer|answer|verdict|result|response|decision|judgement|judgment|a)"
@@ -79,6 +95,14 @@ def _clean(text: str) -> str:
     return text.strip()
 
 
+def without_echoed_blocks(text: str) -> str:
+    """``text`` less every data block of referee's prompts that the judge echoed back."""
+    if "<<<" not in text:
+        return text
+    text = _ECHOED_BLOCK.sub(" ", text)
+    return _ORPHAN_END.sub(" ", text)
+
+
 def _from_text(text: str) -> Verdict:
     cleaned = _clean(text)
     if not cleaned:
@@ -88,16 +112,19 @@ def _from_text(text: str) -> Verdict:
     first = _WORD.match(cleaned)
     if first:
         return Verdict(first.group(1).lower())
-    words = [m.group(1).lower() for m in _WORD.finditer(cleaned)]
-    if len(words) == 1 and not _HEDGE.search(cleaned):
-        return Verdict(words[0])
+    found = list(_STANDING_WORD.finditer(cleaned))
+    if (len(found) == 1 and not _HEDGE.search(cleaned)
+            and not _NEGATED.search(cleaned, 0, found[0].start())):
+        return Verdict(found[0].group(1).lower())
     return Verdict.UNKNOWN
 
 
 def parse_verdict(text: str | None) -> Verdict:
     """YES or NO when the reply starts with one or holds exactly one unambiguous verdict word.
 
-    Everything else (hedges, both words, no word at all, "Yesterday ...") is UNKNOWN.
+    Everything else (hedges, both words, no word at all, "Yesterday ...", a "no" that is part
+    of a phrase such as "no invented details", a word inside an echoed data block) is UNKNOWN.
+    The grammar is in docs/judge.md ("The verdict grammar").
     """
     if text is not None and len(text) <= _REMEMBERED_REPLY_CHARS:
         return _parse_short(text)
@@ -117,7 +144,9 @@ def _parse_short(text: str) -> Verdict:
 def _parse(text: str | None) -> Verdict:
     if not text or not text.strip():
         return Verdict.UNKNOWN
-    stripped = text.strip()
+    stripped = without_echoed_blocks(text).strip()
+    if not stripped:
+        return Verdict.UNKNOWN
     if "{" in stripped:
         from_json = _from_json(stripped)
         if from_json is not None:
