@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
@@ -42,6 +42,8 @@ class JudgeRequest:
     prompt_prefix: str = ""
     cache_breakpoint: bool = False  # Anthropic: put cache_control at the end of the prefix
     cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
+    # The reply object's JSON schema, for providers with structured output (implies json_mode).
+    json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,15 @@ PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
 # Reasoning models reject `temperature` and take `max_completion_tokens` in Chat Completions.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+
+
+# The name a structured-output schema is sent under (OpenAI requires one).
+SCHEMA_NAME = "referee_reply"
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """A schema as stable text: what tells two requests' reply formats apart in a cache key."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def _int(value: Any) -> int:
@@ -355,7 +366,11 @@ class OpenAIAdapter:
         else:
             body["max_tokens"] = request.max_tokens
             body["temperature"] = request.temperature
-        if request.json_mode:
+        if request.json_schema is not None:
+            # llama.cpp's and vLLM's servers take the same field and turn it into a grammar.
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": SCHEMA_NAME, "strict": True, "schema": request.json_schema}}
+        elif request.json_mode:
             body["response_format"] = {"type": "json_object"}
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
@@ -388,7 +403,10 @@ class OpenAIAdapter:
         system = _openai_json_system(request)
         if system:
             body["instructions"] = system
-        if request.json_mode:
+        if request.json_schema is not None:
+            body["text"] = {"format": {"type": "json_schema", "name": SCHEMA_NAME,
+                                       "strict": True, "schema": request.json_schema}}
+        elif request.json_mode:
             body["text"] = {"format": {"type": "json_object"}}
         data, headers = await _post_json(client, "/responses", body, request.timeout)
         output = data.get("output") if isinstance(data, dict) else None
@@ -537,6 +555,12 @@ def _import_genai() -> Any:
     return genai
 
 
+@functools.lru_cache(maxsize=None)
+def _takes_json_schema(config_type: type) -> bool:
+    """google-genai before 1.28 has no ``response_json_schema``; JSON mode alone is sent then."""
+    return "response_json_schema" in getattr(config_type, "model_fields", {})
+
+
 class GoogleAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         _import_genai()
@@ -568,11 +592,15 @@ class GoogleAdapter:
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         from google.genai import types
 
+        schema: dict[str, Any] = {}
+        if request.json_schema is not None and _takes_json_schema(types.GenerateContentConfig):
+            schema["response_json_schema"] = dict(request.json_schema)
         config = types.GenerateContentConfig(
             system_instruction=request.system or None,
             temperature=request.temperature,
             max_output_tokens=request.max_tokens,
             response_mime_type="application/json" if request.json_mode else None,
+            **schema,
             http_options=types.HttpOptions(timeout=int(request.timeout * 1000),
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )

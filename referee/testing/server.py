@@ -32,6 +32,7 @@ from referee.testing.script import (
     Responder,
     ScriptedJudge,
     ScriptedToolCall,
+    schema_problem,
     token_counts,
 )
 
@@ -328,6 +329,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         except ValueError as exc:
             self._send_json(400, {"error": {"message": f"bad request body: {exc}"}})
+            return
+        problem = schema_problem(body)
+        if problem is not None:
+            self._send_json(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                            "param": "response_format", "code": None}})
             return
         if body.get("stream"):
             self._send_json(400, {"error": {"message": "the scripted judge does not stream; "
