@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from enum import Enum
 from collections.abc import Iterable
@@ -159,6 +160,33 @@ def _parse(text: str | None) -> Verdict:
         verdicts = {_from_text(inner) for _, inner in elements}
         return verdicts.pop() if len(verdicts) == 1 else Verdict.UNKNOWN
     return _from_text(stripped)
+
+
+def score_problem(value: Any) -> str | None:
+    """Why ``value``, a judge reply's ``score`` field, is no usable score; None when it is one.
+
+    A usable score is a number from 0.0 to 1.0 (or a string holding one): not a boolean, not
+    NaN, never clamped into range. ``value`` is None when the field is missing.
+    """
+    if value is None:
+        return "the reply has no top-level 'score'"
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return f"'score' is not a number: {json.dumps(value, default=str)[:80]}"
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        return f"'score' {json.dumps(value, default=str)[:40]} is outside 0.0-1.0"
+    return None
+
+
+def read_score(value: Any) -> float | None:
+    """``value`` as a score from 0.0 to 1.0, or None when it is no usable score
+    (``score_problem`` says why)."""
+    return None if score_problem(value) is not None else float(value)
 
 
 def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from referee.judge import (
     parse_json_object,
     provider_for_model,
 )
+from referee.redact import clip
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
@@ -35,6 +36,24 @@ NO_PROVIDER_REASONING = "No LLM provider available"
 # the judge cache keeps repeated samples apart even when a subclass overrides
 # _call_llm_json(prompt) with the 10xgraph-style API's one-argument signature.
 _sample_index: ContextVar[int] = ContextVar("referee_judge_sample_index", default=0)
+
+# The raw judge replies of the sample running in this task, kept as evidence for its result.
+_sample_replies: ContextVar[list[str] | None] = ContextVar("referee_sample_replies",
+                                                           default=None)
+# How much of each sample's raw reply a result keeps (after redaction).
+SAMPLE_REPLY_CHARS = 1000
+
+
+@contextmanager
+def recording_replies() -> Iterator[list[str]]:
+    """The raw texts of the judge replies that calls made inside receive, redacted and cut to
+    ``SAMPLE_REPLY_CHARS``."""
+    replies: list[str] = []
+    token = _sample_replies.set(replies)
+    try:
+        yield replies
+    finally:
+        _sample_replies.reset(token)
 
 
 @contextmanager
@@ -98,6 +117,9 @@ class LLMCallerMixin:
         reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
                                               json_mode=True, sample_index=index,
                                               accept=self._reply_yields_score)
+        recorded = _sample_replies.get()
+        if recorded is not None:
+            recorded.append(clip(reply.text, SAMPLE_REPLY_CHARS, one_line=False))
         try:
             parsed = parse_json_object(reply.text, SCORE_KEYS)
         except ValueError as exc:
@@ -158,7 +180,10 @@ class LLMCallerMixin:
 
     async def _call_llm_score(self, prompt: str, sample_index: int | None = None
                               ) -> tuple[float, str, TokenUsage]:
-        """``(score, reasoning, token_usage)``; a missing score is 0.0, scores clamp to [0, 1]."""
+        """``(score, reasoning, token_usage)``; a missing ``score`` is 0.0 (as the 10xgraph-style
+        API documents for this helper); a present one that is not a number from 0.0 to 1.0
+        raises JudgeUnavailable."""
         with sample_index_scope(sample_index):
             reply, usage = await self._call_llm_json(prompt)
-        return reply_score(reply), reply_text(reply), usage
+        score = 0.0 if reply.get("score") is None else reply_score(reply)
+        return score, reply_text(reply), usage
