@@ -210,6 +210,30 @@ async def test_gemini_asks_for_the_batched_reply_schema(server):
     assert request.body["generationConfig"]["responseMimeType"] == "application/json"
 
 
+async def test_anthropic_is_made_to_answer_through_a_tool_with_the_batched_schema(server):
+    server.set_reply('{"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
+    result = await Faithfulness(judge=server.judge_config(provider="anthropic"),
+                                batch=True).evaluate(WRONG, RAG_CASE)
+    (request,) = server.requests
+    assert_batch_schema(request.reply_schema)
+    assert request.body["tool_choice"] == {"type": "tool", "name": "referee_reply"}
+    assert "single JSON object" not in request.prompt + (request.system or "")
+    # The scripted server answered with a tool_use block, as Anthropic does: it was read.
+    assert result.score == 1.0
+    assert json.loads(result.details["batch_reply"]) == {
+        "answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}
+
+
+async def test_a_judge_that_ignores_the_schema_is_still_read_by_the_fallback(server):
+    # A server that takes the schema but answers in prose with a JSON object in it.
+    server.set_reply('Sure: {"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
+    for provider in ("openai", "anthropic"):
+        server.reset_record()
+        result = await Faithfulness(judge=server.judge_config(provider=provider),
+                                    batch=True).evaluate(WRONG, RAG_CASE)
+        assert result.score == 1.0 and server.request_count == 1
+
+
 async def test_per_question_and_plain_json_requests_carry_no_schema(server):
     await Faithfulness(judge=server.judge_config()).evaluate(WRONG, RAG_CASE)
     assert all(r.reply_schema is None for r in server.requests)

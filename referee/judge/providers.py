@@ -499,12 +499,14 @@ class AnthropicAdapter:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
         # With a shared prefix it goes at the very end, so that the system text stays
         # byte-identical between a case's JSON and plain requests and their prefix is shared.
+        # A reply schema is asked for as the one tool the model must call instead.
         system = request.system
         prefix = request.prompt_prefix if request.prompt.startswith(request.prompt_prefix) else ""
         prompt = request.prompt
-        if request.json_mode and prefix:
+        instructed = request.json_mode and request.json_schema is None
+        if instructed and prefix:
             prompt = f"{prompt}\n\n{_JSON_INSTRUCTION}"
-        elif request.json_mode:
+        elif instructed:
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         content: Any = prompt
         if request.cache_breakpoint and prefix:
@@ -518,13 +520,26 @@ class AnthropicAdapter:
             body["temperature"] = request.temperature
         if system:
             body["system"] = system
+        if request.json_schema is not None:
+            # Tools precede the system text in Anthropic's cache prefix: requests that share
+            # a schema share their cached material, those with another schema do not.
+            body["tools"] = [{"name": SCHEMA_NAME, "description": "Give your reply.",
+                              "input_schema": dict(request.json_schema)}]
+            body["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
         data, headers = await _post_json(client, "/v1/messages", body, request.timeout)
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise MalformedReply("Messages reply has no content list")
-        # Thinking blocks are the model's scratchpad, not its answer.
-        text = "".join(block.get("text") or "" for block in blocks
-                       if isinstance(block, dict) and block.get("type") == "text")
+        # Thinking blocks are the model's scratchpad, not its answer; the forced tool's input
+        # is the answer where the request asked for one.
+        answer = next((block.get("input") for block in blocks
+                       if isinstance(block, dict) and block.get("type") == "tool_use"
+                       and block.get("name") == SCHEMA_NAME), None)
+        if request.json_schema is not None and answer is not None:
+            text = json.dumps(answer, ensure_ascii=False)
+        else:
+            text = "".join(block.get("text") or "" for block in blocks
+                           if isinstance(block, dict) and block.get("type") == "text")
         usage = _dict(data.get("usage"))
         # Anthropic's input_tokens leaves out what was read from or written to the cache.
         read = _int(usage.get("cache_read_input_tokens"))
