@@ -54,7 +54,8 @@ _HEDGE = re.compile(
     r"\b(?:cannot|can't|can’t|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
     r"not\s+(?:sure|certain|possible|clear)|uncertain|unclear|undetermined|"
     r"insufficient|it\s+depends|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|"
-    r"neither|maybe|perhaps|partially|partly)\b",
+    r"neither|maybe|perhaps|partially|partly|probably|possibly|likely|arguably|mostly|"
+    r"somewhat)\b",
     re.IGNORECASE,
 )
 _JSON_KEYS = ("answer", "verdict", "result", "response", "decision", "label", "judgment",
@@ -81,6 +82,8 @@ def _from_json(text: str) -> Verdict | None:
             return Verdict.YES if value else Verdict.NO
         if isinstance(value, str):
             return _from_text(value)
+        if isinstance(value, dict):  # {"result": {"answer": "yes"}}
+            return _from_json(json.dumps(value)) or Verdict.UNKNOWN
         return Verdict.UNKNOWN
     return None
 
@@ -205,6 +208,12 @@ def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> di
         whole = json.loads(stripped)
     except ValueError:
         whole = None
+    if isinstance(whole, str) and whole.strip().startswith("{"):
+        # The object sent as a JSON string ("{\"score\": 0.8}"): the object is the reply.
+        try:
+            whole = json.loads(whole)
+        except ValueError:
+            pass
     if isinstance(whole, dict):
         return whole
     decoder = json.JSONDecoder()
