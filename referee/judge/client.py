@@ -334,8 +334,9 @@ class Judge:
 
         ``json_schema`` (a JSON schema of the reply object; implies ``json_mode``) is enforced
         where the provider offers structured output (OpenAI and OpenAI-compatible servers'
-        ``json_schema`` response format, Gemini's response schema); elsewhere the request is
-        a plain JSON-mode one, and the caller's reading of the reply stands in.
+        ``json_schema`` response format, Anthropic's forced tool use, Gemini's response
+        schema); the caller still reads the reply as text, so a server that ignores the schema
+        is read as before.
 
         ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
         interprets the reply, decides. Only such replies are cached, and a cached reply it does

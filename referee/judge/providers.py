@@ -572,7 +572,7 @@ def _import_genai() -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _takes_json_schema(config_type: type) -> bool:
-    """google-genai before 1.28 has no ``response_json_schema``; JSON mode alone is sent then."""
+    """Older google-genai releases have no ``response_json_schema``: JSON mode alone is sent."""
     return "response_json_schema" in getattr(config_type, "model_fields", {})
 
 
