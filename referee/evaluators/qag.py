@@ -4,8 +4,9 @@ Shared by every judged evaluator of the EvalSuite-style API. Default mode asks o
 judge call, all questions of a case concurrently (the semantics the calibrated thresholds were
 fit under); ``batch=True`` asks all questions of one evaluator in one JSON call and yields
 the same per-question records. An UNKNOWN verdict never counts for or against the model: it
-leaves the denominator and is disclosed in the reason; when no verdict at all can be read, the
-judge has not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
+leaves the denominator and is disclosed in the reason; when fewer than half of the questions
+have a verdict (``answers_needed``), or a batched reply is rejected whole, the judge has not
+judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
 """
 
 from __future__ import annotations
