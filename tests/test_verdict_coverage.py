@@ -67,6 +67,20 @@ async def test_one_answered_question_of_four_is_not_a_faithfulness_score(server)
     assert caught.value.token_usage.requests == 4  # the four replies were paid for
 
 
+async def test_a_cut_off_reply_below_coverage_names_both_the_cut_and_the_count(server):
+    from referee.testing import Reply
+
+    def responder(request):
+        if "state anything that contradicts" in question_of(request.prompt):
+            return "No"
+        return Reply("The context gives 330 metres, while the output", cut_off=True)
+    server.set_reply(responder)
+    with pytest.raises(JudgeUnavailable) as caught:
+        await Faithfulness(judge=server.judge_config()).evaluate(WRONG, RAG_CASE)
+    assert "judge reply truncated at max_tokens=" in str(caught.value)
+    assert str(caught.value).endswith("; 1 of 4 question(s) answered")
+
+
 async def test_exactly_half_answered_still_scores_and_discloses_the_rest(server):
     def responder(request):
         question = question_of(request.prompt)

@@ -347,6 +347,9 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
                    f"answered ({unknown} UNKNOWN); a score needs verdicts on at least {needed}")
     if problem is not None:
         error = unreadable_replies(replies, problem, owner=owner)
+        if "truncated at max_tokens" in str(error):
+            # The cut-off reply is named first; how many questions were answered still counts.
+            error.args = (f"{error}; {answered} of {total} question(s) answered",)
         error.token_usage = usage
         error.details.update(answered=answered, asked=total, questions=records)
         raise error
