@@ -307,3 +307,34 @@ def test_batched_reply_schema_is_json_serialisable():
 
     assert json.loads(json.dumps(batch_schema(3)))["properties"]["answers"]["required"] == [
         "1", "2", "3"]
+
+
+def test_a_reply_schema_is_part_of_the_cached_prefix_as_at_the_provider():
+    """OpenAI puts the schema before the system message, Anthropic its tools before the system
+    text: batched requests share cached material only with those asking as many questions."""
+    import asyncio
+
+    from referee import CustomRubric
+
+    material = "Refund policy: " + "Refunds are issued within ten business days. " * 150
+    case = EvalCase(input="How long do refunds take?", context=material)
+    output = ExecutionResult(actual_response="Ten business days.")
+
+    def rubric(count: int, tag: str, cfg) -> CustomRubric:
+        return CustomRubric([(f"{tag} question {i}?", True) for i in range(count)], judge=cfg,
+                            batch=True)
+
+    for provider in ("openai", "anthropic"):
+        def answers(request):
+            count = int(re.search(r"Answer all (\d+) question", request.prompt).group(1))
+            return json.dumps({"answers": {str(i): "yes" for i in range(1, count + 1)}})
+
+        with ScriptedJudgeServer(answers) as server:
+            model = "claude-sonnet-4-5" if provider == "anthropic" else None
+            cfg = server.judge_config(provider=provider, model=model)
+            for count, tag in ((4, "first"), (4, "second"), (5, "third")):
+                asyncio.run(rubric(count, tag, cfg).evaluate(output, case))
+            first, same_schema, other_schema = server.requests
+        assert first.cached_input_tokens == 0
+        assert same_schema.cached_input_tokens > 1000, provider
+        assert other_schema.cached_input_tokens == 0, provider

@@ -390,7 +390,10 @@ class Judge:
         started = time.monotonic()
         try:
             if cacheable:
+                # A reply schema is part of the provider's cached prefix (before the system
+                # text), so requests with another schema are not this prefix's siblings.
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
+                                   "" if json_schema is None else schema_text(json_schema),
                                    system or "", prompt_prefix):
                     raw, attempts = await self._call_with_retries(request)
             else:

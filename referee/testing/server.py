@@ -608,7 +608,15 @@ class ScriptedJudgeServer(ScriptedJudge):
             return None
         with self._lock:
             cache = self._prompt_caches.setdefault(request.provider, PromptCache())
-        return cache.begin(rules, request.model, request.cache_text, request.cache_breakpoint,
+        # A reply schema comes first in what the provider caches (OpenAI puts it before the
+        # system message, Anthropic's tools precede the system text): requests with different
+        # schemas share nothing, as at the provider.
+        schema = request.reply_schema
+        head = "" if schema is None else json.dumps(schema, sort_keys=True) + "\n\n"
+        breakpoint_at = request.cache_breakpoint
+        if head and breakpoint_at is not None:
+            breakpoint_at += len(head)
+        return cache.begin(rules, request.model, head + request.cache_text, breakpoint_at,
                            time.monotonic())
 
     def _cache_store(self, request: RecordedRequest, use: CacheUse | None) -> None:
