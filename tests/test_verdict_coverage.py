@@ -214,28 +214,61 @@ async def test_openai_wires_ask_for_the_batched_reply_schema(server, api_style):
     assert result.score == 1.0
 
 
-async def test_gemini_asks_for_the_batched_reply_schema(server):
+async def test_gemini_asks_for_the_batched_reply_schema_when_told_to(server):
     pytest.importorskip("google.genai")
     server.set_reply('{"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
-    await Faithfulness(judge=server.judge_config(provider="google"), batch=True).evaluate(
-        WRONG, RAG_CASE)
+    for structured in (None, True):
+        server.reset_record()
+        cfg = server.judge_config(provider="google", structured_output=structured)
+        await Faithfulness(judge=cfg, batch=True).evaluate(WRONG, RAG_CASE)
+        (request,) = server.requests
+        assert request.body["generationConfig"]["responseMimeType"] == "application/json"
+        if structured:
+            assert_batch_schema(request.reply_schema)
+        else:  # Gemini bills the schema as input: not sent unless asked for
+            assert request.reply_schema is None
+
+
+async def test_structured_output_false_sends_no_schema_to_a_compatible_server(server):
+    server.set_reply('{"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
+    cfg = server.judge_config(structured_output=False)
+    result = await Faithfulness(judge=cfg, batch=True).evaluate(WRONG, RAG_CASE)
     (request,) = server.requests
-    assert_batch_schema(request.reply_schema)
-    assert request.body["generationConfig"]["responseMimeType"] == "application/json"
+    assert request.reply_schema is None
+    assert request.body["response_format"] == {"type": "json_object"}
+    assert result.score == 1.0
 
 
-async def test_anthropic_is_made_to_answer_through_a_tool_with_the_batched_schema(server):
+@pytest.mark.parametrize(("provider", "base_url", "structured", "sent"), [
+    ("openai", "http://127.0.0.1:8080/v1", None, True),      # llama.cpp, vLLM, Ollama ...
+    ("openai", "https://gateway.example.com/v1", None, True),
+    ("openai", "", None, False),                             # OpenAI's own API
+    ("openai", "https://api.openai.com/v1", None, False),
+    ("openai", "https://me.openai.azure.com/openai", None, False),
+    ("openai", "https://api.openai.com/v1", True, True),
+    ("openai", "http://127.0.0.1:8080/v1", False, False),
+    ("google", "", None, False),
+    ("google", "", True, True),
+    ("anthropic", "", True, False),                          # never: see docs/judge.md
+])
+def test_which_endpoints_get_the_reply_schema(provider, base_url, structured, sent):
+    from referee import JudgeConfig
+    from referee.judge.providers import sends_reply_schema
+
+    cfg = JudgeConfig(provider=provider, structured_output=structured)
+    assert sends_reply_schema(cfg, base_url) is sent
+
+
+async def test_anthropic_gets_no_forced_tool_for_the_batched_schema(server):
+    # A forced tool would add Anthropic's tool-use system prompt (some 300 tokens) and the
+    # schema to every batched request: the instruction and the reply checks stand in.
     server.set_reply('{"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}')
     result = await Faithfulness(judge=server.judge_config(provider="anthropic"),
                                 batch=True).evaluate(WRONG, RAG_CASE)
     (request,) = server.requests
-    assert_batch_schema(request.reply_schema)
-    assert request.body["tool_choice"] == {"type": "tool", "name": "referee_reply"}
-    assert "single JSON object" not in request.prompt + (request.system or "")
-    # The scripted server answered with a tool_use block, as Anthropic does: it was read.
+    assert "tools" not in request.body and request.reply_schema is None
+    assert "single JSON object" in request.prompt + (request.system or "")
     assert result.score == 1.0
-    assert json.loads(result.details["batch_reply"]) == {
-        "answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"}}
 
 
 async def test_a_judge_that_ignores_the_schema_is_still_read_by_the_fallback(server):
@@ -310,8 +343,8 @@ def test_batched_reply_schema_is_json_serialisable():
 
 
 def test_a_reply_schema_is_part_of_the_cached_prefix_as_at_the_provider():
-    """OpenAI puts the schema before the system message, Anthropic its tools before the system
-    text: batched requests share cached material only with those asking as many questions."""
+    """OpenAI puts the schema before the system message: batched requests share cached
+    material only with those asking as many questions, and the schema is billed as input."""
     import asyncio
 
     from referee import CustomRubric
@@ -324,17 +357,17 @@ def test_a_reply_schema_is_part_of_the_cached_prefix_as_at_the_provider():
         return CustomRubric([(f"{tag} question {i}?", True) for i in range(count)], judge=cfg,
                             batch=True)
 
-    for provider in ("openai", "anthropic"):
-        def answers(request):
-            count = int(re.search(r"Answer all (\d+) question", request.prompt).group(1))
-            return json.dumps({"answers": {str(i): "yes" for i in range(1, count + 1)}})
+    def answers(request):
+        count = int(re.search(r"Answer all (\d+) question", request.prompt).group(1))
+        return json.dumps({"answers": {str(i): "yes" for i in range(1, count + 1)}})
 
-        with ScriptedJudgeServer(answers) as server:
-            model = "claude-sonnet-4-5" if provider == "anthropic" else None
-            cfg = server.judge_config(provider=provider, model=model)
-            for count, tag in ((4, "first"), (4, "second"), (5, "third")):
-                asyncio.run(rubric(count, tag, cfg).evaluate(output, case))
-            first, same_schema, other_schema = server.requests
-        assert first.cached_input_tokens == 0
-        assert same_schema.cached_input_tokens > 1000, provider
-        assert other_schema.cached_input_tokens == 0, provider
+    with ScriptedJudgeServer(answers) as server:
+        cfg = server.judge_config(provider="openai")
+        for count, tag in ((4, "first"), (4, "second"), (5, "third")):
+            asyncio.run(rubric(count, tag, cfg).evaluate(output, case))
+        first, same_schema, other_schema = server.requests
+    assert first.cached_input_tokens == 0
+    assert same_schema.cached_input_tokens > 1000
+    assert other_schema.cached_input_tokens == 0
+    schema_tokens = len(json.dumps(first.reply_schema, sort_keys=True)) // 4
+    assert first.input_tokens >= schema_tokens + len(first.prompt) // 4

@@ -37,6 +37,7 @@ from referee.judge.providers import (
     adapter_for,
     bounds_its_attempts,
     schema_text,
+    sends_reply_schema,
 )
 from referee.redact import clip, redact, remember_secret
 from referee.storable import without_surrogates
@@ -332,11 +333,10 @@ class Judge:
         ``prompt_cache_key=cache_group``) and the first request with it goes before its
         siblings, so that they find it cached.
 
-        ``json_schema`` (a JSON schema of the reply object; implies ``json_mode``) is enforced
-        where the provider offers structured output (OpenAI and OpenAI-compatible servers'
-        ``json_schema`` response format, Anthropic's forced tool use, Gemini's response
-        schema); the caller still reads the reply as text, so a server that ignores the schema
-        is read as before.
+        ``json_schema`` (a JSON schema of the reply object; implies ``json_mode``) is sent as the
+        provider's structured output where ``sends_reply_schema`` says so (OpenAI-compatible
+        servers by default; OpenAI and Gemini with ``structured_output=True``); the caller
+        still reads the reply as text, so a server that ignores the schema is read as before.
 
         ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
         interprets the reply, decides. Only such replies are cached, and a cached reply it does
@@ -357,6 +357,8 @@ class Judge:
         cacheable = bool(prompt_prefix) and worth_caching(cfg.provider, cfg.model,
                                                           (system or "") + prompt_prefix)
         json_mode = json_mode or json_schema is not None
+        if json_schema is not None and not sends_reply_schema(cfg, self._endpoint.base_url):
+            json_schema = None
         request = JudgeRequest(
             model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
             json_schema=json_schema,

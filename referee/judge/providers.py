@@ -94,6 +94,25 @@ def schema_text(schema: Mapping[str, Any]) -> str:
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
+def sends_reply_schema(cfg: JudgeConfig, base_url: str) -> bool:
+    """Whether a request's reply schema is sent to the provider at ``base_url``.
+
+    ``JudgeConfig.structured_output`` decides when set. Unset, only OpenAI-compatible servers
+    other than OpenAI's own API get it (llama.cpp, vLLM, Ollama...): there it becomes a decoding
+    grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill a
+    schema as input on every request (a third more for a batched request), and their models
+    follow the instruction, which the reply checks back up. Anthropic gets no schema at all.
+    """
+    if cfg.provider == "anthropic":
+        return False
+    if cfg.structured_output is not None:
+        return cfg.structured_output
+    if cfg.provider != "openai" or not base_url:
+        return False
+    host = (urlsplit(base_url).hostname or "").lower()
+    return not (host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com")))
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) else 0
 
@@ -499,14 +518,15 @@ class AnthropicAdapter:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
         # With a shared prefix it goes at the very end, so that the system text stays
         # byte-identical between a case's JSON and plain requests and their prefix is shared.
-        # A reply schema is asked for as the one tool the model must call instead.
+        # A reply schema is not sent as a forced tool: Anthropic adds a tool-use system prompt
+        # of some 300 tokens, plus the schema, to every such request (about doubling a batched
+        # request's input at Haiku 4.5), and tools come before the cached material.
         system = request.system
         prefix = request.prompt_prefix if request.prompt.startswith(request.prompt_prefix) else ""
         prompt = request.prompt
-        instructed = request.json_mode and request.json_schema is None
-        if instructed and prefix:
+        if request.json_mode and prefix:
             prompt = f"{prompt}\n\n{_JSON_INSTRUCTION}"
-        elif instructed:
+        elif request.json_mode:
             system = f"{system}\n\n{_JSON_INSTRUCTION}" if system else _JSON_INSTRUCTION
         content: Any = prompt
         if request.cache_breakpoint and prefix:
@@ -520,26 +540,13 @@ class AnthropicAdapter:
             body["temperature"] = request.temperature
         if system:
             body["system"] = system
-        if request.json_schema is not None:
-            # Tools precede the system text in Anthropic's cache prefix: requests that share
-            # a schema share their cached material, those with another schema do not.
-            body["tools"] = [{"name": SCHEMA_NAME, "description": "Give your reply.",
-                              "input_schema": dict(request.json_schema)}]
-            body["tool_choice"] = {"type": "tool", "name": SCHEMA_NAME}
         data, headers = await _post_json(client, "/v1/messages", body, request.timeout)
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise MalformedReply("Messages reply has no content list")
-        # Thinking blocks are the model's scratchpad, not its answer; the forced tool's input
-        # is the answer where the request asked for one.
-        answer = next((block.get("input") for block in blocks
-                       if isinstance(block, dict) and block.get("type") == "tool_use"
-                       and block.get("name") == SCHEMA_NAME), None)
-        if request.json_schema is not None and answer is not None:
-            text = json.dumps(answer, ensure_ascii=False)
-        else:
-            text = "".join(block.get("text") or "" for block in blocks
-                           if isinstance(block, dict) and block.get("type") == "text")
+        # Thinking blocks are the model's scratchpad, not its answer.
+        text = "".join(block.get("text") or "" for block in blocks
+                       if isinstance(block, dict) and block.get("type") == "text")
         usage = _dict(data.get("usage"))
         # Anthropic's input_tokens leaves out what was read from or written to the cache.
         read = _int(usage.get("cache_read_input_tokens"))

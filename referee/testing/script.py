@@ -462,6 +462,9 @@ class Script:
 def token_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
     """Scripted counts, else referee's estimate (about 4 characters a token)."""
     estimated = estimate_tokens(request.prompt) + estimate_tokens(request.system or "")
+    schema = request.reply_schema
+    if schema is not None:  # the provider bills a reply schema as input
+        estimated += estimate_tokens(json.dumps(schema, sort_keys=True))
     input_tokens = reply.input_tokens if reply.input_tokens is not None else max(estimated, 1)
     output_tokens = (reply.output_tokens if reply.output_tokens is not None
                      else max(estimate_tokens(reply.text), 1))

@@ -182,12 +182,6 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
         if reply.thinking:
             content.append({"type": "thinking", "thinking": reply.thinking,
                             "signature": "scripted"})
-        forced = _forced_tool_input(request.body, text) if not calls else None
-        if forced is not None:
-            # A request that forces a tool is answered by calling it, with the scripted
-            # reply's JSON object as its input, as Anthropic does.
-            calls = [(f"toolu_{uuid.uuid4().hex[:20]}", ScriptedToolCall(*forced))]
-            text = ""
         if text or not calls:
             content.append({"type": "text", "text": text})
         content.extend({"type": "tool_use", "id": call_id, "name": call.name,
@@ -217,20 +211,6 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
                           **({"cachedContentTokenCount": cached} if cached else {})},
         "modelVersion": request.model,
     }
-
-
-def _forced_tool_input(body: dict[str, Any], text: str) -> tuple[str, dict[str, Any]] | None:
-    """(tool, input) when an Anthropic request forces one tool (``tool_choice`` of type
-    ``tool``) and the scripted text is a JSON object; None otherwise (the text is sent as it is,
-    as from a model that ignored the tool)."""
-    choice = body.get("tool_choice")
-    if not isinstance(choice, dict) or choice.get("type") != "tool":
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return (str(choice.get("name")), value) if isinstance(value, dict) else None
 
 
 def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]],
