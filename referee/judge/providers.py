@@ -100,8 +100,9 @@ def sends_reply_schema(cfg: JudgeConfig, base_url: str) -> bool:
     ``JudgeConfig.structured_output`` decides when set. Unset, only OpenAI-compatible servers
     other than OpenAI's own API get it (llama.cpp, vLLM, Ollama...): there it becomes a decoding
     grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill a
-    schema as input on every request (a third more for a batched request), and their models
-    follow the instruction, which the reply checks back up. Anthropic gets no schema at all.
+    schema as input on every request, and their models
+    follow the instruction, which the reply checks back up (billed, the schema costs a batched
+    request a quarter to a third more input: docs/judge.md). Anthropic never gets one.
     """
     if cfg.provider == "anthropic":
         return False
