@@ -371,3 +371,26 @@ def test_a_reply_schema_is_part_of_the_cached_prefix_as_at_the_provider():
     assert other_schema.cached_input_tokens == 0
     schema_tokens = len(json.dumps(first.reply_schema, sort_keys=True)) // 4
     assert first.input_tokens >= schema_tokens + len(first.prompt) // 4
+
+
+async def test_judged_results_keep_the_judges_replies_redacted_and_bounded(server):
+    from referee import GEval
+
+    secret = "sk-proj-" + "Zx9Yw8Vu" * 6
+    padding = " filler" * 400
+    server.set_reply(f"Yes. (key {secret}){padding}")
+    qag = await Faithfulness(judge=server.judge_config()).evaluate(WRONG, RAG_CASE)
+    server.set_reply(json.dumps({"score": 0.9, "reason": f"key {secret}{padding}"}))
+    geval = await GEval("states the height", runs=1, judge=server.judge_config()).evaluate(
+        WRONG, RAG_CASE)
+    server.set_reply(json.dumps({"answers": {"1": "yes", "2": "no", "3": "yes", "4": "no"},
+                                 "note": f"key {secret}{padding}"}))
+    batched = await Faithfulness(judge=server.judge_config(), batch=True).evaluate(
+        WRONG, RAG_CASE)
+
+    kept = ([r["raw_reply"] for r in qag.details["questions"]]
+            + [r["raw_reply"] for r in geval.details["runs"]] + [batched.details["batch_reply"]])
+    assert len(kept) == 6
+    for text in kept:
+        assert secret not in text and len(text) <= 1000
+    assert qag.details["questions"][0]["raw_reply"].startswith("Yes. (key ")

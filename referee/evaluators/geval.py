@@ -19,6 +19,7 @@ from referee.judge import (
     get_judge,
     parse_json_object,
     read_score,
+    reply_evidence,
     unreadable_replies,
 )
 from referee.result import CriterionResult
@@ -70,7 +71,7 @@ class GEval(JudgeEvaluator):
         for index, reply in enumerate(replies):
             score, reason = _run_score(reply.text)
             runs.append({"run": index, "score": score, "reason": reason,
-                         "raw_reply": reply.text, "cached": reply.cached})
+                         "raw_reply": reply_evidence(reply.text), "cached": reply.cached})
         usage = TokenUsage.total([r.usage for r in replies])
         scored = [r for r in runs if r["score"] is not None]
         if not scored:

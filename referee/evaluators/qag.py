@@ -50,6 +50,7 @@ from referee.judge import (
     get_judge,
     parse_json_object,
     parse_verdict,
+    reply_evidence,
     resolve_judge_config,
     unreadable_replies,
 )
@@ -124,7 +125,7 @@ def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dic
         "expected": "yes" if question.expect_yes else "no",
         "verdict": _verdict_word(verdict),
         "matched": matched,
-        "raw_reply": raw,
+        "raw_reply": reply_evidence(raw),
         "cached": cached,
     }
 
@@ -376,7 +377,7 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
         "judge_model": cfg.model,
     }
     if batch_reply is not None:
-        details["batch_reply"] = batch_reply.text
+        details["batch_reply"] = reply_evidence(batch_reply.text)
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 

@@ -28,6 +28,7 @@ from referee.judge.verdict import (
     parse_json_object,
     parse_verdict,
     read_score,
+    reply_evidence,
     score_problem,
     without_echoed_blocks,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "parse_retry_after",
     "parse_verdict",
     "read_score",
+    "reply_evidence",
     "score_problem",
     "without_echoed_blocks",
     "price_of",

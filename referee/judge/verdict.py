@@ -10,6 +10,18 @@ from enum import Enum
 from collections.abc import Iterable
 from typing import Any
 
+from referee.redact import clip
+
+
+# How much of a judge reply a result's details keep as evidence (after redaction).
+REPLY_EVIDENCE_CHARS = 1000
+
+
+def reply_evidence(text: str) -> str:
+    """A judge reply as a result keeps it, so that a stored run can be audited: secrets
+    removed, at most ``REPLY_EVIDENCE_CHARS`` characters, line breaks kept."""
+    return clip(text, REPLY_EVIDENCE_CHARS, one_line=False)
+
 
 class Verdict(str, Enum):
     YES = "yes"

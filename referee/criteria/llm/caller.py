@@ -21,8 +21,8 @@ from referee.judge import (
     judge_config_for_model,
     parse_json_object,
     provider_for_model,
+    reply_evidence,
 )
-from referee.redact import clip
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
@@ -40,14 +40,11 @@ _sample_index: ContextVar[int] = ContextVar("referee_judge_sample_index", defaul
 # The raw judge replies of the sample running in this task, kept as evidence for its result.
 _sample_replies: ContextVar[list[str] | None] = ContextVar("referee_sample_replies",
                                                            default=None)
-# How much of each sample's raw reply a result keeps (after redaction).
-SAMPLE_REPLY_CHARS = 1000
 
 
 @contextmanager
 def recording_replies() -> Iterator[list[str]]:
-    """The raw texts of the judge replies that calls made inside receive, redacted and cut to
-    ``SAMPLE_REPLY_CHARS``."""
+    """The judge replies that calls made inside receive, as evidence (``reply_evidence``)."""
     replies: list[str] = []
     token = _sample_replies.set(replies)
     try:
@@ -119,7 +116,7 @@ class LLMCallerMixin:
                                               accept=self._reply_yields_score)
         recorded = _sample_replies.get()
         if recorded is not None:
-            recorded.append(clip(reply.text, SAMPLE_REPLY_CHARS, one_line=False))
+            recorded.append(reply_evidence(reply.text))
         try:
             parsed = parse_json_object(reply.text, SCORE_KEYS)
         except ValueError as exc:

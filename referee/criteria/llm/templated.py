@@ -10,7 +10,6 @@ from typing import Any
 from referee.case import EvalCase
 from referee.criteria.base import BaseCriterion
 from referee.criteria.llm.caller import (
-    SAMPLE_REPLY_CHARS,
     LLMCallerMixin,
     is_no_provider_reply,
     logger,
@@ -20,7 +19,7 @@ from referee.criteria.llm.caller import (
 from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
-from referee.redact import clip
+from referee.judge import reply_evidence
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -152,9 +151,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             reply, usage = await self._call_llm_json(prompt)
         # A subclass that answers _call_llm_json itself sends no reply through the judge: its
         # parsed object is the evidence.
-        raw = recorded[-1] if recorded else clip(
-            json.dumps(reply, ensure_ascii=False, default=str), SAMPLE_REPLY_CHARS,
-            one_line=False)
+        raw = recorded[-1] if recorded else reply_evidence(
+            json.dumps(reply, ensure_ascii=False, default=str))
         try:
             if not isinstance(reply, dict):
                 raise JudgeUnavailable(f"judge reply is not a JSON object: {reply!r}")
