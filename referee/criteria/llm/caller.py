@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from referee.config import CriterionConfig
-from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT
+from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT, without_data_blocks
 from referee.criteria.llm.replies import reply_score, reply_text
 from referee.judge import (
     JudgeConfig,
@@ -118,7 +118,7 @@ class LLMCallerMixin:
         if recorded is not None:
             recorded.append(reply_evidence(reply.text))
         try:
-            parsed = parse_json_object(reply.text, SCORE_KEYS)
+            parsed = parse_json_object(without_data_blocks(reply.text), SCORE_KEYS)
         except ValueError as exc:
             # An unreadable reply is a judge malfunction, not a low score; it still cost.
             raise reply.unreadable(str(exc)) from None
@@ -129,7 +129,8 @@ class LLMCallerMixin:
 
     def _reply_yields_score(self, text: str) -> bool:
         """Whether a reply is worth keeping in the judge cache: the criterion reads a score."""
-        self._score_from_reply(parse_json_object(text, SCORE_KEYS))  # raises when it cannot
+        # Raises when it cannot.
+        self._score_from_reply(parse_json_object(without_data_blocks(text), SCORE_KEYS))
         return True
 
     async def _call_google_json(self, prompt: str, sample_index: int | None = None
