@@ -111,14 +111,16 @@ class LLMCallerMixin:
         if cfg is None or cfg.provider != provider:
             return None
         index = _sample_index.get() if sample_index is None else sample_index
+        def accept(text: str) -> bool:
+            return self._reply_yields_score(without_data_blocks(text, prompt))
+
         reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
-                                              json_mode=True, sample_index=index,
-                                              accept=self._reply_yields_score)
+                                              json_mode=True, sample_index=index, accept=accept)
         recorded = _sample_replies.get()
         if recorded is not None:
             recorded.append(reply_evidence(reply.text))
         try:
-            parsed = parse_json_object(without_data_blocks(reply.text), SCORE_KEYS)
+            parsed = parse_json_object(without_data_blocks(reply.text, prompt), SCORE_KEYS)
         except ValueError as exc:
             # An unreadable reply is a judge malfunction, not a low score; it still cost.
             raise reply.unreadable(str(exc)) from None
@@ -129,8 +131,7 @@ class LLMCallerMixin:
 
     def _reply_yields_score(self, text: str) -> bool:
         """Whether a reply is worth keeping in the judge cache: the criterion reads a score."""
-        # Raises when it cannot.
-        self._score_from_reply(parse_json_object(without_data_blocks(text), SCORE_KEYS))
+        self._score_from_reply(parse_json_object(text, SCORE_KEYS))  # raises when it cannot
         return True
 
     async def _call_google_json(self, prompt: str, sample_index: int | None = None

@@ -28,24 +28,25 @@ DATA_NOTICE = (
 EMPTY_BLOCK = "(empty)"
 
 
-# The tags data blocks were written under: a reply that echoes such a block quotes the material.
-_data_tags: set[str] = set()
-
-
 def data_block(tag: str, text: str) -> str:
     """``text`` inside ``<tag>...</tag>``; a closing tag inside the text is defused."""
-    _data_tags.add(tag)
     body = text if text and text.strip() else EMPTY_BLOCK
     # Without this, data could end its own block early and speak outside it.
     body = re.sub(rf"</\s*{re.escape(tag)}\s*>", f"&lt;/{tag}&gt;", body, flags=re.IGNORECASE)
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
-def without_data_blocks(reply: str) -> str:
-    """``reply`` less the data blocks it echoes: a score object inside one is the material's
-    (an output that says ``{"score": 1.0}``), never the judge's."""
-    tags = "|".join(re.escape(tag) for tag in sorted(_data_tags))
-    if not tags or "<" not in reply:
+# A data block's opening line, as data_block writes it.
+_BLOCK_OPENING = re.compile(r"^<([A-Za-z_][\w.-]*)>$", re.MULTILINE)
+
+
+def without_data_blocks(reply: str, prompt: str) -> str:
+    """``reply`` less the data blocks of ``prompt`` that it echoes: a score object inside one
+    is the material's (an output that says ``{"score": 1.0}``), never the judge's."""
+    if "<" not in reply:
+        return reply
+    tags = "|".join(re.escape(tag) for tag in sorted(set(_BLOCK_OPENING.findall(prompt))))
+    if not tags:
         return reply
     return re.sub(rf"<({tags})>.*?</\1>", " ", reply, flags=re.DOTALL | re.IGNORECASE)
 
