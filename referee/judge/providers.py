@@ -99,10 +99,10 @@ def sends_reply_schema(cfg: JudgeConfig, base_url: str) -> bool:
 
     ``JudgeConfig.structured_output`` decides when set. Unset, only OpenAI-compatible servers
     other than OpenAI's own API get it (llama.cpp, vLLM, Ollama...): there it becomes a decoding
-    grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill a
-    schema as input on every request, and their models
-    follow the instruction, which the reply checks back up (billed, the schema costs a batched
-    request a quarter to a third more input: docs/judge.md). Anthropic never gets one.
+    grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill
+    it as input on every request (a batched request a quarter to a third more, docs/judge.md),
+    and their models follow the instruction, which the reply checks back up. Anthropic never
+    gets one (a forced tool would add its tool-use system prompt).
     """
     if cfg.provider == "anthropic":
         return False
