@@ -30,7 +30,6 @@ from referee.judge.verdict import (
     read_score,
     reply_evidence,
     score_problem,
-    without_echoed_blocks,
 )
 
 __all__ = [
@@ -63,7 +62,6 @@ __all__ = [
     "read_score",
     "reply_evidence",
     "score_problem",
-    "without_echoed_blocks",
     "price_of",
     "provider_available",
     "provider_for_model",
