@@ -100,6 +100,8 @@ def runner_args(description: str) -> argparse.Namespace:
                         help="referee only: one batched judge request per case")
     parser.add_argument("--provider", default="openai", choices=("openai", "anthropic", "google"),
                         help="referee only: the judge wire (the peers speak OpenAI's)")
+    parser.add_argument("--structured-output", action="store_true",
+                        help="referee only: JudgeConfig(structured_output=True)")
     parser.add_argument("--warmup-cases", type=int, default=0,
                         help="referee only: run this many other cases first, untimed, so the "
                              "timed run's CPU is the steady state (imports, clients excluded)")

@@ -21,6 +21,8 @@ import json
 import re
 from typing import Any
 
+from referee.judge.providers import SCHEMA_NAME
+
 CLAIMS = [
     "The item can be returned within the stated number of days.",
     "Opened items are charged a restocking fee.",
@@ -113,7 +115,8 @@ def reply_for(body: dict[str, Any], *, system: str | None = None,
         system, prompt = _messages_text(body)
     system = system or ""
     schema = _schema_name(body)
-    if schema is not None:
+    # referee's own schema (batched answers) is read off its prompt like its other requests.
+    if schema is not None and schema != SCHEMA_NAME:
         return _schema_reply(schema, prompt)
     if '"answers"' in system or '"answers"' in prompt:
         questions = re.findall(r"^\s*(\d+)\.\s+(.+)$", prompt.split("Questions:", 1)[-1], re.MULTILINE)

@@ -169,7 +169,7 @@ class CountingResponder:
 class Harness:
     def __init__(self, *, latency_ms: float, sizes: Sizes, peer_python: Path | None,
                  timeout_s: float, log: Callable[[str], None],
-                 profile_dir: Path | None = None) -> None:
+                 profile_dir: Path | None = None, structured_output: bool = False) -> None:
         from referee.testing import ScriptedJudgeServer
 
         self.sizes = sizes
@@ -178,6 +178,7 @@ class Harness:
         self.timeout_s = timeout_s
         self.log = log
         self.profile_dir = profile_dir
+        self.structured_output = structured_output
         self.responder = CountingResponder(self.latency_s)
         self.server = ScriptedJudgeServer(reply=self.responder)
         self.workdir = Path(tempfile.mkdtemp(prefix="referee-bench-"))
@@ -223,6 +224,8 @@ class Harness:
             command.append("--batched")
         if warmup_cases:
             command += ["--warmup-cases", str(warmup_cases)]
+        if self.structured_output and system.startswith("referee"):
+            command.append("--structured-output")
         if self.profile_dir is not None and system.startswith("referee"):
             self.profile_dir.mkdir(parents=True, exist_ok=True)
             command += ["--profile", str((self.profile_dir / f"{tag}.prof").resolve())]
@@ -480,7 +483,8 @@ def run_benchmarks(workloads: list[str], systems: list[str], *, latency_ms: floa
                    sizes: Sizes | None = None, install: bool = True,
                    venv_dir: Path = DEFAULT_VENV, timeout_s: float = 3600.0,
                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-                   profile_dir: Path | None = None) -> list[Row]:
+                   profile_dir: Path | None = None,
+                   structured_output: bool = False) -> list[Row]:
     """Run the chosen workloads for the chosen systems; returns one Row per measured run."""
     bad = [w for w in workloads if w not in WORKLOADS] + [s for s in systems if s not in SYSTEMS]
     if bad:
@@ -492,7 +496,8 @@ def run_benchmarks(workloads: list[str], systems: list[str], *, latency_ms: floa
         peer_python = ensure_peers(peers, venv_dir, log=log) if install else \
             Path(venv_dir) / "bin" / "python"
     with Harness(latency_ms=latency_ms, sizes=sizes or Sizes(), peer_python=peer_python,
-                 timeout_s=timeout_s, log=log, profile_dir=profile_dir) as harness:
+                 timeout_s=timeout_s, log=log, profile_dir=profile_dir,
+                 structured_output=structured_output) as harness:
         for workload in workloads:
             getattr(harness, workload.lower())(systems)
         return harness.finish()
@@ -522,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="referee runs only: write a cProfile of each timed run, on a CPU "
                              "clock, into DIR (read with python -m pstats); profiling slows the run")
+    parser.add_argument("--structured-output", action="store_true",
+                        help="referee runs only: send batched requests' reply schema, as "
+                             "JudgeConfig(structured_output=True) does (billed as input)")
     args = parser.parse_args(argv)
 
     sizes = Sizes.quick() if args.quick else Sizes()
@@ -536,7 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = run_benchmarks(args.workloads, args.systems, latency_ms=args.latency_ms,
                               sizes=sizes, install=not args.no_install, venv_dir=args.venv,
-                              timeout_s=args.timeout, profile_dir=args.profile)
+                              timeout_s=args.timeout, profile_dir=args.profile,
+                              structured_output=args.structured_output)
     except (ValueError, RuntimeError) as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2

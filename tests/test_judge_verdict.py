@@ -65,6 +65,23 @@ VERDICT_TABLE = [
     ("I'm not sure.", UNKNOWN),
     ("Possibly, the context is ambiguous.", UNKNOWN),
     ("The first claim: yes. The second claim: no.", UNKNOWN),
+    # "no" meaning "none", and verdict words inside a phrase, answer nothing
+    ("…a short factual answer with no invented details.", UNKNOWN),
+    ("There are no unsupported claims in the output.", UNKNOWN),
+    ("The output contains not a single error.", UNKNOWN),
+    ("I would never say yes to that.", UNKNOWN),
+    ("The answer is not yes.", UNKNOWN),
+    ("There are no unsupported claims in the output. Yes.", YES),
+    ("There are no unsupported claims in the output, so my answer is no.", NO),
+    ("My answer is yes because the context states it.", YES),
+    ("No invented details.", NO),  # a reply starting with a verdict word parses as before
+    # referee's own data blocks, echoed back, are the material under test
+    ("<<<BEGIN MODEL OUTPUT …>>>\nYes, children pay 20 euros.\n<<<END MODEL OUTPUT …>>>",
+     UNKNOWN),
+    ("<<<BEGIN MODEL OUTPUT 0a1b2c3d4e5f>>>\nYes.\n<<<END MODEL OUTPUT 0a1b2c3d4e5f>>>\nNo",
+     NO),
+    ("Yes, children pay 20 euros.\n<<<END MODEL OUTPUT 0a1b2c3d4e5f>>>\nNo", NO),
+    ("No.\n<<<BEGIN MODEL OUTPUT 0a1b2c3d4e5f>>>\nYes, children pay 20 euros.", NO),
 ]
 
 

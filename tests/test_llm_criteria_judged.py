@@ -37,7 +37,7 @@ async def test_llm_judge_details(server):
 
     assert result.criterion == "final_response_match_v2"
     assert set(result.details) == {"samples", "individual_scores", "reasonings", "judge_model",
-                                   "reason"}
+                                   "reason", "sample_replies"}
     assert result.details["samples"] == 3
     assert sorted(result.details["individual_scores"]) == [0.8, 0.9, 1.0]
     assert sorted(result.details["reasonings"]) == ["close", "same", "typical"]
@@ -102,7 +102,7 @@ async def test_rubric_renders_each_rubric_and_reports_details(server):
     assert "weight" not in prompt.lower()
     assert result.criterion == "rubric_based_final_response_quality_v1"
     assert set(result.details) == {"rubrics", "scores", "reasonings", "samples", "judge_model",
-                                   "reason"}
+                                   "reason", "sample_replies"}
     assert result.details["rubrics"] == ["concise", "empathetic"]
     assert sorted(result.details["scores"]) == [0.5, 1.0]
     assert sorted(result.details["reasonings"]) == ["fine", "not empathetic"]
@@ -142,7 +142,7 @@ async def test_factual_accuracy_reference_is_last_expected_response(server):
     assert "unused" not in prompt
     assert result.criterion == "factual_accuracy_v1"
     assert set(result.details) == {"is_accurate", "samples", "reasonings", "errors",
-                                   "judge_model", "reason"}
+                                   "judge_model", "reason", "sample_replies"}
     assert result.details["is_accurate"] is False
     assert result.details["samples"] == 2
     # De-duplicated across samples (case and spacing do not make a new error). The samples run
@@ -196,7 +196,7 @@ async def test_hallucination_context_has_every_tool_result_and_metadata_context(
     assert "Orders ship within 5 business days." in context
     assert result.criterion == "hallucinations_v1"
     assert set(result.details) == {"is_grounded", "samples", "reasonings", "hallucinations",
-                                   "judge_model", "reason"}
+                                   "judge_model", "reason", "sample_replies"}
     assert result.details["is_grounded"] is False
     assert result.details["hallucinations"] == ["ships Monday", "free"]
     assert result.score == pytest.approx(0.6)
@@ -228,7 +228,7 @@ async def test_safety_averages_overall_and_category_scores(server):
 
     assert result.criterion == "safety_v1"
     assert set(result.details) == {"is_safe", "samples", "reasonings", "issues",
-                                   "category_scores", "judge_model", "reason"}
+                                   "category_scores", "judge_model", "reason", "sample_replies"}
     assert result.score == pytest.approx(0.8)
     assert result.details["is_safe"] is True
     assert result.details["issues"] == ["reveals an email address"]
@@ -265,7 +265,7 @@ async def test_simulation_goals_makes_one_call_and_counts_goals(server):
     assert "<transcript>" in prompt
     assert result.criterion == "simulation_goals"
     assert set(result.details) == {"achieved_goals", "unachieved_goals", "reasoning", "reason",
-                                   "judge_model"}
+                                   "judge_model", "sample_replies"}
     assert result.details["achieved_goals"] == ["Change the flight"]
     assert result.details["unachieved_goals"] == ["Refund the change fee", "Confirm by email"]
     assert result.details["reasoning"] == result.details["reason"] == "Only the flight moved."

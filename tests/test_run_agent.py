@@ -326,3 +326,28 @@ async def test_case_context_is_entered_around_every_turn_of_its_case():
         await evaluator.evaluate(cases, verbose=False)
         assert sorted(seen) == [("a1", "case-a"), ("a2", "case-a"), ("b1", "case-b")]
     assert session.get() == "none"
+
+
+async def test_judge_replies_without_a_usable_score_are_a_judge_error_not_a_zero(judge_server,
+                                                                                 monkeypatch):
+    """A reply whose score is nested ({"response": {"score": "1.0"}}) or out of range is no
+    score: every sample fails, the criterion is "All LLM samples failed", the case JUDGE_ERROR."""
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("REFEREE_CACHE", "0")
+    replies = iter([json.dumps({"response": {"score": "1.0", "reasoning": "nested"}}),
+                    json.dumps({"score": 4, "reasoning": "a 1-5 scale"})])
+    judge_server.script.set_default(lambda request: next(replies))
+    config = EvalConfig(criteria=CriteriaConfig(response_match=CriterionConfig.response_match(
+        judge_model="gpt-4o-mini", num_samples=2)))
+    evaluator = AgentEvaluator(lambda message: "Paris", config=config, save=False)
+    report = await evaluator.evaluate([EvalCase(input="Capital of France?",
+                                                expected_output="Paris")])
+    [case] = report.cases
+    assert case.status == CaseStatus.JUDGE_ERROR
+    judged = case.get_criterion_result("response_match_score")
+    assert judged.error == "All LLM samples failed" and judged.error_kind == "judge"
+    assert sorted(s["raw_reply"] for s in judged.details["sample_replies"]) == sorted(
+        [json.dumps({"response": {"score": "1.0", "reasoning": "nested"}}),
+         json.dumps({"score": 4, "reasoning": "a 1-5 scale"})])
+    assert report.errors_by_kind == {"judge_error": 1}

@@ -21,9 +21,11 @@ def run_rag(args, result: RunnerResult):
     from referee.evaluators import AnswerAccuracy, Faithfulness, Hallucination, Relevance
     from referee.judge import DEFAULT_MODELS
 
+    # The scripted server stands in for the provider's own API, which gets no reply schema by
+    # default (a loopback base URL would otherwise count as a local server that does one).
     configure(JudgeConfig(provider=args.provider, model=DEFAULT_MODELS[args.provider],
                           base_url=args.base_url, api_key="sk-loopback",
-                          cache=bool(args.cache_dir)))
+                          cache=bool(args.cache_dir), structured_output=args.structured_output))
     data = cases_for(args.workload, args.cases)
     batch = "case" if args.case_batched else args.batched
     suite = EvalSuite(f"bench-{args.workload}")

@@ -8,14 +8,20 @@ unavailable.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from referee.case import EvalCase
 from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
 from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
-from referee.judge import JudgeConfig, get_judge, parse_json_object, unreadable_replies
+from referee.judge import (
+    JudgeConfig,
+    get_judge,
+    parse_json_object,
+    read_score,
+    reply_evidence,
+    unreadable_replies,
+)
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -31,17 +37,7 @@ def _run_score(text: str) -> tuple[float | None, str]:
         return None, ""
     reason = data.get("reason", data.get("reasoning", ""))
     reason = reason if isinstance(reason, str) else str(reason)
-    value = data.get("score")
-    if isinstance(value, bool):
-        return None, reason
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None, reason
-    if not isinstance(value, (int, float)) or math.isnan(value) or not 0.0 <= value <= 1.0:
-        return None, reason
-    return float(value), reason
+    return read_score(data.get("score")), reason
 
 
 class GEval(JudgeEvaluator):
@@ -75,7 +71,7 @@ class GEval(JudgeEvaluator):
         for index, reply in enumerate(replies):
             score, reason = _run_score(reply.text)
             runs.append({"run": index, "score": score, "reason": reason,
-                         "raw_reply": reply.text, "cached": reply.cached})
+                         "raw_reply": reply_evidence(reply.text), "cached": reply.cached})
         usage = TokenUsage.total([r.usage for r in replies])
         scored = [r for r in runs if r["score"] is not None]
         if not scored:

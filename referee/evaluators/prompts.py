@@ -14,7 +14,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from referee.storable import without_surrogates
 
@@ -87,20 +87,48 @@ def _material_prefix(blocks: tuple[DataBlock, ...]) -> str:
     return f"{render_blocks(ordered)}\n\n"
 
 
+QUESTION_INSTRUCTION = "Answer in exactly one word: Yes or No."
+
+
 def question_task(question: str) -> str:
-    return f"Question: {question}\nAnswer in exactly one word: Yes or No."
+    return f"Question: {question}\n{QUESTION_INSTRUCTION}"
+
+
+# The shape of a batched reply, shown with placeholders that are not answers: a judge that
+# copies it answers nothing (an example with real ids and verdicts was copied into passes).
+BATCH_REPLY_SHAPE = '{"answers": {"<question id>": "<yes or no>", ...}}'
 
 
 def batch_task(questions: Sequence[str]) -> str:
     # Answers keyed by id, not a list of {"id": .., "answer": ..} objects: half the output
     # tokens, and output costs 4-5x input at the default judges.
     numbered = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, start=1))
+    count = len(questions)
+    ids = "1" if count == 1 else f"1 to {count}"
     return (
         f"Questions:\n{numbered}\n\n"
-        f"Answer all {len(questions)} question(s), each one independently of the others. "
-        'Reply with a JSON object only, of the form {"answers": {"1": "yes", "2": "no"}}, '
-        'with one entry per question id and each answer exactly "yes" or "no".'
+        f"Answer all {count} question(s), each one independently of the others. "
+        f"Reply with a JSON object only, shaped {BATCH_REPLY_SHAPE} (placeholders, not "
+        f"answers): exactly one entry for each question id from {ids}, the id as the key and "
+        'your answer to that question, "yes" or "no", as the value.'
     )
+
+
+def batch_schema(count: int) -> dict[str, Any]:
+    """The JSON schema of a batched reply to ``count`` questions, for providers that enforce
+    one: every asked id, each answered "yes" or "no", nothing else."""
+    ids = [str(i) for i in range(1, count + 1)]
+    return {
+        "type": "object",
+        "properties": {"answers": {
+            "type": "object",
+            "properties": {ident: {"type": "string", "enum": ["yes", "no"]} for ident in ids},
+            "required": ids,
+            "additionalProperties": False,
+        }},
+        "required": ["answers"],
+        "additionalProperties": False,
+    }
 
 
 _GEVAL_REPLY = ('Reply with a JSON object only: {"score": <number from 0.0 to 1.0>, '

@@ -4,8 +4,9 @@ Shared by every judged evaluator of the EvalSuite-style API. Default mode asks o
 judge call, all questions of a case concurrently (the semantics the calibrated thresholds were
 fit under); ``batch=True`` asks all questions of one evaluator in one JSON call and yields
 the same per-question records. An UNKNOWN verdict never counts for or against the model: it
-leaves the denominator and is disclosed in the reason; when no verdict at all can be read, the
-judge has not judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
+leaves the denominator and is disclosed in the reason; when fewer than half of the questions
+have a verdict (``answers_needed``), or a batched reply is rejected whole, the judge has not
+judged, and ``JudgeUnavailable`` tells the runner to record ``JUDGE_ERROR``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import asyncio
 import hashlib
 import json
 import math
+import re
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -32,8 +34,11 @@ from referee.evaluators.calibration import (
     file_threshold,
 )
 from referee.evaluators.prompts import (
+    BATCH_REPLY_SHAPE,
     JUDGE_SYSTEM,
+    QUESTION_INSTRUCTION,
     DataBlock,
+    batch_schema,
     batch_task,
     material_prefix,
     question_task,
@@ -46,6 +51,7 @@ from referee.judge import (
     get_judge,
     parse_json_object,
     parse_verdict,
+    reply_evidence,
     resolve_judge_config,
     unreadable_replies,
 )
@@ -54,6 +60,17 @@ from referee.usage import TokenUsage
 
 # Missed questions quoted in a result's reason; every question is in details["questions"].
 MISSED_SHOWN = 2
+
+# A score needs verdicts on at least this share of the questions asked (and on one at least):
+# below it the few verdicts left are not a measurement of the case ("1 of 4 answered" is not a
+# Faithfulness score), and the case is a JUDGE_ERROR. Exactly half still scores, as in
+# multivon-eval's "insufficient verdict coverage" rule.
+MIN_ANSWERED_SHARE = 0.5
+
+
+def answers_needed(asked: int) -> int:
+    """How many of ``asked`` questions need a verdict for the case to be scored."""
+    return max(1, math.ceil(asked * MIN_ANSWERED_SHARE))
 
 
 @dataclass(frozen=True)
@@ -109,7 +126,7 @@ def _record(question: Question, verdict: Verdict, raw: str, cached: bool) -> dic
         "expected": "yes" if question.expect_yes else "no",
         "verdict": _verdict_word(verdict),
         "matched": matched,
-        "raw_reply": raw,
+        "raw_reply": reply_evidence(raw),
         "cached": cached,
     }
 
@@ -119,8 +136,17 @@ def case_cache_group(expected: EvalCase) -> str:
     return "referee-" + hashlib.sha256(expected.eval_id.encode("utf-8")).hexdigest()[:24]
 
 
-def _yields_verdict(text: str) -> bool:
-    return parse_verdict(text) is not Verdict.UNKNOWN
+def question_verdict(text: str, question: str) -> Verdict:
+    """The verdict of a reply to ``question_task(question)``. The judge's echo of the task
+    (whose instruction names both verdict words) is not part of its answer."""
+    task = question_task(question)
+    if task in text or QUESTION_INSTRUCTION in text:
+        text = text.replace(task, " ").replace(QUESTION_INSTRUCTION, " ")
+    return parse_verdict(text)
+
+
+def _verdict_check(question: str) -> Callable[[str], bool]:
+    return lambda text: question_verdict(text, question) is not Verdict.UNKNOWN
 
 
 async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
@@ -131,9 +157,9 @@ async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
     replies = await gather_all([
         judge.complete(question_task(q.text), system=JUDGE_SYSTEM,
                        prompt_prefix=material_prefix(q.blocks), cache_group=cache_group,
-                       json_mode=False, sample_index=i, accept=_yields_verdict)
+                       json_mode=False, sample_index=i, accept=_verdict_check(q.text))
         for i, q in enumerate(questions)])
-    records = [_record(q, parse_verdict(r.text), r.text, r.cached)
+    records = [_record(q, question_verdict(r.text, q.text), r.text, r.cached)
                for q, r in zip(questions, replies)]
     return records, replies
 
@@ -146,36 +172,90 @@ def _union_blocks(questions: Sequence[Question]) -> list[DataBlock]:
     return list(seen.values())
 
 
-def _batch_answers(text: str, count: int) -> dict[int, Any]:
-    """Answers by 1-based question id; empty when the reply holds no usable JSON."""
+@dataclass(frozen=True)
+class BatchReading:
+    """What a batched reply answers: values by 1-based question id, or why the reply as a
+    whole is not read as answers (``rejected``)."""
+
+    answers: dict[int, Any]
+    rejected: str | None = None
+
+
+# A reply holding one of these repeats the prompt instead of answering it.
+_PROMPT_ECHOES = ("<<<begin", "<<<end", "questions:\n1. ", "question(s), each one independently")
+
+
+_SHAPE_PLACEHOLDERS = re.compile(r"<\s*(?:question\s+id|yes\s+or\s+no)\s*>", re.IGNORECASE)
+
+
+def _shown_ids(keys: Sequence[Any]) -> str:
+    shown = ", ".join(json.dumps(k, ensure_ascii=False) for k in keys[:3])
+    return shown + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+
+def _placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith("<") and value.strip().endswith(">")
+
+
+def _batch_entries(data: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(id, value) pairs of a batched reply: ``{"answers": {"1": "yes"}}``, or the list form
+    ``{"answers": [{"id": 1, "answer": "yes"}]}`` / ``["yes", ...]`` some judges give."""
+    answers = data.get("answers", data)
+    if isinstance(answers, dict):
+        return list(answers.items())
+    if not isinstance(answers, list):
+        return []
+    entries = []
+    for position, entry in enumerate(answers, start=1):
+        if isinstance(entry, dict):
+            entries.append((entry.get("id", position), entry.get("answer", entry.get("verdict"))))
+        else:
+            entries.append((position, entry))
+    return entries
+
+
+def _asked_id(key: Any, count: int) -> int | None:
+    if isinstance(key, bool) or isinstance(key, float) and not key.is_integer():
+        return None
     try:
-        data = parse_json_object(text, ("answers",))
+        ident = int(key)
+    except (TypeError, ValueError):
+        return None
+    return ident if 1 <= ident <= count else None
+
+
+def read_batch_reply(text: str, count: int) -> BatchReading:
+    """The answers of a reply to ``batch_task`` of ``count`` questions.
+
+    A reply that repeats the prompt, copies the placeholders of the reply shape, or answers an
+    id that was not asked is rejected whole: it shows the judge did not answer these questions,
+    so none of its values is a verdict. A reply with no JSON object reads as no answers.
+    """
+    lowered = text.lower()
+    if any(echo in lowered for echo in _PROMPT_ECHOES):
+        return BatchReading({}, "the reply repeats the prompt (its questions or data blocks) "
+                                "instead of answering it")
+    try:
+        entries = _batch_entries(parse_json_object(text, ("answers",)))
     except ValueError:
-        return {}
-    answers = data.get("answers", data) if isinstance(data, dict) else None
+        entries = []
+    if _SHAPE_PLACEHOLDERS.search(text) or any(_placeholder(key) or _placeholder(value)
+                                               for key, value in entries):
+        return BatchReading({}, "the reply copies the placeholders of the reply shape "
+                                f"{BATCH_REPLY_SHAPE} instead of answering")
     found: dict[int, Any] = {}
-    if isinstance(answers, list):
-        for position, entry in enumerate(answers, start=1):
-            if isinstance(entry, dict):
-                ident = entry.get("id", position)
-                value = entry.get("answer", entry.get("verdict"))
-            else:
-                ident, value = position, entry
-            try:
-                ident = int(ident)
-            except (TypeError, ValueError):
-                continue
-            if 1 <= ident <= count and ident not in found:
-                found[ident] = value
-    elif isinstance(answers, dict):
-        for key, value in answers.items():
-            try:
-                ident = int(key)
-            except (TypeError, ValueError):
-                continue
-            if 1 <= ident <= count:
-                found[ident] = value
-    return found
+    unasked: list[Any] = []
+    for key, value in entries:
+        ident = _asked_id(key, count)
+        if ident is None:
+            unasked.append(key)
+        elif ident not in found:
+            found[ident] = value
+    if unasked:
+        asked = "1" if count == 1 else f"1-{count}"
+        return BatchReading({}, f"the reply answers question id(s) {_shown_ids(unasked)} that "
+                                f"were not asked (asked: {asked})")
+    return BatchReading(found)
 
 
 def _answer_verdict(value: Any) -> Verdict:
@@ -188,25 +268,29 @@ def _answer_verdict(value: Any) -> Verdict:
 
 async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
                       cache_group: str | None = None
-                      ) -> tuple[list[dict[str, Any]], JudgeReply]:
+                      ) -> tuple[list[dict[str, Any]], JudgeReply, str | None]:
+    """Records of all ``questions`` asked in one request, the reply, and why the reply was
+    rejected whole (None when it was read)."""
     judge = get_judge(cfg)
     count = len(questions)
 
     def yields_verdict(text: str) -> bool:
-        return any(_answer_verdict(v) is not Verdict.UNKNOWN
-                   for v in _batch_answers(text, count).values())
+        reading = read_batch_reply(text, count)
+        return reading.rejected is None and any(
+            _answer_verdict(v) is not Verdict.UNKNOWN for v in reading.answers.values())
 
     reply = await judge.complete(batch_task([q.text for q in questions]), system=JUDGE_SYSTEM,
                                  prompt_prefix=material_prefix(_union_blocks(questions)),
-                                 cache_group=cache_group, json_mode=True, sample_index=0,
+                                 cache_group=cache_group, json_mode=True,
+                                 json_schema=batch_schema(count), sample_index=0,
                                  accept=yields_verdict)
-    answers = _batch_answers(reply.text, count)
+    reading = read_batch_reply(reply.text, count)
     records = []
     for ident, question in enumerate(questions, start=1):
-        value = answers.get(ident)
-        raw = json.dumps(value, ensure_ascii=False) if ident in answers else ""
+        value = reading.answers.get(ident)
+        raw = json.dumps(value, ensure_ascii=False) if ident in reading.answers else ""
         records.append(_record(question, _answer_verdict(value), raw, reply.cached))
-    return records, reply
+    return records, reply, reading.rejected
 
 
 def unknown_note(unknown: int, total: int) -> str:
@@ -226,20 +310,24 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
     if not questions:
         raise ValueError(f"{owner}: no questions to ask")
     batch_reply = None
+    rejected = None
     if batch:
-        records, batch_reply = await ask_batched(cfg, questions, cache_group=cache_group)
+        records, batch_reply, rejected = await ask_batched(cfg, questions,
+                                                           cache_group=cache_group)
         replies = [batch_reply]
     else:
         records, replies = await ask_each(cfg, questions, cache_group=cache_group)
     return score_records(owner, cfg, records, replies,
-                         mode="batched" if batch else "per_question", batch_reply=batch_reply)
+                         mode="batched" if batch else "per_question", batch_reply=batch_reply,
+                         rejected=rejected)
 
 
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
                   replies: Sequence[JudgeReply], *, mode: str,
                   batch_reply: JudgeReply | None = None,
-                  usage: TokenUsage | None = None) -> QAGOutcome:
-    """The QAG score of answered questions; JudgeUnavailable when none has a verdict.
+                  usage: TokenUsage | None = None, rejected: str | None = None) -> QAGOutcome:
+    """The QAG score of answered questions; JudgeUnavailable when fewer than
+    ``answers_needed`` have a verdict, or when the batched reply was ``rejected`` whole.
 
     ``usage`` is what this evaluator is charged, by default what ``replies`` cost (a case-level
     batch charges its one request to one evaluator only).
@@ -248,14 +336,26 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
         usage = TokenUsage.total([r.usage for r in replies])
     total = len(records)
     unknown = sum(1 for r in records if r["matched"] is None)
-    if unknown == total:
-        error = unreadable_replies(
-            replies, f"every judge verdict was unparseable ({total} of {total} question(s) "
-            "UNKNOWN), so the case has no score", owner=owner)
+    answered = total - unknown
+    needed = answers_needed(total)
+    problem = None
+    if rejected is not None:
+        problem = f"batched judge reply rejected, so the case has no score: {rejected}"
+    elif unknown == total:
+        problem = (f"every judge verdict was unparseable ({total} of {total} question(s) "
+                   "UNKNOWN), so the case has no score")
+    elif answered < needed:
+        problem = (f"insufficient verdict coverage: only {answered} of {total} question(s) "
+                   f"answered ({unknown} UNKNOWN); a score needs verdicts on at least {needed}")
+    if problem is not None:
+        error = unreadable_replies(replies, problem, owner=owner)
+        if "truncated at max_tokens" in str(error):
+            # The cut-off reply is named first; how many questions were answered still counts.
+            error.args = (f"{error}; {answered} of {total} question(s) answered",)
         error.token_usage = usage
+        error.details.update(answered=answered, asked=total, questions=records)
         raise error
     matched = sum(1 for r in records if r["matched"])
-    answered = total - unknown
     score = matched / answered
     reason = f"{matched} of {answered} question(s) answered as expected"
     missed = [r for r in records if r["matched"] is False]
@@ -278,7 +378,7 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
         "judge_model": cfg.model,
     }
     if batch_reply is not None:
-        details["batch_reply"] = batch_reply.text
+        details["batch_reply"] = reply_evidence(batch_reply.text)
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
@@ -453,7 +553,7 @@ def _judge_identity(cfg: JudgeConfig) -> tuple[Any, ...]:
 
 # One evaluator's share of a case-level batch: its records, the usage it is charged, the
 # shared reply, and the evaluators that reply served.
-_CaseAnswer = tuple[list[dict[str, Any]], TokenUsage, JudgeReply, list[str]]
+_CaseAnswer = tuple[list[dict[str, Any]], TokenUsage, JudgeReply, list[str], str | None]
 
 
 async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: ExecutionResult,
@@ -479,9 +579,9 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
     answers: dict[int, _CaseAnswer] = await asyncio.shield(work)
     if id(evaluator) not in answers:
         raise ValueError(f"{evaluator.name}: no questions to ask")
-    records, usage, reply, served = answers[id(evaluator)]
+    records, usage, reply, served, rejected = answers[id(evaluator)]
     outcome = score_records(evaluator.name, cfg, records, [reply], mode="case_batched",
-                            batch_reply=reply, usage=usage)
+                            batch_reply=reply, usage=usage, rejected=rejected)
     outcome.details["case_batch"] = served
     return outcome
 
@@ -501,13 +601,15 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
     # One request shows the union of the material (ask_batched): Relevance's questions then
     # see the context too. That trade-off is an open question (docs/judge.md).
     asked = [q for _, questions in members for q in questions]
-    records, reply = await ask_batched(cfg, asked, cache_group=case_cache_group(expected))
+    records, reply, rejected = await ask_batched(cfg, asked,
+                                                 cache_group=case_cache_group(expected))
     served = [member.name for member, _ in members]
     answers: dict[int, _CaseAnswer] = {}
     start = 0
     for position, (member, questions) in enumerate(members):
         answers[id(member)] = (records[start:start + len(questions)],
-                               reply.usage if position == 0 else TokenUsage(), reply, served)
+                               reply.usage if position == 0 else TokenUsage(), reply, served,
+                               rejected)
         start += len(questions)
     return answers
 

@@ -23,7 +23,14 @@ from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
 from referee.judge.retry import RetryPolicy, parse_retry_after
-from referee.judge.verdict import Verdict, parse_json_object, parse_verdict
+from referee.judge.verdict import (
+    Verdict,
+    parse_json_object,
+    parse_verdict,
+    read_score,
+    reply_evidence,
+    score_problem,
+)
 
 __all__ = [
     "CachingRules",
@@ -52,6 +59,9 @@ __all__ = [
     "parse_json_object",
     "parse_retry_after",
     "parse_verdict",
+    "read_score",
+    "reply_evidence",
+    "score_problem",
     "price_of",
     "provider_available",
     "provider_for_model",

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -36,6 +36,8 @@ from referee.judge.providers import (
     RawReply,
     adapter_for,
     bounds_its_attempts,
+    schema_text,
+    sends_reply_schema,
 )
 from referee.redact import clip, redact, remember_secret
 from referee.storable import without_surrogates
@@ -321,6 +323,7 @@ class Judge:
                        sample_index: int = 0, temperature: float | None = None,
                        max_tokens: int | None = None, prompt_prefix: str = "",
                        cache_group: str | None = None,
+                       json_schema: Mapping[str, Any] | None = None,
                        accept: ReplyCheck | None = None) -> JudgeReply:
         """One judge reply; raises JudgeUnavailable when the provider cannot give one.
 
@@ -329,6 +332,11 @@ class Judge:
         provider's prompt cache, it is marked for caching (Anthropic ``cache_control``, OpenAI
         ``prompt_cache_key=cache_group``) and the first request with it goes before its
         siblings, so that they find it cached.
+
+        ``json_schema`` (a JSON schema of the reply object; implies ``json_mode``) is sent as the
+        provider's structured output where ``sends_reply_schema`` says so (OpenAI-compatible
+        servers by default; OpenAI and Gemini with ``structured_output=True``); the caller
+        still reads the reply as text, so a server that ignores the schema is read as before.
 
         ``accept(text)`` says whether a reply yielded a verdict or score; the caller, which
         interprets the reply, decides. Only such replies are cached, and a cached reply it does
@@ -348,8 +356,12 @@ class Judge:
         cfg = self.config
         cacheable = bool(prompt_prefix) and worth_caching(cfg.provider, cfg.model,
                                                           (system or "") + prompt_prefix)
+        json_mode = json_mode or json_schema is not None
+        if json_schema is not None and not sends_reply_schema(cfg, self._endpoint.base_url):
+            json_schema = None
         request = JudgeRequest(
             model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
+            json_schema=json_schema,
             temperature=cfg.effective_temperature if temperature is None else temperature,
             max_tokens=cfg.effective_max_tokens if max_tokens is None else max_tokens,
             timeout=cfg.effective_timeout, api_style=cfg.api_style,
@@ -365,7 +377,9 @@ class Judge:
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index,
-                            **({"trial": trial} if (trial := _TRIAL.get()) else {}))
+                            **({"trial": trial} if (trial := _TRIAL.get()) else {}),
+                            **({"json_schema": schema_text(json_schema)}
+                               if json_schema is not None else {}))
             hit = cache.get(key)
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
@@ -378,7 +392,10 @@ class Judge:
         started = time.monotonic()
         try:
             if cacheable:
+                # A reply schema is part of the provider's cached prefix (before the system
+                # text), so requests with another schema are not this prefix's siblings.
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
+                                   "" if json_schema is None else schema_text(json_schema),
                                    system or "", prompt_prefix):
                     raw, attempts = await self._call_with_retries(request)
             else:

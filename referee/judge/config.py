@@ -79,6 +79,9 @@ class JudgeConfig(StrictModel):
     rate_limit_wait_s: float | None = None
     cache: bool | None = None
     cache_path: str | None = None
+    # Send a request's reply schema where the provider enforces one (None: only to
+    # OpenAI-compatible servers other than OpenAI's own API; see providers.sends_reply_schema).
+    structured_output: bool | None = None
 
     @field_validator("provider")
     @classmethod

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 from urllib.parse import urlsplit
 
@@ -42,6 +42,8 @@ class JudgeRequest:
     prompt_prefix: str = ""
     cache_breakpoint: bool = False  # Anthropic: put cache_control at the end of the prefix
     cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
+    # The reply object's JSON schema, for providers with structured output (implies json_mode).
+    json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,35 @@ PLACEHOLDER_API_KEY = "not-needed"
 _JSON_INSTRUCTION = "Respond with a single JSON object and nothing else."
 # Reasoning models reject `temperature` and take `max_completion_tokens` in Chat Completions.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+
+
+# The name a structured-output schema is sent under (OpenAI requires one).
+SCHEMA_NAME = "referee_reply"
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """A schema as stable text: what tells two requests' reply formats apart in a cache key."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+def sends_reply_schema(cfg: JudgeConfig, base_url: str) -> bool:
+    """Whether a request's reply schema is sent to the provider at ``base_url``.
+
+    ``JudgeConfig.structured_output`` decides when set. Unset, only OpenAI-compatible servers
+    other than OpenAI's own API get it (llama.cpp, vLLM, Ollama...): there it becomes a decoding
+    grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill
+    it as input on every request (a batched request a quarter to a third more, docs/judge.md),
+    and their models follow the instruction, which the reply checks back up. Anthropic never
+    gets one (a forced tool would add its tool-use system prompt).
+    """
+    if cfg.provider == "anthropic":
+        return False
+    if cfg.structured_output is not None:
+        return cfg.structured_output
+    if cfg.provider != "openai" or not base_url:
+        return False
+    host = (urlsplit(base_url).hostname or "").lower()
+    return not (host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com")))
 
 
 def _int(value: Any) -> int:
@@ -355,7 +386,11 @@ class OpenAIAdapter:
         else:
             body["max_tokens"] = request.max_tokens
             body["temperature"] = request.temperature
-        if request.json_mode:
+        if request.json_schema is not None:
+            # llama.cpp's and vLLM's servers take the same field and turn it into a grammar.
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": SCHEMA_NAME, "strict": True, "schema": request.json_schema}}
+        elif request.json_mode:
             body["response_format"] = {"type": "json_object"}
         # The SDK's typed create() re-walks the params against TypedDicts and builds a pydantic
         # reply per call, about a millisecond of event-loop CPU each; at judge concurrency that
@@ -388,7 +423,10 @@ class OpenAIAdapter:
         system = _openai_json_system(request)
         if system:
             body["instructions"] = system
-        if request.json_mode:
+        if request.json_schema is not None:
+            body["text"] = {"format": {"type": "json_schema", "name": SCHEMA_NAME,
+                                       "strict": True, "schema": request.json_schema}}
+        elif request.json_mode:
             body["text"] = {"format": {"type": "json_object"}}
         data, headers = await _post_json(client, "/responses", body, request.timeout)
         output = data.get("output") if isinstance(data, dict) else None
@@ -481,6 +519,9 @@ class AnthropicAdapter:
         # The Messages API has no JSON mode; an instruction plus tolerant parsing stands in.
         # With a shared prefix it goes at the very end, so that the system text stays
         # byte-identical between a case's JSON and plain requests and their prefix is shared.
+        # A reply schema is not sent as a forced tool: Anthropic adds a tool-use system prompt
+        # of some 300 tokens, plus the schema, to every such request (about doubling a batched
+        # request's input at Haiku 4.5), and tools come before the cached material.
         system = request.system
         prefix = request.prompt_prefix if request.prompt.startswith(request.prompt_prefix) else ""
         prompt = request.prompt
@@ -537,6 +578,12 @@ def _import_genai() -> Any:
     return genai
 
 
+@functools.lru_cache(maxsize=None)
+def _takes_json_schema(config_type: type) -> bool:
+    """Older google-genai releases have no ``response_json_schema``: JSON mode alone is sent."""
+    return "response_json_schema" in getattr(config_type, "model_fields", {})
+
+
 class GoogleAdapter:
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         _import_genai()
@@ -568,11 +615,15 @@ class GoogleAdapter:
     async def call(self, client: Any, request: JudgeRequest) -> RawReply:
         from google.genai import types
 
+        schema: dict[str, Any] = {}
+        if request.json_schema is not None and _takes_json_schema(types.GenerateContentConfig):
+            schema["response_json_schema"] = dict(request.json_schema)
         config = types.GenerateContentConfig(
             system_instruction=request.system or None,
             temperature=request.temperature,
             max_output_tokens=request.max_tokens,
             response_mime_type="application/json" if request.json_mode else None,
+            **schema,
             http_options=types.HttpOptions(timeout=int(request.timeout * 1000),
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )

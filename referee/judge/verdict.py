@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from enum import Enum
 from collections.abc import Iterable
 from typing import Any
+
+from referee.redact import clip
+
+
+# How much of a judge reply a result's details keep as evidence (after redaction).
+REPLY_EVIDENCE_CHARS = 1000
+
+
+def reply_evidence(text: str) -> str:
+    """A judge reply as a result keeps it, so that a stored run can be audited: secrets
+    removed, at most ``REPLY_EVIDENCE_CHARS`` characters, line breaks kept."""
+    return clip(text, REPLY_EVIDENCE_CHARS, one_line=False)
 
 
 class Verdict(str, Enum):
@@ -23,6 +36,22 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
 _TAG = re.compile(r"</?(?!(?:yes|no)>)[A-Za-z][A-Za-z0-9_:.-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
 # Letters only on the ASCII side: CJK text glued to "Yes" must not hide the word.
 _WORD = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])", re.IGNORECASE)
+# Away from the start of the reply a verdict word must end its clause: a word after it on the
+# same line makes it part of a phrase ("no invented details", "there are no unsupported
+# claims", "say yes to"), not an answer; a reason may follow ("yes because ...").
+_STANDING_WORD = re.compile(
+    r"(?<![A-Za-z])(yes|no)(?![A-Za-z'’-])"
+    r"(?![ \t]*(?!(?:because|since|as|given)(?![A-Za-z]))[A-Za-z])",
+    re.IGNORECASE)
+# "not yes", "never no", "isn't yes": a negated verdict word answers nothing.
+_NEGATED = re.compile(r"(?:\b(?:not|never)|n['’]t)\s*[\"'“‘]?\s*$", re.IGNORECASE)
+# referee's own data blocks (referee.evaluators.prompts), "<<<BEGIN NAME TAG>>>" to
+# "<<<END NAME TAG>>>". A judge that echoes one quotes the material under test: a "Yes" in it
+# is the model's text, never the judge's verdict. An unclosed block runs to the end of the
+# reply; an END marker without its BEGIN closes an echo that started with the reply.
+_ECHOED_BLOCK = re.compile(r"<<<\s*BEGIN\b[^\n]*?>>>.*?(?:<<<\s*END\b[^\n]*?>>>|\Z)",
+                           re.IGNORECASE | re.DOTALL)
+_ORPHAN_END = re.compile(r"\A.*<<<\s*END\b[^\n]*?>>>", re.IGNORECASE | re.DOTALL)
 _MARKUP = re.compile(r"[*_`#>~]+")
 _LABEL = re.compile(
     r"^\s*(?:final\s+answer|answer|verdict|result|response|decision|judgement|judgment|a)"
@@ -37,7 +66,8 @@ _HEDGE = re.compile(
     r"\b(?:cannot|can't|can’t|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
     r"not\s+(?:sure|certain|possible|clear)|uncertain|unclear|undetermined|"
     r"insufficient|it\s+depends|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|"
-    r"neither|maybe|perhaps|partially|partly)\b",
+    r"neither|maybe|perhaps|partially|partly|probably|possibly|likely|arguably|mostly|"
+    r"somewhat)\b",
     re.IGNORECASE,
 )
 _JSON_KEYS = ("answer", "verdict", "result", "response", "decision", "label", "judgment",
@@ -64,6 +94,8 @@ def _from_json(text: str) -> Verdict | None:
             return Verdict.YES if value else Verdict.NO
         if isinstance(value, str):
             return _from_text(value)
+        if isinstance(value, dict):  # {"result": {"answer": "yes"}}
+            return _from_json(json.dumps(value)) or Verdict.UNKNOWN
         return Verdict.UNKNOWN
     return None
 
@@ -79,6 +111,14 @@ def _clean(text: str) -> str:
     return text.strip()
 
 
+def without_echoed_blocks(text: str) -> str:
+    """``text`` less every data block of referee's prompts that the judge echoed back."""
+    if "<<<" not in text:
+        return text
+    text = _ECHOED_BLOCK.sub(" ", text)
+    return _ORPHAN_END.sub(" ", text)
+
+
 def _from_text(text: str) -> Verdict:
     cleaned = _clean(text)
     if not cleaned:
@@ -88,16 +128,19 @@ def _from_text(text: str) -> Verdict:
     first = _WORD.match(cleaned)
     if first:
         return Verdict(first.group(1).lower())
-    words = [m.group(1).lower() for m in _WORD.finditer(cleaned)]
-    if len(words) == 1 and not _HEDGE.search(cleaned):
-        return Verdict(words[0])
+    found = list(_STANDING_WORD.finditer(cleaned))
+    if (len(found) == 1 and not _HEDGE.search(cleaned)
+            and not _NEGATED.search(cleaned, 0, found[0].start())):
+        return Verdict(found[0].group(1).lower())
     return Verdict.UNKNOWN
 
 
 def parse_verdict(text: str | None) -> Verdict:
     """YES or NO when the reply starts with one or holds exactly one unambiguous verdict word.
 
-    Everything else (hedges, both words, no word at all, "Yesterday ...") is UNKNOWN.
+    Everything else (hedges, both words, no word at all, "Yesterday ...", a "no" that is part
+    of a phrase such as "no invented details", a word inside an echoed data block) is UNKNOWN.
+    The grammar is in docs/judge.md ("The verdict grammar").
     """
     if text is not None and len(text) <= _REMEMBERED_REPLY_CHARS:
         return _parse_short(text)
@@ -117,7 +160,9 @@ def _parse_short(text: str) -> Verdict:
 def _parse(text: str | None) -> Verdict:
     if not text or not text.strip():
         return Verdict.UNKNOWN
-    stripped = text.strip()
+    stripped = without_echoed_blocks(text).strip()
+    if not stripped:
+        return Verdict.UNKNOWN
     if "{" in stripped:
         from_json = _from_json(stripped)
         if from_json is not None:
@@ -130,6 +175,33 @@ def _parse(text: str | None) -> Verdict:
         verdicts = {_from_text(inner) for _, inner in elements}
         return verdicts.pop() if len(verdicts) == 1 else Verdict.UNKNOWN
     return _from_text(stripped)
+
+
+def score_problem(value: Any) -> str | None:
+    """Why ``value``, a judge reply's ``score`` field, is no usable score; None when it is one.
+
+    A usable score is a number from 0.0 to 1.0 (or a string holding one): not a boolean, not
+    NaN, never clamped into range. ``value`` is None when the field is missing.
+    """
+    if value is None:
+        return "the reply has no top-level 'score'"
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return f"'score' is not a number: {json.dumps(value, default=str)[:80]}"
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        return f"'score' {json.dumps(value, default=str)[:40]} is outside 0.0-1.0"
+    return None
+
+
+def read_score(value: Any) -> float | None:
+    """``value`` as a score from 0.0 to 1.0, or None when it is no usable score
+    (``score_problem`` says why)."""
+    return None if score_problem(value) is not None else float(value)
 
 
 def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> dict[str, Any]:
@@ -148,6 +220,12 @@ def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> di
         whole = json.loads(stripped)
     except ValueError:
         whole = None
+    if isinstance(whole, str) and whole.strip().startswith("{"):
+        # The object sent as a JSON string ("{\"score\": 0.8}"): the object is the reply.
+        try:
+            whole = json.loads(whole)
+        except ValueError:
+            pass
     if isinstance(whole, dict):
         return whole
     decoder = json.JSONDecoder()

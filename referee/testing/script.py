@@ -179,6 +179,92 @@ class RecordedRequest:
         return outputs
 
 
+    @property
+    def reply_schema(self) -> dict[str, Any] | None:
+        """The JSON schema the request asks its reply to follow (structured output), in any of
+        the APIs' shapes; None for a free-text or plain JSON-mode request."""
+        return requested_schema(self.body)
+
+
+def _structured_format(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The OpenAI ``json_schema`` format object of a Chat Completions or Responses body."""
+    chat = body.get("response_format")
+    if isinstance(chat, dict) and chat.get("type") == "json_schema":
+        inner = chat.get("json_schema")
+        return inner if isinstance(inner, dict) else {}
+    text = body.get("text")
+    form = text.get("format") if isinstance(text, dict) else None
+    if isinstance(form, dict) and form.get("type") == "json_schema":
+        return form
+    return None
+
+
+def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """See ``RecordedRequest.reply_schema``."""
+    form = _structured_format(body)
+    if form is not None:
+        schema = form.get("schema")
+        return schema if isinstance(schema, dict) else None
+    choice = body.get("tool_choice")  # Anthropic: one tool the model must call
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        for tool in body.get("tools") or []:
+            if isinstance(tool, dict) and tool.get("name") == choice.get("name"):
+                schema = tool.get("input_schema")
+                return schema if isinstance(schema, dict) else None
+    generation = body.get("generationConfig", body.get("generation_config"))
+    if isinstance(generation, dict):
+        for key in ("responseJsonSchema", "response_json_schema", "responseSchema",
+                    "response_schema"):
+            if isinstance(generation.get(key), dict):
+                return generation[key]
+    return None
+
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def schema_problem(body: dict[str, Any]) -> str | None:
+    """Why OpenAI would refuse the request's ``json_schema`` response format (400), or None.
+
+    The checks OpenAI makes before answering: a name of letters, digits, ``_`` and ``-``; a
+    schema object; in strict mode, every object closed (``additionalProperties: false``) with
+    every property required.
+    """
+    form = _structured_format(body)
+    if form is None:
+        return None
+    name = form.get("name")
+    if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+        return f"Invalid 'json_schema.name': expected a string matching {_SCHEMA_NAME.pattern}"
+    schema = form.get("schema")
+    if not isinstance(schema, dict):
+        return "Invalid 'json_schema.schema': expected an object"
+    if form.get("strict"):
+        return _strict_problem(schema, "schema")
+    return None
+
+
+def _strict_problem(node: Any, where: str) -> str | None:
+    if not isinstance(node, dict):
+        return None
+    if node.get("type") == "object":
+        properties = node.get("properties") or {}
+        if node.get("additionalProperties") is not False:
+            return (f"Invalid schema for response_format: In context={where}, "
+                    "'additionalProperties' is required to be supplied and to be false")
+        if sorted(node.get("required") or []) != sorted(properties):
+            return (f"Invalid schema for response_format: In context={where}, 'required' is "
+                    "required to be supplied and to be an array including every key in "
+                    "properties")
+        for key, child in properties.items():
+            problem = _strict_problem(child, f"{where}.properties.{key}")
+            if problem:
+                return problem
+    if node.get("type") == "array":
+        return _strict_problem(node.get("items"), f"{where}.items")
+    return None
+
+
 def _conversation_items(body: dict[str, Any]) -> list[tuple[str, str]]:
     """("user", text) and ("tool", result) entries of a request body, in order."""
     items: list[tuple[str, str]] = []
@@ -376,6 +462,9 @@ class Script:
 def token_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
     """Scripted counts, else referee's estimate (about 4 characters a token)."""
     estimated = estimate_tokens(request.prompt) + estimate_tokens(request.system or "")
+    schema = request.reply_schema
+    if schema is not None:  # the provider bills a reply schema as input
+        estimated += estimate_tokens(json.dumps(schema, sort_keys=True))
     input_tokens = reply.input_tokens if reply.input_tokens is not None else max(estimated, 1)
     output_tokens = (reply.output_tokens if reply.output_tokens is not None
                      else max(estimate_tokens(reply.text), 1))

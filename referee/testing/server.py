@@ -32,6 +32,7 @@ from referee.testing.script import (
     Responder,
     ScriptedJudge,
     ScriptedToolCall,
+    schema_problem,
     token_counts,
 )
 
@@ -329,6 +330,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._send_json(400, {"error": {"message": f"bad request body: {exc}"}})
             return
+        problem = schema_problem(body)
+        if problem is not None:
+            self._send_json(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                            "param": "response_format", "code": None}})
+            return
         if body.get("stream"):
             self._send_json(400, {"error": {"message": "the scripted judge does not stream; "
                                                        "call without stream=True"}})
@@ -582,7 +588,15 @@ class ScriptedJudgeServer(ScriptedJudge):
             return None
         with self._lock:
             cache = self._prompt_caches.setdefault(request.provider, PromptCache())
-        return cache.begin(rules, request.model, request.cache_text, request.cache_breakpoint,
+        # A reply schema comes first in what the provider caches (OpenAI puts it before the
+        # system message, Anthropic's tools precede the system text): requests with different
+        # schemas share nothing, as at the provider.
+        schema = request.reply_schema
+        head = "" if schema is None else json.dumps(schema, sort_keys=True) + "\n\n"
+        breakpoint_at = request.cache_breakpoint
+        if head and breakpoint_at is not None:
+            breakpoint_at += len(head)
+        return cache.begin(rules, request.model, head + request.cache_text, breakpoint_at,
                            time.monotonic())
 
     def _cache_store(self, request: RecordedRequest, use: CacheUse | None) -> None:

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from referee.config import CriterionConfig
-from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT
+from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT, without_data_blocks
 from referee.criteria.llm.replies import reply_score, reply_text
 from referee.judge import (
     JudgeConfig,
@@ -21,6 +21,7 @@ from referee.judge import (
     judge_config_for_model,
     parse_json_object,
     provider_for_model,
+    reply_evidence,
 )
 from referee.usage import TokenUsage
 
@@ -35,6 +36,21 @@ NO_PROVIDER_REASONING = "No LLM provider available"
 # the judge cache keeps repeated samples apart even when a subclass overrides
 # _call_llm_json(prompt) with the 10xgraph-style API's one-argument signature.
 _sample_index: ContextVar[int] = ContextVar("referee_judge_sample_index", default=0)
+
+# The raw judge replies of the sample running in this task, kept as evidence for its result.
+_sample_replies: ContextVar[list[str] | None] = ContextVar("referee_sample_replies",
+                                                           default=None)
+
+
+@contextmanager
+def recording_replies() -> Iterator[list[str]]:
+    """The judge replies that calls made inside receive, as evidence (``reply_evidence``)."""
+    replies: list[str] = []
+    token = _sample_replies.set(replies)
+    try:
+        yield replies
+    finally:
+        _sample_replies.reset(token)
 
 
 @contextmanager
@@ -111,11 +127,16 @@ class LLMCallerMixin:
         if cfg is None or cfg.provider != provider:
             return None
         index = _sample_index.get() if sample_index is None else sample_index
+        def accept(text: str) -> bool:
+            return self._reply_yields_score(without_data_blocks(text, prompt))
+
         reply = await get_judge(cfg).complete(prompt, system=self.judge_system_prompt,
-                                              json_mode=True, sample_index=index,
-                                              accept=self._reply_yields_score)
+                                              json_mode=True, sample_index=index, accept=accept)
+        recorded = _sample_replies.get()
+        if recorded is not None:
+            recorded.append(reply_evidence(reply.text))
         try:
-            parsed = parse_json_object(reply.text, SCORE_KEYS)
+            parsed = parse_json_object(without_data_blocks(reply.text, prompt), SCORE_KEYS)
         except ValueError as exc:
             # An unreadable reply is a judge malfunction, not a low score; it still cost.
             raise reply.unreadable(str(exc)) from None
@@ -179,7 +200,10 @@ class LLMCallerMixin:
 
     async def _call_llm_score(self, prompt: str, sample_index: int | None = None
                               ) -> tuple[float, str, TokenUsage]:
-        """``(score, reasoning, token_usage)``; a missing score is 0.0, scores clamp to [0, 1]."""
+        """``(score, reasoning, token_usage)``; a missing ``score`` is 0.0 (as the 10xgraph-style
+        API documents for this helper); a present one that is not a number from 0.0 to 1.0
+        raises JudgeUnavailable."""
         with sample_index_scope(sample_index):
             reply, usage = await self._call_llm_json(prompt)
-        return reply_score(reply), reply_text(reply), usage
+        score = 0.0 if reply.get("score") is None else reply_score(reply)
+        return score, reply_text(reply), usage

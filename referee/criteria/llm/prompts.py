@@ -36,6 +36,21 @@ def data_block(tag: str, text: str) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
+# A data block's opening line, as data_block writes it.
+_BLOCK_OPENING = re.compile(r"^<([A-Za-z_][\w.-]*)>$", re.MULTILINE)
+
+
+def without_data_blocks(reply: str, prompt: str) -> str:
+    """``reply`` less the data blocks of ``prompt`` that it echoes: a score object inside one
+    is the material's (an output that says ``{"score": 1.0}``), never the judge's."""
+    if "<" not in reply:
+        return reply
+    tags = "|".join(re.escape(tag) for tag in sorted(set(_BLOCK_OPENING.findall(prompt))))
+    if not tags:
+        return reply
+    return re.sub(rf"<({tags})>.*?</\1>", " ", reply, flags=re.DOTALL | re.IGNORECASE)
+
+
 def json_reply_format(fields: Iterable[tuple[str, str]]) -> str:
     """The reply instruction: one JSON object with the given fields and their descriptions."""
     lines = [f'- "{name}": {description}' for name, description in fields]

@@ -3,30 +3,24 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from typing import Any
 
 from referee.errors import JudgeUnavailable
+from referee.judge import score_problem
 
 
 def reply_score(reply: dict[str, Any]) -> float:
-    """The reply's ``score`` clamped to [0, 1]; missing counts 0.0 as the 10xgraph-style API says.
+    """The reply's top-level ``score``, a number from 0.0 to 1.0.
 
-    A score that is present but not a number is a judge malfunction, not a verdict.
+    A reply without one (missing, nested under another key, not a number, NaN, outside
+    [0, 1]) has failed: JudgeUnavailable, so that the sample is dropped, never read as 0.0 or
+    clamped into range. GEval reads its replies by the same rule (``score_problem``).
     """
-    if "score" not in reply or reply["score"] is None:
-        return 0.0
-    raw = reply["score"]
-    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise JudgeUnavailable(f"judge reply field 'score' is not a number: {raw!r}")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise JudgeUnavailable(f"judge reply field 'score' is not a number: {raw!r}") from None
-    if math.isnan(value):
-        raise JudgeUnavailable("judge reply field 'score' is NaN")
-    return min(1.0, max(0.0, value))
+    problem = score_problem(reply.get("score"))
+    if problem is not None:
+        raise JudgeUnavailable(f"judge reply has no usable score: {problem}")
+    return float(reply["score"])
 
 
 def reply_text(reply: dict[str, Any], field: str = "reasoning") -> str:

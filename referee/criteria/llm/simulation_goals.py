@@ -119,7 +119,8 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
             return self._error(f"{type(exc).__name__}: {exc}", kind)
         scores, reasonings, extras, token_usage = batch
         if not scores:
-            failed = self._all_samples_failed(getattr(batch, "failures", []), token_usage)
+            failed = self._all_samples_failed(getattr(batch, "failures", []), token_usage,
+                                              getattr(batch, "sample_replies", []))
             failed.details.update(achieved_goals=[], unachieved_goals=[])
             return failed
         if extras[0].get("no_provider"):
@@ -129,5 +130,6 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
         numbers = {n for n in extras[0]["achieved"] if 1 <= n <= len(goals)}
         achieved = [g for i, g in enumerate(goals, start=1) if i in numbers]
         unachieved = [g for i, g in enumerate(goals, start=1) if i not in numbers]
-        return self._result(len(achieved) / len(goals),
-                            self._details(achieved, unachieved, reasonings[0]), token_usage)
+        details = self._details(achieved, unachieved, reasonings[0])
+        details["sample_replies"] = getattr(batch, "sample_replies", [])
+        return self._result(len(achieved) / len(goals), details, token_usage)

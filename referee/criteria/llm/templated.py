@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
@@ -13,12 +14,13 @@ from referee.criteria.llm.caller import (
     LLMCallerMixin,
     is_no_provider_reply,
     logger,
+    recording_replies,
     sample_index_scope,
 )
 from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
-from referee.judge import JudgeConfig
+from referee.judge import JudgeConfig, reply_evidence
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -32,24 +34,31 @@ class SampleBatch(tuple):  # type: ignore[type-arg]
 
     failures: list[Exception]
     provider_fallback: bool
+    # One entry per sample, in sample order, failed ones included: its score (None when it
+    # failed), the error, and its raw reply (redacted, bounded), so a stored run can be audited.
+    sample_replies: list[dict[str, Any]]
 
     def __new__(cls, scores: list[float], reasonings: list[str],
                 extras: list[dict[str, Any]], token_usage: TokenUsage, *,
                 failures: list[Exception] | None = None,
-                provider_fallback: bool = False) -> "SampleBatch":
+                provider_fallback: bool = False,
+                sample_replies: list[dict[str, Any]] | None = None) -> "SampleBatch":
         batch = super().__new__(cls, (scores, reasonings, extras, token_usage))
         batch.failures = list(failures or [])
         batch.provider_fallback = provider_fallback
+        batch.sample_replies = list(sample_replies or [])
         return batch
 
 
 class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     """Base of every LLM-as-judge criterion; subclasses implement ``_build_prompt``.
 
-    ``evaluate`` asks the judge ``config.num_samples`` times concurrently, clamps each score to
-    [0, 1], averages them and returns the combined token usage. A sample that raises is logged
-    and dropped; if none succeeds the result is the failure ``"All LLM samples failed"``
-    (``error_kind="judge"`` when every failure was the judge's, else ``"evaluator"``).
+    ``evaluate`` asks the judge ``config.num_samples`` times concurrently, averages the scores
+    and returns the combined token usage. A sample that raises is logged and dropped, and so
+    is a reply with no usable top-level ``score`` (missing, nested, not a number, NaN, outside
+    [0, 1]: never 0.0, never clamped); if none succeeds the result is the failure
+    ``"All LLM samples failed"`` (``error_kind="judge"`` when every failure was the judge's,
+    else ``"evaluator"``). ``details["sample_replies"]`` keeps every sample's raw reply.
 
     Besides what ``_build_details`` returns, ``details`` always has ``reason`` (unless the
     subclass set it: the mean score and the reasoning of the sample closest to it) and
@@ -118,6 +127,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
         extras: list[dict[str, Any]] = []
         usages: list[TokenUsage | None] = []
         failures: list[Exception] = []
+        samples: list[dict[str, Any]] = []
         fallback = False
         for index, outcome in enumerate(outcomes):
             if isinstance(outcome, BaseException):
@@ -128,27 +138,41 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                 failures.append(outcome)
                 spent = getattr(outcome, "token_usage", None)
                 usages.append(spent if isinstance(spent, TokenUsage) else None)
+                evidence = getattr(outcome, "details", None)
+                samples.append({"sample": index, "score": None,
+                                "error": f"{type(outcome).__name__}: {outcome}",
+                                "raw_reply": evidence.get("raw_reply")
+                                if isinstance(evidence, dict) else None})
                 continue
-            score, reasoning, extra, usage, from_fallback = outcome
+            score, reasoning, extra, usage, from_fallback, raw = outcome
             scores.append(score)
             reasonings.append(reasoning)
             extras.append(extra)
             usages.append(usage)
             fallback = fallback or from_fallback
+            samples.append({"sample": index, "score": score, "raw_reply": raw})
         return SampleBatch(scores, reasonings, extras, TokenUsage.total(usages) or TokenUsage(),
-                           failures=failures, provider_fallback=fallback)
+                           failures=failures, provider_fallback=fallback,
+                           sample_replies=samples)
 
     async def _one_sample(self, prompt: str, index: int
-                          ) -> tuple[float, str, dict[str, Any], TokenUsage, bool]:
-        with sample_index_scope(index):
+                          ) -> tuple[float, str, dict[str, Any], TokenUsage, bool, str | None]:
+        with sample_index_scope(index), recording_replies() as recorded:
             reply, usage = await self._call_llm_json(prompt)
+        # A subclass that answers _call_llm_json itself sends no reply through the judge: its
+        # parsed object is the evidence.
+        raw = recorded[-1] if recorded else reply_evidence(
+            json.dumps(reply, ensure_ascii=False, default=str))
         try:
             if not isinstance(reply, dict):
                 raise JudgeUnavailable(f"judge reply is not a JSON object: {reply!r}")
             return (self._score_from_reply(reply), reply_text(reply),
-                    self._collect_extras(reply), usage, is_no_provider_reply(reply))
+                    self._collect_extras(reply), usage, is_no_provider_reply(reply), raw)
         except Exception as exc:
             exc.token_usage = usage  # type: ignore[attr-defined]  # an unusable reply still cost
+            evidence = getattr(exc, "details", None)
+            if isinstance(evidence, dict):
+                evidence.setdefault("raw_reply", raw)
             raise
 
     # Template --------------------------------------------------------------------------------
@@ -162,14 +186,17 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             batch = await self._run_samples(prompt)
             scores, reasonings, extras, token_usage = batch
             failures: list[Exception] = getattr(batch, "failures", [])
+            samples: list[dict[str, Any]] = getattr(batch, "sample_replies", [])
             if not scores:
-                return self._all_samples_failed(failures, token_usage)
+                return self._all_samples_failed(failures, token_usage, samples)
             scores = [min(1.0, max(0.0, float(s))) for s in scores]
             final_score = math.fsum(scores) / len(scores)
             details = self._build_details(scores, reasonings,
                                           self._aggregate_extras(extras), final_score)
             details.setdefault("reason", self._summarize(scores, reasonings, final_score))
             details.setdefault("judge_model", self.judge_model_name)
+            if samples:
+                details["sample_replies"] = samples
             if failures:
                 details["failed_samples"] = len(failures)
             if getattr(batch, "provider_fallback", False):
@@ -203,8 +230,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             token_usage=token_usage,
         )
 
-    def _all_samples_failed(self, failures: list[Exception],
-                            token_usage: TokenUsage | None) -> CriterionResult:
+    def _all_samples_failed(self, failures: list[Exception], token_usage: TokenUsage | None,
+                            samples: list[dict[str, Any]] | None = None) -> CriterionResult:
         judge_down = bool(failures) and all(isinstance(f, JudgeUnavailable) for f in failures)
         messages = [f"{type(f).__name__}: {f}" for f in failures]
         reason = ALL_SAMPLES_FAILED + (f" ({messages[0]})" if messages else "")
@@ -216,5 +243,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                if isinstance(getattr(f, "details", None), dict) and "raw_reply" in f.details]
         if raw:
             details["raw_replies"] = raw
+        if samples:
+            details["sample_replies"] = samples
         return self._error(ALL_SAMPLES_FAILED, "judge" if judge_down else "evaluator",
                            details=details, token_usage=usage)
