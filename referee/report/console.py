@@ -104,6 +104,26 @@ def _failure_lines(case: CaseResult) -> list[str]:
     return unique or [f"status {case.status.value}"]
 
 
+def corrected_lines(report: EvalReport) -> list[str]:
+    """Pass rates corrected for judge error, when a calibration entry was found for some judged
+    criterion; nothing otherwise (a run with no calibration has nothing to say here)."""
+    records = report.judge_calibration
+    if not any(r.calibrated_threshold is not None for r in records.values()):
+        return []
+    corrected = report.corrected_pass_rates()
+    lines = ["Pass rates corrected for judge error (Rogan-Gladen, 95% interval):"]
+    for label, record in records.items():
+        rate = corrected.get(label)
+        if rate is not None:
+            lines.append(f"  {label}: {rate.describe()}")
+        else:
+            lines.append(f"  {label}: not corrected: {record.reason or 'nothing was scored'}")
+    if report.corrected_pass_rate is None and len(report.summary.criterion_stats) > 1:
+        lines.append("  run: no corrected run pass rate: a case passes only if every criterion "
+                     "does, and the judges' joint errors are not measured; read each criterion")
+    return lines
+
+
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
     summary = report.trial_summary()
@@ -187,6 +207,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         for name, cells in rows:
             per.add_row(name, *cells)
         console.print(per)
+    for line in corrected_lines(report):
+        console.print(Text(_plain(line)))
 
     if report.errors:
         kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())

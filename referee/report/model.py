@@ -24,6 +24,7 @@ from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.redact import RedactedText
+from referee.report.correction import CorrectedRate, JudgeCalibration, correct
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
@@ -662,6 +663,9 @@ class EvalReport(MultivonReportMethods, BaseModel):
     # Judge spend of no single case, by criterion label: what a criterion's prepare() asked
     # before the first case (CheckEvaluator's question generation). Part of token_usage.
     preparation_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
+    # By criterion label: the calibration the run found for each judged criterion (the entry's
+    # measured TPR/TNR, or why there is none); corrected_pass_rates() builds on it.
+    judge_calibration: dict[str, JudgeCalibration] = Field(default_factory=dict)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -805,6 +809,31 @@ class EvalReport(MultivonReportMethods, BaseModel):
         kept apart from the judge's spend; None when it reported nothing."""
         return self._tally().model_token_usage
 
+    # Pass rates corrected for judge error (report/correction.py) ---------------------------------
+    def corrected_pass_rates(self) -> dict[str, CorrectedRate]:
+        """By criterion label: the raw pass rate beside the one corrected with the calibrated
+        judge's TPR/TNR, for each judged criterion whose calibration entry matched."""
+        stats = self.summary.criterion_stats
+        rates: dict[str, CorrectedRate] = {}
+        for label, calibration in self.judge_calibration.items():
+            counted = stats.get(label)
+            rate = None if counted is None else correct(calibration, counted.passed,
+                                                        counted.scored)
+            if rate is not None:
+                rates[label] = rate
+        return rates
+
+    @property
+    def corrected_pass_rate(self) -> CorrectedRate | None:
+        """The run's pass rate corrected for judge error, defined only when one judged
+        criterion decides every case (it is the run's only criterion): a case passes only if
+        all its criteria pass, and correcting that conjunction would need the judges' joint
+        error rates, which no calibration measures. Otherwise see corrected_pass_rates()."""
+        labels = list(self.summary.criterion_stats)
+        if len(labels) != 1:
+            return None
+        return self.corrected_pass_rates().get(labels[0])
+
     # The 10xgraph-style API ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
@@ -863,6 +892,12 @@ class EvalReport(MultivonReportMethods, BaseModel):
         data["warnings"] = self.warnings
         if self.runs_per_case > 1:
             data["trials"] = self.trial_summary()
+        corrected = self.corrected_pass_rates()
+        if corrected:
+            run_rate = self.corrected_pass_rate
+            data["corrected"] = {
+                "criteria": {label: r.model_dump(mode="json") for label, r in corrected.items()},
+                "run": None if run_rate is None else run_rate.model_dump(mode="json")}
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -874,7 +909,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
         data = {k: v for k, v in data.items()
-                if k not in ("totals", "summary", "spend", "warnings", "trials")}
+                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected")}
         return cls.model_validate(data)
 
     @classmethod
