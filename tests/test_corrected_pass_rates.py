@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import textwrap
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from referee.report.model import EvalReport
 from referee.run.judge_gate import JudgeGate
 from referee.run.suite import EvalSuite
 from referee.testing import DUMMY_API_KEY, RecordedRequest, ScriptedJudgeServer
+from test_report_samples import chromium_dom
 
 CRITERIA = "Does the answer resolve the customer's question correctly?"
 JUDGE_PASS, JUDGE_FAIL = "[looks-right]", "[looks-wrong]"
@@ -312,6 +314,18 @@ def test_gate_on_corrected_gates_a_criterion_without_a_judge_on_its_raw_rate(
                              "--fail-threshold", "0.3", "--gate-on", "corrected")
     assert code == 0, err
     assert "run: no corrected run pass rate" in out
+    # The HTML report shows the corrected rate beside the raw one, with its numbers.
+    [page] = (tmp_path / "runs").glob("*/report.html")
+    dom = chromium_dom(page.as_uri(), tmp_path)
+    assert re.search(r'<body[^>]*data-js="on"', dom)
+    row = re.search(r'<tr data-criterion="g_eval" data-value="([0-9.]+)" data-low="([0-9.]+)" '
+                    r'data-high="([0-9.]+)">(.*?)</tr>', dom, re.S)
+    assert row is not None, dom[dom.find("corrected"):][:2000]
+    value, low, high = (float(row.group(i)) for i in (1, 2, 3))
+    assert value == pytest.approx(0.5) and low < 0.5 < high
+    assert "60.0% (60/100)" in row.group(4) and "TPR 0.90 of 1000" in row.group(4)
+    assert 'id="corrected-run-note"' in dom
+    assert "<tr data-criterion=\"contains\"" not in dom  # no judge, nothing to correct
 
 
 def test_gate_on_corrected_needs_a_fail_threshold(gated, tmp_path, capsys):
