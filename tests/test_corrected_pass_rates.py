@@ -334,3 +334,48 @@ def test_gate_on_corrected_needs_a_fail_threshold(gated, tmp_path, capsys):
                            "--gate-on", "corrected")
     assert code == 2 and "--fail-threshold" in err
     assert not (tmp_path / "runs").exists()
+
+
+
+def test_agent_evaluator_gates_its_judged_criteria_on_calibration(isolated_judge, tmp_path,
+                                                                 monkeypatch):
+    from referee.config import CriteriaConfig, CriterionConfig, EvalConfig
+    from referee.execution import ExecutionResult
+    from referee.run.agent import AgentEvaluator
+
+    calibration = tmp_path / "calibration.json"
+    monkeypatch.setenv("REFEREE_CALIBRATION_FILE", str(calibration))
+    cases = [EvalCase.single_turn(f"refund window {i}?", "30 days", eval_id=f"c{i}")
+             for i in range(3)]
+    with ScriptedJudgeServer(json.dumps({"score": 0.9, "reasoning": "same"})) as server:
+        config = EvalConfig(criteria=CriteriaConfig(response_match=CriterionConfig(
+            judge_model="openai/local-llama", num_samples=1, base_url=server.base_url())))
+        evaluator = AgentEvaluator(lambda case: ExecutionResult(actual_response="30 days."),
+                                   config=config, save=False)
+        gate = JudgeGate(require_calibrated=True)
+        with pytest.raises(EvalGateFailure, match=r"response_match_score \(openai/local-llama\): "
+                                                  r".*has no entry for response_match_score"):
+            evaluator.evaluate_sync(cases, verbose=False, judge_gate=gate)
+        entry = CalibrationEntry(
+            evaluator="response_match_score", judge_provider="openai", judge_model="local-llama",
+            threshold=0.8, n=200, date="2026-12-04", data_fingerprint="simulated", kappa=0.7,
+            tpr=0.9, tnr=0.8, positives=100, negatives=100)
+        write_entries(calibration, entry)
+        report = evaluator.evaluate_sync(cases, verbose=False, judge_gate=gate)
+        assert report.judge_calibration["response_match_score"].matched
+        assert report.corrected_pass_rate is not None  # 3 of 3 passed, corrected with TPR/TNR
+
+
+def test_a_broken_calibration_file_never_stops_a_run(server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default file, .referee/calibration.json, is consulted
+    (tmp_path / ".referee").mkdir()
+    (tmp_path / ".referee" / "calibration.json").write_text("{not json")
+    suite = EvalSuite(name="s")
+    suite.add_evaluator(GEval(CRITERIA, runs=1, judge=server.judge_config(model="gpt-4o-mini"),
+                              threshold=0.5))
+    rows = simulate(random.Random(3), 4, 0.5, 0.9, 0.7, "b")
+    run = suite.run_on_cases([(c, o) for c, o, _ in rows], verbose=False, save=False)
+    assert run.evaluated == 4
+    record = run.judge_calibration["g_eval"]
+    assert not record.matched and "calibration file cannot be read" in record.reason
+    assert "invalid JSON" in record.reason
