@@ -313,7 +313,7 @@ def test_gate_on_corrected_gates_a_criterion_without_a_judge_on_its_raw_rate(
     code, out, err = run_cli(capsys, "run", str(suite), "--out", str(tmp_path / "runs"),
                              "--fail-threshold", "0.3", "--gate-on", "corrected")
     assert code == 0, err
-    assert "run: no corrected run pass rate" in out
+    assert "run: no corrected pass rate for the run" in out
     # The HTML report shows the corrected rate beside the raw one, with its numbers.
     [page] = (tmp_path / "runs").glob("*/report.html")
     dom = chromium_dom(page.as_uri(), tmp_path)

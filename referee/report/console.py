@@ -107,20 +107,19 @@ def _failure_lines(case: CaseResult) -> list[str]:
 def corrected_lines(report: EvalReport) -> list[str]:
     """Pass rates corrected for judge error, when a calibration entry was found for some judged
     criterion; nothing otherwise (a run with no calibration has nothing to say here)."""
-    records = report.judge_calibration
-    if not any(r.calibrated_threshold is not None for r in records.values()):
+    if not report.calibration_found:
         return []
     corrected = report.corrected_pass_rates()
     lines = ["Pass rates corrected for judge error (Rogan-Gladen, 95% interval):"]
-    for label, record in records.items():
+    for label, record in report.judge_calibration.items():
         rate = corrected.get(label)
         if rate is not None:
             lines.append(f"  {label}: {rate.describe()}")
         else:
             lines.append(f"  {label}: not corrected: {record.reason or 'nothing was scored'}")
-    if report.corrected_pass_rate is None and len(report.summary.criterion_stats) > 1:
-        lines.append("  run: no corrected run pass rate: a case passes only if every criterion "
-                     "does, and the judges' joint errors are not measured; read each criterion")
+    note = report.corrected_run_note()
+    if note:
+        lines.append(f"  run: {note}")
     return lines
 
 

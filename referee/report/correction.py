@@ -22,10 +22,14 @@ looks the calibration file up, and every view reads the result from here.
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 
+NO_RUN_CORRECTION = ("no corrected pass rate for the run: a case passes only if every "
+                     "criterion does, and the judges' joint errors are not measured; read each "
+                     "criterion's")
 DRAWS = 4000
 LEVEL = 0.95
 SEED = 20261204
@@ -109,6 +113,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (at - low)
 
 
+@lru_cache(maxsize=256)  # every view of a report asks again; the draws are the slow part
 def corrected_pass_rate(passed: int, scored: int, kept: int, positives: int, caught: int,
                         negatives: int, *, draws: int = DRAWS, seed: int = SEED,
                         level: float = LEVEL) -> CorrectedRate:

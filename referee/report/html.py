@@ -511,12 +511,11 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
     """Pass rates corrected for judge error, when some judged criterion's calibration entry
     was found; the statistics are the report's (report/correction.py)."""
-    records = report.judge_calibration
-    if not any(r.calibrated_threshold is not None for r in records.values()):
+    if not report.calibration_found:
         return None
     rates = report.corrected_pass_rates()
     rows = []
-    for label, record in records.items():
+    for label, record in report.judge_calibration.items():
         rate = rates.get(label)
         supported = rate is not None and rate.supported
         rows.append({
@@ -532,11 +531,8 @@ def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
                             if rate is not None and record.kappa is not None else ""),
             "note": rate.reason if rate is not None else (record.reason or "nothing was scored"),
         })
-    run_note = ""
-    if report.corrected_pass_rate is None and len(report.summary.criterion_stats) > 1:
-        run_note = ("No corrected pass rate for the run: a case passes only if every criterion "
-                    "does, and the judges' joint errors are not measured; read each criterion.")
-    return {"rows": rows, "run_note": run_note}
+    note = report.corrected_run_note()
+    return {"rows": rows, "run_note": note[:1].upper() + note[1:] + "." if note else ""}
 
 
 # Pages -----------------------------------------------------------------------------------

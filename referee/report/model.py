@@ -24,7 +24,8 @@ from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.redact import RedactedText
-from referee.report.correction import CorrectedRate, JudgeCalibration, correct
+from referee.report.correction import (NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration,
+                                       correct)
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
@@ -833,6 +834,18 @@ class EvalReport(MultivonReportMethods, BaseModel):
         if len(labels) != 1:
             return None
         return self.corrected_pass_rates().get(labels[0])
+
+    @property
+    def calibration_found(self) -> bool:
+        """Whether the calibration file had an entry for some judged criterion of the run: the
+        reports show corrected pass rates (or why not) only then."""
+        return any(r.calibrated_threshold is not None for r in self.judge_calibration.values())
+
+    def corrected_run_note(self) -> str:
+        """Why the run has no corrected pass rate of its own, when several criteria decide it."""
+        if self.corrected_pass_rate is None and len(self.summary.criterion_stats) > 1:
+            return NO_RUN_CORRECTION
+        return ""
 
     # The 10xgraph-style API ----------------------------------------------------------------------
     @property
