@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee.case import EvalCase
 from referee.cli import main
@@ -27,7 +28,6 @@ from referee.report.model import EvalReport
 from referee.run.judge_gate import JudgeGate
 from referee.run.suite import EvalSuite
 from referee.testing import DUMMY_API_KEY, RecordedRequest, ScriptedJudgeServer
-from test_report_samples import chromium_dom
 
 CRITERIA = "Does the answer resolve the customer's question correctly?"
 JUDGE_PASS, JUDGE_FAIL = "[looks-right]", "[looks-wrong]"
@@ -319,7 +319,7 @@ def test_gate_on_corrected_gates_a_criterion_without_a_judge_on_its_raw_rate(
     dom = chromium_dom(page.as_uri(), tmp_path)
     assert re.search(r'<body[^>]*data-js="on"', dom)
     row = re.search(r'<tr data-criterion="g_eval" data-value="([0-9.]+)" data-low="([0-9.]+)" '
-                    r'data-high="([0-9.]+)">(.*?)</tr>', dom, re.S)
+                    r'data-high="([0-9.]+)">(.*?)</tr>', dom, re.DOTALL)
     assert row is not None, dom[dom.find("corrected"):][:2000]
     value, low, high = (float(row.group(i)) for i in (1, 2, 3))
     assert value == pytest.approx(0.5) and low < 0.5 < high

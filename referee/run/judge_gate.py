@@ -79,13 +79,17 @@ class JudgeGate:
         return lines
 
 
+def _listed(head: str, lines: list[str]) -> str:
+    """The gate's verdict, then one line per criterion at fault."""
+    return "\n".join([head, *(f"  {line}" for line in lines)])
+
+
 def calibration_message(lines: list[str], gate: JudgeGate) -> str:
     bound = f" with kappa >= {gate.min_kappa:.2f}" if gate.min_kappa is not None else ""
-    return "\n".join([f"Eval gate FAILED: judged criteria without a calibration{bound} "
-                      f"(--require-calibrated):", *(f"  {line}" for line in lines)])
+    return _listed(f"Eval gate FAILED: judged criteria without a calibration{bound} "
+                   f"(--require-calibrated):", lines)
 
 
 def corrected_message(lines: list[str], fail_threshold: float) -> str:
-    return "\n".join([f"Eval gate FAILED: pass rates corrected for judge error fall short of "
-                      f"threshold {fail_threshold:.1%} (--gate-on corrected):",
-                      *(f"  {line}" for line in lines)])
+    return _listed(f"Eval gate FAILED: pass rates corrected for judge error fall short of "
+                   f"threshold {fail_threshold:.1%} (--gate-on corrected):", lines)
