@@ -144,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "CheckRequirement": "referee.run.acceptance",
     "SliceRequirement": "referee.run.acceptance",
     "JudgeRetry": "referee.run.retry",
+    "JudgeGate": "referee.run.judge_gate",
     "should_retry": "referee.run.retry",
     "sleep_for_attempt": "referee.run.retry",
     "async_sleep_for_attempt": "referee.run.retry",

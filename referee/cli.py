@@ -69,7 +69,8 @@ The run directory (meta.json, cases.jsonl, report.json and the reports) goes und
 
 Exit codes:
   0    the run finished and no gate rejected it
-  1    a gate rejected the run (--fail-threshold, --max-error-rate)
+  1    a gate rejected the run (--fail-threshold, --max-error-rate, --require-calibrated,
+       --min-kappa)
   2    bad input (the target, a case or config file, an option; or the run directory is
        being written by another live process); nothing was run
   3    nothing could be evaluated: no cases, or every case errored or was skipped
@@ -203,6 +204,28 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _kappa(text: str) -> float:
+    value = _finite(text, "a kappa between -1 and 1")
+    if not -1.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a kappa between -1 and 1, got {text!r}")
+    return value
+
+
+def _judge_gate(args: argparse.Namespace) -> Any:
+    """--require-calibrated, --min-kappa and --gate-on as a JudgeGate; None when none is given."""
+    if not (args.require_calibrated or args.min_kappa is not None or args.gate_on != "raw"):
+        return None
+    from referee.run.judge_gate import JudgeGate
+
+    if args.gate_on == "corrected" and args.fail_threshold is None:
+        raise CliError("--gate-on corrected gates --fail-threshold RATE; give one")
+    if args.traces:
+        raise CliError("--require-calibrated, --min-kappa and --gate-on go with a suite or a "
+                       "case file, not --traces")
+    return JudgeGate(require_calibrated=args.require_calibrated, min_kappa=args.min_kappa,
+                     gate_on=args.gate_on)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -250,7 +273,7 @@ def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
         verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
         retry_errors=args.retry_errors, rescore=args.rescore, formats=formats,
         fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
-        metadata=_run_metadata(args))
+        metadata=_run_metadata(args), judge_gate=args.judge_gate)
 
 
 def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
@@ -273,7 +296,7 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
                                runs_dir=args.runs_dir, resume=args.resume,
                                retry_errors=args.retry_errors, rescore=args.rescore,
                                formats=formats, metadata=_run_metadata(args),
-                               backend=args.backend)
+                               backend=args.backend, judge_gate=args.judge_gate)
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
@@ -391,6 +414,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.ray is not None and args.traces:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
+    args.judge_gate = _judge_gate(args)
     args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
@@ -723,6 +747,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="fail (exit 1) when pass_rate is below RATE")
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
+    run.add_argument("--require-calibrated", action="store_true",
+                     help="fail (exit 1) when a judged criterion has no calibration entry for "
+                          "its judge, evaluator, question set and threshold (referee calibrate)")
+    run.add_argument("--min-kappa", type=_kappa, metavar="K",
+                     help="with --require-calibrated (implied): fail (exit 1) when a judged "
+                          "criterion's calibrated kappa is below K")
+    run.add_argument("--gate-on", choices=("raw", "corrected"), default="raw",
+                     help="what --fail-threshold gates: the raw pass rate (default), or each "
+                          "criterion's pass rate corrected for judge error (its interval's "
+                          "lower bound)")
     run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
                      help=f"reports to produce, comma-separated: console prints the summary, "
                           f"json/junit/html write files (default {DEFAULT_FORMATS})")

@@ -120,6 +120,12 @@ class CalibrationReport(BaseModel):
         return f"{self.judge_provider}/{self.judge_model}"
 
     def calibration_entry(self) -> CalibrationEntry:
+        # Out-of-fold agreement when there is one: the in-sample figures are optimistic, and a
+        # pass rate corrected with them would be too.
+        measured = (self.cross_validation.agreement if self.cross_validation is not None
+                    else self.agreement)
+        source = (f"cross-validated, {self.cross_validation.folds} folds"
+                  if self.cross_validation is not None else "in-sample")
         return CalibrationEntry(
             evaluator=self.evaluator, judge_provider=self.judge_provider,
             judge_model=self.judge_model, question_set=self.question_set,
@@ -127,7 +133,9 @@ class CalibrationReport(BaseModel):
             threshold_low=self.threshold.low, threshold_high=self.threshold.high,
             metric=self.metric, n=self.scored, date=self.date,
             data_fingerprint=self.data_fingerprint, labels=self.labels,
-            kappa=self.agreement.kappa.value, run_dir=self.run_dir)
+            kappa=measured.kappa.value, tpr=measured.tpr.value, tnr=measured.tnr.value,
+            positives=measured.positives, negatives=measured.n - measured.positives,
+            agreement_source=source, run_dir=self.run_dir)
 
     def write_calibration_file(self, path: str | Path | None = None) -> Path:
         """Add this calibration to the calibration file (replacing one with the same key)."""

@@ -129,6 +129,24 @@ class CalibrationEntry(BaseModel):
     date: str
     data_fingerprint: str
     labels: str = ""
+    # What correcting a pass rate for this judge's errors needs: agreement with people at
+    # ``threshold``, and how many labelled passes (positives) and fails (negatives) measured it.
+    # Entries written before these existed load as None and cannot correct.
+    kappa: float | None = None
+    tpr: float | None = Field(default=None, ge=0.0, le=1.0)
+    tnr: float | None = Field(default=None, ge=0.0, le=1.0)
+    positives: int | None = Field(default=None, ge=0)
+    negatives: int | None = Field(default=None, ge=0)
+    agreement_source: str | None = None  # "cross-validated, K folds" or "in-sample"
+
+    @property
+    def error_counts(self) -> tuple[int, int, int, int] | None:
+        """(passes kept, positives, fails caught, negatives), or None when not recorded."""
+        if None in (self.tpr, self.tnr, self.positives, self.negatives):
+            return None
+        positives, negatives = int(self.positives or 0), int(self.negatives or 0)
+        return (round(float(self.tpr or 0.0) * positives), positives,
+                round(float(self.tnr or 0.0) * negatives), negatives)
 
     @property
     def key(self) -> tuple[str, str, str, str]:

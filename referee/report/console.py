@@ -123,6 +123,25 @@ def _traceback_lines(traceback: str) -> list[str]:
             f"(REFEREE_DEBUG=1 prints the traceback)"]
 
 
+def corrected_lines(report: EvalReport) -> list[str]:
+    """Pass rates corrected for judge error, when a calibration entry was found for some judged
+    criterion; nothing otherwise (a run with no calibration has nothing to say here)."""
+    if not report.calibration_found:
+        return []
+    corrected = report.corrected_pass_rates()
+    lines = ["Pass rates corrected for judge error (Rogan-Gladen, 95% interval):"]
+    for label, record in report.judge_calibration.items():
+        rate = corrected.get(label)
+        if rate is not None:
+            lines.append(f"  {label}: {rate.describe()}")
+        else:
+            lines.append(f"  {label}: not corrected: {record.reason or 'nothing was scored'}")
+    note = report.corrected_run_note()
+    if note:
+        lines.append(f"  run: {note}")
+    return lines
+
+
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
     summary = report.trial_summary()
@@ -206,6 +225,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         for name, cells in rows:
             per.add_row(name, *cells)
         console.print(per)
+    for line in corrected_lines(report):
+        console.print(Text(_plain(line)))
 
     if report.errors:
         kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())

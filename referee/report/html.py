@@ -524,7 +524,35 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
              "avg_score": f"{s.avg_score:.3f}" if s.scored else "n/a"}
             for name, s in stats.items()
         ],
+        "corrected": _corrected_view(report),
     }
+
+
+def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
+    """Pass rates corrected for judge error, when some judged criterion's calibration entry
+    was found; the statistics are the report's (report/correction.py)."""
+    if not report.calibration_found:
+        return None
+    rates = report.corrected_pass_rates()
+    rows = []
+    for label, record in report.judge_calibration.items():
+        rate = rates.get(label)
+        supported = rate is not None and rate.supported
+        rows.append({
+            "name": label, "judge": record.judge,
+            "raw": f"{rate.observed:.1%} ({rate.passed}/{rate.scored})" if rate else "",
+            "corrected": f"{rate.value:.1%}" if supported else "n/a",
+            "interval": f"{rate.low:.1%} – {rate.high:.1%}" if supported else "",
+            "value": rate.value if supported else "", "low": rate.low if supported else "",
+            "high": rate.high if supported else "",
+            "calibration": (f"TPR {record.tpr:.2f} of {record.positives}, TNR {record.tnr:.2f} "
+                            f"of {record.negatives}, κ {record.kappa:.2f}; {record.date}, "
+                            f"{record.agreement_source}"
+                            if rate is not None and record.kappa is not None else ""),
+            "note": rate.reason if rate is not None else (record.reason or "nothing was scored"),
+        })
+    note = report.corrected_run_note()
+    return {"rows": rows, "run_note": note[:1].upper() + note[1:] + "." if note else ""}
 
 
 # Pages -----------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
 from referee.redact import RedactedText
+from referee.report.correction import (NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration,
+                                       correct)
 from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
@@ -727,6 +729,9 @@ class EvalReport(MultivonReportMethods, BaseModel):
     # Judge spend of no single case, by criterion label: what a criterion's prepare() asked
     # before the first case (CheckEvaluator's question generation). Part of token_usage.
     preparation_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
+    # By criterion label: the calibration the run found for each judged criterion (the entry's
+    # measured TPR/TNR, or why there is none); corrected_pass_rates() builds on it.
+    judge_calibration: dict[str, JudgeCalibration] = Field(default_factory=dict)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -870,6 +875,43 @@ class EvalReport(MultivonReportMethods, BaseModel):
         kept apart from the judge's spend; None when it reported nothing."""
         return self._tally().model_token_usage
 
+    # Pass rates corrected for judge error (report/correction.py) ---------------------------------
+    def corrected_pass_rates(self) -> dict[str, CorrectedRate]:
+        """By criterion label: the raw pass rate beside the one corrected with the calibrated
+        judge's TPR/TNR, for each judged criterion whose calibration entry matched."""
+        stats = self.summary.criterion_stats
+        rates: dict[str, CorrectedRate] = {}
+        for label, calibration in self.judge_calibration.items():
+            counted = stats.get(label)
+            rate = None if counted is None else correct(calibration, counted.passed,
+                                                        counted.scored)
+            if rate is not None:
+                rates[label] = rate
+        return rates
+
+    @property
+    def corrected_pass_rate(self) -> CorrectedRate | None:
+        """The run's pass rate corrected for judge error, defined only when one judged
+        criterion decides every case (it is the run's only criterion): a case passes only if
+        all its criteria pass, and correcting that conjunction would need the judges' joint
+        error rates, which no calibration measures. Otherwise see corrected_pass_rates()."""
+        labels = list(self.summary.criterion_stats)
+        if len(labels) != 1:
+            return None
+        return self.corrected_pass_rates().get(labels[0])
+
+    @property
+    def calibration_found(self) -> bool:
+        """Whether the calibration file had an entry for some judged criterion of the run: the
+        reports show corrected pass rates (or why not) only then."""
+        return any(r.calibrated_threshold is not None for r in self.judge_calibration.values())
+
+    def corrected_run_note(self) -> str:
+        """Why the run has no corrected pass rate of its own, when several criteria decide it."""
+        if self.corrected_pass_rate is None and len(self.summary.criterion_stats) > 1:
+            return NO_RUN_CORRECTION
+        return ""
+
     # The 10xgraph-style API ----------------------------------------------------------------------
     @property
     def summary(self) -> EvalSummary:
@@ -928,6 +970,12 @@ class EvalReport(MultivonReportMethods, BaseModel):
         data["warnings"] = self.warnings
         if self.runs_per_case > 1:
             data["trials"] = self.trial_summary()
+        corrected = self.corrected_pass_rates()
+        if corrected:
+            run_rate = self.corrected_pass_rate
+            data["corrected"] = {
+                "criteria": {label: r.model_dump(mode="json") for label, r in corrected.items()},
+                "run": None if run_rate is None else run_rate.model_dump(mode="json")}
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -939,7 +987,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
         data = {k: v for k, v in data.items()
-                if k not in ("totals", "summary", "spend", "warnings", "trials")}
+                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected")}
         return cls.model_validate(data)
 
     @classmethod

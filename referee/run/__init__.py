@@ -17,6 +17,7 @@ _EXPORTS = {
     "SimulationResult": "referee.run.simulator",
     "BatchSimulator": "referee.run.simulator",
     "apply_gates": "referee.run.gates",
+    "JudgeGate": "referee.run.judge_gate",
     "run_sync": "referee.run.sync",
     "assert_passes": "referee.run.assertions",
     "assert_passes_async": "referee.run.assertions",

@@ -25,6 +25,7 @@ from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
 from referee.run.engine import Engine, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
+from referee.run.judge_gate import JudgeGate
 from referee.run.model_factory import with_model_factory
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
@@ -170,7 +171,8 @@ class AgentEvaluator:
                        retry_errors: bool = False, rescore: bool = False,
                        formats: Sequence[str] = (), fail_threshold: float | None = None,
                        max_error_rate: float | None = None,
-                       metadata: dict[str, Any] | None = None) -> EvalReport:
+                       metadata: dict[str, Any] | None = None,
+                       judge_gate: JudgeGate | None = None) -> EvalReport:
         """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
 
         Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
@@ -179,8 +181,9 @@ class AgentEvaluator:
         errored cases again; ``rescore=True`` scores the stored outputs with this evaluator's
         criteria (resuming with other criteria is refused otherwise) without calling the agent
         again. ``metadata`` is stored with the run (meta.json and every report).
+        ``judge_gate=JudgeGate(...)`` gates on measured judges only (docs/calibration.md).
         """
-        validate_gates(fail_threshold, max_error_rate)
+        validate_gates(fail_threshold, max_error_rate, judge_gate)
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
             if not case.conversation and scenario_of(case) is None:
@@ -205,7 +208,7 @@ class AgentEvaluator:
             from referee.report.reporters import ReporterManager  # rich/jinja only when asked
 
             ReporterManager(self.config.reporter).run_all(report)
-        apply_gates(report, fail_threshold, max_error_rate)
+        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
         return report
 
     def evaluate_sync(self, eval_set: Any, **kwargs: Any) -> EvalReport:

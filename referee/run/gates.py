@@ -12,6 +12,7 @@ from typing import IO
 
 from referee.errors import EvalGateFailure
 from referee.report.model import EvalReport, format_rate
+from referee.run.judge_gate import JudgeGate, calibration_message, corrected_message
 
 # The same line the run viewer flags a run at.
 WARN_ERROR_RATE = 0.10
@@ -61,23 +62,42 @@ def error_rate_warning(report: EvalReport) -> str:
     )
 
 
-def validate_gates(fail_threshold: float | None, max_error_rate: float | None) -> None:
+def validate_gates(fail_threshold: float | None, max_error_rate: float | None,
+                   judge_gate: JudgeGate | None = None) -> None:
     """Reject bad gate values before the run spends anything."""
     _check_fraction("fail_threshold", fail_threshold)
     _check_fraction("max_error_rate", max_error_rate)
+    if judge_gate is not None:
+        judge_gate.validate(fail_threshold)
 
 
 def apply_gates(report: EvalReport, fail_threshold: float | None = None,
-                max_error_rate: float | None = None, *, stderr: IO[str] | None = None) -> None:
-    """Raise EvalGateFailure when a gate rejects the run; warn when errors hide behind pass_rate."""
-    validate_gates(fail_threshold, max_error_rate)
+                max_error_rate: float | None = None, *, judge_gate: JudgeGate | None = None,
+                stderr: IO[str] | None = None) -> None:
+    """Raise EvalGateFailure when a gate rejects the run; warn when errors hide behind pass_rate.
+
+    ``judge_gate`` (run/judge_gate.py) refuses judged criteria without a calibration, and with
+    ``gate_on="corrected"`` gates ``fail_threshold`` on pass rates corrected for judge error.
+    """
+    validate_gates(fail_threshold, max_error_rate, judge_gate)
     if max_error_rate is not None and report.error_rate > max_error_rate:
         raise EvalGateFailure(indeterminate_message(report, max_error_rate), report=report)
+    if judge_gate is not None:
+        uncalibrated = judge_gate.uncalibrated(report)
+        if uncalibrated:
+            raise EvalGateFailure(calibration_message(uncalibrated, judge_gate), report=report)
     if (fail_threshold is not None and max_error_rate is None
             and report.total and report.error_rate >= WARN_ERROR_RATE):
         stream = stderr if stderr is not None else sys.stderr
         bar = "!" * 72
         print(f"{bar}\n{error_rate_warning(report)}\n{bar}", file=stream, flush=True)
+    if fail_threshold is not None and judge_gate is not None and judge_gate.gate_on == "corrected":
+        if report.evaluated == 0:
+            raise EvalGateFailure(threshold_message(report, fail_threshold), report=report)
+        short = judge_gate.short_of_threshold(report, fail_threshold)
+        if short:
+            raise EvalGateFailure(corrected_message(short, fail_threshold), report=report)
+        return
     if fail_threshold is not None and report.pass_rate < fail_threshold:
         raise EvalGateFailure(threshold_message(report, fail_threshold), report=report,
                               threshold=fail_threshold)

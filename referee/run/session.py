@@ -31,6 +31,7 @@ from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.backends import resolve_backend
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
+from referee.run.judge_calibration import calibration_records
 from referee.run.progress import make_progress
 from referee.terminal import terminal_safe
 
@@ -408,6 +409,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
             raise
         report.finished_at = time.time()
         report.preparation_token_usage = dict(engine.preparation_usage)
+        report.judge_calibration = calibration_records(criteria)
         if store is not None:
             if options.resume is not None:
                 store.compact_cases()  # a case run again leaves one line, not two

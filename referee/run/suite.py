@@ -12,6 +12,7 @@ from referee.execution import ExecutionResult
 from referee.report.model import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
+from referee.run.judge_gate import JudgeGate
 from referee.run.model_factory import with_model_factory
 from referee.run.retry import JudgeRetry
 from referee.run.session import RunOptions, run_stored
@@ -183,7 +184,8 @@ class EvalSuite:
             metadata: dict[str, Any] | None = None, backend: Any = None,
             model_factory: str | Callable[[], Any] | None = None,
             judge_retry: JudgeRetry | None = None, runs: int = 1,
-            evaluator_concurrency: int | None = None, early_stop: bool = False) -> EvalReport:
+            evaluator_concurrency: int | None = None, early_stop: bool = False,
+            judge_gate: JudgeGate | None = None) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
@@ -210,6 +212,11 @@ class EvalSuite:
         per-endpoint limit). ``early_stop=True`` stops running a case once its runs settle it
         (a sequential test of a pass rate of 0.8 or 0.2 against 0.5); such a case has fewer runs,
         and pass@k for a k above them is reported as unknown.
+
+        ``judge_gate=JudgeGate(require_calibrated=True, min_kappa=0.6, gate_on="corrected")``
+        refuses judged evaluators without a calibration entry (or with a calibrated kappa below
+        ``min_kappa``) and gates ``fail_threshold`` on pass rates corrected for judge error
+        (docs/calibration.md).
         """
         return run_sync(self.run_async(
             model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
@@ -217,7 +224,7 @@ class EvalSuite:
             resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
             metadata=metadata, backend=backend, model_factory=model_factory,
             judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency,
-            early_stop=early_stop))
+            early_stop=early_stop, judge_gate=judge_gate))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -230,11 +237,12 @@ class EvalSuite:
                         model_factory: str | Callable[[], Any] | None = None,
                         judge_retry: JudgeRetry | None = None, runs: int = 1,
                         evaluator_concurrency: int | None = None,
-                        early_stop: bool = False) -> EvalReport:
+                        early_stop: bool = False,
+                        judge_gate: JudgeGate | None = None) -> EvalReport:
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
-        validate_gates(fail_threshold, max_error_rate)
+        validate_gates(fail_threshold, max_error_rate, judge_gate)
 
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
             return await caller.call(model_fn, case.input or "")
@@ -249,7 +257,7 @@ class EvalSuite:
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,
             criteria=self._evaluators, execute=execute, options=options)
-        apply_gates(report, fail_threshold, max_error_rate)
+        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
         return report
 
     def run_on_cases(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
@@ -269,8 +277,9 @@ class EvalSuite:
                                  retry_errors: bool = False, rescore: bool = False,
                                  formats: Sequence[str] = (),
                                  metadata: dict[str, Any] | None = None,
-                                 judge_retry: JudgeRetry | None = None) -> EvalReport:
-        validate_gates(fail_threshold, max_error_rate)
+                                 judge_retry: JudgeRetry | None = None,
+                                 judge_gate: JudgeGate | None = None) -> EvalReport:
+        validate_gates(fail_threshold, max_error_rate, judge_gate)
         cases: list[EvalCase] = []
         outputs: list[ExecutionResult] = []
         for i, pair in enumerate(pairs):
@@ -293,7 +302,7 @@ class EvalSuite:
                                 retry_errors, rescore, formats, metadata, judge_retry)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
-        apply_gates(report, fail_threshold, max_error_rate)
+        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
         return report
 
     @staticmethod
