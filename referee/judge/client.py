@@ -458,7 +458,9 @@ class Judge:
                 if not info.retryable:
                     # from None: a chained traceback would print the provider's own,
                     # unredacted text (which may echo the key); it stays on .cause.
-                    raise self._unavailable(f"{summary}, not retryable", exc) from None
+                    raise self._unavailable(
+                        f"{summary}, not retryable{_api_style_hint(request, info)}",
+                        exc) from None
                 now = time.monotonic()
                 if info.rate_limited:
                     # The endpoint has paused (settle); the next lease waits it out. Counting
@@ -508,6 +510,14 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: no asyncio.timeout
     async def _within(call: Awaitable[T], seconds: float) -> T:
         return await asyncio.wait_for(call, timeout=seconds)
+
+
+def _api_style_hint(request: JudgeRequest, info: _retry.FailureInfo) -> str:
+    """What to change when a server has no Responses API (llama-cpp-python answers 404)."""
+    if request.api_style != "responses" or info.status not in (404, 405):
+        return ""
+    return ("; the endpoint has no Responses API (/responses): call it through Chat "
+            "Completions with api_style='chat' (CriterionConfig or JudgeConfig)")
 
 
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:

@@ -8,6 +8,7 @@ import os
 import re
 import threading
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator
 
@@ -411,12 +412,41 @@ def provider_available(provider: str, base_url: str = "") -> bool:
     return provider in _extra_providers
 
 
-def judge_config_for_model(model_name: str, api_style: str = "responses",
+# The providers' own public APIs. Any other base URL is a server that only speaks a provider's
+# API (a local llama.cpp, Ollama or vLLM server, a gateway): it gets the API every such server
+# has (Chat Completions) and a concurrency that starts low.
+_PROVIDER_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
+                   "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
+
+
+def is_provider_endpoint(provider: str, base_url: str) -> bool:
+    """Whether ``base_url`` is ``provider``'s own API: empty (the SDK's default), Vertex AI, or
+    a URL on the provider's host. A provider registered at runtime is taken at its word."""
+    base_url = (base_url or "").strip()
+    if not base_url or base_url == "vertex" or provider not in _PROVIDER_HOSTS:
+        return True
+    host = (urlsplit(base_url).hostname or "").lower()
+    return any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider])
+
+
+def default_api_style(provider: str, base_url: str) -> Literal["chat", "responses"]:
+    """The OpenAI API an AgentEvaluator-style criterion uses when ``api_style`` is not set:
+    the documented Responses API at OpenAI itself, Chat Completions anywhere else.
+
+    Chosen up front rather than by falling back after a 404: llama-cpp-python's server answers
+    /v1/responses with 404, but llama.cpp's own server accepts it and ignores JSON mode there,
+    so no error would ever say the choice was wrong.
+    """
+    return "responses" if is_provider_endpoint(provider, base_url) else "chat"
+
+
+def judge_config_for_model(model_name: str, api_style: str | None = None,
                            temperature: float = 0.3, base_url: str = "") -> JudgeConfig | None:
     """The 10xgraph-style API's judge for ``judge_model``; None when no provider can serve it.
 
     ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
     empty, the provider's own variable applies (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
+    ``api_style`` None (not set by the user) is :func:`default_api_style` for that endpoint.
     None is the caller's cue for the 10xgraph-style API's documented fallback (score 0.5,
     "No LLM provider available").
     """
@@ -424,10 +454,12 @@ def judge_config_for_model(model_name: str, api_style: str = "responses",
     base_url = base_url.strip()
     if provider is None or not provider_available(provider, base_url):
         return None
-    if api_style not in ("chat", "responses"):
+    if api_style not in ("chat", "responses", None):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
     if not base_url and provider in BASE_URL_ENV:
         base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
+    if api_style is None:
+        api_style = default_api_style(provider, base_url)
     return JudgeConfig(provider=provider, model=model, base_url=base_url,
                        api_style=api_style, temperature=temperature,  # type: ignore[arg-type]
                        max_tokens=EFFECTIVE_MAX_TOKENS, timeout=EFFECTIVE_TIMEOUT)

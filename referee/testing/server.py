@@ -334,11 +334,22 @@ class _Handler(BaseHTTPRequestHandler):
                                                        "call without stream=True"}})
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
+        if api_style == "responses" and not owner.responses_api:
+            # llama-cpp-python's server: FastAPI's 404 for a route it does not have.
+            self._send_json(404, {"detail": "Not Found"})
+            return
         owner._enter()
         self._in_flight = True
+        slot = False
         try:
+            # A server with N slots answers N requests at once; the others wait their turn here,
+            # and their wait is part of the latency the client sees (llama.cpp's --parallel).
             request = owner._record(self, path, provider, api_style, model, prompt, system,
                                     temperature, max_tokens, body)
+            slot = owner._take_slot()
+            if not slot:
+                self._send_json(503, _error_body(provider, 503, "the scripted server stopped"))
+                return
             limits = owner._admit(request)
             if limits is not None and not limits.admitted:
                 self._send_json(429, _error_body(provider, 429, "scripted rate limit reached"),
@@ -355,6 +366,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(request, outcome, limits)
         finally:
             self._leave_in_flight()
+            if slot:
+                owner._give_slot()
 
     def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float,
                headers: dict[str, str] | None = None) -> None:
@@ -481,9 +494,18 @@ class ScriptedJudgeServer(ScriptedJudge):
     """
 
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
-                 prompt_cache: bool = True) -> None:
+                 prompt_cache: bool = True, slots: int | None = None,
+                 responses_api: bool = True) -> None:
+        """``slots``: answer at most that many requests at once, the rest waiting in arrival
+        order (a llama.cpp server's parallel slots); None, no limit. ``responses_api=False``:
+        /v1/responses answers 404, as llama-cpp-python's server does."""
         super().__init__(reply)
+        if slots is not None and slots < 1:
+            raise ValueError(f"slots must be at least 1, got {slots}")
         self._host = host
+        self.slots = slots
+        self.responses_api = responses_api
+        self._slot_gate = threading.Semaphore(slots) if slots is not None else None
         # Each provider's prompt cache, emulated by its published rules (prompt_cache.py);
         # cached counts show in each reply's usage the way that provider reports them.
         self.prompt_cache_enabled = prompt_cache
@@ -599,6 +621,20 @@ class ScriptedJudgeServer(ScriptedJudge):
             return list(self._errors)
 
     # handler hooks
+    def _take_slot(self) -> bool:
+        """Wait for a free slot (FIFO: CPython wakes a semaphore's oldest waiter first); False
+        when the server stops first."""
+        if self._slot_gate is None:
+            return True
+        while not self._stopping.is_set():
+            if self._slot_gate.acquire(timeout=0.05):
+                return True
+        return False
+
+    def _give_slot(self) -> None:
+        if self._slot_gate is not None:
+            self._slot_gate.release()
+
     def _responder_failed(self, exc: BaseException) -> None:
         with self._lock:
             self._errors.append(exc)

@@ -80,7 +80,11 @@ class LLMCallerMixin:
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
 
     def _judge_config(self) -> JudgeConfig | None:
-        return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
+        # An api_style the user did not set follows the endpoint: the documented Responses API
+        # at OpenAI itself, Chat Completions at a local server or gateway.
+        chosen = "api_style" in self.config.model_fields_set
+        return judge_config_for_model(self.config.judge_model,
+                                      api_style=self.config.api_style if chosen else None,
                                       temperature=JUDGE_TEMPERATURE,
                                       base_url=self.config.base_url)
 
@@ -120,7 +124,8 @@ class LLMCallerMixin:
 
     async def _call_openai_json(self, prompt: str, sample_index: int | None = None
                                 ) -> tuple[dict[str, Any], TokenUsage] | None:
-        """Ask an OpenAI model (``config.api_style`` picks Responses or Chat Completions)."""
+        """Ask an OpenAI model: ``config.api_style`` when set, else Responses at OpenAI itself
+        and Chat Completions at any other endpoint."""
         return await self._call_provider_json("openai", prompt, sample_index)
 
     async def _call_anthropic_json(self, prompt: str, sample_index: int | None = None
