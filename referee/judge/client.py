@@ -82,6 +82,7 @@ class JudgeReply:
     cached: bool
     provider: str
     model: str
+    # From sending the answered attempt to its reply (not the wait for a permit, nor retries).
     latency_s: float
     attempts: int = 1
     # The provider stopped the reply at this max_tokens: the text is cut off.
@@ -375,19 +376,17 @@ class Judge:
                 if shared is not None:
                     return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
-        started = time.monotonic()
         try:
             if cacheable:
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
                                    system or "", prompt_prefix):
-                    raw, attempts = await self._call_with_retries(request)
+                    raw, attempts, latency = await self._call_with_retries(request)
             else:
-                raw, attempts = await self._call_with_retries(request)
+                raw, attempts, latency = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
                 _end_flight(flights, key, flight, None)  # those waiting make their own attempt
             raise
-        latency = time.monotonic() - started
         reply = JudgeReply(text=raw.text, usage=usage_for(
                                cfg.model, raw.input_tokens, raw.output_tokens,
                                cached_input_tokens=raw.cached_input_tokens,
@@ -412,10 +411,14 @@ class Judge:
         return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
-    async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
-        """Attempts until a reply. A 429 sets the pace: the endpoint pauses and the request
-        waits its turn again, as long as its 429 pauses add up to at most ``rate_limit_wait_s``;
-        other failures get ``max_retries`` retries within ``retry_max_total_s`` of the first."""
+    async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int, float]:
+        """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt
+        to its reply; the wait for a permit is not the provider's latency).
+
+        A 429 sets the pace: the endpoint pauses and the request waits its turn again, as long
+        as its 429 pauses add up to at most ``rate_limit_wait_s``; other failures get
+        ``max_retries`` retries within ``retry_max_total_s`` of the first, and a timeout at
+        temperature 0 only ``DETERMINISTIC_TIMEOUT_RETRIES``."""
         assert self._endpoint is not None
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
@@ -424,7 +427,7 @@ class Judge:
         rate_limit_budget = self.config.effective_rate_limit_wait_s
         rate_limit_waited = 0.0
         outage_deadline: float | None = None
-        attempt = failures = 0
+        attempt = failures = timeouts = 0
         while True:
             attempt += 1
             permit = await budget.lease(tokens)
@@ -478,6 +481,7 @@ class Judge:
                                 self.model, info.summary, wait)
                     continue
                 failures += 1
+                timeouts += info.timed_out
                 if policy is None:
                     policy = self._policy()
                 if outage_deadline is None:
@@ -485,6 +489,14 @@ class Judge:
                 delay = policy.delay(failures - 1, info.retry_after)
                 out_of_attempts = failures > policy.max_retries
                 out_of_time = now + delay > outage_deadline
+                if (info.timed_out and request.temperature == 0
+                        and timeouts > _retry.DETERMINISTIC_TIMEOUT_RETRIES):
+                    raise self._unavailable(
+                        f"{summary} after {attempt} attempt(s): a deterministic request "
+                        f"(temperature 0) that timed out is retried "
+                        f"{_retry.DETERMINISTIC_TIMEOUT_RETRIES} time(s) only; raise the "
+                        f"timeout ({request.timeout:g}s) or lower max_tokens "
+                        f"({request.max_tokens})", exc) from None
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
@@ -494,11 +506,12 @@ class Judge:
                 if not (info.overloaded and info.retry_after is not None):
                     await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
                 continue
+            latency = time.monotonic() - sent
             budget.settle(permit, Outcome(
-                "ok", latency_s=time.monotonic() - sent,
+                "ok", latency_s=latency,
                 tokens=raw.input_tokens + raw.output_tokens or None,
                 headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
-            return raw, attempt
+            return raw, attempt, latency
 
 
 if sys.version_info >= (3, 11):
