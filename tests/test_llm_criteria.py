@@ -82,15 +82,12 @@ def run(response: str = "The capital of France is Paris.", **kwargs: Any) -> Exe
 
 async def test_samples_are_concurrent_calls_at_temperature_0_3_in_json_mode(server):
     server.set_reply(Reply(text=reply(0.9), latency_s=0.3))
-    # The scripted server stands in for OpenAI itself, where api_style defaults to "responses"
-    # (test_llm_criteria_any_judge.py: at any other base URL it defaults to "chat").
-    result = await ResponseMatchCriterion(cfg(num_samples=3, api_style="responses")).evaluate(
-        run(), case())
+    result = await ResponseMatchCriterion(cfg(num_samples=3)).evaluate(run(), case())
 
     assert server.request_count == 3
     assert server.max_in_flight == 3
     for request in server.requests:
-        assert request.path.endswith("/responses")
+        assert request.path.endswith("/responses")  # api_style defaults to "responses"
         assert request.model == OPENAI_MODEL
         assert request.temperature == pytest.approx(0.3)
         assert request.body["text"]["format"]["type"] == "json_object"

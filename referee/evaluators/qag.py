@@ -48,6 +48,7 @@ from referee.judge import (
     resolve_judge_config,
     unreadable_replies,
 )
+from referee.judge.config import verdict_max_tokens
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -130,7 +131,8 @@ async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
     replies = await gather_all([
         judge.complete(question_task(q.text), system=JUDGE_SYSTEM,
                        prompt_prefix=material_prefix(q.blocks), cache_group=cache_group,
-                       json_mode=False, sample_index=i, accept=_yields_verdict)
+                       json_mode=False, sample_index=i, accept=_yields_verdict,
+                       max_tokens=verdict_max_tokens(cfg))
         for i, q in enumerate(questions)])
     records = [_record(q, parse_verdict(r.text), r.text, r.cached)
                for q, r in zip(questions, replies)]

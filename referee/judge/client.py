@@ -20,7 +20,7 @@ from referee.judge import retry as _retry
 from referee.judge.cache import (
     JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache)
 from referee.judge.caching import warm_up, worth_caching
-from referee.judge.config import JudgeConfig
+from referee.judge.config import JudgeConfig, is_provider_endpoint
 from referee.judge.limiter import (
     BudgetSettings,
     EndpointIdentity,
@@ -239,7 +239,7 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     key = (cfg.provider, base_url, fingerprint)
     with _endpoints_lock:
         endpoint = _endpoints.get(key)
-        settings = _budget_settings(cfg)
+        settings = _budget_settings(cfg, base_url)
         if endpoint is None:
             endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
                                                    EndpointIdentity(*key))
@@ -249,10 +249,11 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     return endpoint
 
 
-def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
+def _budget_settings(cfg: JudgeConfig, base_url: str) -> BudgetSettings:
     return BudgetSettings(max_concurrency=cfg.effective_max_concurrency,
                           pinned=cfg.concurrency_pinned, rpm=cfg.effective_rpm,
-                          tpm=cfg.effective_tpm)
+                          tpm=cfg.effective_tpm,
+                          self_hosted=not is_provider_endpoint(cfg.provider, base_url))
 
 
 def estimate_tokens(request: JudgeRequest) -> int:

@@ -10,7 +10,7 @@ import threading
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
 
@@ -22,6 +22,10 @@ BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 EFFECTIVE_TEMPERATURE = 0.0
 EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
+# A per-question verdict is one word, perhaps with a reason. At a server that is not the
+# provider's own API (a local model), every token is the user's own wall time, and a small
+# model given 1024 rambles to the cap; there a verdict gets this many unless max_tokens is set.
+VERDICT_MAX_TOKENS = 128
 # Not in the multivon-style API's table; the published implementation's default sample count.
 EFFECTIVE_RELIABILITY_SAMPLE = 5
 # Unset, max_concurrency adapts per endpoint up to this ceiling; set, it pins the limit.
@@ -77,6 +81,8 @@ class JudgeConfig(StrictModel):
     rate_limit_wait_s: float | None = None
     cache: bool | None = None
     cache_path: str | None = None
+    # Resolution filled max_tokens with the effective default: no layer chose it.
+    _max_tokens_filled: bool = PrivateAttr(default=False)
 
     @field_validator("provider")
     @classmethod
@@ -154,6 +160,13 @@ class JudgeConfig(StrictModel):
     @property
     def effective_max_tokens(self) -> int:
         return EFFECTIVE_MAX_TOKENS if self.max_tokens is None else self.max_tokens
+
+    @property
+    def max_tokens_chosen(self) -> bool:
+        """Whether max_tokens was set (by this config or a layer it was resolved from), rather
+        than left to the effective default."""
+        return self.max_tokens is not None and not (
+            self._max_tokens_filled and self.max_tokens == EFFECTIVE_MAX_TOKENS)
 
     @property
     def effective_timeout(self) -> float:
@@ -260,6 +273,8 @@ def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
+        if name == "max_tokens" and layer._max_tokens_filled:
+            continue  # a resolved config passed on as a layer: its max_tokens was a default
         value = getattr(layer, name)
         # None means "inherit" even when written out: JudgeConfig(temperature=None) keeps the
         # lower layer's value.
@@ -315,7 +330,8 @@ _RESOLVED_KEPT = 256
 def _layer_key(layer: JudgeConfig | None) -> tuple[Any, ...] | None:
     if layer is None:
         return None
-    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set))
+    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set),
+            layer._max_tokens_filled)
 
 
 @functools.lru_cache(maxsize=1)
@@ -334,13 +350,24 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
         merged["base_url"] = os.environ.get("OPENAI_BASE_URL", "").strip()
     if merged["temperature"] is None:
         merged["temperature"] = EFFECTIVE_TEMPERATURE
-    if merged["max_tokens"] is None:
+    filled = merged["max_tokens"] is None
+    if filled:
         merged["max_tokens"] = EFFECTIVE_MAX_TOKENS
     if merged["timeout"] is None:
         merged["timeout"] = EFFECTIVE_TIMEOUT
     if merged["reliability_sample"] is None:
         merged["reliability_sample"] = EFFECTIVE_RELIABILITY_SAMPLE
-    return JudgeConfig(**merged)
+    resolved = JudgeConfig(**merged)
+    resolved._max_tokens_filled = filled
+    return resolved
+
+
+def verdict_max_tokens(cfg: JudgeConfig) -> int:
+    """max_tokens for a per-question verdict: the judge's when set, else VERDICT_MAX_TOKENS at a
+    server that is not the provider's own API, else the effective default."""
+    if cfg.max_tokens_chosen or is_provider_endpoint(cfg.provider, cfg.base_url):
+        return cfg.effective_max_tokens
+    return min(VERDICT_MAX_TOKENS, cfg.effective_max_tokens)
 
 
 # The 10xgraph-style API: the provider follows from CriterionConfig.judge_model.
@@ -419,14 +446,33 @@ _PROVIDER_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.c
                    "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
 
 
+# Base URLs declared to behave as a provider's own API (declare_provider_endpoint).
+_declared_endpoints: set[str] = set()
+_declared_lock = threading.Lock()
+
+
+def declare_provider_endpoint(base_url: str, declared: bool = True) -> None:
+    """Treat ``base_url`` and the URLs under it as a provider's own API, not as a self-hosted
+    server: a gateway that forwards to the provider, or a stand-in for the provider in tests
+    (referee.testing's scripted server). ``declared=False`` withdraws it."""
+    root = base_url.strip().rstrip("/")
+    with _declared_lock:
+        (_declared_endpoints.add if declared else _declared_endpoints.discard)(root)
+
+
 def is_provider_endpoint(provider: str, base_url: str) -> bool:
-    """Whether ``base_url`` is ``provider``'s own API: empty (the SDK's default), Vertex AI, or
-    a URL on the provider's host. A provider registered at runtime is taken at its word."""
+    """Whether ``base_url`` is ``provider``'s own API: empty (the SDK's default), Vertex AI, a
+    URL on the provider's host, or one declared so. A provider registered at runtime is taken
+    at its word."""
     base_url = (base_url or "").strip()
     if not base_url or base_url == "vertex" or provider not in _PROVIDER_HOSTS:
         return True
     host = (urlsplit(base_url).hostname or "").lower()
-    return any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider])
+    if any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider]):
+        return True
+    with _declared_lock:
+        declared = tuple(_declared_endpoints)
+    return any(base_url == root or base_url.startswith(root + "/") for root in declared)
 
 
 def default_api_style(provider: str, base_url: str) -> Literal["chat", "responses"]:

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import SecretStr
 
 from referee.judge.caching import caching_rules
-from referee.judge.config import DEFAULT_MODELS, JudgeConfig
+from referee.judge.config import DEFAULT_MODELS, JudgeConfig, declare_provider_endpoint
 from referee.testing.prompt_cache import CacheUse, PromptCache
 from referee.testing.script import (
     Fault,
@@ -495,16 +495,24 @@ class ScriptedJudgeServer(ScriptedJudge):
 
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
                  prompt_cache: bool = True, slots: int | None = None,
-                 responses_api: bool = True) -> None:
+                 responses_api: bool = True, local: bool | None = None) -> None:
         """``slots``: answer at most that many requests at once, the rest waiting in arrival
         order (a llama.cpp server's parallel slots); None, no limit. ``responses_api=False``:
-        /v1/responses answers 404, as llama-cpp-python's server does."""
+        /v1/responses answers 404, as llama-cpp-python's server does.
+
+        ``local``: whether the judge layer treats the server as a self-hosted one (a judge whose
+        ``api_style`` is unset uses Chat Completions, concurrency starts low and finds the
+        slots) rather than as the provider it answers like. Default: local when it emulates a
+        local server (``slots`` or ``responses_api=False``). A process of its own (a subprocess
+        given the URL) always sees a local server.
+        """
         super().__init__(reply)
         if slots is not None and slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self._host = host
         self.slots = slots
         self.responses_api = responses_api
+        self.local = local if local is not None else (slots is not None or not responses_api)
         self._slot_gate = threading.Semaphore(slots) if slots is not None else None
         # Each provider's prompt cache, emulated by its published rules (prompt_cache.py);
         # cached counts show in each reply's usage the way that provider reports them.
@@ -528,11 +536,14 @@ class ScriptedJudgeServer(ScriptedJudge):
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={
             "poll_interval": 0.05}, name="scripted-judge-server", daemon=True)
         self._thread.start()
+        if not self.local:
+            declare_provider_endpoint(self._root)
         return self
 
     def stop(self) -> None:
         if self._httpd is None:
             return
+        declare_provider_endpoint(self._root, declared=False)
         self._stopping.set()  # releases hanging and slow handlers
         self._httpd.shutdown()
         self._httpd.server_close()
@@ -565,8 +576,12 @@ class ScriptedJudgeServer(ScriptedJudge):
         It carries a prefix unique to this server instance (recorded paths omit it); ``url``
         without the prefix is served too.
         """
-        root = f"{self.url}{self._prefix}"
+        root = self._root
         return f"{root}/v1" if provider == "openai" else root
+
+    @property
+    def _root(self) -> str:
+        return f"{self.url}{self._prefix}"
 
     def judge_config(self, provider: str = "openai", model: str | None = None,
                      api_style: str = "chat", **overrides: Any) -> JudgeConfig:
