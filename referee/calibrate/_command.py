@@ -26,7 +26,8 @@ DATASETS = ("labels", "summedits", "halueval", "evouna")
 
 
 def add_parser(sub: Any, *, positive_int: Callable[[str], int],
-               fraction: Callable[[str], float]) -> argparse.ArgumentParser:
+               fraction: Callable[[str], float],
+               seconds: Callable[[str], float]) -> argparse.ArgumentParser:
     parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
                             "labels and fit its threshold", description=DESCRIPTION,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,6 +41,12 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     parser.add_argument("--judge", metavar="PROVIDER/MODEL",
                         help="the judge, e.g. openai/gpt-4o-mini (default: the evaluator's "
                              "own, else configure()/JUDGE_PROVIDER/JUDGE_MODEL)")
+    parser.add_argument("--judge-timeout", type=seconds, metavar="SECONDS",
+                        help="each judge request's timeout (default: the judge's own, else "
+                             "30 s); raise it for a slow local model")
+    parser.add_argument("--judge-max-tokens", type=positive_int, metavar="N",
+                        help="the judge's max_tokens (default: the judge's own; 1024, or 128 "
+                             "per verdict at a self-hosted server)")
     parser.add_argument("--metric", choices=("kappa", "f1", "youden"), default="kappa",
                         help="what the fitted threshold maximises (default kappa)")
     parser.add_argument("--folds", type=positive_int, metavar="K",
@@ -118,7 +125,8 @@ def run_command(args: argparse.Namespace,
     report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
                        resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,
                        resume=args.resume, retry_errors=args.retry_errors,
-                       concurrency=args.concurrency, labels=str(args.labels))
+                       concurrency=args.concurrency, labels=str(args.labels),
+                       judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
     if not args.no_write and report.threshold.value is not None:
         written = report.write_calibration_file(args.calibration_file)

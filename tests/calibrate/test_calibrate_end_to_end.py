@@ -330,3 +330,30 @@ def test_a_calibration_file_with_a_bom_reads_and_an_overlong_number_names_the_li
                     encoding="utf-8")
     with pytest.raises(InputError, match=r"long.json:2: a number longer than 4300 digits"):
         read_calibration_file(long)
+
+
+def test_the_judges_timeout_and_max_tokens_are_options(tmp_path, capsys, isolated_judge,
+                                                       monkeypatch):
+    def answer(request: RecordedRequest) -> str | Fault:
+        # A row the judge cannot finish in time (a slow local model on a long output).
+        return Fault.hang(5) if "answer 3" in request.prompt else scripted_answer(request)
+
+    labels = labelled_file(tmp_path, rows=6)
+    with ScriptedJudgeServer(reply=answer) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        code, out, err = run_calibrate(
+            capsys, str(labels), "--evaluator", "faithfulness", "--judge",
+            "openai/gpt-4o-mini", "--judge-timeout", "0.5", "--judge-max-tokens", "40",
+            "--resamples", "100", "--out", str(tmp_path / "runs"), "--no-write", "--json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert {r.max_tokens for r in srv.requests} == {40}
+        # The hanging row's four questions each timed out at 0.5 s and were retried once
+        # (temperature 0): a judge error, while the other rows were scored.
+        assert report["judge_errors"] == 1 and report["scored"] == 5
+        assert sum("answer 3" in r.prompt for r in srv.requests) == 4 * 2
+    for bad, message in ((["--judge-timeout", "0"], "expected a positive number of seconds"),
+                         (["--judge-max-tokens", "0"], "--judge-max-tokens")):
+        assert main(["calibrate", str(labels), "--evaluator", "faithfulness", *bad]) == 2
+        assert message in capsys.readouterr().err
