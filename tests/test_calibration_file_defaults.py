@@ -68,3 +68,21 @@ def test_an_explicit_threshold_equal_to_the_default_still_wins_over_the_file(
                                questions=["Is it polite?", "Is it calm?"]),
                 GEval("Is the answer polite?", name="politeness", threshold=0.7, judge=judge)]
     assert [e.threshold for e in explicit] == [0.7, 0.7, 0.7]
+
+
+def test_threshold_source_tells_a_calibrated_row_from_the_uncalibrated_fallback(server):
+    from referee import Faithfulness
+
+    case = EvalCase(input="Where is my order?", context="Order 1 shipped.")
+    output = ExecutionResult(actual_response="It shipped.")
+    measured = run_sync(Faithfulness(judge=server.judge_config(
+        provider="openai", model="gpt-4o-mini")).evaluate(output, case))
+    assert (measured.threshold, measured.details["threshold_source"]) == (0.9, "calibrated")
+    # No row was ever measured for this judge: 0.70 is the table's "Other models" fallback.
+    fallback = run_sync(Faithfulness(judge=server.judge_config(
+        provider="openai", model="llama3")).evaluate(output, case))
+    assert (fallback.threshold, fallback.details["threshold_source"]) == (
+        0.7, "uncalibrated_default")
+    explicit = run_sync(Faithfulness(threshold=0.7, judge=server.judge_config(
+        provider="openai", model="llama3")).evaluate(output, case))
+    assert explicit.details["threshold_source"] == "explicit"

@@ -19,8 +19,11 @@ cutoff), or with --dataset a public set you downloaded: summedits (Faithfulness)
 The rows are scored as a stored run (resume it with --resume RUN_DIR); judge errors are left
 out and counted. Prints agreement at the fitted threshold with 95% bootstrap intervals, writes
 calibration.json and calibration.html into the run directory, and records the threshold in the
-calibration file, where evaluators with threshold="calibrated" find it.
-Exit codes: 0 done, 2 bad input, 130 interrupted."""
+calibration file, where evaluators with threshold="calibrated" find it. A threshold that
+passes or fails every row, or agrees no better than chance, is reported as "this judge does not
+separate the labels" and not recorded unless --force.
+Exit codes: 0 done, 1 the judge does not separate the labels (so nothing was recorded),
+2 bad input, 130 interrupted."""
 
 DATASETS = ("labels", "summedits", "halueval", "evouna")
 
@@ -72,6 +75,9 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
                              "$REFEREE_CALIBRATION_FILE or .referee/calibration.json)")
     parser.add_argument("--no-write", action="store_true",
                         help="report only; leave the calibration file alone")
+    parser.add_argument("--force", action="store_true",
+                        help="record the threshold even when the judge does not separate the "
+                             "labels (the entry says so)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="one summary line instead of the table")
@@ -128,8 +134,9 @@ def run_command(args: argparse.Namespace,
                        concurrency=args.concurrency, labels=str(args.labels),
                        judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
-    if not args.no_write and report.threshold.value is not None:
-        written = report.write_calibration_file(args.calibration_file)
+    refused = report.fit_problem is not None and not args.force
+    if not args.no_write and report.threshold.value is not None and not refused:
+        written = report.write_calibration_file(args.calibration_file, force=args.force)
     if args.json:
         print(report.to_json())
     elif args.quiet:
@@ -144,4 +151,15 @@ def run_command(args: argparse.Namespace,
     if report.threshold.value is None:
         print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
               f"{report.scored} scored row(s)", file=sys.stderr)
+    elif report.fit_problem is not None:
+        from referee.calibrate._report import NOT_SEPARATED
+
+        if args.force and written is not None:
+            outcome = f"recorded anyway (--force) in {written}"
+        elif args.no_write:
+            outcome = "nothing recorded (--no-write)"
+        else:
+            outcome = "no threshold recorded (--force records it anyway)"
+        print(f"referee: {NOT_SEPARATED}: {report.fit_problem}; {outcome}", file=sys.stderr)
+        return 1 if refused and not args.no_write else 0
     return 0

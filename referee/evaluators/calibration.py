@@ -129,6 +129,8 @@ class CalibrationEntry(BaseModel):
     date: str
     data_fingerprint: str
     labels: str = ""
+    # Recorded with --force although the threshold did not separate the labels: why.
+    fit_problem: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -136,8 +138,9 @@ class CalibrationEntry(BaseModel):
 
     @property
     def provenance(self) -> str:
+        forced = "; forced, does not separate the labels" if self.fit_problem else ""
         return (f"calibrated n={self.n} on {self.date}, data {self.data_fingerprint}, "
-                f"{self.metric}")
+                f"{self.metric}{forced}")
 
 
 class CalibrationFile(BaseModel):
