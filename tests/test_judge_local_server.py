@@ -17,7 +17,8 @@ from referee.judge.limiter import (
     BudgetSettings,
     EndpointLimiter,
 )
-from referee.testing import Reply, ScriptedJudgeServer
+from referee.errors import JudgeUnavailable
+from referee.testing import Fault, Reply, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -92,3 +93,26 @@ async def test_per_question_verdicts_ask_for_few_tokens_at_a_local_server():
             provider="openai", max_tokens=400)).evaluate(
             ExecutionResult(actual_response="It shipped."), case)
         assert [r.max_tokens for r in server.requests] == [128, 400]
+
+
+async def test_a_timeout_at_a_self_hosted_server_halves_the_window():
+    from referee.judge.limiter import Outcome
+
+    for self_hosted, after in ((True, 1), (False, INITIAL_CONCURRENCY)):
+        budget = EndpointLimiter(BudgetSettings(self_hosted=self_hosted))
+        permits = [await budget.lease(10) for _ in range(budget.limit)]
+        for permit in permits:  # all in flight when it timed out: one cut, not one per request
+            budget.settle(permit, Outcome("timed_out", latency_s=30.0))
+        # Our own server answering nothing in time is queueing: fewer at once. A provider's
+        # timeout says nothing about its capacity.
+        assert budget.limit == after, self_hosted
+
+
+async def test_timeouts_cut_the_window_through_the_judge():
+    with ScriptedJudgeServer(Fault.hang(2), local=True) as server:
+        judge = get_judge(server.judge_config(provider="openai", timeout=0.3, max_retries=0))
+        assert judge.concurrency_limit == 2
+        results = await asyncio.gather(*(judge.complete(f"q{i}") for i in range(2)),
+                                       return_exceptions=True)
+        assert all(isinstance(r, JudgeUnavailable) for r in results)
+        assert judge.concurrency_limit == 1

@@ -535,11 +535,12 @@ def _api_style_hint(request: JudgeRequest, info: _retry.FailureInfo) -> str:
 
 
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
-    kind = "rate_limited" if info.rate_limited else "overloaded" if info.overloaded else "failed"
+    kind = ("rate_limited" if info.rate_limited else "overloaded" if info.overloaded
+            else "timed_out" if info.timed_out else "failed")
     headers = read_rate_limit_headers(info.headers) if info.headers else None
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None
-    if kind != "failed" and info.retry_after is not None:
+    if kind in ("rate_limited", "overloaded") and info.retry_after is not None:
         retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 

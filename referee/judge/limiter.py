@@ -69,7 +69,7 @@ LEARNED_BURST_SHARE = 0.9
 # latency climbs, because the pace, not the window, is what protects the provider then.
 PACE_WINDOW_MARGIN = 2.0
 
-OutcomeKind = Literal["ok", "rate_limited", "overloaded", "failed", "cancelled"]
+OutcomeKind = Literal["ok", "rate_limited", "overloaded", "timed_out", "failed", "cancelled"]
 
 
 # --- what providers say about their limits ---------------------------------------------------
@@ -571,6 +571,10 @@ class EndpointLimiter:
                 self._on_success_locked(permit, outcome.latency_s)
             elif outcome.kind in ("rate_limited", "overloaded"):
                 self._on_pushback_locked(permit, outcome, now)
+            elif outcome.kind == "timed_out" and self._settings.self_hosted:
+                # No reply within the timeout from a server of our own: it is queueing more
+                # than it can answer in time. Half the window, once per round trip.
+                self._cut_locked(permit, now)
             size = int(self._window)
         if size != self._slots.limit:
             self._slots.resize(size)
@@ -684,6 +688,9 @@ class EndpointLimiter:
         if delay is not None and now + delay > self._paused_until:
             self._paused_until = now + delay
             self._pause_generation += 1
+        self._cut_locked(permit, now)
+
+    def _cut_locked(self, permit: Permit, now: float) -> None:
         # One cut per round trip: the other requests already in flight saw the same limit.
         if not self._settings.pinned and permit.leased_at >= self._last_cut:
             self._window = max(1.0, self._window * DECREASE_FACTOR)
