@@ -14,6 +14,7 @@ import struct
 import threading
 import time
 import uuid
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -462,6 +463,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up (its timeout); nothing to answer
 
 
+class _SlotGate:
+    """N slots handed out first come, first served, as a server's request queue does."""
+
+    def __init__(self, slots: int) -> None:
+        self._changed = threading.Condition()
+        self._free = slots
+        self._queue: deque[object] = deque()
+
+    def take(self, stopping: threading.Event) -> bool:
+        ticket = object()
+        with self._changed:
+            self._queue.append(ticket)
+            while not stopping.is_set() and (self._queue[0] is not ticket or not self._free):
+                self._changed.wait(0.05)  # the timeout only notices a stop
+            self._queue.remove(ticket)
+            if not stopping.is_set():
+                self._free -= 1
+            self._changed.notify_all()
+            return not stopping.is_set()
+
+    def give(self) -> None:
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -513,7 +540,7 @@ class ScriptedJudgeServer(ScriptedJudge):
         self.slots = slots
         self.responses_api = responses_api
         self.local = local if local is not None else (slots is not None or not responses_api)
-        self._slot_gate = threading.Semaphore(slots) if slots is not None else None
+        self._slot_gate = _SlotGate(slots) if slots is not None else None
         # Each provider's prompt cache, emulated by its published rules (prompt_cache.py);
         # cached counts show in each reply's usage the way that provider reports them.
         self.prompt_cache_enabled = prompt_cache
@@ -637,18 +664,12 @@ class ScriptedJudgeServer(ScriptedJudge):
 
     # handler hooks
     def _take_slot(self) -> bool:
-        """Wait for a free slot (FIFO: CPython wakes a semaphore's oldest waiter first); False
-        when the server stops first."""
-        if self._slot_gate is None:
-            return True
-        while not self._stopping.is_set():
-            if self._slot_gate.acquire(timeout=0.05):
-                return True
-        return False
+        """Wait for a free slot, in arrival order; False when the server stops first."""
+        return self._slot_gate is None or self._slot_gate.take(self._stopping)
 
     def _give_slot(self) -> None:
         if self._slot_gate is not None:
-            self._slot_gate.release()
+            self._slot_gate.give()
 
     def _responder_failed(self, exc: BaseException) -> None:
         with self._lock:
