@@ -853,8 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from referee.calibrate._command import add_parser as add_calibrate_parser
 
-    add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction).set_defaults(
-        func=cmd_calibrate)
+    add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction,
+                         seconds=_positive_float).set_defaults(func=cmd_calibrate)
     return parser
 
 

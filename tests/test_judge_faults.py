@@ -135,6 +135,41 @@ async def test_hang_past_the_timeout_is_retried(judge_server: ScriptedJudgeServe
     assert reply.text == "Yes" and judge_server.request_count == 2
 
 
+async def test_a_timed_out_deterministic_request_is_retried_once(
+        judge_server: ScriptedJudgeServer, sleeps: list[float]) -> None:
+    judge_server.set_reply(Fault.hang())
+    cfg = judge_server.judge_config(provider="openai", timeout=0.3, max_retries=4)
+    with pytest.raises(JudgeUnavailable, match=r"timeout .*after 2 attempt\(s\): a deterministic "
+                                               r"request \(temperature 0\) that timed out is "
+                                               r"retried 1 time\(s\) only; raise the timeout"):
+        await get_judge(cfg).complete("q")
+    assert judge_server.request_count == 2
+    # Sampled at a temperature above 0, another attempt may answer differently: max_retries.
+    judge_server.reset_record()
+    with pytest.raises(JudgeUnavailable, match=r"after 5 attempt\(s\), attempts exhausted"):
+        await get_judge(cfg).complete("q", temperature=0.7)
+    assert judge_server.request_count == 5
+
+
+async def test_other_failures_of_a_deterministic_request_keep_max_retries(
+        judge_server: ScriptedJudgeServer, sleeps: list[float]) -> None:
+    judge_server.set_reply(Fault.http(503))
+    cfg = judge_server.judge_config(provider="openai", max_retries=3)
+    with pytest.raises(JudgeUnavailable, match=r"after 4 attempt\(s\)"):
+        await get_judge(cfg).complete("q")
+    assert judge_server.request_count == 4
+
+
+async def test_latency_is_timed_from_sending_not_from_the_queue(
+        judge_server: ScriptedJudgeServer) -> None:
+    judge_server.set_reply(Reply(text="Yes", latency_s=0.3))
+    judge = get_judge(judge_server.judge_config(provider="openai", max_concurrency=1))
+    replies = await asyncio.gather(*(judge.complete(f"q{i}") for i in range(3)))
+    # One at a time: the third waited about 0.6 s for its permit, which is not the server's.
+    assert judge_server.max_in_flight == 1
+    assert all(0.25 <= r.latency_s < 0.55 for r in replies), [r.latency_s for r in replies]
+
+
 @pytest.mark.parametrize(("provider", "api_style"), PROVIDERS)
 async def test_empty_content_is_a_reply_not_a_verdict(judge_server: ScriptedJudgeServer,
                                                       provider: str, api_style: str) -> None:

@@ -80,7 +80,8 @@ CASES = [EvalCase.single_turn(f"refund window {i}?", "30 days", eval_id=f"c{i}")
 @pytest.mark.parametrize("via", ["field", "environment"])
 async def test_agent_evaluator_criterion_runs_on_a_local_openai_compatible_model(
         no_keys, monkeypatch, tmp_path: Path, via: str) -> None:
-    with ScriptedJudgeServer(SCORE) as server:
+    # As llama-cpp-python's server: no /v1/responses at all (404).
+    with ScriptedJudgeServer(SCORE, responses_api=False) as server:
         fields = {"judge_model": "openai/local-llama", "num_samples": 2}
         if via == "field":
             fields["base_url"] = server.base_url()
@@ -97,9 +98,46 @@ async def test_agent_evaluator_criterion_runs_on_a_local_openai_compatible_model
             assert "judge_unavailable" not in result.details
         assert server.request_count == 3 * 2
         assert {r.model for r in server.requests} == {"local-llama"}
-        assert {r.path for r in server.requests} == {"/v1/responses"}  # api_style default
+        # api_style not set: Chat Completions, the API every OpenAI-compatible server has.
+        assert {r.path for r in server.requests} == {"/v1/chat/completions"}
+        assert {r.body["response_format"]["type"] for r in server.requests} == {"json_object"}
         # The key the SDK insists on is a placeholder, never one of the user's.
         assert {r.headers["authorization"] for r in server.requests} == {"Bearer not-needed"}
+
+
+def test_api_style_left_unset_follows_the_endpoint(no_keys, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123456")
+    own = judge_config_for_model("gpt-4o-mini")
+    assert own is not None and own.api_style == "responses"  # OpenAI itself: as documented
+    at_openai = judge_config_for_model("gpt-4o-mini", base_url="https://api.openai.com/v1")
+    assert at_openai is not None and at_openai.api_style == "responses"
+    local = judge_config_for_model("openai/llama3", base_url="http://127.0.0.1:8080/v1")
+    assert local is not None and local.api_style == "chat"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gpu-box.lan:8000/v1")
+    gateway = judge_config_for_model("openai/llama3")
+    assert gateway is not None and gateway.api_style == "chat"
+    # An api_style the user set is kept, wherever the endpoint is.
+    chosen = ResponseMatchCriterion(CriterionConfig(judge_model="openai/llama3",
+                                                    api_style="responses"))
+    assert chosen.judge_config().api_style == "responses"
+    unset = ResponseMatchCriterion(CriterionConfig(judge_model="openai/llama3"))
+    assert unset.judge_config().api_style == "chat"
+    assert ResponseMatchCriterion(CriterionConfig(
+        judge_model="gpt-4o-mini", base_url="")).judge_config().base_url == (
+        "http://gpu-box.lan:8000/v1")
+
+
+async def test_a_server_without_the_responses_api_names_the_fix(no_keys) -> None:
+    with ScriptedJudgeServer(SCORE, responses_api=False) as server:
+        criterion = ResponseMatchCriterion(CriterionConfig(
+            judge_model="openai/local-llama", base_url=server.base_url(), num_samples=1,
+            api_style="responses"))
+        result = await criterion.evaluate(ExecutionResult(actual_response="30 days"),
+                                          CASES[0])
+    assert result.error == "All LLM samples failed"
+    failure = json.dumps(result.details)
+    assert "HTTP 404" in failure and "not retryable" in failure
+    assert "api_style='chat'" in failure, failure
 
 
 @pytest.mark.parametrize("provider,model,key_var", [
@@ -150,6 +188,8 @@ def test_referee_run_names_each_judge_before_the_first_case(no_keys, tmp_path: P
     lines = done.stderr.splitlines()
     local = next(i for i, line in enumerate(lines) if line.startswith(
         "referee: judge for response_match_score: openai/local-llama at http://127.0.0.1:"))
+    # Which OpenAI API the judge is called through: a local server may lack one of them.
+    assert lines[local].endswith("via Chat Completions (/chat/completions)"), lines[local]
     missing = next(i for i, line in enumerate(lines) if "judge for final_response_match_v2" in line)
     assert "gemini-2.5-flash: no provider available" in lines[missing]
     assert max(local, missing) < lines.index("AGENT-CALLED"), done.stderr

@@ -19,14 +19,18 @@ cutoff), or with --dataset a public set you downloaded: summedits (Faithfulness)
 The rows are scored as a stored run (resume it with --resume RUN_DIR); judge errors are left
 out and counted. Prints agreement at the fitted threshold with 95% bootstrap intervals, writes
 calibration.json and calibration.html into the run directory, and records the threshold in the
-calibration file, where evaluators with threshold="calibrated" find it.
-Exit codes: 0 done, 2 bad input, 130 interrupted."""
+calibration file, where evaluators with threshold="calibrated" find it. A threshold that
+passes or fails every row, or agrees no better than chance, is reported as "this judge does not
+separate the labels" and not recorded unless --force.
+Exit codes: 0 done, 1 the judge does not separate the labels (so nothing was recorded),
+2 bad input, 130 interrupted."""
 
 DATASETS = ("labels", "summedits", "halueval", "evouna")
 
 
 def add_parser(sub: Any, *, positive_int: Callable[[str], int],
-               fraction: Callable[[str], float]) -> argparse.ArgumentParser:
+               fraction: Callable[[str], float],
+               seconds: Callable[[str], float]) -> argparse.ArgumentParser:
     parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
                             "labels and fit its threshold", description=DESCRIPTION,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,6 +44,12 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     parser.add_argument("--judge", metavar="PROVIDER/MODEL",
                         help="the judge, e.g. openai/gpt-4o-mini (default: the evaluator's "
                              "own, else configure()/JUDGE_PROVIDER/JUDGE_MODEL)")
+    parser.add_argument("--judge-timeout", type=seconds, metavar="SECONDS",
+                        help="each judge request's timeout (default: the judge's own, else "
+                             "30 s); raise it for a slow local model")
+    parser.add_argument("--judge-max-tokens", type=positive_int, metavar="N",
+                        help="the judge's max_tokens (default: the judge's own; 1024, or 128 "
+                             "per verdict at a self-hosted server)")
     parser.add_argument("--metric", choices=("kappa", "f1", "youden"), default="kappa",
                         help="what the fitted threshold maximises (default kappa)")
     parser.add_argument("--folds", type=positive_int, metavar="K",
@@ -65,6 +75,9 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
                              "$REFEREE_CALIBRATION_FILE or .referee/calibration.json)")
     parser.add_argument("--no-write", action="store_true",
                         help="report only; leave the calibration file alone")
+    parser.add_argument("--force", action="store_true",
+                        help="record the threshold even when the judge does not separate the "
+                             "labels (the entry says so)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="one summary line instead of the table")
@@ -118,10 +131,12 @@ def run_command(args: argparse.Namespace,
     report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
                        resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,
                        resume=args.resume, retry_errors=args.retry_errors,
-                       concurrency=args.concurrency, labels=str(args.labels))
+                       concurrency=args.concurrency, labels=str(args.labels),
+                       judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
-    if not args.no_write and report.threshold.value is not None:
-        written = report.write_calibration_file(args.calibration_file)
+    refused = report.fit_problem is not None and not args.force
+    if not args.no_write and report.threshold.value is not None and not refused:
+        written = report.write_calibration_file(args.calibration_file, force=args.force)
     if args.json:
         print(report.to_json())
     elif args.quiet:
@@ -136,4 +151,15 @@ def run_command(args: argparse.Namespace,
     if report.threshold.value is None:
         print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
               f"{report.scored} scored row(s)", file=sys.stderr)
+    elif report.fit_problem is not None:
+        from referee.calibrate._report import NOT_SEPARATED
+
+        if args.force and written is not None:
+            outcome = f"recorded anyway (--force) in {written}"
+        elif args.no_write:
+            outcome = "nothing recorded (--no-write)"
+        else:
+            outcome = "no threshold recorded (--force records it anyway)"
+        print(f"referee: {NOT_SEPARATED}: {report.fit_problem}; {outcome}", file=sys.stderr)
+        return 1 if refused and not args.no_write else 0
     return 0

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
-from referee.calibrate._report import Agreement, CalibrationReport, Estimate
+from referee.calibrate._report import NOT_SEPARATED, Agreement, CalibrationReport, Estimate
 from referee.report.html import content_security_policy
 
 METRIC_ROWS = (("accuracy", "accuracy"), ("kappa", "Cohen's kappa"), ("tpr", "TPR (pass kept)"),
@@ -31,8 +31,10 @@ def _estimate(e: Estimate) -> str:
     if e.value is None:
         return "n/a"
     if e.low is None or e.high is None:
-        return _num(e.value)
-    return f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+        # Every resample gave this value: no interval, rather than [v, v] read as certainty.
+        return f"{e.value:.2f} (constant)" if e.constant else _num(e.value)
+    interval = f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+    return interval + " W" if e.method == "wilson" else interval
 
 
 def console_text(report: CalibrationReport) -> str:
@@ -43,10 +45,14 @@ def console_text(report: CalibrationReport) -> str:
         f"({report.scored} of {report.rows} rows scored)",
         f"fitted threshold ({report.metric}): {_estimate(report.threshold)}",
     ]
+    if report.fit_problem is not None:
+        lines.append(f"{NOT_SEPARATED}: {report.fit_problem}")
     if report.excluded:
         parts = ", ".join(f"{status} {count}" for status, count in sorted(report.excluded.items()))
         lines.append(f"left out of agreement: {parts}")
-    lines.append(f"positive (pass) base rate {_num(a.base_rate)}; 95% bootstrap intervals")
+    lines.append(f"positive (pass) base rate {_num(a.base_rate)}; 95% bootstrap intervals "
+                 "(W: Wilson's, where every resample gave the same proportion; constant: no "
+                 "resample moved it, so no interval)")
     header = f"  {'metric':<20}{'at threshold ' + _num(a.threshold):>26}"
     cv = report.cross_validation
     if cv is not None:
@@ -166,4 +172,4 @@ def render_html(report: CalibrationReport) -> str:
                     "kappa": _num(q.kappa), "answered": q.answered, "unknown": q.unknown,
                     "let_through": q.judge_pass_human_fail, "rejected": q.judge_fail_human_pass}
                    for q in report.questions],
-        excluded=sorted(report.excluded.items()))
+        excluded=sorted(report.excluded.items()), not_separated=NOT_SEPARATED)

@@ -21,18 +21,26 @@ from referee.report.model import CaseResult, EvalReport
 
 # Rows listed one by one when excluded (judge errors, skips); the rest are counted.
 EXCLUDED_SHOWN = 50
+NOT_SEPARATED = "this judge does not separate the labels"
 
 
 class Estimate(BaseModel):
-    """A value with its 95% interval (None where undefined, e.g. precision with no passes)."""
+    """A value with its 95% interval (None where undefined, e.g. precision with no passes).
+
+    ``constant``: every bootstrap resample gave the value, so the bootstrap measured no spread;
+    low and high are then None, or a proportion's Wilson interval (``method`` "wilson").
+    """
 
     value: float | None
     low: float | None = None
     high: float | None = None
+    constant: bool = False
+    method: str = "bootstrap"
 
     @classmethod
     def of(cls, interval: _stats.Interval) -> "Estimate":
-        return cls(value=interval.value, low=interval.low, high=interval.high)
+        return cls(value=interval.value, low=interval.low, high=interval.high,
+                   constant=interval.constant, method=interval.method)
 
 
 class Agreement(BaseModel):
@@ -108,6 +116,10 @@ class CalibrationReport(BaseModel):
     judge_errors: int = 0
     excluded_rows: list[ExcludedRow] = Field(default_factory=list)
     threshold: Estimate
+    # Why the fitted threshold does not separate the labels (it passes or fails every row, or
+    # agrees no better than chance); None when it does. Such a threshold is not recorded unless
+    # forced.
+    fit_problem: str | None = None
     agreement: Agreement
     curve: dict[str, list[float | None]]
     cross_validation: CrossValidation | None = None
@@ -118,6 +130,11 @@ class CalibrationReport(BaseModel):
     @property
     def judge(self) -> str:
         return f"{self.judge_provider}/{self.judge_model}"
+
+    @property
+    def separates(self) -> bool:
+        """Whether the fitted threshold tells the labels apart (see ``fit_problem``)."""
+        return self.fit_problem is None
 
     def calibration_entry(self) -> CalibrationEntry:
         # Out-of-fold agreement when there is one: the in-sample figures are optimistic, and a
@@ -135,12 +152,20 @@ class CalibrationReport(BaseModel):
             data_fingerprint=self.data_fingerprint, labels=self.labels,
             kappa=measured.kappa.value, tpr=measured.tpr.value, tnr=measured.tnr.value,
             positives=measured.positives, negatives=measured.n - measured.positives,
-            agreement_source=source, run_dir=self.run_dir)
+            agreement_source=source, run_dir=self.run_dir, fit_problem=self.fit_problem)
 
-    def write_calibration_file(self, path: str | Path | None = None) -> Path:
-        """Add this calibration to the calibration file (replacing one with the same key)."""
+    def write_calibration_file(self, path: str | Path | None = None, *,
+                               force: bool = False) -> Path:
+        """Add this calibration to the calibration file (replacing one with the same key).
+
+        A threshold that does not separate the labels is refused unless ``force``; forced, the
+        entry keeps ``fit_problem``, and evaluators using it show it in their details.
+        """
         if self.threshold.value is None:
             raise ValueError("no threshold was fitted (no scored rows); nothing to write")
+        if self.fit_problem is not None and not force:
+            raise ValueError(f"{NOT_SEPARATED}: {self.fit_problem}; no threshold recorded "
+                             "(force it with --force, or write_calibration_file(force=True))")
         target = calibration_file_path(path)
         table = read_calibration_file(target).with_entry(self.calibration_entry())
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -223,6 +248,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
     threshold = _stats.fitted_threshold_interval(scores, passed, metric, resamples=resamples,
                                                  seed=seed)
     at = threshold.value if threshold.value is not None else 0.5
+    agreement = _stats.agreement_at(scores, passed, at, resamples=resamples, seed=seed)
     cross = None
     if folds:
         cv = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples, seed=seed)
@@ -235,7 +261,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         run_dir=run.metadata.get("run_dir"), rows=len(run.cases), scored=len(scores),
         excluded=dict(excluded), judge_errors=excluded.get("JUDGE_ERROR", 0),
         excluded_rows=excluded_rows, threshold=Estimate.of(threshold),
-        agreement=Agreement.of(_stats.agreement_at(scores, passed, at, resamples=resamples,
-                                                   seed=seed)),
+        fit_problem=_stats.fit_problem(agreement, threshold, metric),
+        agreement=Agreement.of(agreement),
         curve=_stats.agreement_curve(scores, passed), cross_validation=cross,
         questions=question_agreement(votes), resamples=resamples, seed=seed)

@@ -77,13 +77,17 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
                           seed: int = 0, runs_dir: str | Path | None = None,
                           resume: str | Path | None = None, retry_errors: bool = False,
                           concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
+                          judge_timeout: float | None = None,
+                          judge_max_tokens: int | None = None,
                           verbose: bool = False, labels: str = "") -> CalibrationReport:
     """Run ``evaluator`` over the labelled outputs and report its agreement with the labels.
 
     The run goes through the engine, the judge layer (retries, limits, cache) and the run store
     like any other: judge errors are rows left out and counted, never an abort, and
     ``resume=RUN_DIR`` finishes an interrupted calibration without asking the judge again about
-    finished rows. ``judge=`` ("provider/model" or a JudgeConfig) replaces the evaluator's judge.
+    finished rows. ``judge=`` ("provider/model" or a JudgeConfig) replaces the evaluator's judge;
+    ``judge_timeout`` and ``judge_max_tokens`` set those of whichever judge it uses (``timeout``
+    bounds a whole row).
     """
     if metric not in FIT_METRICS:
         raise ValueError(f"metric {metric!r}: expected one of {', '.join(FIT_METRICS)}")
@@ -99,11 +103,18 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
                          "calibration this run is to make; calibrate it with its default or a "
                          "numeric threshold (the scores do not depend on it)")
     config = parse_judge(judge)
-    if config is not None:
+    settings = {name: value for name, value in (("timeout", judge_timeout),
+                                                ("max_tokens", judge_max_tokens))
+                if value is not None}
+    if config is not None or settings:
         if not hasattr(evaluator, "judge"):
-            raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= out")
+            raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= "
+                            "(and the judge's timeout and max_tokens) out")
         evaluator = copy.copy(evaluator)  # the caller's evaluator keeps its own judge
-        evaluator.judge = config
+        # Set as explicit fields: a judge given only these still inherits its provider and
+        # model from configure() and the environment.
+        evaluator.judge = (config or evaluator.judge or JudgeConfig()).model_copy(
+            update=settings)
     provider, model = _judge_identity(evaluator)
     name = str(getattr(evaluator, "name", type(evaluator).__name__))
     cases: list[EvalCase] = [row.labelled_case() for row in rows]

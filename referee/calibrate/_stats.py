@@ -34,9 +34,15 @@ _CHUNK_CELLS = 4_000_000
 
 @dataclass(frozen=True)
 class Interval:
+    """A value and its 95% interval. ``constant``: every resample gave the same value, so the
+    bootstrap has no spread to measure and low and high are None (not a zero-width certainty);
+    ``method`` says where low and high come from."""
+
     value: float | None
     low: float | None
     high: float | None
+    constant: bool = False
+    method: str = "bootstrap"
 
 
 def _counts(weights: np.ndarray, scores: np.ndarray, labels: np.ndarray,
@@ -131,6 +137,10 @@ def _interval(samples: np.ndarray, value: float) -> Interval:
     point = None if np.isnan(value) else float(value)
     if finite.size == 0:
         return Interval(point, None, None)
+    if finite.max() - finite.min() < 1e-12:
+        # A statistic no resample moves (every row in one cell, a threshold that passes every
+        # resample alike): the bootstrap says nothing about its uncertainty.
+        return Interval(point, None, None, constant=True)
     tail = (1.0 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
     return Interval(point, float(low), float(high))
@@ -173,6 +183,15 @@ def _agreement(predicted: np.ndarray, labels: np.ndarray, threshold: float, resa
     metrics = {name: _interval(np.asarray(draws[name]), float(point[name]))
                for name in AGREEMENT_METRICS}
     tp, fp, fn, tn = (int(c) for c in cells)
+    # A proportion the bootstrap cannot move (a judge right on all 20 rows is not certainly
+    # right on all rows) still has a sound interval: Wilson's, from its counts.
+    proportions = {"accuracy": (tp + tn, n), "tpr": (tp, tp + fn), "recall": (tp, tp + fn),
+                   "tnr": (tn, tn + fp), "precision": (tp, tp + fp)}
+    for name, (successes, trials) in proportions.items():
+        if metrics[name].constant and trials:
+            low, high = wilson_bounds(successes, trials)
+            metrics[name] = Interval(metrics[name].value, low, high, constant=True,
+                                     method="wilson")
     return Agreement(threshold=threshold, n=n, positives=int(labels.sum()), tp=tp, fp=fp,
                      fn=fn, tn=tn, metrics=metrics)
 
@@ -220,6 +239,32 @@ def fitted_threshold_interval(scores: Sequence[float], labels: Sequence[bool],
     fits = [_fitted(metrics_from_counts(*_counts(w, s, y, GRID))[metric])
             for w in _bootstrap_weights(s.size, resamples, rng)] if s.size else []
     return _interval(np.concatenate(fits) if fits else np.array([]), value)
+
+
+def fit_problem(agreement: Agreement, threshold: Interval, metric: str) -> str | None:
+    """Why a fitted threshold does not separate the labels, or None when it does.
+
+    Such a fit passes or fails every row, or its agreement is no better than chance: a judge
+    near chance makes every threshold above 0 score kappa < 0, so the fit lands on 0.00 (pass
+    everything), kappa exactly 0 and a bootstrap interval of one value.
+    """
+    if threshold.value is None or agreement.n == 0:
+        return None  # nothing was fitted: reported as such
+    passed = agreement.tp + agreement.fp
+    if passed == agreement.n:
+        return (f"the best threshold by {metric}, {threshold.value:.2f}, passes every one of "
+                f"the {agreement.n} scored rows")
+    if passed == 0:
+        return (f"the best threshold by {metric}, {threshold.value:.2f}, fails every one of "
+                f"the {agreement.n} scored rows")
+    kappa = agreement.metrics["kappa"]
+    if kappa.value is None:
+        return "kappa is undefined at the fitted threshold"
+    if kappa.constant and kappa.value < 1.0:  # a perfect split is constant too, and fine
+        return f"kappa is {kappa.value:.2f} in every bootstrap resample"
+    if kappa.value <= 0:
+        return f"kappa at the fitted threshold is {kappa.value:.2f}, no better than chance"
+    return None
 
 
 def stratified_folds(labels: Sequence[bool], folds: int, seed: int = 0) -> np.ndarray:

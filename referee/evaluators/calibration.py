@@ -147,6 +147,8 @@ class CalibrationEntry(BaseModel):
         positives, negatives = int(self.positives or 0), int(self.negatives or 0)
         return (round(float(self.tpr or 0.0) * positives), positives,
                 round(float(self.tnr or 0.0) * negatives), negatives)
+    # Recorded with --force although the threshold did not separate the labels: why.
+    fit_problem: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -154,8 +156,9 @@ class CalibrationEntry(BaseModel):
 
     @property
     def provenance(self) -> str:
+        forced = "; forced, does not separate the labels" if self.fit_problem else ""
         return (f"calibrated n={self.n} on {self.date}, data {self.data_fingerprint}, "
-                f"{self.metric}")
+                f"{self.metric}{forced}")
 
 
 class CalibrationFile(BaseModel):

@@ -64,9 +64,13 @@ def _yields_questions(text: str) -> bool:
 
 
 class CheckEvaluator(QAGEvaluator):
-    """Auto-generated yes/no questions for one criterion; every question expects "Yes"."""
+    """Auto-generated yes/no questions for one criterion; every question expects "Yes".
 
-    def __init__(self, criterion: str, threshold: float = 0.7, num_questions: int = 3,
+    ``threshold`` left out: a calibration file's entry when one applies, else 0.7.
+    """
+
+    def __init__(self, criterion: str, threshold: float | str | None = None,
+                 num_questions: int = 3,
                  questions: list[str] | None = None, name: str | None = None,
                  judge: JudgeConfig | None = None, *, batch: bool | str = False) -> None:
         if not isinstance(criterion, str) or not criterion.strip():

@@ -29,10 +29,11 @@ class CustomRubric(QAGEvaluator):
     """Score = fraction of criteria where the judge's answer matches ``expect_yes``.
 
     The judge sees the case input, its context when present, and the model output.
+    ``threshold`` left out: a calibration file's entry when one applies, else 0.7.
     """
 
     def __init__(self, criteria: list[tuple[str, bool]], name: str = "custom_rubric",
-                 threshold: float = 0.7, judge: JudgeConfig | None = None, *,
+                 threshold: float | str | None = None, judge: JudgeConfig | None = None, *,
                  batch: bool | str = False) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"CustomRubric: name must be a non-empty string, got {name!r}")

@@ -41,10 +41,14 @@ def _run_score(text: str) -> tuple[float | None, str]:
 
 
 class GEval(JudgeEvaluator):
-    """Judge-scored criterion on a 0.0-1.0 scale, averaged over ``runs`` judge calls."""
+    """Judge-scored criterion on a 0.0-1.0 scale, averaged over ``runs`` judge calls.
+
+    ``threshold`` left out: a calibration file's entry when one applies, else 0.7.
+    """
 
     def __init__(self, criteria: str, name: str = "g_eval", runs: int = 2,
-                 judge: JudgeConfig | None = None, threshold: float = 0.7) -> None:
+                 judge: JudgeConfig | None = None,
+                 threshold: float | str | None = None) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError(f"GEval: criteria must be a non-empty string, got {criteria!r}")
         if not isinstance(name, str) or not name.strip():

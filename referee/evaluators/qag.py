@@ -31,6 +31,7 @@ from referee.evaluators.calibration import (
     calibrated_threshold,
     calibration_file_configured,
     calibration_file_path,
+    calibration_row,
     file_threshold,
 )
 from referee.evaluators.prompts import (
@@ -55,6 +56,7 @@ from referee.judge import (
     resolve_judge_config,
     unreadable_replies,
 )
+from referee.judge.config import verdict_max_tokens
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -157,7 +159,8 @@ async def ask_each(cfg: JudgeConfig, questions: Sequence[Question], *,
     replies = await gather_all([
         judge.complete(question_task(q.text), system=JUDGE_SYSTEM,
                        prompt_prefix=material_prefix(q.blocks), cache_group=cache_group,
-                       json_mode=False, sample_index=i, accept=_verdict_check(q.text))
+                       json_mode=False, sample_index=i, accept=_verdict_check(q.text),
+                       max_tokens=verdict_max_tokens(cfg))
         for i, q in enumerate(questions)])
     records = [_record(q, question_verdict(r.text, q.text), r.text, r.cached)
                for q, r in zip(questions, replies)]
@@ -470,14 +473,19 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
             details.setdefault("threshold_source", "calibration_file")
             details.setdefault("calibration", {
                 "file": str(calibration_file_path()), "n": entry.n, "date": entry.date,
-                "data_fingerprint": entry.data_fingerprint, "metric": entry.metric})
+                "data_fingerprint": entry.data_fingerprint, "metric": entry.metric,
+                **({"fit_problem": entry.fit_problem} if entry.fit_problem else {})})
         elif self.calibration_key is not None:
-            details.setdefault("threshold_source", self._threshold_source())
+            details.setdefault("threshold_source", self._threshold_source(cfg))
         return CriterionResult(criterion=self.name, score=score, passed=score >= threshold,
                                threshold=threshold, details=details, token_usage=token_usage)
 
-    def _threshold_source(self) -> str:
-        return "explicit" if self._explicit_threshold is not None else "calibrated"
+    def _threshold_source(self, cfg: JudgeConfig) -> str:
+        """"explicit", "calibrated" (the built-in table's row measured for this judge model) or
+        "uncalibrated_default" (no row for it: the table's "Other models" fallback)."""
+        if self._explicit_threshold is not None:
+            return "explicit"
+        return "calibrated" if calibration_row(cfg.model) is not None else "uncalibrated_default"
 
 
 class QAGEvaluator(JudgeEvaluator):

@@ -20,7 +20,7 @@ from referee.judge import retry as _retry
 from referee.judge.cache import (
     JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache)
 from referee.judge.caching import warm_up, worth_caching
-from referee.judge.config import JudgeConfig
+from referee.judge.config import JudgeConfig, is_provider_endpoint
 from referee.judge.limiter import (
     BudgetSettings,
     EndpointIdentity,
@@ -84,6 +84,7 @@ class JudgeReply:
     cached: bool
     provider: str
     model: str
+    # From sending the answered attempt to its reply (not the wait for a permit, nor retries).
     latency_s: float
     attempts: int = 1
     # The provider stopped the reply at this max_tokens: the text is cut off.
@@ -240,7 +241,7 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     key = (cfg.provider, base_url, fingerprint)
     with _endpoints_lock:
         endpoint = _endpoints.get(key)
-        settings = _budget_settings(cfg)
+        settings = _budget_settings(cfg, base_url)
         if endpoint is None:
             endpoint = _endpoints[key] = _Endpoint(cfg.provider, base_url, api_key, settings,
                                                    EndpointIdentity(*key))
@@ -250,10 +251,11 @@ def _endpoint_for(cfg: JudgeConfig) -> _Endpoint:
     return endpoint
 
 
-def _budget_settings(cfg: JudgeConfig) -> BudgetSettings:
+def _budget_settings(cfg: JudgeConfig, base_url: str) -> BudgetSettings:
     return BudgetSettings(max_concurrency=cfg.effective_max_concurrency,
                           pinned=cfg.concurrency_pinned, rpm=cfg.effective_rpm,
-                          tpm=cfg.effective_tpm)
+                          tpm=cfg.effective_tpm,
+                          self_hosted=not is_provider_endpoint(cfg.provider, base_url))
 
 
 def estimate_tokens(request: JudgeRequest) -> int:
@@ -389,7 +391,6 @@ class Judge:
                 if shared is not None:
                     return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
-        started = time.monotonic()
         try:
             if cacheable:
                 # A reply schema is part of the provider's cached prefix (before the system
@@ -397,14 +398,13 @@ class Judge:
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
                                    "" if json_schema is None else schema_text(json_schema),
                                    system or "", prompt_prefix):
-                    raw, attempts = await self._call_with_retries(request)
+                    raw, attempts, latency = await self._call_with_retries(request)
             else:
-                raw, attempts = await self._call_with_retries(request)
+                raw, attempts, latency = await self._call_with_retries(request)
         except BaseException:
             if flight is not None:
                 _end_flight(flights, key, flight, None)  # those waiting make their own attempt
             raise
-        latency = time.monotonic() - started
         reply = JudgeReply(text=raw.text, usage=usage_for(
                                cfg.model, raw.input_tokens, raw.output_tokens,
                                cached_input_tokens=raw.cached_input_tokens,
@@ -430,10 +430,14 @@ class Judge:
         return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
-    async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int]:
-        """Attempts until a reply. A 429 sets the pace: the endpoint pauses and the request
-        waits its turn again, as long as its 429 pauses add up to at most ``rate_limit_wait_s``;
-        other failures get ``max_retries`` retries within ``retry_max_total_s`` of the first."""
+    async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int, float]:
+        """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt
+        to its reply; the wait for a permit is not the provider's latency).
+
+        A 429 sets the pace: the endpoint pauses and the request waits its turn again, as long
+        as its 429 pauses add up to at most ``rate_limit_wait_s``; other failures get
+        ``max_retries`` retries within ``retry_max_total_s`` of the first, and a timeout at
+        temperature 0 only ``DETERMINISTIC_TIMEOUT_RETRIES``."""
         assert self._endpoint is not None
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
@@ -442,7 +446,7 @@ class Judge:
         rate_limit_budget = self.config.effective_rate_limit_wait_s
         rate_limit_waited = 0.0
         outage_deadline: float | None = None
-        attempt = failures = 0
+        attempt = failures = timeouts = 0
         while True:
             attempt += 1
             permit = await budget.lease(tokens)
@@ -476,7 +480,9 @@ class Judge:
                 if not info.retryable:
                     # from None: a chained traceback would print the provider's own,
                     # unredacted text (which may echo the key); it stays on .cause.
-                    raise self._unavailable(f"{summary}, not retryable", exc) from None
+                    raise self._unavailable(
+                        f"{summary}, not retryable{_api_style_hint(request, info)}",
+                        exc) from None
                 now = time.monotonic()
                 if info.rate_limited:
                     # The endpoint has paused (settle); the next lease waits it out. Counting
@@ -494,6 +500,7 @@ class Judge:
                                 self.model, info.summary, wait)
                     continue
                 failures += 1
+                timeouts += info.timed_out
                 if policy is None:
                     policy = self._policy()
                 if outage_deadline is None:
@@ -501,6 +508,14 @@ class Judge:
                 delay = policy.delay(failures - 1, info.retry_after)
                 out_of_attempts = failures > policy.max_retries
                 out_of_time = now + delay > outage_deadline
+                if (info.timed_out and request.temperature == 0
+                        and timeouts > _retry.DETERMINISTIC_TIMEOUT_RETRIES):
+                    raise self._unavailable(
+                        f"{summary} after {attempt} attempt(s): a deterministic request "
+                        f"(temperature 0) that timed out is retried "
+                        f"{_retry.DETERMINISTIC_TIMEOUT_RETRIES} time(s) only; raise the "
+                        f"timeout ({request.timeout:g}s) or lower max_tokens "
+                        f"({request.max_tokens})", exc) from None
                 if out_of_attempts or out_of_time:
                     bound = "attempts" if out_of_attempts else "retry time budget"
                     raise self._unavailable(
@@ -510,11 +525,12 @@ class Judge:
                 if not (info.overloaded and info.retry_after is not None):
                     await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
                 continue
+            latency = time.monotonic() - sent
             budget.settle(permit, Outcome(
-                "ok", latency_s=time.monotonic() - sent,
+                "ok", latency_s=latency,
                 tokens=raw.input_tokens + raw.output_tokens or None,
                 headers=read_rate_limit_headers(raw.headers) if raw.headers is not None else None))
-            return raw, attempt
+            return raw, attempt, latency
 
 
 if sys.version_info >= (3, 11):
@@ -528,12 +544,21 @@ else:  # Python 3.10: no asyncio.timeout
         return await asyncio.wait_for(call, timeout=seconds)
 
 
+def _api_style_hint(request: JudgeRequest, info: _retry.FailureInfo) -> str:
+    """What to change when a server has no Responses API (llama-cpp-python answers 404)."""
+    if request.api_style != "responses" or info.status not in (404, 405):
+        return ""
+    return ("; the endpoint has no Responses API (/responses): call it through Chat "
+            "Completions with api_style='chat' (CriterionConfig or JudgeConfig)")
+
+
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
-    kind = "rate_limited" if info.rate_limited else "overloaded" if info.overloaded else "failed"
+    kind = ("rate_limited" if info.rate_limited else "overloaded" if info.overloaded
+            else "timed_out" if info.timed_out else "failed")
     headers = read_rate_limit_headers(info.headers) if info.headers else None
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None
-    if kind != "failed" and info.retry_after is not None:
+    if kind in ("rate_limited", "overloaded") and info.retry_after is not None:
         retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 

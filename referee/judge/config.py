@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
 
@@ -24,6 +25,10 @@ BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 EFFECTIVE_TEMPERATURE = 0.0
 EFFECTIVE_MAX_TOKENS = 1024
 EFFECTIVE_TIMEOUT = 30.0
+# A per-question verdict is one word, perhaps with a reason. At a server that is not the
+# provider's own API (a local model), every token is the user's own wall time, and a small
+# model given 1024 rambles to the cap; there a verdict gets this many unless max_tokens is set.
+VERDICT_MAX_TOKENS = 128
 # Not in the multivon-style API's table; the published implementation's default sample count.
 EFFECTIVE_RELIABILITY_SAMPLE = 5
 # Unset, max_concurrency adapts per endpoint up to this ceiling; set, it pins the limit.
@@ -82,6 +87,8 @@ class JudgeConfig(StrictModel):
     # Send a request's reply schema where the provider enforces one (None: only to
     # OpenAI-compatible servers other than OpenAI's own API; see providers.sends_reply_schema).
     structured_output: bool | None = None
+    # Resolution filled max_tokens with the effective default: no layer chose it.
+    _max_tokens_filled: bool = PrivateAttr(default=False)
 
     @field_validator("provider")
     @classmethod
@@ -159,6 +166,13 @@ class JudgeConfig(StrictModel):
     @property
     def effective_max_tokens(self) -> int:
         return EFFECTIVE_MAX_TOKENS if self.max_tokens is None else self.max_tokens
+
+    @property
+    def max_tokens_chosen(self) -> bool:
+        """Whether max_tokens was set (by this config or a layer it was resolved from), rather
+        than left to the effective default."""
+        return self.max_tokens is not None and not (
+            self._max_tokens_filled and self.max_tokens == EFFECTIVE_MAX_TOKENS)
 
     @property
     def effective_timeout(self) -> float:
@@ -336,6 +350,8 @@ def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
+        if name == "max_tokens" and layer._max_tokens_filled:
+            continue  # a resolved config passed on as a layer: its max_tokens was a default
         value = getattr(layer, name)
         # None means "inherit" even when written out: JudgeConfig(temperature=None) keeps the
         # lower layer's value.
@@ -391,7 +407,8 @@ _RESOLVED_KEPT = 256
 def _layer_key(layer: JudgeConfig | None) -> tuple[Any, ...] | None:
     if layer is None:
         return None
-    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set))
+    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set),
+            layer._max_tokens_filled)
 
 
 @functools.lru_cache(maxsize=1)
@@ -410,13 +427,24 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
         merged["base_url"] = os.environ.get("OPENAI_BASE_URL", "").strip()
     if merged["temperature"] is None:
         merged["temperature"] = EFFECTIVE_TEMPERATURE
-    if merged["max_tokens"] is None:
+    filled = merged["max_tokens"] is None
+    if filled:
         merged["max_tokens"] = EFFECTIVE_MAX_TOKENS
     if merged["timeout"] is None:
         merged["timeout"] = EFFECTIVE_TIMEOUT
     if merged["reliability_sample"] is None:
         merged["reliability_sample"] = EFFECTIVE_RELIABILITY_SAMPLE
-    return JudgeConfig(**merged)
+    resolved = JudgeConfig(**merged)
+    resolved._max_tokens_filled = filled
+    return resolved
+
+
+def verdict_max_tokens(cfg: JudgeConfig) -> int:
+    """max_tokens for a per-question verdict: the judge's when set, else VERDICT_MAX_TOKENS at a
+    server that is not the provider's own API, else the effective default."""
+    if cfg.max_tokens_chosen or is_provider_endpoint(cfg.provider, cfg.base_url):
+        return cfg.effective_max_tokens
+    return min(VERDICT_MAX_TOKENS, cfg.effective_max_tokens)
 
 
 # The 10xgraph-style API: the provider follows from CriterionConfig.judge_model.
@@ -488,12 +516,60 @@ def provider_available(provider: str, base_url: str = "") -> bool:
     return provider in _extra_providers
 
 
-def judge_config_for_model(model_name: str, api_style: str = "responses",
+# The providers' own public APIs. Any other base URL is a server that only speaks a provider's
+# API (a local llama.cpp, Ollama or vLLM server, a gateway): it gets the API every such server
+# has (Chat Completions) and a concurrency that starts low.
+_PROVIDER_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
+                   "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
+
+
+# Base URLs declared to behave as a provider's own API (declare_provider_endpoint).
+_declared_endpoints: set[str] = set()
+_declared_lock = threading.Lock()
+
+
+def declare_provider_endpoint(base_url: str, declared: bool = True) -> None:
+    """Treat ``base_url`` and the URLs under it as a provider's own API, not as a self-hosted
+    server: a gateway that forwards to the provider, or a stand-in for the provider in tests
+    (referee.testing's scripted server). ``declared=False`` withdraws it."""
+    root = base_url.strip().rstrip("/")
+    with _declared_lock:
+        (_declared_endpoints.add if declared else _declared_endpoints.discard)(root)
+
+
+def is_provider_endpoint(provider: str, base_url: str) -> bool:
+    """Whether ``base_url`` is ``provider``'s own API: empty (the SDK's default), Vertex AI, a
+    URL on the provider's host, or one declared so. A provider registered at runtime is taken
+    at its word."""
+    base_url = (base_url or "").strip()
+    if not base_url or base_url == "vertex" or provider not in _PROVIDER_HOSTS:
+        return True
+    host = (urlsplit(base_url).hostname or "").lower()
+    if any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider]):
+        return True
+    with _declared_lock:
+        declared = tuple(_declared_endpoints)
+    return any(base_url == root or base_url.startswith(root + "/") for root in declared)
+
+
+def default_api_style(provider: str, base_url: str) -> Literal["chat", "responses"]:
+    """The OpenAI API an AgentEvaluator-style criterion uses when ``api_style`` is not set:
+    the documented Responses API at OpenAI itself, Chat Completions anywhere else.
+
+    Chosen up front rather than by falling back after a 404: llama-cpp-python's server answers
+    /v1/responses with 404, but llama.cpp's own server accepts it and ignores JSON mode there,
+    so no error would ever say the choice was wrong.
+    """
+    return "responses" if is_provider_endpoint(provider, base_url) else "chat"
+
+
+def judge_config_for_model(model_name: str, api_style: str | None = None,
                            temperature: float = 0.3, base_url: str = "") -> JudgeConfig | None:
     """The 10xgraph-style API's judge for ``judge_model``; None when no provider can serve it.
 
     ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
     empty, the provider's own variable applies (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
+    ``api_style`` None (not set by the user) is :func:`default_api_style` for that endpoint.
     None is the caller's cue for the 10xgraph-style API's documented fallback (score 0.5,
     "No LLM provider available").
     """
@@ -501,10 +577,12 @@ def judge_config_for_model(model_name: str, api_style: str = "responses",
     base_url = base_url.strip()
     if provider is None or not provider_available(provider, base_url):
         return None
-    if api_style not in ("chat", "responses"):
+    if api_style not in ("chat", "responses", None):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
     if not base_url and provider in BASE_URL_ENV:
         base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
+    if api_style is None:
+        api_style = default_api_style(provider, base_url)
     return JudgeConfig(provider=provider, model=model, base_url=base_url,
                        api_style=api_style, temperature=temperature,  # type: ignore[arg-type]
                        max_tokens=EFFECTIVE_MAX_TOKENS, timeout=EFFECTIVE_TIMEOUT)

@@ -40,6 +40,14 @@ from typing import Callable, Literal, Mapping, Protocol
 
 # Adaptive concurrency: where it starts, how far it may grow by default, how it reacts.
 INITIAL_CONCURRENCY = 8
+# A self-hosted server (llama.cpp, Ollama, vLLM: a base URL that is not the provider's own API)
+# answers a fixed number of requests at once (its slots) and queues the rest, where their wait
+# counts against the client's timeout. Start at this many and find the slots.
+SELF_HOSTED_INITIAL_CONCURRENCY = 2
+# When a round trip's mean latency passes this multiple of the best round's, requests queue at
+# the server: the window is cut to window x best / mean, which with a queue of requests ahead is
+# the number of slots (latency grows with the requests in flight per slot).
+SERVER_QUEUE_TOLERANCE = 1.3
 DEFAULT_CONCURRENCY_CEILING = 64
 # Growth stops while the smoothed latency is above this multiple of the recent floor: more
 # requests in flight would only queue somewhere (the provider, or this process's CPU).
@@ -61,7 +69,7 @@ LEARNED_BURST_SHARE = 0.9
 # latency climbs, because the pace, not the window, is what protects the provider then.
 PACE_WINDOW_MARGIN = 2.0
 
-OutcomeKind = Literal["ok", "rate_limited", "overloaded", "failed", "cancelled"]
+OutcomeKind = Literal["ok", "rate_limited", "overloaded", "timed_out", "failed", "cancelled"]
 
 
 # --- what providers say about their limits ---------------------------------------------------
@@ -163,6 +171,8 @@ class BudgetSettings:
     pinned: bool = False
     rpm: float | None = None
     tpm: float | None = None
+    # Not the provider's own API: adapt to a server's slots (SELF_HOSTED_INITIAL_CONCURRENCY).
+    self_hosted: bool = False
 
     @property
     def explicit(self) -> bool:
@@ -408,6 +418,12 @@ class EndpointLimiter:
         self._paused_until = 0.0
         self._pause_generation = 0
         self._unexplained_429s = 0
+        # Self-hosted servers: latencies of the requests sent since the window last changed,
+        # and the lowest mean latency of such a round trip (the server without a queue).
+        self._round_start = -math.inf
+        self._round_latencies: list[float] = []
+        self._round_saturated = False
+        self._best_round = math.inf
         # Pacing: user budgets win over what headers teach (never faster than the user asked).
         self._requests: _Bucket | None = None
         self._tokens: _Bucket | None = None
@@ -432,7 +448,8 @@ class EndpointLimiter:
     def _starting_limit(settings: BudgetSettings) -> int:
         if settings.pinned:
             return settings.max_concurrency
-        return min(INITIAL_CONCURRENCY, settings.max_concurrency)
+        start = SELF_HOSTED_INITIAL_CONCURRENCY if settings.self_hosted else INITIAL_CONCURRENCY
+        return min(start, settings.max_concurrency)
 
     @property
     def settings(self) -> BudgetSettings:
@@ -469,6 +486,7 @@ class EndpointLimiter:
             elif old.pinned:
                 self._window = float(self._starting_limit(settings))
                 self._slow_start = True
+                self._new_round_locked()
             else:
                 self._window = min(self._window, float(settings.max_concurrency))
             self._apply_budgets(time.monotonic())
@@ -553,6 +571,10 @@ class EndpointLimiter:
                 self._on_success_locked(permit, outcome.latency_s)
             elif outcome.kind in ("rate_limited", "overloaded"):
                 self._on_pushback_locked(permit, outcome, now)
+            elif outcome.kind == "timed_out" and self._settings.self_hosted:
+                # No reply within the timeout from a server of our own: it is queueing more
+                # than it can answer in time. Half the window, once per round trip.
+                self._cut_locked(permit, now)
             size = int(self._window)
         if size != self._slots.limit:
             self._slots.resize(size)
@@ -604,6 +626,9 @@ class EndpointLimiter:
             self._floor = min(self._floor, latency_s)
             self._smoothed = (latency_s if self._smoothed is None
                               else 0.9 * self._smoothed + 0.1 * latency_s)
+        if self._settings.self_hosted and not self._settings.pinned:
+            self._on_server_round_locked(permit, latency_s)
+            return
         if self._settings.pinned or not permit.saturated:
             return  # growing a limit that is not in use would prove nothing
         short_of_pace = self._window < self._pace_window_locked()
@@ -616,6 +641,33 @@ class EndpointLimiter:
         # request in it waits for its turn at the pace anyway.
         step = 1.0 if self._slow_start or short_of_pace else 1.0 / max(self._window, 1.0)
         self._window = min(self._window + step, float(self._settings.max_concurrency))
+
+    def _on_server_round_locked(self, permit: Permit, latency_s: float) -> None:
+        """A self-hosted server: judge the window once per round trip (as many replies as the
+        window, all sent since it last changed) by the round's mean latency, so that replies of
+        different lengths average out. Past SERVER_QUEUE_TOLERANCE times the best round the
+        server is queueing: cut to the slots that explains; else, with every slot in use, grow
+        (doubling until the first cut, then by one)."""
+        if permit.leased_at < self._round_start or latency_s <= 0:
+            return  # sent under another window: it says nothing about this one
+        self._round_latencies.append(latency_s)
+        self._round_saturated = self._round_saturated or permit.saturated
+        if len(self._round_latencies) < max(int(self._window), 2):
+            return
+        mean = sum(self._round_latencies) / len(self._round_latencies)
+        self._best_round = min(self._best_round, mean)
+        if mean > SERVER_QUEUE_TOLERANCE * self._best_round:
+            self._window = max(1.0, math.floor(self._window * self._best_round / mean))
+            self._slow_start = False
+        elif self._round_saturated:
+            step = self._window if self._slow_start else 1.0
+            self._window = min(self._window + step, float(self._settings.max_concurrency))
+        self._new_round_locked()
+
+    def _new_round_locked(self) -> None:
+        self._round_start = time.monotonic()
+        self._round_latencies = []
+        self._round_saturated = False
 
     def _pace_window_locked(self) -> float:
         """Requests in flight the request pace needs at the smoothed latency (0: no pace)."""
@@ -636,11 +688,15 @@ class EndpointLimiter:
         if delay is not None and now + delay > self._paused_until:
             self._paused_until = now + delay
             self._pause_generation += 1
+        self._cut_locked(permit, now)
+
+    def _cut_locked(self, permit: Permit, now: float) -> None:
         # One cut per round trip: the other requests already in flight saw the same limit.
         if not self._settings.pinned and permit.leased_at >= self._last_cut:
             self._window = max(1.0, self._window * DECREASE_FACTOR)
             self._slow_start = False
             self._last_cut = now
+            self._new_round_locked()
 
     def paused_for(self) -> float:
         """Seconds until the endpoint-wide pause ends (0 when not paused)."""

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 RETRY_AFTER_CAP_S = 60.0
+# A request at temperature 0 that timed out asks the same of the same server again: most likely
+# it takes as long again (a small local model rambling to max_tokens, a server busy with other
+# requests), and each retry holds a slot for a whole timeout. One retry covers a stall.
+DETERMINISTIC_TIMEOUT_RETRIES = 1
 # 503 Service Unavailable, Anthropic's 529 Overloaded.
 OVERLOADED_STATUS = frozenset({503, 529})
 
@@ -57,6 +61,7 @@ class FailureInfo:
     summary: str
     # The response headers of an HTTP error: a 429 carries the provider's rate-limit state.
     headers: dict[str, str] = field(default_factory=dict)
+    timed_out: bool = False  # no reply within the timeout (not a refused or dropped connection)
 
     @property
     def rate_limited(self) -> bool:
@@ -182,7 +187,8 @@ def classify(exc: BaseException) -> FailureInfo:
             exc, (TimeoutError, asyncio.TimeoutError)) else "connection error"
         if kind == "timeout" and _reset_underneath(exc):
             kind = "connection error"  # the SDK's aiohttp transport reports resets as timeouts
-        return FailureInfo(True, None, None, f"{kind} ({type(exc).__name__})")
+        return FailureInfo(True, None, None, f"{kind} ({type(exc).__name__})",
+                           timed_out=kind == "timeout")
     return FailureInfo(False, None, None, type(exc).__name__)
 
 

@@ -136,6 +136,12 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
 
 
+# How the judge line names the OpenAI API a judge is called through (a local server may serve
+# only one of them, or serve JSON mode on only one).
+_API_NAMES = {"chat": "Chat Completions (/chat/completions)",
+              "responses": "the Responses API (/responses)"}
+
+
 def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> None:
     """Say, before the first case, which judge each judged criterion will use: a judge that
     is not the one the user meant (or none at all) should not take a whole run to notice."""
@@ -147,6 +153,8 @@ def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> N
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
                 what += f" at {judge['base_url']}"
+            if judge.get("provider") == "openai" and judge.get("api_style") in _API_NAMES:
+                what += f" via {_API_NAMES[judge['api_style']]}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
     unreachable = dict.fromkeys(judge["model"] for judge in per.values()

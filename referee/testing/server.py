@@ -14,6 +14,7 @@ import struct
 import threading
 import time
 import uuid
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -21,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import SecretStr
 
 from referee.judge.caching import caching_rules
-from referee.judge.config import DEFAULT_MODELS, JudgeConfig
+from referee.judge.config import DEFAULT_MODELS, JudgeConfig, declare_provider_endpoint
 from referee.testing.prompt_cache import CacheUse, PromptCache
 from referee.testing.script import (
     Fault,
@@ -340,11 +341,22 @@ class _Handler(BaseHTTPRequestHandler):
                                                        "call without stream=True"}})
             return
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
+        if api_style == "responses" and not owner.responses_api:
+            # llama-cpp-python's server: FastAPI's 404 for a route it does not have.
+            self._send_json(404, {"detail": "Not Found"})
+            return
         owner._enter()
         self._in_flight = True
+        slot = False
         try:
+            # A server with N slots answers N requests at once; the others wait their turn here,
+            # and their wait is part of the latency the client sees (llama.cpp's --parallel).
             request = owner._record(self, path, provider, api_style, model, prompt, system,
                                     temperature, max_tokens, body)
+            slot = owner._take_slot()
+            if not slot:
+                self._send_json(503, _error_body(provider, 503, "the scripted server stopped"))
+                return
             limits = owner._admit(request)
             if limits is not None and not limits.admitted:
                 self._send_json(429, _error_body(provider, 429, "scripted rate limit reached"),
@@ -361,6 +373,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(request, outcome, limits)
         finally:
             self._leave_in_flight()
+            if slot:
+                owner._give_slot()
 
     def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float,
                headers: dict[str, str] | None = None) -> None:
@@ -455,6 +469,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up (its timeout); nothing to answer
 
 
+class _SlotGate:
+    """N slots handed out first come, first served, as a server's request queue does."""
+
+    def __init__(self, slots: int) -> None:
+        self._changed = threading.Condition()
+        self._free = slots
+        self._queue: deque[object] = deque()
+
+    def take(self, stopping: threading.Event) -> bool:
+        ticket = object()
+        with self._changed:
+            self._queue.append(ticket)
+            while not stopping.is_set() and (self._queue[0] is not ticket or not self._free):
+                self._changed.wait(0.05)  # the timeout only notices a stop
+            self._queue.remove(ticket)
+            if not stopping.is_set():
+                self._free -= 1
+            self._changed.notify_all()
+            return not stopping.is_set()
+
+    def give(self) -> None:
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -487,9 +527,26 @@ class ScriptedJudgeServer(ScriptedJudge):
     """
 
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
-                 prompt_cache: bool = True) -> None:
+                 prompt_cache: bool = True, slots: int | None = None,
+                 responses_api: bool = True, local: bool | None = None) -> None:
+        """``slots``: answer at most that many requests at once, the rest waiting in arrival
+        order (a llama.cpp server's parallel slots); None, no limit. ``responses_api=False``:
+        /v1/responses answers 404, as llama-cpp-python's server does.
+
+        ``local``: whether the judge layer treats the server as a self-hosted one (a judge whose
+        ``api_style`` is unset uses Chat Completions, concurrency starts low and finds the
+        slots) rather than as the provider it answers like. Default: local when it emulates a
+        local server (``slots`` or ``responses_api=False``). A process of its own (a subprocess
+        given the URL) always sees a local server.
+        """
         super().__init__(reply)
+        if slots is not None and slots < 1:
+            raise ValueError(f"slots must be at least 1, got {slots}")
         self._host = host
+        self.slots = slots
+        self.responses_api = responses_api
+        self.local = local if local is not None else (slots is not None or not responses_api)
+        self._slot_gate = _SlotGate(slots) if slots is not None else None
         # Each provider's prompt cache, emulated by its published rules (prompt_cache.py);
         # cached counts show in each reply's usage the way that provider reports them.
         self.prompt_cache_enabled = prompt_cache
@@ -512,11 +569,14 @@ class ScriptedJudgeServer(ScriptedJudge):
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={
             "poll_interval": 0.05}, name="scripted-judge-server", daemon=True)
         self._thread.start()
+        if not self.local:
+            declare_provider_endpoint(self._root)
         return self
 
     def stop(self) -> None:
         if self._httpd is None:
             return
+        declare_provider_endpoint(self._root, declared=False)
         self._stopping.set()  # releases hanging and slow handlers
         self._httpd.shutdown()
         self._httpd.server_close()
@@ -549,8 +609,12 @@ class ScriptedJudgeServer(ScriptedJudge):
         It carries a prefix unique to this server instance (recorded paths omit it); ``url``
         without the prefix is served too.
         """
-        root = f"{self.url}{self._prefix}"
+        root = self._root
         return f"{root}/v1" if provider == "openai" else root
+
+    @property
+    def _root(self) -> str:
+        return f"{self.url}{self._prefix}"
 
     def judge_config(self, provider: str = "openai", model: str | None = None,
                      api_style: str = "chat", **overrides: Any) -> JudgeConfig:
@@ -613,6 +677,14 @@ class ScriptedJudgeServer(ScriptedJudge):
             return list(self._errors)
 
     # handler hooks
+    def _take_slot(self) -> bool:
+        """Wait for a free slot, in arrival order; False when the server stops first."""
+        return self._slot_gate is None or self._slot_gate.take(self._stopping)
+
+    def _give_slot(self) -> None:
+        if self._slot_gate is not None:
+            self._slot_gate.give()
+
     def _responder_failed(self, exc: BaseException) -> None:
         with self._lock:
             self._errors.append(exc)

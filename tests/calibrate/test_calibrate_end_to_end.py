@@ -115,7 +115,9 @@ def test_cli_calibration_makes_a_stored_run_and_a_calibration_file_that_an_evalu
     assert questions[-1]["agreement"]["value"] == pytest.approx(22 / 24)
     # The console table.
     assert "Cohen's kappa" in out and "3-fold cross-validated" in out
-    assert re.search(r"fitted threshold \(kappa\): 0\.63 \[", out)
+    # Every resample fits the same 0.63 (the middle of the tied run): no interval to show.
+    assert "fitted threshold (kappa): 0.63 (constant)" in out
+    assert report["threshold"]["constant"] and report["threshold"]["low"] is None
     assert f"threshold recorded in {calibration_file}" in out
 
     [entry] = read_calibration_file(calibration_file).entries
@@ -330,3 +332,94 @@ def test_a_calibration_file_with_a_bom_reads_and_an_overlong_number_names_the_li
                     encoding="utf-8")
     with pytest.raises(InputError, match=r"long.json:2: a number longer than 4300 digits"):
         read_calibration_file(long)
+
+
+def test_the_judges_timeout_and_max_tokens_are_options(tmp_path, capsys, isolated_judge,
+                                                       monkeypatch):
+    def answer(request: RecordedRequest) -> str | Fault:
+        # A row the judge cannot finish in time (a slow local model on a long output).
+        return Fault.hang(5) if "answer 3" in request.prompt else scripted_answer(request)
+
+    labels = labelled_file(tmp_path, rows=6)
+    with ScriptedJudgeServer(reply=answer) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        code, out, err = run_calibrate(
+            capsys, str(labels), "--evaluator", "faithfulness", "--judge",
+            "openai/gpt-4o-mini", "--judge-timeout", "0.5", "--judge-max-tokens", "40",
+            "--resamples", "100", "--out", str(tmp_path / "runs"), "--no-write", "--json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert {r.max_tokens for r in srv.requests} == {40}
+        # The hanging row's four questions each timed out at 0.5 s and were retried once
+        # (temperature 0): a judge error, while the other rows were scored.
+        assert report["judge_errors"] == 1 and report["scored"] == 5
+        assert sum("answer 3" in r.prompt for r in srv.requests) == 4 * 2
+    for bad, message in ((["--judge-timeout", "0"], "expected a positive number of seconds"),
+                         (["--judge-max-tokens", "0"], "--judge-max-tokens")):
+        assert main(["calibrate", str(labels), "--evaluator", "faithfulness", *bad]) == 2
+        assert message in capsys.readouterr().err
+
+
+def contrary_file(tmp_path: Path, rows: int = 12) -> Path:
+    """A judge that sides against the people on every row: the outputs it finds faithful were
+    failed, the others passed, so no threshold above 0 agrees better than chance."""
+    lines = [json.dumps({"id": f"row-{i:02d}", "input": f"Question {i}?",
+                         "context": f"Fact number {i}.",
+                         "output": f"{'[ok]' if i % 2 else '[bad]'} answer {i}",
+                         "label": "fail" if i % 2 else "pass"}) for i in range(rows)]
+    path = tmp_path / "contrary.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_judge_that_does_not_separate_the_labels_records_no_threshold(
+        tmp_path, capsys, server, monkeypatch):
+    labels = contrary_file(tmp_path)
+    calibration_file = tmp_path / "calibration.json"
+    argv = [str(labels), "--evaluator", "faithfulness", "--judge", "openai/gpt-4o-mini",
+            "--resamples", "200", "--out", str(tmp_path / "runs"),
+            "--calibration-file", str(calibration_file)]
+    code, out, err = run_calibrate(capsys, *argv)
+    assert code == 1, err
+    # Every threshold above the low score (0.25) has kappa < 0: the fit lands below it, in
+    # the middle of 0.00-0.25, which passes everything: kappa 0, in every resample.
+    assert "fitted threshold (kappa): 0.12 (constant)" in out
+    assert "this judge does not separate the labels: the best threshold by kappa, 0.12, " \
+           "passes every one of the 12 scored rows" in out
+    assert "Cohen's kappa" in out and "0.00 (constant)" in out.split("Cohen's kappa")[1]
+    assert "[0.00, 0.00]" not in out
+    assert err.strip().endswith("no threshold recorded (--force records it anyway)"), err
+    assert not calibration_file.exists()
+    run_dir = only_run_dir(tmp_path / "runs")
+    report = json.loads((run_dir / "calibration.json").read_text())
+    assert report["fit_problem"].startswith("the best threshold by kappa, 0.12, passes every")
+    assert report["agreement"]["kappa"] == {"value": 0.0, "low": None, "high": None,
+                                            "constant": True, "method": "bootstrap"}
+    assert "does not separate the labels" in (run_dir / "calibration.html").read_text()
+
+    # --force records it, and the entry (and every result that uses it) says what is wrong.
+    code, out, err = run_calibrate(capsys, *argv, "--resume", str(run_dir), "--force")
+    assert code == 0, err
+    assert "recorded anyway (--force)" in err
+    [entry] = read_calibration_file(calibration_file).entries
+    assert entry.threshold == 0.12 and entry.fit_problem.startswith("the best threshold")
+    assert "forced, does not separate the labels" in entry.provenance
+    monkeypatch.setenv("REFEREE_CALIBRATION_FILE", str(calibration_file))
+    judge = server.judge_config(provider="openai", model="gpt-4o-mini")
+    [row] = load_labels(labels)[:1]
+    result = await_evaluate(Faithfulness(judge=judge), row)
+    assert result.details["calibration"]["fit_problem"] == entry.fit_problem
+
+
+def test_the_python_api_refuses_to_write_a_fit_that_does_not_separate(tmp_path, server):
+    rows = load_labels(contrary_file(tmp_path, rows=8))
+    report = calibrate(Faithfulness(), rows, judge="openai/gpt-4o-mini", resamples=100,
+                       runs_dir=tmp_path / "runs")
+    assert not report.separates
+    with pytest.raises(ValueError, match="this judge does not separate the labels: .* no "
+                                         "threshold recorded"):
+        report.write_calibration_file(tmp_path / "calibration.json")
+    assert not (tmp_path / "calibration.json").exists()
+    report.write_calibration_file(tmp_path / "calibration.json", force=True)
+    assert read_calibration_file(tmp_path / "calibration.json").entries[0].fit_problem

@@ -212,3 +212,31 @@ def test_no_threshold_is_fitted_from_no_scored_rows():
     # into the calibration file as if measured when no row was scored (all judge errors).
     assert math.isnan(fit_threshold([], []))
     assert fitted_threshold_interval([], [], resamples=50) == Interval(None, None, None)
+
+
+def test_a_statistic_no_resample_moves_has_no_bootstrap_interval():
+    from referee.calibrate._stats import agreement_at, fit_problem, fitted_threshold_interval
+
+    # A perfect split of 20 rows: every resample agrees perfectly too. That is not certainty.
+    scores, labels = [1.0] * 10 + [0.0] * 10, [True] * 10 + [False] * 10
+    agreement = agreement_at(scores, labels, 0.5, resamples=300)
+    kappa = agreement.metrics["kappa"]
+    assert (kappa.value, kappa.low, kappa.high, kappa.constant) == (1.0, None, None, True)
+    accuracy = agreement.metrics["accuracy"]  # a proportion: Wilson's interval from its counts
+    assert accuracy.constant and accuracy.method == "wilson"
+    assert accuracy.value == 1.0 and 0.80 < accuracy.low < 0.9 and accuracy.high == 1.0
+    threshold = fitted_threshold_interval(scores, labels, resamples=300)
+    assert fit_problem(agreement, threshold, "kappa") is None  # it separates, perfectly
+
+
+def test_fits_that_do_not_separate_are_named():
+    from referee.calibrate._stats import agreement_at, fit_problem, fitted_threshold_interval
+
+    # Scores unrelated to the labels: the best kappa is at most chance.
+    scores = [0.2, 0.8, 0.2, 0.8, 0.2, 0.8, 0.2, 0.8]
+    labels = [True, False, True, False, True, False, True, False]
+    threshold = fitted_threshold_interval(scores, labels, resamples=200)
+    agreement = agreement_at(scores, labels, threshold.value, resamples=200)
+    assert "passes every one of the 8 scored rows" in fit_problem(agreement, threshold, "kappa")
+    everything_fails = agreement_at(scores, labels, 0.9, resamples=200)
+    assert "fails every one" in fit_problem(everything_fails, threshold, "kappa")

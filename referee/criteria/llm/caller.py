@@ -104,7 +104,11 @@ class LLMCallerMixin:
             if "temperature" in self.judge.model_fields_set and self.judge.temperature is not None:
                 return self.judge
             return self.judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
-        return judge_config_for_model(self.config.judge_model, api_style=self.config.api_style,
+        # An api_style the user did not set follows the endpoint: the documented Responses API
+        # at OpenAI itself, Chat Completions at a local server or gateway.
+        chosen = "api_style" in self.config.model_fields_set
+        return judge_config_for_model(self.config.judge_model,
+                                      api_style=self.config.api_style if chosen else None,
                                       temperature=JUDGE_TEMPERATURE,
                                       base_url=self.config.base_url)
 
@@ -157,7 +161,8 @@ class LLMCallerMixin:
 
     async def _call_openai_json(self, prompt: str, sample_index: int | None = None
                                 ) -> tuple[dict[str, Any], TokenUsage] | None:
-        """Ask an OpenAI model (``config.api_style`` picks Responses or Chat Completions)."""
+        """Ask an OpenAI model: ``config.api_style`` when set, else Responses at OpenAI itself
+        and Chat Completions at any other endpoint."""
         return await self._call_provider_json("openai", prompt, sample_index)
 
     async def _call_anthropic_json(self, prompt: str, sample_index: int | None = None
