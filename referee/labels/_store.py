@@ -19,8 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import InputError
-
-LABELS_FILE = "labels.jsonl"
+from referee.report.store import LABELS_FILE
 MAX_COMMENT_CHARS = 4000
 
 
