@@ -27,7 +27,10 @@ def describe(label: Label | None) -> tuple[str, str]:
     if label.comment:
         parts.append(f"comment: {label.comment}")
     words = "; ".join(parts) or "no verdict"
-    return f"{label.verdict or '-'}/{label.human or '-'}", f"{words} ({label.labeller})"
+    # A comment alone is no verdict: the result still counts as unlabelled in the queue.
+    code = (f"{label.verdict or '-'}/{label.human or '-'}"
+            if label.verdict is not None or label.human is not None else "")
+    return code, f"{words} ({label.labeller})"
 
 
 def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label]) -> list[dict[str, Any]]:

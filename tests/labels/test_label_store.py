@@ -93,3 +93,11 @@ def test_the_queue_puts_judge_trouble_first_then_close_calls_then_the_rest() -> 
     queue = review_queue(report)
     assert [item.case_id for item in queue] == ["c4", "c7", "c3", "c5", "c2", "c1"]
     assert [item.why for item in queue] == ["judge trouble"] * 3 + ["near threshold"] * 2 + ["rest"]
+
+
+def test_a_comment_alone_leaves_the_result_unlabelled_in_the_queue() -> None:
+    from referee.labels._review import describe
+
+    assert describe(_label(comment="ask legal"))[0] == ""
+    assert describe(_label(comment="ask legal", verdict="wrong")) == (
+        "wrong/-", "judge wrong; comment: ask legal (ana)")

@@ -21,9 +21,8 @@ from referee.report.store import load_run  # noqa: E402
 from referee.report.viewer import start_viewer  # noqa: E402
 from referee.run.session import RunOptions, run_stored  # noqa: E402
 from referee.run.sync import run_sync  # noqa: E402
-from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer  # noqa: E402
-
-from calibrate.test_calibrate_end_to_end import scripted_answer  # noqa: E402
+# The scripted judge of the calibration tests (a fixture, used by name below).
+from calibrate.test_calibrate_end_to_end import server  # noqa: E402,F401
 
 ROWS = 16
 
@@ -52,27 +51,21 @@ def _run(runs: Path, **options) -> Path:
         p for p in runs.iterdir() if p.is_dir())
 
 
-@pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply=scripted_answer) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
-
-
-def _label_through_the_viewer(run_dir: Path) -> None:
-    """A person marks each verdict right or wrong, as the labelling page posts it."""
-    report = load_run(run_dir)
+def _label_through_the_viewer(run_dir: Path, key: str = "", only: int | None = None) -> None:
+    """A person marks each verdict right or wrong, as the labelling page posts it; ``key``
+    names the run (or ``RUN@N``, one of its scorings) in the viewer's URLs."""
+    key = key or run_dir.name
+    report = load_run(run_dir.parent / key)
     with start_viewer(None, run_dir.parent, labeller="ana") as handle:
         port = handle.server.server_address[1]
         token = handle.server.RequestHandlerClass.token
-        for case in report.cases:
+        for case in report.cases[:only]:
             [result] = case.criterion_results
             verdict = "right" if result.passed == case.case.metadata["right"] else "wrong"
             body = json.dumps({"case_id": case.eval_id, "criterion": result.criterion,
                                "verdict": verdict})
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            conn.request("POST", f"/run/{run_dir.name}/labels", body=body, headers={
+            conn.request("POST", f"/run/{key}/labels", body=body, headers={
                 "Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
                 "X-Referee-Token": token})
             assert conn.getresponse().status == 200
@@ -100,6 +93,10 @@ def test_run_label_rescore_export_and_calibrate_from_the_run(tmp_path, capsys, s
     assert not (run_dir / "versions" / "1" / LABELS_FILE).exists()
     assert (run_dir / LABELS_FILE).read_bytes() == labels_before
     assert {label.scoring for label in LabelStore(run_dir).all()} == {1}
+    # Labelling again names the scoring looked at: RUN@1 the kept one, RUN the current one.
+    _label_through_the_viewer(run_dir, f"{run_dir.name}@1", only=1)
+    _label_through_the_viewer(run_dir, only=1)
+    assert [label.scoring for label in LabelStore(run_dir).all()][-2:] == [1, 2]
 
     exported = tmp_path / "exported.jsonl"
     assert main(["labels", "export", str(run_dir), "-o", str(exported)]) == 0
