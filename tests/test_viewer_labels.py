@@ -51,6 +51,10 @@ def test_label_with_the_keyboard_reload_and_export(run, tmp_path, capsys) -> Non
         href = page.evaluate("document.querySelector('a[href$=\"/label\"]').getAttribute('href')")
         page.goto(handle.base_url + href)
         assert page.evaluate("document.querySelectorAll('section.item').length") == len(queue)
+        # The sample run's hostile names and outputs are shown as text, never run.
+        assert "pwned" not in page.evaluate("document.title")
+        assert page.evaluate("document.body.getAttribute('data-pwned')") is None
+        assert page.evaluate("document.getElementById('injected')") is None
         order = page.evaluate("Array.from(document.querySelectorAll('section.item'))"
                               ".map(s => s.dataset.case + '|' + s.dataset.criterion)")
         assert order == [f"{i.case_id}|{i.criterion}" for i in queue]
