@@ -78,9 +78,12 @@ Exit codes:
   130  interrupted: Ctrl-C, or the run directory could not be written (a full disk);
        finished cases are kept and --resume RUN_DIR completes the run"""
 VIEW_DESCRIPTION = (
-    "Serve stored runs on 127.0.0.1 (read-only): an index of runs with pass and error rates "
+    "Serve stored runs on 127.0.0.1: an index of runs with pass and error rates "
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
-    "directory or report file to open it directly. Ctrl-C stops the viewer.")
+    "directory or report file to open it directly. A run's 'label verdicts' page lets a person "
+    "mark each judged verdict right or wrong (or give pass/fail and a comment) from the "
+    "keyboard; labels go to the run's labels.jsonl (see `referee labels export`). "
+    "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
     "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
@@ -532,7 +535,18 @@ def cmd_view(args: argparse.Namespace) -> int:
         target, runs_dir = None, target
     if target is not None:
         load_run(target)  # a file or folder that is not a run fails here, in one line
-    serve(target, runs_dir, port=args.port)
+    serve(target, runs_dir, port=args.port, labeller=args.labeller)
+    return 0
+
+
+def cmd_labels_export(args: argparse.Namespace) -> int:
+    from referee.labels._export import write_export
+
+    text, count = write_export(args.run_dir, args.output, criterion=args.criterion)
+    if args.output is None:
+        sys.stdout.write(text)
+    _say(f"{count} labelled row(s)" + (f" written to {args.output}" if args.output else ""),
+         sys.stderr)
     return 0
 
 
@@ -786,7 +800,26 @@ def build_parser() -> argparse.ArgumentParser:
                       help="open this run directory or report file")
     view.add_argument("--dir", metavar="DIR", help="the runs directory to index (default .referee/runs)")
     view.add_argument("--port", type=_port, default=0, help="port to listen on (default: a free one)")
+    view.add_argument("--labeller", metavar="NAME",
+                      help="who the labels made in this viewer name (default: the OS user)")
     view.set_defaults(func=cmd_view)
+
+    labels = sub.add_parser("labels", help="people's labels on a run's verdicts",
+                            description="Labels made in `referee view`, kept in a run's "
+                                        "labels.jsonl.")
+    labels_sub = labels.add_subparsers(dest="labels_command", metavar="ACTION",
+                                       parser_class=_Parser, required=True)
+    export = labels_sub.add_parser(
+        "export", help="write a run's labels as a labels file for `referee calibrate`",
+        description="Write the latest label per case and criterion as the rows `referee "
+                    "calibrate` reads: the case's input, context and expected output, the "
+                    "output the run stored, and the person's pass/fail. JSONL, to stdout "
+                    "unless -o.")
+    export.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (a .jsonl file)")
+    export.add_argument("--criterion", metavar="NAME",
+                        help="only the labels on this criterion (ids are then the case ids)")
+    export.set_defaults(func=cmd_labels_export)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)

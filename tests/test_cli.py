@@ -246,11 +246,11 @@ def test_view_of_a_directory_of_runs_indexes_it(tmp_path, capsys, suite_file, mo
     assert run_cli(capsys, "run", str(suite_file), "--out", str(runs), "-q")[0] == 0
     monkeypatch.delenv("REFEREE_RUNS_DIR", raising=False)
     served: list[tuple] = []
-    monkeypatch.setattr(viewer, "serve", lambda target, runs_dir, port=0: served.append(
-        (target, runs_dir)))
+    monkeypatch.setattr(viewer, "serve", lambda target, runs_dir, port=0, labeller=None:
+                        served.append((target, runs_dir, labeller)))
     assert main(["view", str(runs)]) == 0  # what --dir does, not a broken "run" page
-    assert main(["view", str(only_run_dir(runs))]) == 0
-    assert served == [(None, runs), (only_run_dir(runs), Path(".referee/runs"))]
+    assert main(["view", str(only_run_dir(runs)), "--labeller", "ana"]) == 0
+    assert served == [(None, runs, None), (only_run_dir(runs), Path(".referee/runs"), "ana")]
 
 
 def test_bad_config_file_names_the_field(tmp_path, capsys):

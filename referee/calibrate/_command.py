@@ -22,6 +22,10 @@ calibration.json and calibration.html into the run directory, and records the th
 calibration file, where evaluators with threshold="calibrated" find it. A threshold that
 passes or fails every row, or agrees no better than chance, is reported as "this judge does not
 separate the labels" and not recorded unless --force.
+
+--from-run RUN_DIR instead of LABELS calibrates on a stored run: the outputs it stored and the
+labels people made on them in `referee view` (the rows `referee labels export` writes); the
+model under test is not asked again.
 Exit codes: 0 done, 1 the judge does not separate the labels (so nothing was recorded),
 2 bad input, 130 interrupted."""
 
@@ -34,7 +38,12 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
                             "labels and fit its threshold", description=DESCRIPTION,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("labels", metavar="LABELS", help="the labelled cases file")
+    parser.add_argument("labels", metavar="LABELS", nargs="?", help="the labelled cases file")
+    parser.add_argument("--from-run", metavar="RUN_DIR",
+                        help="calibrate on a stored run's outputs and its labels instead")
+    parser.add_argument("--criterion", metavar="NAME",
+                        help="with --from-run: the criterion whose labels to use (default: "
+                             "the only one labelled, else the one named like the evaluator)")
     parser.add_argument("--evaluator", metavar="NAME|FILE.py:OBJECT",
                         help="a built-in evaluator (faithfulness, hallucination, "
                              "answer_accuracy, ...) or an evaluator defined in a file "
@@ -103,6 +112,15 @@ def _load_object(spec: str, load_module_of: Callable[[str, str], tuple[ModuleTyp
     return value
 
 
+def _evaluator_name(spec: str) -> str | None:
+    """The criterion name a built-in evaluator's results carry in a run."""
+    if ":" in spec:
+        return None
+    from referee.calibrate._run import evaluator_by_name
+
+    return str(getattr(evaluator_by_name(spec), "name", spec))
+
+
 def run_command(args: argparse.Namespace,
                 load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> int:
     """Run the command; ``load_module_of`` is the CLI's loader of FILE.py:NAME targets."""
@@ -115,7 +133,21 @@ def run_command(args: argparse.Namespace,
         raise ValueError("--retry-errors goes with --resume RUN_DIR")
     if args.folds is not None and args.folds < 2:
         raise ValueError(f"--folds {args.folds}: cross-validation needs at least 2 folds")
-    if args.dataset == "labels":
+    if (args.labels is None) == (args.from_run is None):
+        raise ValueError("give either LABELS or --from-run RUN_DIR")
+    if args.criterion is not None and args.from_run is None:
+        raise ValueError("--criterion goes with --from-run RUN_DIR")
+    if args.from_run is not None:
+        if args.dataset != "labels":
+            raise ValueError("--from-run reads the run's own labels; leave --dataset out")
+        if not args.evaluator:
+            raise ValueError("--evaluator is required (e.g. --evaluator faithfulness)")
+        from referee.calibrate._from_run import labelled_cases_from_run
+
+        rows = labelled_cases_from_run(args.from_run, criterion=args.criterion,
+                                       evaluator_name=_evaluator_name(args.evaluator))
+        default_evaluator = None
+    elif args.dataset == "labels":
         rows = load_labels(args.labels, cutoff=args.cutoff)
         default_evaluator = None
     else:
@@ -131,7 +163,9 @@ def run_command(args: argparse.Namespace,
     report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
                        resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,
                        resume=args.resume, retry_errors=args.retry_errors,
-                       concurrency=args.concurrency, labels=str(args.labels),
+                       concurrency=args.concurrency,
+                       labels=str(args.labels) if args.from_run is None
+                       else f"{args.from_run}/labels.jsonl",
                        judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
     refused = report.fit_problem is not None and not args.force

@@ -80,7 +80,8 @@ def _sha256_source(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
-def content_security_policy(script: str | None, *, forms: bool = False) -> str:
+def content_security_policy(script: str | None, *, forms: bool = False,
+                            connect: bool = False) -> str:
     """Allow exactly our inline style and script; no network, no plugins, no base rewriting."""
     css = _asset("report.css")
     parts = [
@@ -92,12 +93,15 @@ def content_security_policy(script: str | None, *, forms: bool = False) -> str:
         "base-uri 'none'",
         "form-action " + ("'self'" if forms else "'none'"),
     ]
+    if connect:  # the viewer's labelling page saves labels back to its own server
+        parts.append("connect-src 'self'")
     return "; ".join(parts)
 
 
-def _page(template: str, *, script: str | None = None, forms: bool = False, **context: Any) -> str:
+def _page(template: str, *, script: str | None = None, forms: bool = False,
+          connect: bool = False, **context: Any) -> str:
     return _env().get_template(template).render(
-        csp=content_security_policy(script, forms=forms), css=_asset("report.css"),
+        csp=content_security_policy(script, forms=forms, connect=connect), css=_asset("report.css"),
         script=script, **context,
     )
 
@@ -605,7 +609,7 @@ def _scorings_view(report: EvalReport, run_key: str | None) -> list[dict[str, An
 
 
 def render_html(report: EvalReport, *, index_href: str | None = None,
-                run_key: str | None = None) -> str:
+                run_key: str | None = None, label_href: str | None = None) -> str:
     """The report as one HTML file: no external resources, every value escaped."""
     summary = _summary_view(report)
     summary["scorings"] = _scorings_view(report, run_key)
@@ -615,6 +619,7 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     return _page(
         "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
         sample_note=sample_note, page_rows=PAGE_ROWS if chunks else 0, index_href=index_href,
+        label_href=label_href,
     )
 
 
@@ -633,6 +638,19 @@ def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
         for c in part:
             c["chunk"] = start // BODY_CHUNK
     return chunks
+
+
+def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: str,
+                          post_href: str, run_href: str, items: list[dict[str, Any]]) -> str:
+    """The viewer's labelling page: the review queue, one section per criterion result, with
+    the per-session token its script sends back with every label."""
+    for item in items:
+        item["fields"] = [(name, clipped.text) for name, value in item.get("fields", [])
+                          if (clipped := _clip(value)) is not None]
+    return _page("labels.html.j2", script=_asset("labels.js"), connect=True, run_name=run_name,
+                 scoring=scoring, labeller=labeller, token=token, post_href=post_href,
+                 run_href=run_href, items=items,
+                 labelled=sum(1 for item in items if item.get("label")))
 
 
 def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) -> str:

@@ -63,6 +63,10 @@ DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
 CASES_FILE = "cases.jsonl"
 REPORT_FILE = "report.json"
+# People's labels on the run's verdicts (referee.labels): they belong to the run as a whole,
+# name the scoring they were made on, and stay at the top level when a scoring is kept.
+LABELS_FILE = "labels.jsonl"
+RUN_WIDE_FILES = (LABELS_FILE,)
 LOCK_FILE = ".lock"
 DAMAGED_LINES_FILE = "cases.damaged.jsonl"
 FSYNC_INTERVAL_S = 1.0
@@ -240,7 +244,8 @@ class RunStore:
             staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{number}."))
             try:
                 for child in self.run_dir.iterdir():
-                    if child.is_file() and not child.name.startswith("."):
+                    if (child.is_file() and not child.name.startswith(".")
+                            and child.name not in RUN_WIDE_FILES):
                         shutil.copy2(child, staging / child.name)
                         with open(staging / child.name, "rb") as fh:
                             os.fsync(fh.fileno())

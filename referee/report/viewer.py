@@ -1,17 +1,25 @@
-"""A local, read-only web viewer over stored runs.
+"""A local web viewer over stored runs; its one write is a person's label on a verdict.
 
 It listens on 127.0.0.1 only and answers only requests that are plainly its own: the Host
 header must name the loopback address and this port (a DNS-rebinding page presents its own
 host name), and a request that a browser marks as coming from another origin (Origin or
 Sec-Fetch-Site) is refused. Runs are addressed by the name of their directory under the
 runs directory, never by a path, so nothing outside it can be read.
+
+Labels (``/run/NAME/label``, referee.labels) are the only write. Beyond the checks above, each
+write carries the per-session token that the labelling page embeds (random at server start,
+compared in constant time), so a page of another origin that guessed the port still cannot
+store one. Labels go to the run's labels.jsonl, never into the run's own records.
 """
 
 from __future__ import annotations
 
+import hmac
 import html
+import json
 import logging
 import re
+import secrets
 import sys
 import threading
 from dataclasses import dataclass
@@ -26,8 +34,9 @@ from referee.report.compare import compare_reports
 from referee.report.html import render_compare_html, render_html, render_index_html
 from referee.report.json_report import render_json
 from referee.report.model import EvalReport
-from referee.report.store import META_FILE, REPORT_FILE, RunInfo, list_runs, load_run
-from referee.report.versions import split_ref
+from referee.report.html import render_labelling_html
+from referee.report.store import META_FILE, REPORT_FILE, RunInfo, RunStore, list_runs, load_run
+from referee.report.versions import split_ref, version_number
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +51,8 @@ _SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+TOKEN_HEADER = "X-Referee-Token"
+MAX_LABEL_BYTES = 64 * 1024
 
 
 class _NotFound(Exception):
@@ -128,7 +139,10 @@ def _origin_allowed(origin: str | None, port: int) -> bool:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "referee-viewer"
     sys_version = ""
-    catalog: RunCatalog  # set on the per-server subclass
+    # Set on the per-server subclass.
+    catalog: RunCatalog
+    token: str  # the per-session write token
+    labeller: str
 
     # Plumbing ----------------------------------------------------------------------------
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
@@ -188,9 +202,77 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_only(self) -> None:
         if self._trusted():
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer is read-only")
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels")
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
+
+    def _send_json(self, status: int, value: dict[str, str]) -> None:
+        self._send(status, json.dumps(value), content_type="application/json; charset=utf-8")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        if not self._trusted():
+            return
+        parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+        if len(parts) != 3 or parts[0] != "run" or parts[2] != "labels":
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels")
+            return
+        sent = self.headers.get(TOKEN_HEADER, "")
+        if not hmac.compare_digest(sent.encode("utf-8", "replace"), self.token.encode("utf-8")):
+            self._send_json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong session token; "
+                                                            "reload the labelling page"})
+            return
+        if not (self.headers.get("Content-Type") or "").startswith("application/json"):
+            self._send_json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send application/json"})
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_LABEL_BYTES:
+            self._send_json(HTTPStatus.BAD_REQUEST, {"error": "a label is a JSON body of at most "
+                                                              f"{MAX_LABEL_BYTES} bytes"})
+            return
+        body = self.rfile.read(length)
+        from referee.labels._review import RefusedLabel, describe, label_from_post
+        from referee.labels._store import LabelStore
+
+        try:
+            run_dir, scoring, report = self._labelled_run(parts[1])
+            label = label_from_post(body, report, scoring=scoring, labeller=self.labeller)
+            LabelStore(run_dir).append(label)
+        except _NotFound:
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": "no such run"})
+            return
+        except RefusedLabel as exc:
+            self._send_json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+            return
+        except (InputError, OSError) as exc:
+            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"not stored: {exc}"})
+            return
+        summary, text = describe(label)
+        self._send_json(HTTPStatus.OK, {"summary": summary, "text": text,
+                                        "verdict": label.verdict or "", "human": label.human or ""})
+
+    def _labelled_run(self, key: str) -> tuple[Path, int, EvalReport]:
+        """The run directory labels go to, the number of the scoring ``key`` names, and it."""
+        base, at, version = key.partition("@")
+        run_dir = self.catalog.path_of(base)
+        if not run_dir.is_dir():
+            raise _NotFound(key)  # a report file has no run directory to keep labels in
+        scoring = int(version) if at and version.isdigit() else version_number(
+            RunStore(run_dir).read_meta())
+        return run_dir, scoring, self.catalog.load(key)
+
+    def _labelling_page(self, key: str) -> None:
+        from referee.labels._review import queue_items
+        from referee.labels._store import LabelStore
+
+        run_dir, scoring, report = self._labelled_run(key)
+        items = queue_items(report, LabelStore(run_dir).latest())
+        self._send_page(render_labelling_html(
+            run_name=report.name or key, scoring=scoring, labeller=self.labeller,
+            token=self.token, post_href=f"/run/{quote(key)}/labels",
+            run_href=f"/run/{quote(key)}", items=items))
 
     def _route(self) -> None:
         url = urlsplit(self.path)
@@ -202,7 +284,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts[0] == "run" and len(parts) == 2:
             key = parts[1]
             self._send_page(render_html(catalog.load(key), index_href="/",
-                                        run_key=key.partition("@")[0]))
+                                        run_key=key.partition("@")[0],
+                                        label_href=f"/run/{quote(key)}/label"))
+        elif parts[0] == "run" and len(parts) == 3 and parts[2] == "label":
+            self._labelling_page(parts[1])
         elif parts[0] == "run" and len(parts) == 3 and parts[2] == "json":
             self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
                        content_type="application/json; charset=utf-8")
@@ -241,11 +326,16 @@ class ViewerHandle:
         self.close()
 
 
-def _make_server(target: Path | None, runs_dir: Path, host: str, port: int) -> tuple[ThreadingHTTPServer, str, str]:
+def _make_server(target: Path | None, runs_dir: Path, host: str, port: int,
+                 labeller: str | None = None) -> tuple[ThreadingHTTPServer, str, str]:
     if host not in LOOPBACK_HOSTS:
         raise ValueError(f"the viewer listens on 127.0.0.1 only; got host {host!r}")
+    from referee.labels._store import default_labeller
+
     catalog = RunCatalog(Path(runs_dir), Path(target) if target is not None else None)
-    handler: Callable[..., _Handler] = type("_BoundHandler", (_Handler,), {"catalog": catalog})
+    handler: Callable[..., _Handler] = type("_BoundHandler", (_Handler,), {
+        "catalog": catalog, "token": secrets.token_urlsafe(32),
+        "labeller": labeller or default_labeller()})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -256,18 +346,21 @@ def _make_server(target: Path | None, runs_dir: Path, host: str, port: int) -> t
 
 
 def start_viewer(target: Path | None, runs_dir: Path, host: str = "127.0.0.1",
-                 port: int = 0) -> ViewerHandle:
-    """Start the viewer in a background thread (port 0 picks a free port)."""
-    server, base, url = _make_server(target, runs_dir, host, port)
+                 port: int = 0, labeller: str | None = None) -> ViewerHandle:
+    """Start the viewer in a background thread (port 0 picks a free port); labels made in it
+    name ``labeller`` (default: the OS user)."""
+    server, base, url = _make_server(target, runs_dir, host, port, labeller)
     thread = threading.Thread(target=server.serve_forever, name="referee-viewer", daemon=True)
     thread.start()
     return ViewerHandle(url=url, base_url=base, server=server, thread=thread)
 
 
-def serve(target: Path | None, runs_dir: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+def serve(target: Path | None, runs_dir: Path, host: str = "127.0.0.1", port: int = 0,
+          labeller: str | None = None) -> None:
     """Run the viewer until Ctrl-C."""
-    server, _base, url = _make_server(target, runs_dir, host, port)
-    print(f"referee viewer on {url} (read-only; Ctrl-C to stop)", file=sys.stderr, flush=True)
+    server, _base, url = _make_server(target, runs_dir, host, port, labeller)
+    print(f"referee viewer on {url} (labels go beside each run; Ctrl-C to stop)",
+          file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,0 +1,90 @@
+"""What the viewer's labelling page shows and what it accepts: the queue with each result's
+current label, and a posted label checked against the run before it is stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from referee.labels._queue import review_queue
+from referee.labels._store import Label, now
+from referee.report.model import EvalReport
+
+POSTED_FIELDS = {"case_id", "criterion", "verdict", "human", "comment"}
+
+
+def describe(label: Label | None) -> tuple[str, str]:
+    """(a short code for the page's state, the words shown) for a label."""
+    if label is None:
+        return "", ""
+    parts = []
+    if label.verdict is not None:
+        parts.append(f"judge {label.verdict}")
+    if label.human is not None:
+        parts.append(f"person says {label.human}")
+    if label.comment:
+        parts.append(f"comment: {label.comment}")
+    words = "; ".join(parts) or "no verdict"
+    # A comment alone is no verdict: the result still counts as unlabelled in the queue.
+    code = (f"{label.verdict or '-'}/{label.human or '-'}"
+            if label.verdict is not None or label.human is not None else "")
+    return code, f"{words} ({label.labeller})"
+
+
+def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label]) -> list[dict[str, Any]]:
+    cases = {case.eval_id: case for case in report.cases}
+    items = []
+    for item in review_queue(report):
+        label = labels.get((item.case_id, item.criterion))
+        code, words = describe(label)
+        result = cases[item.case_id]
+        case = result.case
+        output = result.execution.actual_response if result.execution is not None else None
+        fields = [] if case is None else [("input", case.input), ("context", case.context),
+                                          ("expected output", case.expected_output)]
+        fields.append(("output", output))
+        items.append({"case_id": item.case_id, "case_name": item.case_name,
+                      "criterion": item.criterion, "score": item.score,
+                      "threshold": item.threshold, "passed": item.passed, "error": item.error,
+                      "unknown": item.unknown, "why": item.why, "reason": item.reason,
+                      "fields": fields, "label": code, "label_text": words,
+                      "comment": label.comment if label is not None else "",
+                      "verdict": (label.verdict if label is not None else None) or "",
+                      "human": (label.human if label is not None else None) or ""})
+    return items
+
+
+class RefusedLabel(ValueError):
+    """A posted label that does not fit the run (the message says why)."""
+
+
+def label_from_post(body: bytes, report: EvalReport, *, scoring: int, labeller: str) -> Label:
+    """A label from the page's JSON, for a criterion result that exists in ``report``."""
+    try:
+        posted = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise RefusedLabel("the body is not JSON") from None
+    if not isinstance(posted, dict):
+        raise RefusedLabel("the body is not a JSON object")
+    unknown = sorted(set(posted) - POSTED_FIELDS)
+    if unknown:
+        raise RefusedLabel(f"unknown field {unknown[0]!r}")
+    case = next((c for c in report.cases if c.eval_id == posted.get("case_id")), None)
+    if case is None:
+        raise RefusedLabel(f"the run has no case {posted.get('case_id')!r}")
+    result = next((r for r in case.criterion_results
+                   if r.criterion == posted.get("criterion") and not r.skipped), None)
+    if result is None:
+        raise RefusedLabel(f"case {case.eval_id!r} has no judged criterion "
+                           f"{posted.get('criterion')!r}")
+    try:
+        return Label(case_id=case.eval_id, criterion=result.criterion, scoring=scoring,
+                     verdict=posted.get("verdict"), human=posted.get("human"),
+                     comment=posted.get("comment") or "", judge_passed=result.passed,
+                     judge_score=result.score, labeller=labeller, at=now())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RefusedLabel(f"field {'.'.join(str(p) for p in first['loc'])}: "
+                           f"{first['msg']}") from None
