@@ -16,6 +16,7 @@ from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
 from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, parse_json_object, unreadable_replies
+from referee.judge.panel import JudgePanel, ask_panel, combine_scores
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -48,7 +49,8 @@ class GEval(JudgeEvaluator):
     """Judge-scored criterion on a 0.0-1.0 scale, averaged over ``runs`` judge calls."""
 
     def __init__(self, criteria: str, name: str = "g_eval", runs: int = 2,
-                 judge: JudgeConfig | None = None, threshold: float = 0.7) -> None:
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
+                 threshold: float = 0.7) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError(f"GEval: criteria must be a non-empty string, got {criteria!r}")
         if not isinstance(name, str) or not name.strip():
@@ -60,12 +62,10 @@ class GEval(JudgeEvaluator):
         self.name = name
         self.runs = runs
 
-    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        cfg = self.judge_config()
+    async def _judged_runs(self, cfg: JudgeConfig, prefix: str, group: str
+                           ) -> tuple[float, list[dict[str, Any]], TokenUsage, str]:
+        """One judge's ``runs`` calls: its mean score, the runs, what they cost, a reason."""
         judge = get_judge(cfg)
-        prefix = material_prefix(case_blocks(actual, expected))
-        group = case_cache_group(expected)
-
         replies = await gather_all([
             judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
                            prompt_prefix=prefix, cache_group=group, json_mode=True,
@@ -88,6 +88,16 @@ class GEval(JudgeEvaluator):
         if len(scored) < self.runs:
             reason += (f" ({self.runs - len(scored)} of {self.runs} run(s) returned no usable "
                        "score — excluded from the average)")
+        return score, runs, usage, reason
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        cfg = self.judge_config()
+        prefix = material_prefix(case_blocks(actual, expected))
+        group = case_cache_group(expected)
+        panel = self.judge_panel()
+        if panel is not None:
+            return await self._panel_evaluate(panel, cfg, prefix, group)
+        score, runs, usage, reason = await self._judged_runs(cfg, prefix, group)
         details = {
             "reason": reason,
             "criteria": self.criteria,
@@ -97,3 +107,32 @@ class GEval(JudgeEvaluator):
             "judge_model": cfg.model,
         }
         return self._scored(cfg, score, details, usage)
+
+    async def _panel_evaluate(self, panel: JudgePanel, cfg: JudgeConfig, prefix: str,
+                              group: str) -> CriterionResult:
+        async def ask(member: JudgeConfig) -> tuple[tuple[float, list[dict[str, Any]], str],
+                                                     TokenUsage]:
+            score, runs, usage, reason = await self._judged_runs(member, prefix, group)
+            return (score, runs, reason), usage
+
+        answers = await ask_panel(self.name, panel, ask)
+        answered = [m for m in answers.answered if m.answer is not None]
+        scores = [m.answer[0] for m in answered]
+        score = combine_scores(panel, scores, [m.weight for m in answered])
+        summary = answers.summary()
+        for member, entry in zip(answers.members, summary["members"]):
+            if member.answer is not None:
+                entry.update(score=member.answer[0], reason=member.answer[2],
+                             runs=member.answer[1])
+        how = "median" if panel.aggregate == "majority" else panel.aggregate
+        details = {
+            "reason": (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} "
+                       "judge(s): " + ", ".join(f"{m.label} {m.answer[0]:.2f}"
+                                                for m in answered)),
+            "criteria": self.criteria,
+            "scores": scores,
+            "judge_provider": "panel",
+            "judge_model": ", ".join(m.label for m in answers.members),
+            "panel": summary,
+        }
+        return self._scored(cfg, score, details, answers.usage)

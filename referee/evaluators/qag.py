@@ -49,6 +49,14 @@ from referee.judge import (
     resolve_judge_config,
     unreadable_replies,
 )
+from referee.judge.panel import (
+    JudgePanel,
+    ask_panel,
+    check_judge,
+    effective_panel,
+    require_quorum,
+    vote,
+)
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -235,6 +243,58 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
                          mode="batched" if batch else "per_question", batch_reply=batch_reply)
 
 
+async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
+                        batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
+    """Every member asks ``questions`` as one judge would; each question's verdict is the
+    panel's vote (ties UNKNOWN). A question fewer than the quorum answered is UNKNOWN; fewer
+    members than the quorum with any readable verdict make the case a JUDGE_ERROR."""
+    if not questions:
+        raise ValueError(f"{owner}: no questions to ask")
+
+    async def ask(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage]:
+        if batch:
+            records, reply = await ask_batched(cfg, questions, cache_group=cache_group)
+            return records, reply.usage
+        records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+        return records, TokenUsage.total([r.usage for r in replies])
+
+    answers = await ask_panel(owner, panel, ask)
+    readable = [m for m in answers.answered
+                if any(r["matched"] is not None for r in m.answer or [])]
+    require_quorum(owner, answers, len(readable), "judge(s) gave a readable verdict")
+    quorum = panel.effective_quorum
+    records = []
+    for index, question in enumerate(questions):
+        votes = {m.label: Verdict[m.answer[index]["verdict"].upper()]
+                 for m in answers.answered if m.answer is not None}
+        counted = [(v, m.weight) for m in answers.answered
+                   if (v := votes[m.label]) is not Verdict.UNKNOWN]
+        verdict = (vote([v for v, _ in counted], [w for _, w in counted])
+                   if len(counted) >= quorum else Verdict.UNKNOWN)
+        record = _record(question, verdict, "", all(m.answer[index]["cached"]
+                                                    for m in answers.answered if m.answer))
+        record["judges"] = {m.label: (_verdict_word(votes[m.label]) if m.label in votes
+                                      else None) for m in answers.members}
+        record["judge_replies"] = {m.label: m.answer[index]["raw_reply"]
+                                   for m in answers.answered if m.answer is not None}
+        record["judges_answered"] = len(counted)
+        records.append(record)
+    summary = answers.summary()
+    if all(r["matched"] is None for r in records):
+        error = JudgeUnavailable(f"{owner}: the judge panel reached no verdict on any of "
+                                 f"{len(records)} question(s) (ties, or fewer than {quorum} "
+                                 "readable votes)", details={"panel": summary})
+        error.token_usage = answers.usage
+        raise error
+    first = answers.members[0].config
+    outcome = score_records(owner, first, records, [], usage=answers.usage,
+                            mode="panel_batched" if batch else "panel_per_question")
+    outcome.details.update(judge_provider="panel",
+                           judge_model=", ".join(m.label for m in answers.members),
+                           panel=summary)
+    return outcome
+
+
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
                   replies: Sequence[JudgeReply], *, mode: str,
                   batch_reply: JudgeReply | None = None,
@@ -292,19 +352,28 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
     calibration_key: str | None = None
 
     def __init__(self, threshold: float | str | None = None,
-                 judge: JudgeConfig | None = None) -> None:
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         # threshold="calibrated": the calibration file's entry for this evaluator, judge and
         # question set, and an error when there is none (a silent fallback would hide it).
         self._calibration_required = threshold == CALIBRATED
         self._explicit_threshold = check_threshold(
             type(self).__name__, None if self._calibration_required else threshold)  # type: ignore[arg-type]
-        self.judge = judge
+        self.judge = check_judge(type(self).__name__, judge)
         super().__init__(CriterionConfig(threshold=self._explicit_threshold
                                          if self._explicit_threshold is not None
                                          else self.default_threshold))
 
     def judge_config(self) -> JudgeConfig:
-        return resolve_judge_config(self.judge)
+        """The one judge; with a panel, its first member (for one-judge work such as writing a
+        CheckEvaluator's questions; scoring asks every member)."""
+        panel = self.judge_panel()
+        if panel is not None:
+            return panel.resolved_members()[0]
+        return resolve_judge_config(self.judge)  # type: ignore[arg-type]
+
+    def judge_panel(self) -> JudgePanel | None:
+        """The panel that scores: ``judge=``'s, else one given to ``configure()``."""
+        return effective_panel(self.judge)  # type: ignore[arg-type]
 
     def question_set(self) -> str:
         """Identifies the questions this evaluator asks; a calibration holds for that set only."""
@@ -324,6 +393,11 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         """
         if self._explicit_threshold is not None:
             return None
+        if self.judge_panel() is not None:
+            if self._calibration_required:
+                raise ValueError(f"{type(self).__name__}: threshold='calibrated' holds for one "
+                                 "judge model; a judge panel needs a numeric threshold")
+            return None
         if not self._calibration_required and not calibration_file_configured():
             return None  # no file to consult: the question-set digest need not be worked out
         return file_threshold(self.name, cfg.provider, cfg.model, self.question_set(),
@@ -335,6 +409,8 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         entry = self.calibration_entry(cfg)
         if entry is not None:
             return entry.threshold
+        if self.judge_panel() is not None:
+            return self.default_threshold  # calibrated thresholds are per judge model
         if self.calibration_key is not None:
             return calibrated_threshold(self.calibration_key, cfg.model)
         return self.default_threshold
@@ -377,7 +453,9 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
                                threshold=threshold, details=details, token_usage=token_usage)
 
     def _threshold_source(self) -> str:
-        return "explicit" if self._explicit_threshold is not None else "calibrated"
+        if self._explicit_threshold is not None:
+            return "explicit"
+        return "default" if self.judge_panel() is not None else "calibrated"
 
 
 class QAGEvaluator(JudgeEvaluator):
@@ -386,7 +464,8 @@ class QAGEvaluator(JudgeEvaluator):
     # Case fields (context, expected_output, input) without which a case is skipped, not judged.
     required_fields: tuple[str, ...] = ()
 
-    def __init__(self, threshold: float | str | None = None, judge: JudgeConfig | None = None,
+    def __init__(self, threshold: float | str | None = None,
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
                  *, batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
         self.batch = check_batch(type(self).__name__, batch)
@@ -421,7 +500,13 @@ class QAGEvaluator(JudgeEvaluator):
             return self._skipped(missing)
         cfg = self.judge_config()
         scope = CURRENT_CASE.get()
-        if self.batch == CASE_BATCH and scope is not None:
+        panel = self.judge_panel()
+        if panel is not None:
+            # A panel asks per evaluator (batch="case" shares one judge's request only).
+            outcome = await run_panel_qag(self.name, panel, self.questions(actual, expected),
+                                          batch=bool(self.batch),
+                                          cache_group=case_cache_group(expected))
+        elif self.batch == CASE_BATCH and scope is not None:
             outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
         else:
             outcome = await run_qag(self.name, cfg, self.questions(actual, expected),
@@ -493,6 +578,7 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
     for criterion in criteria:
         if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
                 or criterion.missing_input(actual, expected) is not None
+                or criterion.judge_panel() is not None
                 or _judge_identity(criterion.judge_config()) != identity):
             continue
         questions = criterion.questions(actual, expected)

@@ -238,13 +238,22 @@ _global_lock = threading.Lock()
 _global_config: JudgeConfig | None = None
 
 
-def configure(config: JudgeConfig | None) -> None:
-    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets."""
+def configure(config: Any) -> None:
+    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets.
+
+    A judge panel (a ``JudgePanel`` or a list of JudgeConfigs) is accepted too: EvalSuite-style
+    evaluators without ``judge=`` are then scored by the panel.
+    """
     global _global_config
-    if config is not None and not isinstance(config, JudgeConfig):
-        raise TypeError(f"configure() expects a JudgeConfig or None, got {type(config).__name__}")
+    from referee.judge.panel import as_panel, set_configured_panel
+
+    panel = None if config is None or isinstance(config, JudgeConfig) else as_panel(config)
+    if config is not None and not isinstance(config, JudgeConfig) and panel is None:
+        raise TypeError("configure() expects a JudgeConfig, a list of JudgeConfig, a JudgePanel "
+                        f"or None, got {type(config).__name__}")
     with _global_lock:
-        _global_config = config.model_copy() if config is not None else None
+        _global_config = config.model_copy() if isinstance(config, JudgeConfig) else None
+        set_configured_panel(panel)
 
 
 def get_configured() -> JudgeConfig | None:

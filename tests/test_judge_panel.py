@@ -1,0 +1,176 @@
+"""Judge panels: several scripted judges (one per model name) through the official SDKs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from referee import (
+    Coherence,
+    EvalCase,
+    ExecutionResult,
+    GEval,
+    JudgeConfig,
+    JudgePanel,
+    JudgeUnavailable,
+    configure,
+)
+from referee.testing.script import Fault
+from referee.testing.server import ScriptedJudgeServer
+
+pytestmark = pytest.mark.usefixtures("isolated_judge")
+
+CASE = EvalCase(input="Explain photosynthesis in one paragraph.")
+OUTPUT = ExecutionResult(actual_response="Plants turn light, water and CO2 into sugar.")
+
+# Coherence asks four questions; the good answers are Yes, No, No, Yes.
+COHERENCE_GOOD = {"logical order": "Yes", "contradict itself": "No", "abrupt jumps": "No",
+                  "understandable": "Yes"}
+
+
+def _question(prompt: str) -> str:
+    return re.search(r"^Question: (.*)$", prompt, re.MULTILINE).group(1)
+
+
+def script_judges(server: ScriptedJudgeServer, answers: dict[str, dict[str, str] | Fault]) -> None:
+    """Per model name: the reply to each question fragment (unlisted: the good answer), or a
+    fault for every request of that model (a member that is down)."""
+    def responder(request):
+        script = answers[request.model]
+        if isinstance(script, Fault):
+            return script
+        question = _question(request.prompt)
+        for fragment, good in COHERENCE_GOOD.items():
+            if fragment in question:
+                return script.get(fragment, good)
+        raise AssertionError(f"unscripted question {question!r}")
+    server.set_reply(responder)
+
+
+@pytest.fixture
+def server():
+    with ScriptedJudgeServer(reply="Yes") as srv:
+        yield srv
+
+
+def members(server, *names: str) -> list[JudgeConfig]:
+    return [server.judge_config(model=name) for name in names]
+
+
+def verdicts(result) -> dict[str, tuple[str, dict[str, str | None], int]]:
+    return {next(f for f in COHERENCE_GOOD if f in q["question"]):
+            (q["verdict"], q["judges"], q["judges_answered"])
+            for q in result.details["questions"]}
+
+
+async def test_majority_per_question_outvotes_a_dissenting_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+
+    by_question = verdicts(result)
+    # Two of three say the output jumps abruptly: the panel's verdict is the majority's.
+    assert by_question["abrupt jumps"] == (
+        "yes", {"openai:judge-a": "no", "openai:judge-b": "yes", "openai:judge-c": "yes"}, 3)
+    assert by_question["logical order"][0] == "yes"
+    assert result.score == pytest.approx(3 / 4)
+    assert server.request_count == 3 * 4
+    panel = result.details["panel"]
+    assert (panel["size"], panel["answered"], panel["quorum"]) == (3, 3, 2)
+    assert [m["token_usage"]["requests"] for m in panel["members"]] == [4, 4, 4]
+    assert result.token_usage.requests == 12
+    assert result.details["judge_provider"] == "panel"
+
+
+async def test_a_tie_is_unknown_and_leaves_the_denominator(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"contradict itself": "Yes"}})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b"), quorum=1)
+    result = await Coherence(judge=panel).evaluate(OUTPUT, CASE)
+
+    assert verdicts(result)["contradict itself"][0] == "unknown"
+    assert result.details["unknown"] == 1
+    assert result.score == 1.0  # the three agreed questions, all answered as expected
+
+
+async def test_weighted_vote_breaks_the_tie_toward_the_heavier_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"contradict itself": "Yes"}})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b"), aggregate="weighted",
+                       weights=[1.0, 2.0], quorum=1)
+    result = await Coherence(judge=panel).evaluate(OUTPUT, CASE)
+
+    assert verdicts(result)["contradict itself"][0] == "yes"
+    assert result.score == pytest.approx(3 / 4)
+
+
+async def test_a_member_down_is_counted_not_dropped(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(400)})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-down")).evaluate(
+        OUTPUT, CASE)
+
+    panel = result.details["panel"]
+    assert (panel["size"], panel["answered"]) == (3, 2)
+    down = panel["members"][2]
+    assert down["judge"] == "openai:judge-down" and not down["answered"] and down["error"]
+    assert all(q["judges_answered"] == 2 and q["judges"]["openai:judge-down"] is None
+               for q in result.details["questions"])
+    assert result.score == 1.0
+
+
+async def test_below_the_quorum_is_a_judge_error(server):
+    script_judges(server, {"judge-a": {}, "down-1": Fault.http(400), "down-2": Fault.http(400)})
+    with pytest.raises(JudgeUnavailable, match=r"below its quorum — 1 of 3 .* 2 needed"
+                       ) as caught:
+        await Coherence(judge=members(server, "judge-a", "down-1", "down-2")).evaluate(
+            OUTPUT, CASE)
+    assert caught.value.details["panel"]["answered"] == 1
+    assert caught.value.token_usage.requests >= 4  # the member that answered was paid for
+
+
+async def test_a_configured_panel_scores_evaluators_without_their_own_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-c": {"logical order": "No"}})
+    configure(JudgePanel(members=members(server, "judge-a", "judge-b", "judge-c")))
+    result = await Coherence().evaluate(OUTPUT, CASE)
+    assert result.details["panel"]["size"] == 3 and result.score == 1.0
+    configure(None)
+
+
+def test_bad_panels_are_refused_with_the_field_named(server):
+    with pytest.raises(TypeError, match="Coherence: .*list of JudgeConfig, got str"):
+        Coherence(judge=[server.judge_config(), "openai/gpt-4o"])
+    with pytest.raises(ValueError, match="weights"):
+        JudgePanel(members=members(server, "a", "b"), aggregate="weighted")
+    with pytest.raises(ValueError, match="quorum"):
+        JudgePanel(members=members(server, "a", "b"), quorum=3)
+    with pytest.raises(ValueError, match="members"):
+        JudgePanel(members=members(server, "a"))
+
+
+def scores_by_model(server, scores: dict[str, str | Fault]) -> None:
+    def responder(request):
+        value = scores[request.model]
+        return value if isinstance(value, Fault) else f'{{"score": {value}, "reason": "r"}}'
+    server.set_reply(responder)
+
+
+@pytest.mark.parametrize("aggregate,weights,expected", [
+    ("mean", None, (0.2 + 0.6 + 0.7) / 3),
+    ("median", None, 0.6),
+    ("majority", None, 0.6),
+    ("weighted", [1.0, 1.0, 2.0], (0.2 + 0.6 + 1.4) / 4),
+])
+async def test_geval_panel_combines_member_scores(server, aggregate, weights, expected):
+    scores_by_model(server, {"judge-a": "0.2", "judge-b": "0.6", "judge-c": "0.7"})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b", "judge-c"),
+                       aggregate=aggregate, weights=weights)
+    result = await GEval(criteria="concise", runs=1, judge=panel).evaluate(OUTPUT, CASE)
+    assert result.score == pytest.approx(expected)
+    assert [m["score"] for m in result.details["panel"]["members"]] == [0.2, 0.6, 0.7]
+
+
+async def test_geval_panel_below_quorum_is_a_judge_error(server):
+    scores_by_model(server, {"judge-a": "0.9", "judge-b": "not a score", "down": Fault.http(400)})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b", "down"))
+    with pytest.raises(JudgeUnavailable, match="1 of 3 judge"):
+        await GEval(criteria="concise", runs=1, judge=panel).evaluate(OUTPUT, CASE)
