@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from referee import (
     Coherence,
     EvalCase,
+    EvalSuite,
     ExecutionResult,
     GEval,
     JudgeConfig,
@@ -16,6 +18,8 @@ from referee import (
     JudgeUnavailable,
     configure,
 )
+from referee.report.agreement import fleiss_kappa
+from referee.report.console import render_text
 from referee.testing.script import Fault
 from referee.testing.server import ScriptedJudgeServer
 
@@ -174,3 +178,48 @@ async def test_geval_panel_below_quorum_is_a_judge_error(server):
     panel = JudgePanel(members=members(server, "judge-a", "judge-b", "down"))
     with pytest.raises(JudgeUnavailable, match="1 of 3 judge"):
         await GEval(criteria="concise", runs=1, judge=panel).evaluate(OUTPUT, CASE)
+
+
+# Fleiss' kappa ------------------------------------------------------------------------------
+
+def test_fleiss_kappa_matches_the_hand_computed_value():
+    # Four subjects, three raters, (yes, no) counts. P_i: 1, 1/3, 1/3, 1 -> P_bar = 2/3.
+    # p_yes = 6/12, p_no = 6/12 -> P_e = 1/2; kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3.
+    assert fleiss_kappa([[3, 0], [2, 1], [1, 2], [0, 3]]) == pytest.approx(1 / 3)
+    # Every rating in one category: chance agreement is 1, kappa is undefined.
+    assert fleiss_kappa([[3, 0], [3, 0]]) is None
+
+
+def test_run_reports_judge_agreement_per_criterion(server, tmp_path, monkeypatch):
+    """Two cases x four Coherence questions, three judges; judge-b dissents on one question of
+    the first case, judge-c on "logical order" of both.
+
+    Subjects (yes, no): case 1 (2,1) (0,3) (3,0) (1,2); case 2 (2,1) (0,3) (3,0) (0,3).
+    P_i sum = 3 x 1/3 + 5 x 1 = 6 -> P_bar = 6/8; p_yes = 11/24, p_no = 13/24 -> P_e = 290/576;
+    kappa = (432 - 290) / (576 - 290) = 142/286.
+    """
+    def responder(request):
+        question = _question(request.prompt)
+        fragment = next(f for f in COHERENCE_GOOD if f in question)
+        first_case = "first question" in request.prompt
+        if request.model == "judge-b" and first_case and fragment == "abrupt jumps":
+            return "Yes"
+        if request.model == "judge-c" and fragment == "logical order":
+            return "No"
+        return COHERENCE_GOOD[fragment]
+    server.set_reply(responder)
+    monkeypatch.chdir(tmp_path)
+    suite = EvalSuite("panel-agreement").add_cases(
+        [EvalCase(input="first question"), EvalCase(input="second question")])
+    suite.add_evaluators(Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")))
+    report = suite.run(lambda prompt: f"An answer to the {prompt}.", verbose=False)
+
+    agreement = report.summary.criterion_stats["coherence"].judge_agreement
+    assert agreement.fleiss_kappa == pytest.approx(142 / 286)
+    assert (agreement.subjects, agreement.judges, agreement.left_out) == (8, 3, 0)
+    stored = json.loads((tmp_path / ".referee" / "runs" / report.run_id / "report.json")
+                        .read_text())
+    stored_agreement = stored["summary"]["criterion_stats"]["coherence"]["judge_agreement"]
+    assert stored_agreement["fleiss_kappa"] == pytest.approx(142 / 286)
+    assert "Judge agreement, coherence: Fleiss' kappa 0.50 over 8 item(s) by 3 judges" in (
+        render_text(report))

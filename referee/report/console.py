@@ -206,6 +206,10 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         for name, cells in rows:
             per.add_row(name, *cells)
         console.print(per)
+        for name, s in stats.items():
+            if s.judge_agreement is not None:
+                console.print(Text(_plain(f"Judge agreement, {name}: "
+                                          f"{s.judge_agreement.describe()}")))
 
     if report.errors:
         kinds = ", ".join(f"{kind}={n}" for kind, n in report.errors_by_kind.items())
