@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -20,8 +21,10 @@ from referee import (
 )
 from referee.report.agreement import fleiss_kappa
 from referee.report.console import render_text
+from referee.report.html import render_html
 from referee.testing.script import Fault
 from referee.testing.server import ScriptedJudgeServer
+from test_report_samples import chromium_dom
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -223,3 +226,20 @@ def test_run_reports_judge_agreement_per_criterion(server, tmp_path, monkeypatch
     assert stored_agreement["fleiss_kappa"] == pytest.approx(142 / 286)
     assert "Judge agreement, coherence: Fleiss' kappa 0.50 over 8 item(s) by 3 judges" in (
         render_text(report))
+
+
+def test_html_case_detail_shows_each_judges_vote_and_reply(server, tmp_path):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-down": Fault.http(400)})
+    suite = EvalSuite("panel-html").add_cases([EvalCase(input="a question")])
+    suite.add_evaluators(Coherence(judge=JudgePanel(
+        members=members(server, "judge-a", "judge-b", "judge-down"), quorum=2)))
+    report = suite.run(lambda prompt: "An answer.", verbose=False, save=False)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
+
+    assert ("openai:judge-a: no, openai:judge-b: yes, openai:judge-down: no answer "
+            "(2 answered)") in dom
+    assert "openai:judge-b: Yes" in dom  # the member's own reply, named
+    assert '"answered": 2' in dom and '"judge": "openai:judge-down"' in dom
