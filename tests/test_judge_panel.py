@@ -243,3 +243,15 @@ def test_html_case_detail_shows_each_judges_vote_and_reply(server, tmp_path):
             "(2 answered)") in dom
     assert "openai:judge-b: Yes" in dom  # the member's own reply, named
     assert '"answered": 2' in dom and '"judge": "openai:judge-down"' in dom
+
+
+async def test_benchmark_panel_costs_members_times_requests():
+    from benchmarks.panels import measure
+
+    rows = await measure(3, 20)
+    one = rows["one judge: Coherence (4 questions) + GEval (runs=2)"]
+    panel = rows["panel of 3: Coherence (4 questions) + GEval (runs=2)"]
+    assert (one["requests"], panel["requests"]) == (6.0, 18.0)
+    assert panel["input_tokens"] == pytest.approx(3 * one["input_tokens"], rel=0.01)
+    assert rows["panel of 3: Coherence, rerun from the reply cache"]["cached_requests"] == 12.0
+    assert rows["panel of 3: Coherence, batch=True"]["requests"] == 3.0
