@@ -51,6 +51,7 @@ from referee.judge import (
 )
 from referee.judge.panel import (
     JudgePanel,
+    PanelAnswers,
     ask_panel,
     check_judge,
     effective_panel,
@@ -243,14 +244,13 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
                          mode="batched" if batch else "per_question", batch_reply=batch_reply)
 
 
-async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
-                        batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
-    """Every member asks ``questions`` as one judge would; each question's verdict is the
-    panel's vote (ties UNKNOWN). A question fewer than the quorum answered is UNKNOWN; fewer
-    members than the quorum with any readable verdict make the case a JUDGE_ERROR."""
-    if not questions:
-        raise ValueError(f"{owner}: no questions to ask")
-
+async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
+                              batch: bool = False, cache_group: str | None = None
+                              ) -> tuple[list[dict[str, Any]], PanelAnswers[Any]]:
+    """Every member asks ``questions`` as one judge would; each question's record holds the
+    panel's vote (ties UNKNOWN) and each member's verdict. A question fewer than the quorum
+    answered is UNKNOWN; fewer members than the quorum with any readable verdict raise
+    JudgeUnavailable (a JUDGE_ERROR)."""
     async def ask(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage]:
         if batch:
             records, reply = await ask_batched(cfg, questions, cache_group=cache_group)
@@ -279,11 +279,22 @@ async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Quest
                                    for m in answers.answered if m.answer is not None}
         record["judges_answered"] = len(counted)
         records.append(record)
+    return records, answers
+
+
+async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
+                        batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
+    """The QAG score of the panel's votes (see ask_panel_questions)."""
+    if not questions:
+        raise ValueError(f"{owner}: no questions to ask")
+    records, answers = await ask_panel_questions(owner, panel, questions, batch=batch,
+                                                 cache_group=cache_group)
     summary = answers.summary()
     if all(r["matched"] is None for r in records):
         error = JudgeUnavailable(f"{owner}: the judge panel reached no verdict on any of "
-                                 f"{len(records)} question(s) (ties, or fewer than {quorum} "
-                                 "readable votes)", details={"panel": summary})
+                                 f"{len(records)} question(s) (ties, or fewer than "
+                                 f"{panel.effective_quorum} readable votes)",
+                                 details={"panel": summary})
         error.token_usage = answers.usage
         raise error
     first = answers.members[0].config
