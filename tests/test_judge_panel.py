@@ -224,8 +224,11 @@ def test_run_reports_judge_agreement_per_criterion(server, tmp_path, monkeypatch
                         .read_text())
     stored_agreement = stored["summary"]["criterion_stats"]["coherence"]["judge_agreement"]
     assert stored_agreement["fleiss_kappa"] == pytest.approx(142 / 286)
-    assert "Judge agreement, coherence: Fleiss' kappa 0.50 over 8 item(s) by 3 judges" in (
-        render_text(report))
+    text = render_text(report)
+    assert "Judge agreement, coherence: Fleiss' kappa 0.50 over 8 item(s) by 3 judges" in text
+    assert "judge: panel of 3 (majority, quorum 2): openai/judge-a at " in text
+    meta = json.loads((tmp_path / ".referee" / "runs" / report.run_id / "meta.json").read_text())
+    assert [m["model"] for m in meta["judge"]["members"]] == ["judge-a", "judge-b", "judge-c"]
 
 
 def test_html_case_detail_shows_each_judges_vote_and_reply(server, tmp_path):

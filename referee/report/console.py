@@ -52,6 +52,11 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     judge = redact_secrets(judge or {})
 
     def one(cfg: dict[str, Any]) -> str:
+        members = cfg.get("members")
+        if isinstance(members, list):  # a judge panel
+            return (f"panel of {len(members)} ({cfg.get('aggregate')}, quorum "
+                    f"{cfg.get('quorum')}): "
+                    + ", ".join(one(m) for m in members if isinstance(m, dict)))
         model = cfg.get("model") or cfg.get("judge_model")
         if not model:
             return ", ".join(f"{k}={v}" for k, v in cfg.items() if isinstance(v, (str, int, float)))
