@@ -143,6 +143,25 @@ async def test_a_configured_panel_scores_evaluators_without_their_own_judge(serv
     configure(None)
 
 
+async def test_a_panel_from_the_environment(server, monkeypatch):
+    script_judges(server, {"judge-a": {}, "judge-b": {"logical order": "No"},
+                           "judge-c": {"logical order": "No"}})
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())
+    monkeypatch.setenv("OPENAI_API_KEY", "referee-scripted-judge-key")
+    monkeypatch.setenv("JUDGE_PANEL", "openai/judge-a, openai/judge-b,openai/judge-c")
+    monkeypatch.setenv("JUDGE_PANEL_QUORUM", "3")
+    result = await Coherence().evaluate(OUTPUT, CASE)
+    assert verdicts(result)["logical order"][0] == "no" and result.score == 0.75
+    assert (result.details["panel"]["size"], result.details["panel"]["quorum"]) == (3, 3)
+    # configure() and judge= come before the environment, as for a single judge.
+    configure(server.judge_config(model="judge-a"))
+    assert "panel" not in (await Coherence().evaluate(OUTPUT, CASE)).details
+    configure(None)
+    monkeypatch.setenv("JUDGE_PANEL", "openai/judge-a,judge-b")
+    with pytest.raises(ValueError, match="JUDGE_PANEL: 'judge-b' is not PROVIDER/MODEL"):
+        await Coherence().evaluate(OUTPUT, CASE)
+
+
 def test_bad_panels_are_refused_with_the_field_named(server):
     with pytest.raises(TypeError, match="Coherence: .*list of JudgeConfig, got str"):
         Coherence(judge=[server.judge_config(), "openai/gpt-4o"])

@@ -264,7 +264,8 @@ def get_configured() -> JudgeConfig | None:
 
 # The environment variables that choose a judge and how it is paced: another process (a Ray
 # worker) must see exactly these, unset ones included, to resolve the judge this one names.
-JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
+                    "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
                     "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
                     "REFEREE_CACHE")
 # The variables that let a judge in: set here, they win elsewhere; unset here, a process

@@ -10,6 +10,7 @@ panel has not judged and ``JudgeUnavailable`` makes the case a JUDGE_ERROR. Verd
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, Literal, Sequence, TypeVar
@@ -18,7 +19,12 @@ from pydantic import Field, field_validator, model_validator
 
 from referee._strict import StrictModel
 from referee.errors import JudgeUnavailable
-from referee.judge.config import JudgeConfig, resolve_judge_config
+from referee.judge.config import (
+    JudgeConfig,
+    get_configured,
+    resolve_judge_config,
+    split_judge_model,
+)
 from referee.judge.verdict import Verdict
 from referee.usage import TokenUsage
 
@@ -127,11 +133,48 @@ def get_configured_panel() -> JudgePanel | None:
     return _configured_panel
 
 
+# JUDGE_PANEL="openai/gpt-4o-mini,anthropic/claude-haiku-4-5,google/gemini-2.5-flash" names a
+# panel from the environment (`referee run` included); JUDGE_PANEL_AGGREGATE and
+# JUDGE_PANEL_QUORUM set the rest.
+PANEL_ENV = ("JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE", "JUDGE_PANEL_QUORUM")
+
+
+def panel_from_env() -> JudgePanel | None:
+    members_text = os.environ.get("JUDGE_PANEL", "").strip()
+    if not members_text:
+        return None
+    members = []
+    for entry in members_text.split(","):
+        provider, model = split_judge_model(entry)
+        if provider is None or "/" not in entry:
+            raise ValueError(f"JUDGE_PANEL: {entry.strip()!r} is not PROVIDER/MODEL (e.g. "
+                             "openai/gpt-4o-mini); expected a comma-separated list of them")
+        members.append(JudgeConfig(provider=provider, model=model))
+    aggregate = os.environ.get("JUDGE_PANEL_AGGREGATE", "").strip() or "majority"
+    if aggregate not in AGGREGATES or aggregate == "weighted":
+        raise ValueError(f"JUDGE_PANEL_AGGREGATE: expected majority, mean or median, got "
+                         f"{aggregate!r}")
+    quorum_text = os.environ.get("JUDGE_PANEL_QUORUM", "").strip()
+    if quorum_text and not quorum_text.isdigit():
+        raise ValueError(f"JUDGE_PANEL_QUORUM: expected a whole number, got {quorum_text!r}")
+    try:
+        return JudgePanel(members=members, aggregate=aggregate,  # type: ignore[arg-type]
+                          quorum=int(quorum_text) if quorum_text else None)
+    except ValueError as exc:
+        raise ValueError(f"JUDGE_PANEL: {exc}") from None
+
+
 def effective_panel(judge: JudgeConfig | JudgePanel | None) -> JudgePanel | None:
-    """The panel that judges: the evaluator's own, else a configured one when it has none."""
+    """The panel that judges, in the single judge's order: ``judge=`` > ``configure()`` >
+    the environment (JUDGE_PANEL) ; None when a single judge does."""
     if isinstance(judge, JudgePanel):
         return judge
-    return get_configured_panel() if judge is None else None
+    if judge is not None:
+        return None
+    configured = get_configured_panel()
+    if configured is not None or get_configured() is not None:
+        return configured
+    return panel_from_env()
 
 
 @dataclass
