@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import pickle
 import re
 
 import pytest
@@ -19,6 +20,7 @@ from referee import (
     JudgeUnavailable,
     configure,
 )
+from referee.judge.config import current_judge_settings, judge_settings_applied
 from referee.report.agreement import fleiss_kappa
 from referee.report.console import render_text
 from referee.report.html import render_html
@@ -160,6 +162,18 @@ async def test_a_panel_from_the_environment(server, monkeypatch):
     monkeypatch.setenv("JUDGE_PANEL", "openai/judge-a,judge-b")
     with pytest.raises(ValueError, match="JUDGE_PANEL: 'judge-b' is not PROVIDER/MODEL"):
         await Coherence().evaluate(OUTPUT, CASE)
+
+
+async def test_a_configured_panel_travels_in_the_judge_settings_of_a_worker(server):
+    """What a Ray worker takes on (judge_settings_applied): the configured panel, pickled."""
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-c": {}})
+    configure(members(server, "judge-a", "judge-b", "judge-c"))
+    settings = pickle.loads(pickle.dumps(current_judge_settings()))
+    configure(None)
+    with judge_settings_applied(settings):
+        result = await Coherence().evaluate(OUTPUT, CASE)
+    assert result.details["panel"]["size"] == 3
+    assert Coherence().judge_panel() is None  # restored after the block
 
 
 def test_bad_panels_are_refused_with_the_field_named(server):

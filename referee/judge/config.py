@@ -284,7 +284,7 @@ class JudgeSettings:
     names the variables, not their values).
     """
 
-    configured: JudgeConfig | None
+    configured: Any  # configure()'s JudgeConfig or judge panel, or None
     choice_env: tuple[tuple[str, str | None], ...]
     access_env: tuple[tuple[str, str], ...]
 
@@ -298,7 +298,7 @@ def current_judge_settings() -> JudgeSettings:
     """The judge settings of this process, as :func:`judge_settings_applied` takes them."""
     env = os.environ
     return JudgeSettings(
-        configured=get_configured(),
+        configured=_configured_judge(),
         choice_env=tuple((name, env.get(name)) for name in JUDGE_CHOICE_ENV),
         access_env=tuple((name, env[name]) for name in JUDGE_ACCESS_ENV if env.get(name)))
 
@@ -314,9 +314,11 @@ def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
     wanted = dict(settings.choice_env)
     wanted.update(settings.access_env)
     before = {name: env.get(name) for name in wanted}
-    configured_before = get_configured()
-    if settings.configured is not None and settings.configured.api_key is not None:
-        remember_secret(settings.configured.api_key_value())  # unpickling skips the validator
+    configured_before = _configured_judge()
+    configured = settings.configured
+    for judge in getattr(configured, "members", None) or ([configured] if configured else []):
+        if judge.api_key is not None:
+            remember_secret(judge.api_key_value())  # unpickling skips the validator
     try:
         _set_env(wanted)
         configure(settings.configured)
@@ -324,6 +326,13 @@ def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
     finally:
         _set_env(before)
         configure(configured_before)
+
+
+def _configured_judge() -> Any:
+    """What configure() was given: a judge panel, a JudgeConfig, or None."""
+    from referee.judge.panel import get_configured_panel
+
+    return get_configured_panel() or get_configured()
 
 
 def _set_env(values: dict[str, str | None]) -> None:
