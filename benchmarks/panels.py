@@ -17,7 +17,6 @@ a token, as referee estimates). Standard library plus referee.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -26,20 +25,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.pairwise import per_case, per_case_table, words
 from referee import Coherence, EvalCase, ExecutionResult, GEval, JudgePanel
-from referee.run.sync import run_sync
 from referee.testing import ScriptedJudgeServer
 from referee.usage import TokenUsage
 
 CRITERION = "The answer is correct, complete and clearly written."
 MODELS = ("judge-a", "judge-b", "judge-c")
-
-
-def words(rng: random.Random, count: int) -> str:
-    vocabulary = ["the", "model", "answer", "cites", "revenue", "growth", "quarter", "margin",
-                  "source", "figure", "because", "customers", "region", "product", "forecast",
-                  "risk", "plan", "team", "result"]
-    return " ".join(rng.choice(vocabulary) for _ in range(count))
 
 
 def cases(count: int, length: int) -> list[tuple[EvalCase, ExecutionResult]]:
@@ -56,12 +48,6 @@ def reply(request: Any) -> str:
         return json.dumps({"answers": {str(i): "yes" for i in range(1, count + 1)}})
     # Judges that disagree now and then, each the same way on a rerun.
     return random.Random(request.prompt + request.model).choice(["Yes", "Yes", "No"])
-
-
-def per_case(usage: TokenUsage, count: int) -> dict[str, float]:
-    return {"requests": usage.requests / count, "input_tokens": usage.input_tokens / count,
-            "output_tokens": usage.output_tokens / count,
-            "cached_requests": usage.cached_requests / count}
 
 
 async def spend(evaluator: Any, data: list[tuple[EvalCase, ExecutionResult]]) -> TokenUsage:
@@ -95,20 +81,7 @@ async def measure(count: int, length: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", type=int, default=50)
-    parser.add_argument("--words", type=int, default=120, help="words per model output")
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args()
-    rows = run_sync(measure(args.cases, args.words))  # closes the judge clients of its loop
-    print(f"{args.cases} cases, outputs of {args.words} words; per case:")
-    print("| | judge requests | input tokens | output tokens | served by the reply cache |")
-    print("|---|---|---|---|---|")
-    for name, row in rows.items():
-        print(f"| {name} | {row['requests']:.1f} | {row['input_tokens']:,.0f} | "
-              f"{row['output_tokens']:,.0f} | {row['cached_requests']:.1f} |")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    per_case_table(__doc__ or "", measure)
 
 
 if __name__ == "__main__":

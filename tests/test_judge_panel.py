@@ -8,6 +8,7 @@ import pickle
 import re
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee import (
     Coherence,
@@ -26,7 +27,6 @@ from referee.report.console import render_text
 from referee.report.html import render_html
 from referee.testing.script import Fault
 from referee.testing.server import ScriptedJudgeServer
-from test_report_samples import chromium_dom
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 

@@ -76,7 +76,7 @@ class GEval(JudgeEvaluator):
             score, reason = _run_score(reply.text)
             runs.append({"run": index, "score": score, "reason": reason,
                          "raw_reply": reply.text, "cached": reply.cached})
-        usage = TokenUsage.total([r.usage for r in replies])
+        usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
         scored = [r for r in runs if r["score"] is not None]
         if not scored:
             raise unreadable_replies(
@@ -116,9 +116,9 @@ class GEval(JudgeEvaluator):
             return (score, runs, reason), usage
 
         answers = await ask_panel(self.name, panel, ask)
-        answered = [m for m in answers.answered if m.answer is not None]
-        scores = [m.answer[0] for m in answered]
-        score = combine_scores(panel, scores, [m.weight for m in answered])
+        answered = [(m, m.answer) for m in answers.answered if m.answer is not None]
+        scores = [answer[0] for _, answer in answered]
+        score = combine_scores(panel, scores, [m.weight for m, _ in answered])
         summary = answers.summary()
         for member, entry in zip(answers.members, summary["members"]):
             if member.answer is not None:
@@ -127,8 +127,8 @@ class GEval(JudgeEvaluator):
         how = "median" if panel.aggregate == "majority" else panel.aggregate
         details = {
             "reason": (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} "
-                       "judge(s): " + ", ".join(f"{m.label} {m.answer[0]:.2f}"
-                                                for m in answered)),
+                       "judge(s): " + ", ".join(f"{m.label} {answer[0]:.2f}"
+                                                for m, answer in answered)),
             "criteria": self.criteria,
             "scores": scores,
             "judge_provider": "panel",

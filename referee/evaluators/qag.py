@@ -256,7 +256,7 @@ async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence
             records, reply = await ask_batched(cfg, questions, cache_group=cache_group)
             return records, reply.usage
         records, replies = await ask_each(cfg, questions, cache_group=cache_group)
-        return records, TokenUsage.total([r.usage for r in replies])
+        return records, TokenUsage.total([r.usage for r in replies]) or TokenUsage()
 
     answers = await ask_panel(owner, panel, ask)
     readable = [m for m in answers.answered

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, Literal, Sequence, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -57,7 +58,7 @@ class JudgePanel(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "JudgePanel":
+    def _consistent(self) -> JudgePanel:
         size = len(self.members)
         if self.weights is not None and len(self.weights) != size:
             raise ValueError(f"weights: one per member expected ({size}), got "
@@ -204,7 +205,7 @@ class PanelAnswers(Generic[T]):
 
     @property
     def usage(self) -> TokenUsage:
-        return TokenUsage.total([m.usage for m in self.members])
+        return TokenUsage.total([m.usage for m in self.members]) or TokenUsage()
 
     def summary(self) -> dict[str, Any]:
         """For a result's details: size, quorum, who answered and what each one spent."""

@@ -10,7 +10,8 @@ streamed run needs no more memory per case.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -31,7 +32,7 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
 class KappaTally:
     """Running sums of Fleiss' kappa: subjects, raters per subject, per-subject agreement."""
 
-    __slots__ = ("raters", "subjects", "agreement_sum", "category_totals", "left_out")
+    __slots__ = ("agreement_sum", "category_totals", "left_out", "raters", "subjects")
 
     def __init__(self) -> None:
         self.raters = 0
@@ -89,7 +90,7 @@ class KappaTally:
             return
         self.add([votes.count(category) for category in CATEGORIES])
 
-    def stats(self) -> "JudgeAgreement | None":
+    def stats(self) -> JudgeAgreement | None:
         if not self.subjects and not self.left_out:
             return None
         return JudgeAgreement(fleiss_kappa=self.kappa, subjects=self.subjects,
@@ -99,7 +100,7 @@ class KappaTally:
         return {key: getattr(self, key) for key in self.__slots__}
 
     @classmethod
-    def from_dict(cls, data: Any) -> "KappaTally":
+    def from_dict(cls, data: Any) -> KappaTally:
         tally = cls()
         if isinstance(data, dict):
             tally.raters = int(data.get("raters") or 0)

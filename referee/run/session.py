@@ -123,7 +123,7 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     if panel is not None:  # every member, resolved, and how their answers combine
         try:
             members = [_judge_fields(m) for m in panel.resolved_members()]
-        except Exception:  # as below: an unresolvable judge shows up as the case errors
+        except ValueError:  # as below: an unresolvable judge shows up as the case errors
             return None
         return {"members": members, "aggregate": panel.aggregate,
                 "quorum": panel.effective_quorum,
