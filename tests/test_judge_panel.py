@@ -291,3 +291,15 @@ async def test_benchmark_panel_costs_members_times_requests():
     assert panel["input_tokens"] == pytest.approx(3 * one["input_tokens"], rel=0.01)
     assert rows["panel of 3: Coherence, rerun from the reply cache"]["cached_requests"] == 12.0
     assert rows["panel of 3: Coherence, batch=True"]["requests"] == 3.0
+
+
+async def test_a_member_whose_every_reply_is_unreadable_has_not_answered(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {f: "Maybe" for f in COHERENCE_GOOD},
+                           "judge-c": {}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+    panel = result.details["panel"]
+    assert panel["answered"] == 2 and not panel["members"][1]["answered"]
+    assert "unparseable" in panel["members"][1]["error"]
+    assert panel["members"][1]["token_usage"]["requests"] == 4  # paid for all the same
+    assert result.score == 1.0

@@ -55,7 +55,6 @@ from referee.judge.panel import (
     ask_panel,
     check_judge,
     effective_panel,
-    require_quorum,
     vote,
 )
 from referee.result import CriterionResult
@@ -249,19 +248,20 @@ async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence
                               ) -> tuple[list[dict[str, Any]], PanelAnswers[Any]]:
     """Every member asks ``questions`` as one judge would; each question's record holds the
     panel's vote (ties UNKNOWN) and each member's verdict. A question fewer than the quorum
-    answered is UNKNOWN; fewer members than the quorum with any readable verdict raise
-    JudgeUnavailable (a JUDGE_ERROR)."""
+    answered is UNKNOWN; a member with no readable verdict has not answered, and fewer members
+    than the quorum answering raise JudgeUnavailable (a JUDGE_ERROR)."""
     async def ask(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage]:
         if batch:
             records, reply = await ask_batched(cfg, questions, cache_group=cache_group)
-            return records, reply.usage
-        records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+            replies = [reply]
+        else:
+            records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+        if all(r["matched"] is None for r in records):  # a member that gave no verdict at all
+            raise unreadable_replies(replies, f"every verdict of {len(records)} question(s) "
+                                     "was unparseable", owner=owner)
         return records, TokenUsage.total([r.usage for r in replies]) or TokenUsage()
 
     answers = await ask_panel(owner, panel, ask)
-    readable = [m for m in answers.answered
-                if any(r["matched"] is not None for r in m.answer or [])]
-    require_quorum(owner, answers, len(readable), "judge(s) gave a readable verdict")
     quorum = panel.effective_quorum
     records = []
     for index, question in enumerate(questions):

@@ -84,12 +84,9 @@ class JudgePanel(StrictModel):
         """Each member resolved as a single ``judge=`` would be (environment below it)."""
         return [resolve_judge_config(member) for member in self.members]
 
-    def labels(self) -> list[str]:
-        """A name per member for reports: ``provider:model``, numbered when two share one."""
-        return member_labels(self.resolved_members())
-
 
 def member_labels(members: Sequence[JudgeConfig]) -> list[str]:
+    """A name per member for reports: ``provider:model``, numbered when two share one."""
     plain = [f"{m.provider}:{m.model}" for m in members]
     return [name if plain.count(name) == 1 else f"{name}#{index + 1}"
             for index, name in enumerate(plain)]
@@ -134,13 +131,9 @@ def get_configured_panel() -> JudgePanel | None:
     return _configured_panel
 
 
-# JUDGE_PANEL="openai/gpt-4o-mini,anthropic/claude-haiku-4-5,google/gemini-2.5-flash" names a
-# panel from the environment (`referee run` included); JUDGE_PANEL_AGGREGATE and
-# JUDGE_PANEL_QUORUM set the rest.
-PANEL_ENV = ("JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE", "JUDGE_PANEL_QUORUM")
-
-
 def panel_from_env() -> JudgePanel | None:
+    """JUDGE_PANEL="openai/gpt-4o-mini,anthropic/claude-haiku-4-5" names a panel from the
+    environment (`referee run` included); JUDGE_PANEL_AGGREGATE and JUDGE_PANEL_QUORUM the rest."""
     members_text = os.environ.get("JUDGE_PANEL", "").strip()
     if not members_text:
         return None
@@ -167,7 +160,7 @@ def panel_from_env() -> JudgePanel | None:
 
 def effective_panel(judge: JudgeConfig | JudgePanel | None) -> JudgePanel | None:
     """The panel that judges, in the single judge's order: ``judge=`` > ``configure()`` >
-    the environment (JUDGE_PANEL) ; None when a single judge does."""
+    the environment (JUDGE_PANEL); None when a single judge does."""
     if isinstance(judge, JudgePanel):
         return judge
     if judge is not None:
