@@ -11,16 +11,21 @@ import pytest
 from test_report_samples import chromium_dom
 
 from referee import (
+    AgentEvaluator,
     Coherence,
+    CriterionConfig,
     EvalCase,
     EvalSuite,
     ExecutionResult,
     GEval,
+    Invocation,
     JudgeConfig,
     JudgePanel,
     JudgeUnavailable,
     configure,
 )
+from referee.config import CriteriaConfig, EvalConfig
+from referee.criteria.llm import ResponseMatchCriterion, SimulationGoalsCriterion
 from referee.judge.config import current_judge_settings, judge_settings_applied
 from referee.report.agreement import fleiss_kappa
 from referee.report.console import render_text
@@ -303,3 +308,62 @@ async def test_a_member_whose_every_reply_is_unreadable_has_not_answered(server)
     assert "unparseable" in panel["members"][1]["error"]
     assert panel["members"][1]["token_usage"]["requests"] == 4  # paid for all the same
     assert result.score == 1.0
+
+
+# The AgentEvaluator-style API: the same judge= spelling on its judged criteria -------------
+
+def agent_case(eval_id: str, city: str = "Oslo") -> EvalCase:
+    return EvalCase.multi_turn([Invocation(user_content=f"find flights to {city}",
+                                           expected_final_response="SK1 or SK2")],
+                               eval_id=eval_id)
+
+
+async def test_agent_evaluator_criterion_judged_by_a_panel(server):
+    """Each member sampled num_samples times; the panel's median of member means; one member
+    down is counted; two down of three is a JUDGE_ERROR."""
+    judged_scores = {"judge-a": 0.9, "judge-b": 0.5, "judge-c": 0.7}
+
+    def responder(request):
+        if request.model == "judge-c" and "Bergen" in request.prompt:
+            return Fault.http(400)
+        return json.dumps({"score": judged_scores[request.model], "reasoning": request.model})
+    server.set_reply(responder)
+    criterion = ResponseMatchCriterion(CriterionConfig(threshold=0.6, num_samples=2),
+                                       judge=members(server, "judge-a", "judge-b", "judge-c"))
+
+    def agent(message: str, history: list) -> ExecutionResult:
+        return ExecutionResult(actual_response="SK1 or SK2")
+
+    only_keywords = EvalConfig(criteria=CriteriaConfig(
+        contains_keywords=CriterionConfig.contains_keywords(keywords=["SK1"])))
+    evaluator = AgentEvaluator(agent, config=only_keywords, criteria=[criterion], save=False)
+    report = await evaluator.evaluate([agent_case("case-all"), agent_case("case-down", "Bergen")])
+    by_id = {c.eval_id: c.get_criterion_result("response_match_score") for c in report.cases}
+
+    full = by_id["case-all"]
+    assert full.score == pytest.approx(0.7) and full.passed
+    assert [m["score"] for m in full.details["panel"]["members"]] == [0.9, 0.5, 0.7]
+    assert full.token_usage.requests == 3 * 2
+    assert all(m["token_usage"]["requests"] == 2 for m in full.details["panel"]["members"])
+    part = by_id["case-down"]
+    assert part.details["panel"]["answered"] == 2
+    assert part.score == pytest.approx(0.7)  # median of the two that answered: (0.9 + 0.5) / 2
+    assert report.summary.criterion_stats["response_match_score"].judge_agreement.subjects == 1
+    recorded = report.judge  # the one judged criterion: its panel is the run's judge
+    assert [m["model"] for m in recorded["members"]] == ["judge-a", "judge-b", "judge-c"]
+
+
+async def test_agent_criterion_panel_below_quorum_is_a_judge_error(server):
+    def responder(request):
+        if request.model != "judge-a":
+            return Fault.http(400)
+        return json.dumps({"score": 0.9, "reasoning": "fine"})
+    server.set_reply(responder)
+    criterion = ResponseMatchCriterion(CriterionConfig(num_samples=1), judge=JudgePanel(
+        members=members(server, "judge-a", "judge-b", "judge-c")))
+    result = await criterion.evaluate(ExecutionResult(actual_response="SK1"),
+                                      agent_case("any"))
+    assert result.error_kind == "judge" and "below its quorum" in result.error
+    assert result.details["panel"]["answered"] == 1 and result.token_usage.requests >= 1
+    with pytest.raises(TypeError, match="does not take a judge panel"):
+        SimulationGoalsCriterion(judge=members(server, "judge-a", "judge-b"))

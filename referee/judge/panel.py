@@ -216,15 +216,16 @@ class PanelAnswers(Generic[T]):
 
 
 async def ask_panel(owner: str, panel: JudgePanel,
-                    ask: Callable[[JudgeConfig], Awaitable[tuple[T, TokenUsage]]],
-                    ) -> PanelAnswers[T]:
+                    ask: Callable[[JudgeConfig], Awaitable[tuple[T, TokenUsage]]], *,
+                    members: Sequence[JudgeConfig] | None = None) -> PanelAnswers[T]:
     """Ask every member concurrently; JudgeUnavailable when fewer than the quorum answer.
 
     ``ask`` returns a member's answer and what it spent; a member that raises JudgeUnavailable
     has not answered (its spend still counts). The error below the quorum carries the spend of
-    the whole panel and the panel summary in its details.
+    the whole panel and the panel summary in its details. ``members``: the configs to ask, by
+    default each member resolved as the EvalSuite-style API resolves a ``judge=``.
     """
-    members = panel.resolved_members()
+    members = list(members) if members is not None else panel.resolved_members()
     labels = member_labels(members)
     weights = panel.effective_weights
     outcomes = await asyncio.gather(*(ask(member) for member in members),

@@ -122,7 +122,9 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     panel = panel() if callable(panel) else None
     if panel is not None:  # every member, resolved, and how their answers combine
         try:
-            members = [_judge_fields(m) for m in panel.resolved_members()]
+            # An AgentEvaluator-style criterion calls its members as given (no resolution).
+            members = [_judge_fields(m) for m in (panel.members if _is_llm_criterion(criterion)
+                                                  else panel.resolved_members())]
         except ValueError:  # as below: an unresolvable judge shows up as the case errors
             return None
         return {"members": members, "aggregate": panel.aggregate,
