@@ -16,7 +16,7 @@ from referee.evaluators.prompts import JUDGE_SYSTEM, geval_task, material_prefix
 from referee.evaluators.qag import JudgeEvaluator, case_blocks, case_cache_group, gather_all
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, parse_json_object, unreadable_replies
-from referee.judge.panel import JudgePanel, ask_panel, combine_scores
+from referee.judge.panel import JudgePanel, ask_panel, combine_member_scores
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -116,21 +116,13 @@ class GEval(JudgeEvaluator):
             return (score, runs, reason), usage
 
         answers = await ask_panel(self.name, panel, ask)
-        answered = [(m, m.answer) for m in answers.answered if m.answer is not None]
-        scores = [answer[0] for _, answer in answered]
-        score = combine_scores(panel, scores, [m.weight for m, _ in answered])
-        summary = answers.summary()
-        for member, entry in zip(answers.members, summary["members"]):
-            if member.answer is not None:
-                entry.update(score=member.answer[0], reason=member.answer[2],
-                             runs=member.answer[1])
-        how = "median" if panel.aggregate == "majority" else panel.aggregate
+        score, reason, summary = combine_member_scores(
+            answers, lambda answer: answer[0],
+            lambda answer: {"reason": answer[2], "runs": answer[1]})
         details = {
-            "reason": (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} "
-                       "judge(s): " + ", ".join(f"{m.label} {answer[0]:.2f}"
-                                                for m, answer in answered)),
+            "reason": reason,
             "criteria": self.criteria,
-            "scores": scores,
+            "scores": [m["score"] for m in summary["members"] if m["answered"]],
             "judge_provider": "panel",
             "judge_model": ", ".join(m.label for m in answers.members),
             "panel": summary,

@@ -277,3 +277,21 @@ def combine_scores(panel: JudgePanel, scores: Sequence[float],
     if panel.aggregate == "weighted":
         return sum(s * w for s, w in zip(scores, weights)) / sum(weights)
     return float(statistics.median(scores))
+
+
+def combine_member_scores(answers: PanelAnswers[T], score_of: Callable[[T], float],
+                          member_details: Callable[[T], dict[str, Any]]
+                          ) -> tuple[float, str, dict[str, Any]]:
+    """A numeric scorer's panel result: the combined score, a reason naming each member's
+    score, and the panel summary with each member's score and ``member_details``."""
+    answered = [(m, m.answer) for m in answers.answered if m.answer is not None]
+    scores = [score_of(answer) for _, answer in answered]
+    score = combine_scores(answers.panel, scores, [m.weight for m, _ in answered])
+    summary = answers.summary()
+    for member, entry in zip(answers.members, summary["members"]):
+        if member.answer is not None:
+            entry.update(score=score_of(member.answer), **member_details(member.answer))
+    how = "median" if answers.panel.aggregate == "majority" else answers.panel.aggregate
+    reason = (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} judge(s): "
+              + ", ".join(f"{m.label} {s:.2f}" for (m, _), s in zip(answered, scores)))
+    return score, reason, summary

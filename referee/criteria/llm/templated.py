@@ -20,7 +20,7 @@ from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig
-from referee.judge.panel import JudgePanel, ask_panel, check_judge, combine_scores
+from referee.judge.panel import JudgePanel, ask_panel, check_judge, combine_member_scores
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -218,19 +218,10 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             return (math.fsum(clamped) / len(clamped), reasonings), usage
 
         answers = await ask_panel(self.name, panel, ask, members=panel.members)
-        answered = [(m, m.answer) for m in answers.answered if m.answer is not None]
-        score = combine_scores(panel, [a[0] for _, a in answered], [m.weight for m, _ in answered])
-        summary = answers.summary()
-        for member, entry in zip(answers.members, summary["members"]):
-            if member.answer is not None:
-                entry.update(score=member.answer[0], reasonings=member.answer[1])
-        how = "median" if panel.aggregate == "majority" else panel.aggregate
-        details = {
-            "reason": (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} "
-                       "judge(s): " + ", ".join(f"{m.label} {a[0]:.2f}" for m, a in answered)),
-            "judge_model": ", ".join(m.label for m in answers.members),
-            "panel": summary,
-        }
+        score, reason, summary = combine_member_scores(
+            answers, lambda answer: answer[0], lambda answer: {"reasonings": answer[1]})
+        details = {"reason": reason, "panel": summary,
+                   "judge_model": ", ".join(m.label for m in answers.members)}
         return self._result(score, details, answers.usage)
 
     # Results ---------------------------------------------------------------------------------
