@@ -23,6 +23,7 @@ import asyncio
 import json
 import random
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +94,10 @@ async def measure(cases: int, count: int) -> dict[str, dict[str, float]]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def per_case_table(doc: str, measure: Callable[[int, int], Awaitable[dict[str, dict[str, float]]]]
+                   ) -> None:
+    """The command line of a per-case cost benchmark: --cases, --words, --json; a table."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--cases", type=int, default=50)
     parser.add_argument("--words", type=int, default=120, help="words per model output")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -108,6 +111,10 @@ def main() -> None:
               f"{row['output_tokens']:,.0f} | {row['cached_requests']:.1f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    per_case_table(__doc__ or "", measure)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     "LLMCallerMixin": "referee.criteria",
     # judge layer
     "JudgeConfig": "referee.judge",
+    "JudgePanel": "referee.judge",
     "configure": "referee.judge",
     # EvalSuite-style (multivon) evaluators
     "Faithfulness": "referee.evaluators",

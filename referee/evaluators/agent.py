@@ -30,6 +30,7 @@ from referee.evaluators.qag import (
     QAGEvaluator,
     Question,
     ask_each,
+    ask_panel_questions,
     case_cache_group,
     context_block,
     input_block,
@@ -398,17 +399,26 @@ class TrajectoryEfficiency(AgentJudgeEvaluator):
             _agent_blocks(actual, expected, recorded_steps(actual, expected)))
         scored, asked = await asyncio.gather(
             super().evaluate(actual, expected),
-            ask_each(cfg, [recovery], cache_group=case_cache_group(expected)),
+            self._ask_recovery(cfg, recovery, case_cache_group(expected)),
             return_exceptions=True)
         if isinstance(asked, BaseException):
             raise asked
-        (record,), replies = asked
-        recovery_usage = replies[0].usage
+        record, recovery_usage = asked
         if isinstance(scored, JudgeUnavailable):
             scored.token_usage = TokenUsage.total([scored.token_usage, recovery_usage])
         if isinstance(scored, BaseException):
             raise scored
         return self._with_recovery(cfg, scored, record, failures, recovery_usage)
+
+    async def _ask_recovery(self, cfg: JudgeConfig, recovery: Question, group: str
+                            ) -> tuple[dict[str, Any], TokenUsage]:
+        panel = self.judge_panel()
+        if panel is not None:
+            (record,), answers = await ask_panel_questions(self.name, panel, [recovery],
+                                                           cache_group=group)
+            return record, answers.usage
+        (record,), replies = await ask_each(cfg, [recovery], cache_group=group)
+        return record, replies[0].usage
 
     def _with_recovery(self, cfg: JudgeConfig, scored: CriterionResult, record: dict[str, Any],
                        failures: int, usage: TokenUsage) -> CriterionResult:

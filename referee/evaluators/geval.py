@@ -22,6 +22,7 @@ from referee.judge import (
     reply_evidence,
     unreadable_replies,
 )
+from referee.judge.panel import JudgePanel, ask_panel, combine_member_scores
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -47,7 +48,7 @@ class GEval(JudgeEvaluator):
     """
 
     def __init__(self, criteria: str, name: str = "g_eval", runs: int = 2,
-                 judge: JudgeConfig | None = None,
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
                  threshold: float | str | None = None) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError(f"GEval: criteria must be a non-empty string, got {criteria!r}")
@@ -60,12 +61,10 @@ class GEval(JudgeEvaluator):
         self.name = name
         self.runs = runs
 
-    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        cfg = self.judge_config()
+    async def _judged_runs(self, cfg: JudgeConfig, prefix: str, group: str
+                           ) -> tuple[float, list[dict[str, Any]], TokenUsage, str]:
+        """One judge's ``runs`` calls: its mean score, the runs, what they cost, a reason."""
         judge = get_judge(cfg)
-        prefix = material_prefix(case_blocks(actual, expected))
-        group = case_cache_group(expected)
-
         replies = await gather_all([
             judge.complete(geval_task(self.criteria, index), system=JUDGE_SYSTEM,
                            prompt_prefix=prefix, cache_group=group, json_mode=True,
@@ -76,7 +75,7 @@ class GEval(JudgeEvaluator):
             score, reason = _run_score(reply.text)
             runs.append({"run": index, "score": score, "reason": reason,
                          "raw_reply": reply_evidence(reply.text), "cached": reply.cached})
-        usage = TokenUsage.total([r.usage for r in replies])
+        usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
         scored = [r for r in runs if r["score"] is not None]
         if not scored:
             raise unreadable_replies(
@@ -88,6 +87,16 @@ class GEval(JudgeEvaluator):
         if len(scored) < self.runs:
             reason += (f" ({self.runs - len(scored)} of {self.runs} run(s) returned no usable "
                        "score — excluded from the average)")
+        return score, runs, usage, reason
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        cfg = self.judge_config()
+        prefix = material_prefix(case_blocks(actual, expected))
+        group = case_cache_group(expected)
+        panel = self.judge_panel()
+        if panel is not None:
+            return await self._panel_evaluate(panel, cfg, prefix, group)
+        score, runs, usage, reason = await self._judged_runs(cfg, prefix, group)
         details = {
             "reason": reason,
             "criteria": self.criteria,
@@ -97,3 +106,24 @@ class GEval(JudgeEvaluator):
             "judge_model": cfg.model,
         }
         return self._scored(cfg, score, details, usage)
+
+    async def _panel_evaluate(self, panel: JudgePanel, cfg: JudgeConfig, prefix: str,
+                              group: str) -> CriterionResult:
+        async def ask(member: JudgeConfig) -> tuple[tuple[float, list[dict[str, Any]], str],
+                                                     TokenUsage]:
+            score, runs, usage, reason = await self._judged_runs(member, prefix, group)
+            return (score, runs, reason), usage
+
+        answers = await ask_panel(self.name, panel, ask)
+        score, reason, summary = combine_member_scores(
+            answers, lambda answer: answer[0],
+            lambda answer: {"reason": answer[2], "runs": answer[1]})
+        details = {
+            "reason": reason,
+            "criteria": self.criteria,
+            "scores": [m["score"] for m in summary["members"] if m["answered"]],
+            "judge_provider": "panel",
+            "judge_model": ", ".join(m.label for m in answers.members),
+            "panel": summary,
+        }
+        return self._scored(cfg, score, details, answers.usage)

@@ -57,6 +57,14 @@ from referee.judge import (
     unreadable_replies,
 )
 from referee.judge.config import verdict_max_tokens
+from referee.judge.panel import (
+    JudgePanel,
+    PanelAnswers,
+    ask_panel,
+    check_judge,
+    effective_panel,
+    vote,
+)
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -325,6 +333,72 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
                          rejected=rejected)
 
 
+async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
+                              batch: bool = False, cache_group: str | None = None
+                              ) -> tuple[list[dict[str, Any]], PanelAnswers[Any]]:
+    """Every member asks ``questions`` as one judge would; each question's record holds the
+    panel's vote (ties UNKNOWN) and each member's verdict. A question fewer than the quorum
+    answered is UNKNOWN; a member with no readable verdict has not answered, and fewer members
+    than the quorum answering raise JudgeUnavailable (a JUDGE_ERROR)."""
+    async def ask(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage]:
+        if batch:
+            records, reply, rejected = await ask_batched(cfg, questions, cache_group=cache_group)
+            replies = [reply]
+            if rejected is not None:  # a copied example or an echo: this member did not answer
+                raise unreadable_replies(replies, f"batched judge reply rejected: {rejected}",
+                                         owner=owner)
+        else:
+            records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+        if all(r["matched"] is None for r in records):  # a member that gave no verdict at all
+            raise unreadable_replies(replies, f"every verdict of {len(records)} question(s) "
+                                     "was unparseable", owner=owner)
+        return records, TokenUsage.total([r.usage for r in replies]) or TokenUsage()
+
+    answers = await ask_panel(owner, panel, ask)
+    quorum = panel.effective_quorum
+    records = []
+    for index, question in enumerate(questions):
+        votes = {m.label: Verdict[m.answer[index]["verdict"].upper()]
+                 for m in answers.answered if m.answer is not None}
+        counted = [(v, m.weight) for m in answers.answered
+                   if (v := votes[m.label]) is not Verdict.UNKNOWN]
+        verdict = (vote([v for v, _ in counted], [w for _, w in counted])
+                   if len(counted) >= quorum else Verdict.UNKNOWN)
+        record = _record(question, verdict, "", all(m.answer[index]["cached"]
+                                                    for m in answers.answered if m.answer))
+        record["judges"] = {m.label: (_verdict_word(votes[m.label]) if m.label in votes
+                                      else None) for m in answers.members}
+        record["judge_replies"] = {m.label: m.answer[index]["raw_reply"]
+                                   for m in answers.answered if m.answer is not None}
+        record["judges_answered"] = len(counted)
+        records.append(record)
+    return records, answers
+
+
+async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
+                        batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
+    """The QAG score of the panel's votes (see ask_panel_questions)."""
+    if not questions:
+        raise ValueError(f"{owner}: no questions to ask")
+    records, answers = await ask_panel_questions(owner, panel, questions, batch=batch,
+                                                 cache_group=cache_group)
+    summary = answers.summary()
+    if all(r["matched"] is None for r in records):
+        error = JudgeUnavailable(f"{owner}: the judge panel reached no verdict on any of "
+                                 f"{len(records)} question(s) (ties, or fewer than "
+                                 f"{panel.effective_quorum} readable votes)",
+                                 details={"panel": summary})
+        error.token_usage = answers.usage
+        raise error
+    first = answers.members[0].config
+    outcome = score_records(owner, first, records, [], usage=answers.usage,
+                            mode="panel_batched" if batch else "panel_per_question")
+    outcome.details.update(judge_provider="panel",
+                           judge_model=", ".join(m.label for m in answers.members),
+                           panel=summary)
+    return outcome
+
+
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
                   replies: Sequence[JudgeReply], *, mode: str,
                   batch_reply: JudgeReply | None = None,
@@ -395,19 +469,28 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
     calibration_key: str | None = None
 
     def __init__(self, threshold: float | str | None = None,
-                 judge: JudgeConfig | None = None) -> None:
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         # threshold="calibrated": the calibration file's entry for this evaluator, judge and
         # question set, and an error when there is none (a silent fallback would hide it).
         self._calibration_required = threshold == CALIBRATED
         self._explicit_threshold = check_threshold(
             type(self).__name__, None if self._calibration_required else threshold)  # type: ignore[arg-type]
-        self.judge = judge
+        self.judge = check_judge(type(self).__name__, judge)
         super().__init__(CriterionConfig(threshold=self._explicit_threshold
                                          if self._explicit_threshold is not None
                                          else self.default_threshold))
 
     def judge_config(self) -> JudgeConfig:
-        return resolve_judge_config(self.judge)
+        """The one judge; with a panel, its first member (for one-judge work such as writing a
+        CheckEvaluator's questions; scoring asks every member)."""
+        panel = self.judge_panel()
+        if panel is not None:
+            return panel.resolved_members()[0]
+        return resolve_judge_config(self.judge)  # type: ignore[arg-type]
+
+    def judge_panel(self) -> JudgePanel | None:
+        """The panel that scores: ``judge=``'s, else one given to ``configure()``."""
+        return effective_panel(self.judge)  # type: ignore[arg-type]
 
     def question_set(self) -> str:
         """Identifies the questions this evaluator asks; a calibration holds for that set only."""
@@ -427,6 +510,11 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         """
         if self._explicit_threshold is not None:
             return None
+        if self.judge_panel() is not None:
+            if self._calibration_required:
+                raise ValueError(f"{type(self).__name__}: threshold='calibrated' holds for one "
+                                 "judge model; a judge panel needs a numeric threshold")
+            return None
         if not self._calibration_required and not calibration_file_configured():
             return None  # no file to consult: the question-set digest need not be worked out
         return file_threshold(self.name, cfg.provider, cfg.model, self.question_set(),
@@ -438,6 +526,8 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         entry = self.calibration_entry(cfg)
         if entry is not None:
             return entry.threshold
+        if self.judge_panel() is not None:
+            return self.default_threshold  # calibrated thresholds are per judge model
         if self.calibration_key is not None:
             return calibrated_threshold(self.calibration_key, cfg.model)
         return self.default_threshold
@@ -481,10 +571,13 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
                                threshold=threshold, details=details, token_usage=token_usage)
 
     def _threshold_source(self, cfg: JudgeConfig) -> str:
-        """"explicit", "calibrated" (the built-in table's row measured for this judge model) or
-        "uncalibrated_default" (no row for it: the table's "Other models" fallback)."""
+        """"explicit", "default" (a panel has no calibrated row), "calibrated" (the built-in
+        table's row measured for this judge model) or "uncalibrated_default" (no row for it:
+        the table's "Other models" fallback)."""
         if self._explicit_threshold is not None:
             return "explicit"
+        if self.judge_panel() is not None:
+            return "default"
         return "calibrated" if calibration_row(cfg.model) is not None else "uncalibrated_default"
 
 
@@ -494,7 +587,8 @@ class QAGEvaluator(JudgeEvaluator):
     # Case fields (context, expected_output, input) without which a case is skipped, not judged.
     required_fields: tuple[str, ...] = ()
 
-    def __init__(self, threshold: float | str | None = None, judge: JudgeConfig | None = None,
+    def __init__(self, threshold: float | str | None = None,
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
                  *, batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
         self.batch = check_batch(type(self).__name__, batch)
@@ -529,7 +623,13 @@ class QAGEvaluator(JudgeEvaluator):
             return self._skipped(missing)
         cfg = self.judge_config()
         scope = CURRENT_CASE.get()
-        if self.batch == CASE_BATCH and scope is not None:
+        panel = self.judge_panel()
+        if panel is not None:
+            # A panel asks per evaluator (batch="case" shares one judge's request only).
+            outcome = await run_panel_qag(self.name, panel, self.questions(actual, expected),
+                                          batch=bool(self.batch),
+                                          cache_group=case_cache_group(expected))
+        elif self.batch == CASE_BATCH and scope is not None:
             outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
         else:
             outcome = await run_qag(self.name, cfg, self.questions(actual, expected),
@@ -601,6 +701,7 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
     for criterion in criteria:
         if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
                 or criterion.missing_input(actual, expected) is not None
+                or criterion.judge_panel() is not None
                 or _judge_identity(criterion.judge_config()) != identity):
             continue
         questions = criterion.questions(actual, expected)

@@ -20,6 +20,7 @@ from referee.judge.config import (
     split_judge_model,
 )
 from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
+from referee.judge.panel import JudgePanel
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
 from referee.judge.retry import RetryPolicy, parse_retry_after
@@ -38,6 +39,7 @@ __all__ = [
     "Judge",
     "JudgeCache",
     "JudgeConfig",
+    "JudgePanel",
     "JudgeReply",
     "JudgeRequest",
     "JudgeUnavailable",

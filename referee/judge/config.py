@@ -255,13 +255,22 @@ _global_lock = threading.Lock()
 _global_config: JudgeConfig | None = None
 
 
-def configure(config: JudgeConfig | None) -> None:
-    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets."""
+def configure(config: Any) -> None:
+    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets.
+
+    A judge panel (a ``JudgePanel`` or a list of JudgeConfigs) is accepted too: EvalSuite-style
+    evaluators without ``judge=`` are then scored by the panel.
+    """
     global _global_config
-    if config is not None and not isinstance(config, JudgeConfig):
-        raise TypeError(f"configure() expects a JudgeConfig or None, got {type(config).__name__}")
+    from referee.judge.panel import as_panel, set_configured_panel
+
+    panel = None if config is None or isinstance(config, JudgeConfig) else as_panel(config)
+    if config is not None and not isinstance(config, JudgeConfig) and panel is None:
+        raise TypeError("configure() expects a JudgeConfig, a list of JudgeConfig, a JudgePanel "
+                        f"or None, got {type(config).__name__}")
     with _global_lock:
-        _global_config = config.model_copy() if config is not None else None
+        _global_config = config.model_copy() if isinstance(config, JudgeConfig) else None
+        set_configured_panel(panel)
 
 
 def get_configured() -> JudgeConfig | None:
@@ -272,7 +281,8 @@ def get_configured() -> JudgeConfig | None:
 
 # The environment variables that choose a judge and how it is paced: another process (a Ray
 # worker) must see exactly these, unset ones included, to resolve the judge this one names.
-JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
+                    "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
                     "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
                     "REFEREE_CACHE")
 # The variables that let a judge in: set here, they win elsewhere; unset here, a process
@@ -291,7 +301,7 @@ class JudgeSettings:
     names the variables, not their values).
     """
 
-    configured: JudgeConfig | None
+    configured: Any  # configure()'s JudgeConfig or judge panel, or None
     choice_env: tuple[tuple[str, str | None], ...]
     access_env: tuple[tuple[str, str], ...]
 
@@ -305,7 +315,7 @@ def current_judge_settings() -> JudgeSettings:
     """The judge settings of this process, as :func:`judge_settings_applied` takes them."""
     env = os.environ
     return JudgeSettings(
-        configured=get_configured(),
+        configured=_configured_judge(),
         choice_env=tuple((name, env.get(name)) for name in JUDGE_CHOICE_ENV),
         access_env=tuple((name, env[name]) for name in JUDGE_ACCESS_ENV if env.get(name)))
 
@@ -321,9 +331,11 @@ def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
     wanted = dict(settings.choice_env)
     wanted.update(settings.access_env)
     before = {name: env.get(name) for name in wanted}
-    configured_before = get_configured()
-    if settings.configured is not None and settings.configured.api_key is not None:
-        remember_secret(settings.configured.api_key_value())  # unpickling skips the validator
+    configured_before = _configured_judge()
+    configured = settings.configured
+    for judge in getattr(configured, "members", None) or ([configured] if configured else []):
+        if judge.api_key is not None:
+            remember_secret(judge.api_key_value())  # unpickling skips the validator
     try:
         _set_env(wanted)
         configure(settings.configured)
@@ -331,6 +343,13 @@ def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
     finally:
         _set_env(before)
         configure(configured_before)
+
+
+def _configured_judge() -> Any:
+    """What configure() was given: a judge panel, a JudgeConfig, or None."""
+    from referee.judge.panel import get_configured_panel
+
+    return get_configured_panel() or get_configured()
 
 
 def _set_env(values: dict[str, str | None]) -> None:

@@ -52,6 +52,11 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     judge = redact_secrets(judge or {})
 
     def one(cfg: dict[str, Any]) -> str:
+        members = cfg.get("members")
+        if isinstance(members, list):  # a judge panel
+            return (f"panel of {len(members)} ({cfg.get('aggregate')}, quorum "
+                    f"{cfg.get('quorum')}): "
+                    + ", ".join(one(m) for m in members if isinstance(m, dict)))
         model = cfg.get("model") or cfg.get("judge_model")
         if not model:
             return ", ".join(f"{k}={v}" for k, v in cfg.items() if isinstance(v, (str, int, float)))
@@ -225,6 +230,10 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         for name, cells in rows:
             per.add_row(name, *cells)
         console.print(per)
+        for name, s in stats.items():
+            if s.judge_agreement is not None:
+                console.print(Text(_plain(f"Judge agreement, {name}: "
+                                          f"{s.judge_agreement.describe()}")))
     for line in corrected_lines(report):
         console.print(Text(_plain(line)))
 

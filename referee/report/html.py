@@ -203,10 +203,15 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             matched = item.get("matched")
             # "cached" is a flag, shown as a word when true: a box of {"cached": false} on
             # every row said nothing.
+            judges = _panel_votes(item)
+            if judges:  # a judge panel: each member's reply, named, and its vote by the verdict
+                reply_list = [f"{name}: {_cut(str(reply))}" for name, reply
+                              in (item.get("judge_replies") or {}).items() if reply]
             extra = {k: v for k, v in item.items()
-                     if k not in {qk, vk, "expected", "matched", "cached", *reply_keys}}
+                     if k not in {qk, vk, "expected", "matched", "cached", *reply_keys,
+                                  *(_PANEL_KEYS if judges else ())}}
         else:
-            question, verdict, reply_list, extra = item, None, [], {}
+            question, verdict, reply_list, extra, judges = item, None, [], {}, ""
             expected_answer = matched = None
         if verdict is None and verdicts:
             verdict = verdicts[i]
@@ -225,8 +230,22 @@ def _questions(details: dict[str, Any]) -> tuple[list[dict[str, Any]], set[str]]
             "replies": reply_list,
             "extra": _json(extra) if extra else "",
             "cached": isinstance(item, dict) and item.get("cached") is True,
+            "judges": judges,
         })
     return rows, used
+
+
+_PANEL_KEYS = ("judges", "judge_replies", "judges_answered")
+
+
+def _panel_votes(item: dict[str, Any]) -> str:
+    """A panel's votes on one question, one line: "a: yes, b: no, c: no answer (2 answered)"."""
+    judges = item.get("judges")
+    if not isinstance(judges, dict) or not judges:
+        return ""
+    votes = ", ".join(f"{name}: {vote or 'no answer'}" for name, vote in judges.items())
+    answered = item.get("judges_answered")
+    return f"{votes} ({answered} answered)" if isinstance(answered, int) else votes
 
 
 def _samples(details: dict[str, Any]) -> list[dict[str, Any]]:

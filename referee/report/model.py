@@ -28,6 +28,7 @@ from referee.redact import RedactedText
 from referee.report.correction import (NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration,
                                        correct)
 from referee.report.multivon import MultivonReportMethods
+from referee.report.agreement import JudgeAgreement, KappaTally
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
@@ -466,6 +467,8 @@ class CriterionStats(BaseModel):
     avg_score: float = 0.0
     pass_rate: float = 0.0
     token_usage: TokenUsage | None = None  # judge tokens this criterion spent over the run
+    # Judged by a panel: how far its judges agreed over the run.
+    judge_agreement: JudgeAgreement | None = None
 
     def __getitem__(self, key: str) -> Any:  # 10xgraph reads criterion_stats[name]["pass_rate"]
         return getattr(self, key)
@@ -542,12 +545,14 @@ class _Seconds:
 
 class _CriterionTally:
     __slots__ = ("total", "passed", "failed", "errors", "skipped", "score_sum", "scored",
-                 "token_usage")
+                 "token_usage", "agreement")
+    _COUNTS = ("total", "passed", "failed", "errors", "skipped", "score_sum", "scored")
 
     def __init__(self) -> None:
         self.total = self.passed = self.failed = self.errors = self.skipped = self.scored = 0
         self.score_sum = 0.0
         self.token_usage: TokenUsage | None = None
+        self.agreement = KappaTally()
 
 
 class RunTally:
@@ -620,6 +625,7 @@ class RunTally:
                 s.failed += not r.passed
                 s.score_sum += r.score
                 s.scored += 1
+                s.agreement.add_result(r)
 
     def count(self, status: CaseStatus) -> int:
         return self.status_counts[status]
@@ -643,7 +649,8 @@ class RunTally:
                 total=s.total, passed=s.passed, failed=s.failed, errors=s.errors,
                 skipped=s.skipped, scored=s.scored,
                 avg_score=s.score_sum / s.scored if s.scored else 0.0,
-                pass_rate=s.passed / s.scored if s.scored else 0.0, token_usage=s.token_usage)
+                pass_rate=s.passed / s.scored if s.scored else 0.0, token_usage=s.token_usage,
+                judge_agreement=s.agreement.stats())
         return EvalSummary(
             total_cases=total, passed_cases=passed, failed_cases=failed,
             error_cases=self.errors, skipped_cases=self.count(CaseStatus.SKIPPED),
@@ -675,8 +682,9 @@ class RunTally:
             "model_token_usage": (self.model_token_usage.model_dump(mode="json")
                                   if self.model_token_usage else None),
             "criteria": {
-                name: {**{k: getattr(s, k) for k in _CriterionTally.__slots__ if k != "token_usage"},
-                       "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None}
+                name: {**{k: getattr(s, k) for k in _CriterionTally._COUNTS},
+                       "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None,
+                       "agreement": s.agreement.to_dict()}
                 for name, s in self._criteria.items()
             },
         }
@@ -704,12 +712,11 @@ class RunTally:
         tally.model_token_usage = TokenUsage.model_validate(usage) if usage else None
         for name, values in (data.get("criteria") or {}).items():
             s = tally._criteria[name] = _CriterionTally()
-            for key in _CriterionTally.__slots__:
-                if key == "token_usage":
-                    usage = values.get(key)
-                    s.token_usage = TokenUsage.model_validate(usage) if usage else None
-                else:
-                    setattr(s, key, type(getattr(s, key))(values.get(key) or 0))
+            for key in _CriterionTally._COUNTS:
+                setattr(s, key, type(getattr(s, key))(values.get(key) or 0))
+            usage = values.get("token_usage")
+            s.token_usage = TokenUsage.model_validate(usage) if usage else None
+            s.agreement = KappaTally.from_dict(values.get("agreement"))
         return tally
 
 

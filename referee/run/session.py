@@ -119,6 +119,18 @@ _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "m
 def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
     default)."""
+    panel = getattr(criterion, "judge_panel", None)
+    panel = panel() if callable(panel) else None
+    if panel is not None:  # every member, resolved, and how their answers combine
+        try:
+            # An AgentEvaluator-style criterion calls its members as given (no resolution).
+            members = [_judge_fields(m) for m in (panel.members if _is_llm_criterion(criterion)
+                                                  else panel.resolved_members())]
+        except ValueError:  # as below: an unresolvable judge shows up as the case errors
+            return None
+        return {"members": members, "aggregate": panel.aggregate,
+                "quorum": panel.effective_quorum,
+                **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
     resolve = getattr(criterion, "judge_config", None)
     config = None
     if callable(resolve):
@@ -130,6 +142,10 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
         config = getattr(criterion, "judge", None)
     if config is None or not hasattr(config, "model_dump"):
         return None
+    return _judge_fields(config)
+
+
+def _judge_fields(config: Any) -> dict[str, Any]:
     data = config.model_dump(mode="json")
     if data.get("base_url"):
         data["base_url"] = mask_url(data["base_url"])

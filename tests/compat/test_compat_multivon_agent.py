@@ -341,6 +341,24 @@ async def test_trajectory_efficiency_penalises_an_unrecovered_tool_error(
     assert result.token_usage.requests == 4
 
 
+async def test_a_panel_votes_on_the_recovery_question_too(server):
+    """Two of three judges say the agent did not recover: the panel's penalty applies."""
+    def responder(request):
+        question = question_of(request)
+        if "word 'error'" in question:
+            return "Yes" if request.model == "judge-a" else "No"
+        return "No" if ("identical arguments" in question or "proportionate" in question) else "Yes"
+    server.set_reply(responder)
+    panel = [server.judge_config(model=m) for m in ("judge-a", "judge-b", "judge-c")]
+    result = await TrajectoryEfficiency(judge=panel, threshold=0.5).evaluate(
+        weather_run("Error: timeout"), EvalCase(input=TASK))
+    assert server.request_count == 3 * 4
+    assert result.details["recovery"]["judges"] == {
+        "openai:judge-a": "yes", "openai:judge-b": "no", "openai:judge-c": "no"}
+    assert result.score == pytest.approx(2 / 3 - 0.2) and "did not recover" in result.reason
+    assert result.token_usage.requests == 12
+
+
 async def test_agent_memory_needs_context_and_checks_the_reference(server):
     skipped = await AgentMemoryEval(judge=server.judge_config()).evaluate(
         ExecutionResult(actual_response="x"), EvalCase(input="Units?"))

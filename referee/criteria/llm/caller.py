@@ -68,6 +68,10 @@ def sample_index_scope(index: int | None) -> Iterator[None]:
 
 _warned_models: set[str] = set()
 
+# While a judge panel scores a criterion, each member's calls run in their own task with the
+# member here: the criterion's judge calls go to that member.
+panel_member: ContextVar[JudgeConfig | None] = ContextVar("referee_panel_member", default=None)
+
 
 class NoProviderReply(dict):  # type: ignore[type-arg]
     """The 10xgraph-style API's fallback reply. Equal to the documented dict; its type tells the
@@ -99,11 +103,17 @@ class LLMCallerMixin:
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
     judge: JudgeConfig | None = None
 
+    def _named_judge(self) -> JudgeConfig | None:
+        """The judge ``judge=`` names, or the panel member being asked now."""
+        member = panel_member.get()
+        return member if member is not None else self.judge
+
     def _judge_config(self) -> JudgeConfig | None:
-        if self.judge is not None:
-            if "temperature" in self.judge.model_fields_set and self.judge.temperature is not None:
-                return self.judge
-            return self.judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
+        judge = self._named_judge()
+        if judge is not None:
+            if "temperature" in judge.model_fields_set and judge.temperature is not None:
+                return judge
+            return judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
         # An api_style the user did not set follows the endpoint: the documented Responses API
         # at OpenAI itself, Chat Completions at a local server or gateway.
         chosen = "api_style" in self.config.model_fields_set
@@ -116,8 +126,9 @@ class LLMCallerMixin:
     def judge_model_name(self) -> str:
         """The judge's name for ``details["judge_model"]``: ``provider/model`` for a given
         ``judge``, else ``config.judge_model``."""
-        if self.judge is not None:
-            return f"{self.judge.provider}/{self.judge.model}"
+        judge = self._named_judge()
+        if judge is not None:
+            return f"{judge.provider}/{judge.model}"
         return self.config.judge_model
 
     def judge_config(self) -> JudgeConfig | None:
@@ -183,10 +194,11 @@ class LLMCallerMixin:
             "openai": self._call_openai_json,
             "anthropic": self._call_anthropic_json,
         }
-        provider = (self.judge.provider if self.judge is not None
+        judge = self._named_judge()
+        provider = (judge.provider if judge is not None
                     else provider_for_model(self.config.judge_model))
         caller = callers.get(provider) if provider is not None else None
-        if caller is None and self.judge is not None:  # a provider registered by the user
+        if caller is None and judge is not None:  # a provider registered by the user
 
             async def caller(prompt: str) -> tuple[dict[str, Any], TokenUsage] | None:
                 return await self._call_provider_json(provider, prompt, None)

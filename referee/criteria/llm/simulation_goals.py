@@ -60,6 +60,8 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
     documented), ``judge_model``.
     """
 
+    accepts_panel = False  # one call that lists achieved goals: nothing to vote on yet
+
     name = "simulation_goals"
     description = "LLM-based goal achievement evaluation for UserSimulator conversations"
 

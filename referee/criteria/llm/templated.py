@@ -15,12 +15,14 @@ from referee.criteria.llm.caller import (
     is_no_provider_reply,
     logger,
     recording_replies,
+    panel_member,
     sample_index_scope,
 )
 from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, reply_evidence
+from referee.judge.panel import JudgePanel, ask_panel, check_judge, combine_member_scores
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -71,13 +73,22 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     description = "LLM-as-judge criterion"
     reads = ("actual_response",)
 
+    # Whether ``judge=`` may be a judge panel (each member asked num_samples times).
+    accepts_panel = True
+
     def __init__(self, config: CriterionConfig | None = None, *,
-                 judge: JudgeConfig | None = None) -> None:
+                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         super().__init__(config)
-        if judge is not None and not isinstance(judge, JudgeConfig):
-            raise TypeError(f"{type(self).__name__}: judge must be a JudgeConfig, "
-                            f"got {type(judge).__name__}")
-        self.judge = judge
+        judge = check_judge(type(self).__name__, judge)
+        if isinstance(judge, JudgePanel) and not self.accepts_panel:
+            raise TypeError(f"{type(self).__name__}: judge must be a JudgeConfig; this "
+                            "criterion does not take a judge panel")
+        self.panel = judge if isinstance(judge, JudgePanel) else None
+        self.judge = judge if isinstance(judge, JudgeConfig) else None
+
+    def judge_panel(self) -> JudgePanel | None:
+        """The panel ``judge=`` named, or None (one judge)."""
+        return self.panel
 
     # Hooks -----------------------------------------------------------------------------------
 
@@ -183,6 +194,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             if skip is not None:
                 return skip
             prompt = self._build_prompt(actual, expected)
+            if self.panel is not None:
+                return await self._panel_result(self.panel, prompt)
             batch = await self._run_samples(prompt)
             scores, reasonings, extras, token_usage = batch
             failures: list[Exception] = getattr(batch, "failures", [])
@@ -209,7 +222,34 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
         except Exception as exc:
             logger.exception("%s evaluation failed", self.name)
             kind: ErrorKind = "judge" if isinstance(exc, JudgeUnavailable) else "evaluator"
-            return self._error(f"{type(exc).__name__}: {exc}", kind)
+            message = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, JudgeUnavailable) and "panel" in exc.details:  # below quorum
+                return self._error(message, kind, {"reason": message, **exc.details},
+                                   exc.token_usage)
+            return self._error(message, kind)
+
+    async def _panel_result(self, panel: JudgePanel, prompt: str) -> CriterionResult:
+        """Each member sampled as the one judge would be; its mean score is its answer."""
+        async def ask(member: JudgeConfig) -> tuple[tuple[float, list[str]], TokenUsage]:
+            panel_member.set(member)  # this task's calls (and its samples') go to the member
+            batch = await self._run_samples(prompt)
+            scores, reasonings, _, usage = batch
+            if batch.provider_fallback or not scores:
+                problem = ("no LLM provider available" if batch.provider_fallback
+                           else ALL_SAMPLES_FAILED)
+                error = JudgeUnavailable(f"{member.provider}/{member.model}: {problem}"
+                                         + (f" ({batch.failures[0]})" if batch.failures else ""))
+                error.token_usage = usage
+                raise error
+            clamped = [min(1.0, max(0.0, float(s))) for s in scores]
+            return (math.fsum(clamped) / len(clamped), reasonings), usage
+
+        answers = await ask_panel(self.name, panel, ask, members=panel.members)
+        score, reason, summary = combine_member_scores(
+            answers, lambda answer: answer[0], lambda answer: {"reasonings": answer[1]})
+        details = {"reason": reason, "panel": summary,
+                   "judge_model": ", ".join(m.label for m in answers.members)}
+        return self._result(score, details, answers.usage)
 
     # Results ---------------------------------------------------------------------------------
 

@@ -1,0 +1,386 @@
+"""Judge panels: several scripted judges (one per model name) through the official SDKs."""
+
+from __future__ import annotations
+
+import html
+import json
+import pickle
+import re
+
+import pytest
+from test_report_samples import chromium_dom
+
+from referee import (
+    AgentEvaluator,
+    Coherence,
+    CriterionConfig,
+    EvalCase,
+    EvalSuite,
+    ExecutionResult,
+    GEval,
+    Invocation,
+    JudgeConfig,
+    JudgePanel,
+    JudgeUnavailable,
+    configure,
+)
+from referee.config import CriteriaConfig, EvalConfig
+from referee.criteria.llm import ResponseMatchCriterion, SimulationGoalsCriterion
+from referee.judge.config import current_judge_settings, judge_settings_applied
+from referee.report.agreement import fleiss_kappa
+from referee.report.console import render_text
+from referee.report.html import render_html
+from referee.testing.script import Fault
+from referee.testing.server import ScriptedJudgeServer
+
+pytestmark = pytest.mark.usefixtures("isolated_judge")
+
+CASE = EvalCase(input="Explain photosynthesis in one paragraph.")
+OUTPUT = ExecutionResult(actual_response="Plants turn light, water and CO2 into sugar.")
+
+# Coherence asks four questions; the good answers are Yes, No, No, Yes.
+COHERENCE_GOOD = {"logical order": "Yes", "contradict itself": "No", "abrupt jumps": "No",
+                  "understandable": "Yes"}
+
+
+def _question(prompt: str) -> str:
+    return re.search(r"^Question: (.*)$", prompt, re.MULTILINE).group(1)
+
+
+def script_judges(server: ScriptedJudgeServer, answers: dict[str, dict[str, str] | Fault]) -> None:
+    """Per model name: the reply to each question fragment (unlisted: the good answer), or a
+    fault for every request of that model (a member that is down)."""
+    def responder(request):
+        script = answers[request.model]
+        if isinstance(script, Fault):
+            return script
+        question = _question(request.prompt)
+        for fragment, good in COHERENCE_GOOD.items():
+            if fragment in question:
+                return script.get(fragment, good)
+        raise AssertionError(f"unscripted question {question!r}")
+    server.set_reply(responder)
+
+
+@pytest.fixture
+def server():
+    with ScriptedJudgeServer(reply="Yes") as srv:
+        yield srv
+
+
+def members(server, *names: str) -> list[JudgeConfig]:
+    return [server.judge_config(model=name) for name in names]
+
+
+def verdicts(result) -> dict[str, tuple[str, dict[str, str | None], int]]:
+    return {next(f for f in COHERENCE_GOOD if f in q["question"]):
+            (q["verdict"], q["judges"], q["judges_answered"])
+            for q in result.details["questions"]}
+
+
+async def test_majority_per_question_outvotes_a_dissenting_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+
+    by_question = verdicts(result)
+    # Two of three say the output jumps abruptly: the panel's verdict is the majority's.
+    assert by_question["abrupt jumps"] == (
+        "yes", {"openai:judge-a": "no", "openai:judge-b": "yes", "openai:judge-c": "yes"}, 3)
+    assert by_question["logical order"][0] == "yes"
+    assert result.score == pytest.approx(3 / 4)
+    assert server.request_count == 3 * 4
+    panel = result.details["panel"]
+    assert (panel["size"], panel["answered"], panel["quorum"]) == (3, 3, 2)
+    assert [m["token_usage"]["requests"] for m in panel["members"]] == [4, 4, 4]
+    assert result.token_usage.requests == 12
+    assert result.details["judge_provider"] == "panel"
+
+
+async def test_a_tie_is_unknown_and_leaves_the_denominator(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"contradict itself": "Yes"}})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b"), quorum=1)
+    result = await Coherence(judge=panel).evaluate(OUTPUT, CASE)
+
+    assert verdicts(result)["contradict itself"][0] == "unknown"
+    assert result.details["unknown"] == 1
+    assert result.score == 1.0  # the three agreed questions, all answered as expected
+
+
+async def test_weighted_vote_breaks_the_tie_toward_the_heavier_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"contradict itself": "Yes"}})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b"), aggregate="weighted",
+                       weights=[1.0, 2.0], quorum=1)
+    result = await Coherence(judge=panel).evaluate(OUTPUT, CASE)
+
+    assert verdicts(result)["contradict itself"][0] == "yes"
+    assert result.score == pytest.approx(3 / 4)
+
+
+async def test_a_member_down_is_counted_not_dropped(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(400)})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-down")).evaluate(
+        OUTPUT, CASE)
+
+    panel = result.details["panel"]
+    assert (panel["size"], panel["answered"]) == (3, 2)
+    down = panel["members"][2]
+    assert down["judge"] == "openai:judge-down" and not down["answered"] and down["error"]
+    assert all(q["judges_answered"] == 2 and q["judges"]["openai:judge-down"] is None
+               for q in result.details["questions"])
+    assert result.score == 1.0
+
+
+async def test_below_the_quorum_is_a_judge_error(server):
+    script_judges(server, {"judge-a": {}, "down-1": Fault.http(400), "down-2": Fault.http(400)})
+    with pytest.raises(JudgeUnavailable, match=r"below its quorum — 1 of 3 .* 2 needed"
+                       ) as caught:
+        await Coherence(judge=members(server, "judge-a", "down-1", "down-2")).evaluate(
+            OUTPUT, CASE)
+    assert caught.value.details["panel"]["answered"] == 1
+    assert caught.value.token_usage.requests >= 4  # the member that answered was paid for
+
+
+async def test_a_configured_panel_scores_evaluators_without_their_own_judge(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-c": {"logical order": "No"}})
+    configure(JudgePanel(members=members(server, "judge-a", "judge-b", "judge-c")))
+    result = await Coherence().evaluate(OUTPUT, CASE)
+    assert result.details["panel"]["size"] == 3 and result.score == 1.0
+    configure(None)
+
+
+async def test_a_panel_from_the_environment(server, monkeypatch):
+    script_judges(server, {"judge-a": {}, "judge-b": {"logical order": "No"},
+                           "judge-c": {"logical order": "No"}})
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url())
+    monkeypatch.setenv("OPENAI_API_KEY", "referee-scripted-judge-key")
+    monkeypatch.setenv("JUDGE_PANEL", "openai/judge-a, openai/judge-b,openai/judge-c")
+    monkeypatch.setenv("JUDGE_PANEL_QUORUM", "3")
+    result = await Coherence().evaluate(OUTPUT, CASE)
+    assert verdicts(result)["logical order"][0] == "no" and result.score == 0.75
+    assert (result.details["panel"]["size"], result.details["panel"]["quorum"]) == (3, 3)
+    # configure() and judge= come before the environment, as for a single judge.
+    configure(server.judge_config(model="judge-a"))
+    assert "panel" not in (await Coherence().evaluate(OUTPUT, CASE)).details
+    configure(None)
+    monkeypatch.setenv("JUDGE_PANEL", "openai/judge-a,judge-b")
+    with pytest.raises(ValueError, match="JUDGE_PANEL: 'judge-b' is not PROVIDER/MODEL"):
+        await Coherence().evaluate(OUTPUT, CASE)
+
+
+async def test_a_configured_panel_travels_in_the_judge_settings_of_a_worker(server):
+    """What a Ray worker takes on (judge_settings_applied): the configured panel, pickled."""
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-c": {}})
+    configure(members(server, "judge-a", "judge-b", "judge-c"))
+    settings = pickle.loads(pickle.dumps(current_judge_settings()))
+    configure(None)
+    with judge_settings_applied(settings):
+        result = await Coherence().evaluate(OUTPUT, CASE)
+    assert result.details["panel"]["size"] == 3
+    assert Coherence().judge_panel() is None  # restored after the block
+
+
+def test_bad_panels_are_refused_with_the_field_named(server):
+    with pytest.raises(TypeError, match="Coherence: .*list of JudgeConfig, got str"):
+        Coherence(judge=[server.judge_config(), "openai/gpt-4o"])
+    with pytest.raises(ValueError, match="weights"):
+        JudgePanel(members=members(server, "a", "b"), aggregate="weighted")
+    with pytest.raises(ValueError, match="quorum"):
+        JudgePanel(members=members(server, "a", "b"), quorum=3)
+    with pytest.raises(ValueError, match="members"):
+        JudgePanel(members=members(server, "a"))
+
+
+def scores_by_model(server, scores: dict[str, str | Fault]) -> None:
+    def responder(request):
+        value = scores[request.model]
+        return value if isinstance(value, Fault) else f'{{"score": {value}, "reason": "r"}}'
+    server.set_reply(responder)
+
+
+@pytest.mark.parametrize("aggregate,weights,expected", [
+    ("mean", None, (0.2 + 0.6 + 0.7) / 3),
+    ("median", None, 0.6),
+    ("majority", None, 0.6),
+    ("weighted", [1.0, 1.0, 2.0], (0.2 + 0.6 + 1.4) / 4),
+])
+async def test_geval_panel_combines_member_scores(server, aggregate, weights, expected):
+    scores_by_model(server, {"judge-a": "0.2", "judge-b": "0.6", "judge-c": "0.7"})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b", "judge-c"),
+                       aggregate=aggregate, weights=weights)
+    result = await GEval(criteria="concise", runs=1, judge=panel).evaluate(OUTPUT, CASE)
+    assert result.score == pytest.approx(expected)
+    assert [m["score"] for m in result.details["panel"]["members"]] == [0.2, 0.6, 0.7]
+
+
+async def test_geval_panel_below_quorum_is_a_judge_error(server):
+    scores_by_model(server, {"judge-a": "0.9", "judge-b": "not a score", "down": Fault.http(400)})
+    panel = JudgePanel(members=members(server, "judge-a", "judge-b", "down"))
+    with pytest.raises(JudgeUnavailable, match="1 of 3 judge"):
+        await GEval(criteria="concise", runs=1, judge=panel).evaluate(OUTPUT, CASE)
+
+
+# Fleiss' kappa ------------------------------------------------------------------------------
+
+def test_fleiss_kappa_matches_the_hand_computed_value():
+    # Four subjects, three raters, (yes, no) counts. P_i: 1, 1/3, 1/3, 1 -> P_bar = 2/3.
+    # p_yes = 6/12, p_no = 6/12 -> P_e = 1/2; kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3.
+    assert fleiss_kappa([[3, 0], [2, 1], [1, 2], [0, 3]]) == pytest.approx(1 / 3)
+    # Every rating in one category: chance agreement is 1, kappa is undefined.
+    assert fleiss_kappa([[3, 0], [3, 0]]) is None
+
+
+def test_run_reports_judge_agreement_per_criterion(server, tmp_path, monkeypatch):
+    """Two cases x four Coherence questions, three judges; judge-b dissents on one question of
+    the first case, judge-c on "logical order" of both.
+
+    Subjects (yes, no): case 1 (2,1) (0,3) (3,0) (1,2); case 2 (2,1) (0,3) (3,0) (0,3).
+    P_i sum = 3 x 1/3 + 5 x 1 = 6 -> P_bar = 6/8; p_yes = 11/24, p_no = 13/24 -> P_e = 290/576;
+    kappa = (432 - 290) / (576 - 290) = 142/286.
+    """
+    def responder(request):
+        question = _question(request.prompt)
+        fragment = next(f for f in COHERENCE_GOOD if f in question)
+        first_case = "first question" in request.prompt
+        if request.model == "judge-b" and first_case and fragment == "abrupt jumps":
+            return "Yes"
+        if request.model == "judge-c" and fragment == "logical order":
+            return "No"
+        return COHERENCE_GOOD[fragment]
+    server.set_reply(responder)
+    monkeypatch.chdir(tmp_path)
+    suite = EvalSuite("panel-agreement").add_cases(
+        [EvalCase(input="first question"), EvalCase(input="second question")])
+    suite.add_evaluators(Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")))
+    report = suite.run(lambda prompt: f"An answer to the {prompt}.", verbose=False)
+
+    agreement = report.summary.criterion_stats["coherence"].judge_agreement
+    assert agreement.fleiss_kappa == pytest.approx(142 / 286)
+    assert (agreement.subjects, agreement.judges, agreement.left_out) == (8, 3, 0)
+    stored = json.loads((tmp_path / ".referee" / "runs" / report.run_id / "report.json")
+                        .read_text())
+    stored_agreement = stored["summary"]["criterion_stats"]["coherence"]["judge_agreement"]
+    assert stored_agreement["fleiss_kappa"] == pytest.approx(142 / 286)
+    text = render_text(report)
+    assert "Judge agreement, coherence: Fleiss' kappa 0.50 over 8 item(s) by 3 judges" in text
+    assert "judge: panel of 3 (majority, quorum 2): openai/judge-a at " in text
+    meta = json.loads((tmp_path / ".referee" / "runs" / report.run_id / "meta.json").read_text())
+    assert [m["model"] for m in meta["judge"]["members"]] == ["judge-a", "judge-b", "judge-c"]
+
+
+def test_html_case_detail_shows_each_judges_vote_and_reply(server, tmp_path):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-down": Fault.http(400)})
+    suite = EvalSuite("panel-html").add_cases([EvalCase(input="a question")])
+    suite.add_evaluators(Coherence(judge=JudgePanel(
+        members=members(server, "judge-a", "judge-b", "judge-down"), quorum=2)))
+    report = suite.run(lambda prompt: "An answer.", verbose=False, save=False)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
+
+    assert ("openai:judge-a: no, openai:judge-b: yes, openai:judge-down: no answer "
+            "(2 answered)") in dom
+    assert "openai:judge-b: Yes" in dom  # the member's own reply, named
+    assert '"answered": 2' in dom and '"judge": "openai:judge-down"' in dom
+
+
+async def test_benchmark_panel_costs_members_times_requests():
+    from benchmarks.panels import measure
+
+    rows = await measure(3, 20)
+    one = rows["one judge: Coherence (4 questions) + GEval (runs=2)"]
+    panel = rows["panel of 3: Coherence (4 questions) + GEval (runs=2)"]
+    assert (one["requests"], panel["requests"]) == (6.0, 18.0)
+    assert panel["input_tokens"] == pytest.approx(3 * one["input_tokens"], rel=0.01)
+    assert rows["panel of 3: Coherence, rerun from the reply cache"]["cached_requests"] == 12.0
+    assert rows["panel of 3: Coherence, batch=True"]["requests"] == 3.0
+
+
+async def test_a_member_whose_every_reply_is_unreadable_has_not_answered(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {f: "Maybe" for f in COHERENCE_GOOD},
+                           "judge-c": {}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+    panel = result.details["panel"]
+    assert panel["answered"] == 2 and not panel["members"][1]["answered"]
+    assert "unparseable" in panel["members"][1]["error"]
+    assert panel["members"][1]["token_usage"]["requests"] == 4  # paid for all the same
+    assert result.score == 1.0
+
+
+# The AgentEvaluator-style API: the same judge= spelling on its judged criteria -------------
+
+def agent_case(eval_id: str, city: str = "Oslo") -> EvalCase:
+    return EvalCase.multi_turn([Invocation(user_content=f"find flights to {city}",
+                                           expected_final_response="SK1 or SK2")],
+                               eval_id=eval_id)
+
+
+async def test_agent_evaluator_criterion_judged_by_a_panel(server):
+    """Each member sampled num_samples times; the panel's median of member means; one member
+    down is counted; two down of three is a JUDGE_ERROR."""
+    judged_scores = {"judge-a": 0.9, "judge-b": 0.5, "judge-c": 0.7}
+
+    def responder(request):
+        if request.model == "judge-c" and "Bergen" in request.prompt:
+            return Fault.http(400)
+        return json.dumps({"score": judged_scores[request.model], "reasoning": request.model})
+    server.set_reply(responder)
+    criterion = ResponseMatchCriterion(CriterionConfig(threshold=0.6, num_samples=2),
+                                       judge=members(server, "judge-a", "judge-b", "judge-c"))
+
+    def agent(message: str, history: list) -> ExecutionResult:
+        return ExecutionResult(actual_response="SK1 or SK2")
+
+    only_keywords = EvalConfig(criteria=CriteriaConfig(
+        contains_keywords=CriterionConfig.contains_keywords(keywords=["SK1"])))
+    evaluator = AgentEvaluator(agent, config=only_keywords, criteria=[criterion], save=False)
+    report = await evaluator.evaluate([agent_case("case-all"), agent_case("case-down", "Bergen")])
+    by_id = {c.eval_id: c.get_criterion_result("response_match_score") for c in report.cases}
+
+    full = by_id["case-all"]
+    assert full.score == pytest.approx(0.7) and full.passed
+    assert [m["score"] for m in full.details["panel"]["members"]] == [0.9, 0.5, 0.7]
+    assert full.token_usage.requests == 3 * 2
+    assert all(m["token_usage"]["requests"] == 2 for m in full.details["panel"]["members"])
+    part = by_id["case-down"]
+    assert part.details["panel"]["answered"] == 2
+    assert part.score == pytest.approx(0.7)  # median of the two that answered: (0.9 + 0.5) / 2
+    assert report.summary.criterion_stats["response_match_score"].judge_agreement.subjects == 1
+    recorded = report.judge  # the one judged criterion: its panel is the run's judge
+    assert [m["model"] for m in recorded["members"]] == ["judge-a", "judge-b", "judge-c"]
+
+
+async def test_agent_criterion_panel_below_quorum_is_a_judge_error(server):
+    def responder(request):
+        if request.model != "judge-a":
+            return Fault.http(400)
+        return json.dumps({"score": 0.9, "reasoning": "fine"})
+    server.set_reply(responder)
+    criterion = ResponseMatchCriterion(CriterionConfig(num_samples=1), judge=JudgePanel(
+        members=members(server, "judge-a", "judge-b", "judge-c")))
+    result = await criterion.evaluate(ExecutionResult(actual_response="SK1"),
+                                      agent_case("any"))
+    assert result.error_kind == "judge" and "below its quorum" in result.error
+    assert result.details["panel"]["answered"] == 1 and result.token_usage.requests >= 1
+    with pytest.raises(TypeError, match="does not take a judge panel"):
+        SimulationGoalsCriterion(judge=members(server, "judge-a", "judge-b"))
+
+
+async def test_a_member_whose_batched_reply_copies_the_placeholders_has_not_answered(server):
+    """The batched-reply checks hold per member: a member that copies the reply's shape (or
+    echoes the prompt) is counted as not answering, never as a vote."""
+    good = '{"answers": {"1": "yes", "2": "no", "3": "no", "4": "yes"}}'
+    copied = '{"answers": {"<question id>": "<yes or no>", ...}}'
+    server.set_reply(lambda request: copied if request.model == "judge-copies" else good)
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-copies"),
+                             batch=True).evaluate(OUTPUT, CASE)
+
+    panel = result.details["panel"]
+    assert (panel["size"], panel["answered"]) == (3, 2)
+    copier = panel["members"][2]
+    assert not copier["answered"] and "rejected" in copier["error"]
+    assert all(q["judges"]["openai:judge-copies"] is None and q["judges_answered"] == 2
+               for q in result.details["questions"])
