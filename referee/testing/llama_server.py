@@ -23,12 +23,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import SecretStr
 
 from referee.judge.config import JudgeConfig
+from referee.testing.script import RecordedRequest, Reply
 from referee.testing.server import DUMMY_API_KEY
 
 SERVER_PACKAGE = "xllamacpp"
@@ -225,6 +228,55 @@ class LlamaJudgeServer:
             except ValueError:
                 continue
         return values
+
+
+@dataclass(frozen=True)
+class RelayedReply:
+    """What the real server answered to one relayed request."""
+
+    text: str
+    finish_reason: str | None  # Chat Completions' finish_reason, the Responses API's status
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+
+
+class Relay:
+    """A ScriptedJudgeServer responder that forwards every request to a real server.
+
+    ``ScriptedJudgeServer(Relay(real))`` is a recording proxy: clients get the real model's
+    reply (cut off where the real server cut it), the scripted server records each request,
+    and ``replies[request.index]`` keeps what the real server said, token counts included.
+    """
+
+    def __init__(self, server: LlamaJudgeServer, timeout_s: float = 600.0) -> None:
+        self.server = server
+        self.timeout_s = timeout_s
+        self.replies: dict[int, RelayedReply] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        http = urllib.request.Request(f"{self.server.url}{request.path}",
+                                      data=json.dumps(request.body).encode("utf-8"),
+                                      headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(http, timeout=self.timeout_s) as answer:
+            data = json.load(answer)
+        usage = data.get("usage") or {}
+        if request.api_style == "chat":
+            choice = data["choices"][0]
+            text, finish = choice["message"].get("content") or "", choice.get("finish_reason")
+            prompt, output = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+            details = usage.get("prompt_tokens_details") or {}
+        else:
+            text = "".join(block.get("text", "") for item in data.get("output", [])
+                           if item.get("type") == "message" for block in item.get("content", []))
+            finish = data.get("status")
+            prompt, output = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+            details = usage.get("input_tokens_details") or {}
+        relayed = RelayedReply(text, finish, prompt, details.get("cached_tokens", 0), output)
+        with self._lock:
+            self.replies[request.index] = relayed
+        return Reply(text, input_tokens=prompt, output_tokens=output, cut_off=finish == "length")
 
 
 def _serve(argv: list[str] | None = None) -> None:
