@@ -114,10 +114,11 @@ def _check_qag(results: list[Any], evaluators: list[Any], pair: tuple[EvalCase, 
                 record["question"], record["raw_reply"], record["verdict"], allowed)
 
 
-def _qag_groups() -> dict[tuple[str, str, str], list[dict[str, Any]]]:
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+def _qag_groups() -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
+    """Per-question rows by (source, wire, evaluator, case): one evaluation each."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in _rows("qag_question"):
-        groups[(row["api_style"], row["evaluator"], row["case"])].append(row)
+        groups[(row["source"], row["api_style"], row["evaluator"], row["case"])].append(row)
     return groups
 
 
@@ -126,7 +127,7 @@ QAG_GROUPS = _qag_groups()
 
 @pytest.mark.parametrize("key", sorted(QAG_GROUPS), ids="/".join)
 def test_per_question_replies(key):
-    api_style, evaluator_name, case_id = key
+    _, api_style, evaluator_name, _ = key
     rows = QAG_GROUPS[key]
     by_question = {row["questions"][0]: row for row in rows}
 
