@@ -82,8 +82,8 @@ class LlamaJudgeServer:
     2-core machine (CI) two threads ran three times slower than one.
 
     ``parallel`` slots share ``context`` tokens of KV cache, so each request may use
-    ``context // parallel`` tokens; ``max_predict`` caps every generation at the server, whatever
-    a client asks for. ``metrics()`` reads the server's own counters (prompt tokens it actually
+    ``context // parallel`` tokens; ``max_predict`` bounds the generations of requests that set
+    no ``max_tokens`` (a request's own ``max_tokens`` wins). ``metrics()`` reads the server's own counters (prompt tokens it actually
     evaluated, tokens generated, requests).
     """
 
