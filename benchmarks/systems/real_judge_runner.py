@@ -55,7 +55,8 @@ def run_referee(args: argparse.Namespace, data: list[dict[str, Any]]) -> list[di
         rows.append({"correct": truth["correct"], "scored": result.error is None,
                      "passed": bool(result.passed) if result.error is None else None,
                      "judge_error": result.error_kind == "judge", "asked": len(questions) or 4,
-                     "unknown": result.details.get("unknown", 4 if result.error else 0)})
+                     "unknown": result.details.get("unknown", 4 if result.error else 0),
+                     "error": str(result.error or "")[:160]})
     return rows
 
 
@@ -75,7 +76,8 @@ def run_multivon(args: argparse.Namespace, data: list[dict[str, Any]]) -> list[d
         errored = kind in ("judge_error", "evaluator_error")
         rows.append({"correct": truth["correct"], "scored": not errored,
                      "passed": bool(result.passed) if not errored else None,
-                     "judge_error": kind == "judge_error"})
+                     "judge_error": kind == "judge_error",
+                     "error": str(result.reason or "")[:160] if errored else ""})
     return rows
 
 
@@ -106,7 +108,9 @@ def run_deepeval(args: argparse.Namespace, data: list[dict[str, Any]]) -> list[d
         errored = metric is None or bool(metric.error)
         rows.append({"correct": truth["correct"], "scored": not errored,
                      "passed": bool(metric.success) if not errored else None,
-                     "judge_error": errored})
+                     "judge_error": errored,
+                     "error": str(metric.error if metric is not None else "no result")[:160]
+                     if errored else ""})
     return rows
 
 

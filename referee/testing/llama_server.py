@@ -20,10 +20,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -83,8 +83,8 @@ class LlamaJudgeServer:
 
     ``parallel`` slots share ``context`` tokens of KV cache, so each request may use
     ``context // parallel`` tokens; ``max_predict`` bounds the generations of requests that set
-    no ``max_tokens`` (a request's own ``max_tokens`` wins). ``metrics()`` reads the server's own counters (prompt tokens it actually
-    evaluated, tokens generated, requests).
+    no ``max_tokens`` (a request's own ``max_tokens`` wins). ``metrics()`` reads the server's own
+    counters (prompt tokens it evaluated and read from its prefix cache, tokens generated).
     """
 
     def __init__(self, model: str | Path | None = None, *, threads: int = 1, parallel: int = 4,
