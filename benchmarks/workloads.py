@@ -128,3 +128,25 @@ def agent_case(index: int) -> dict[str, Any]:
 
 def agent_cases(count: int) -> list[dict[str, Any]]:
     return [agent_case(i) for i in range(count)]
+
+
+def real_judge_case(index: int) -> dict[str, Any]:
+    """One case for the real-judge benchmark: a short context and an answer that is right on
+    even indices and wrong on odd ones (a number the context does not give), so that a judge's
+    verdicts can be checked against the truth; ``correct`` says which."""
+    case = rag_case(index)
+    correct = index % 2 == 0
+    days = 14 + index % 30
+    fee = 5 + index % 20
+    product = _PRODUCTS[index % len(_PRODUCTS)]
+    city = _CITIES[(index // len(_PRODUCTS)) % len(_CITIES)]
+    if not correct:
+        case["output"] = (f"You can return {product} within {days + 60} days of delivery. "
+                          f"Opened items from {city} are charged a {fee + 35} euro restocking fee.")
+    case["context"] = case["context"][:2]
+    case["correct"] = correct
+    return case
+
+
+def real_judge_cases(count: int) -> list[dict[str, Any]]:
+    return [real_judge_case(i) for i in range(count)]

