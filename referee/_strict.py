@@ -18,7 +18,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from weakref import WeakKeyDictionary
@@ -126,7 +126,7 @@ def validated(model: type[M], data: dict[str, Any], what: str) -> M:
                          f"got {type(first.get('input')).__name__}{more}") from None
 
 
-def unknown_field(error: dict[str, Any]) -> UnknownFieldError | None:
+def unknown_field(error: Mapping[str, Any]) -> UnknownFieldError | None:
     """The UnknownFieldError behind one entry of ``ValidationError.errors()``, if it is one."""
     cause = (error.get("ctx") or {}).get("error")
     return cause if isinstance(cause, UnknownFieldError) else None

@@ -216,7 +216,7 @@ _CASE_KEYWORD_ALIASES = {"user_query": "input", "expected_response": "expected_o
 # Fields added after the first release; left at their defaults they stay out of the content
 # hash, so a case keeps the eval_id earlier versions gave it (resume relies on it).
 _LATER_CASE_FIELDS = {"description": "", "session_input": None}
-_LATER_TURN_FIELDS = {"expected_intermediate_responses": [], "metadata": {}}
+_LATER_TURN_FIELDS: dict[str, Any] = {"expected_intermediate_responses": [], "metadata": {}}
 # multivon: EvalCase(input, expected_output, context) by position; provenance kept in metadata.
 _MULTIVON_POSITIONAL = ("input", "expected_output", "context")
 _MULTIVON_METADATA_FIELDS = ("source_id", "revision")
@@ -328,7 +328,8 @@ class EvalCase(StrictModel):
         for key, default in _LATER_CASE_FIELDS.items():
             if data.get(key) == default:
                 data.pop(key, None)
-        for turn in data.get("conversation", []):
+        turns: list[dict[str, Any]] = data.get("conversation") or []
+        for turn in turns:
             for key, default in _LATER_TURN_FIELDS.items():
                 if turn.get(key) == default:
                     turn.pop(key, None)

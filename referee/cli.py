@@ -445,7 +445,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except EvalGateFailure as exc:
         if getattr(exc.report, "evaluated", None) == 0:
             # No pass rate to gate on: say that, rather than "0.0% < threshold".
-            return _nothing_evaluated(exc.report)
+            return _nothing_evaluated(exc.report)  # type: ignore[arg-type]  # an EvalReport
         _say(f"referee: {exc}", sys.stderr)
         run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
         if run_dir:
@@ -522,7 +522,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     from referee.report.versions import split_ref
     from referee.report.viewer import serve
 
-    target = Path(args.target) if args.target else None
+    target: Path | None = Path(args.target) if args.target else None
     if target is not None and not split_ref(target)[0].exists():
         raise CliError(f"{target}: no such run directory or report file")
     runs_dir = _runs_dir(args.dir)
@@ -532,7 +532,7 @@ def cmd_view(args: argparse.Namespace) -> int:
             and not (target / "meta.json").is_file() and not (target / "report.json").is_file()
             and list_runs(target)):
         # `referee view .referee/runs`: a directory of runs is what --dir indexes.
-        target, runs_dir = None, target
+        runs_dir, target = target, None
     if target is not None:
         load_run(target)  # a file or folder that is not a run fails here, in one line
     serve(target, runs_dir, port=args.port, labeller=args.labeller)

@@ -8,6 +8,7 @@ import json
 import typing
 from enum import Enum
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -445,7 +446,7 @@ _PRESET_JUDGED = {
 }
 
 
-def _judged(thresholds: dict[str, float | None], judge_model: str) -> dict[str, CriterionConfig]:
+def _judged(thresholds: Mapping[str, float | None], judge_model: str) -> dict[str, CriterionConfig]:
     """The judged criteria whose threshold is given, all asking ``judge_model``."""
     return {name: _PRESET_JUDGED[name](threshold=threshold, judge_model=judge_model)
             for name, threshold in thresholds.items() if threshold is not None}

@@ -161,7 +161,8 @@ class EvalSet(StrictModel):
                 return cls._assemble(_read_csv(text, source), {}, default_id, source, None)
             data = parse_json(text, source) if kind == "json" else parse_yaml(text, source)
             header, cases, prefix = _split_document(data, source)
-            located = [(case, None, (*prefix, i)) for i, case in enumerate(cases)]
+            located: list[tuple[Any, int | None, tuple[Any, ...]]] = [
+                (case, None, (*prefix, i)) for i, case in enumerate(cases)]
             return cls._assemble(located, header, default_id, source, text)
         except RecursionError as exc:
             raise beyond_python_limits(exc, source=source, text=text) from None
@@ -229,7 +230,7 @@ class EvalSet(StrictModel):
         elif kind == "csv":
             text = _write_csv(self.eval_cases)
         else:
-            document = {"eval_set_id": self.eval_set_id, "name": self.name,
+            document: dict[str, Any] = {"eval_set_id": self.eval_set_id, "name": self.name,
                         "description": self.description,
                         "eval_cases": [_case_dict(c) for c in self.eval_cases]}
             if self.metadata:

@@ -80,10 +80,6 @@ class CriterionResult(StrictModel):
                    error=error, error_kind="evaluator")
 
     @property
-    def is_error(self) -> bool:
-        return self.error is not None or self.error_kind is not None
-
-    @property
     def evaluator(self) -> str:
         return self.criterion
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import AliasChoices, BaseModel, Field, computed_field
 
 
@@ -78,7 +80,7 @@ class TokenUsage(BaseModel):
     __radd__ = __add__
 
     @classmethod
-    def total(cls, usages: "list[TokenUsage | None]") -> "TokenUsage | None":
+    def total(cls, usages: Iterable[TokenUsage | None]) -> TokenUsage | None:
         present = [u for u in usages if u is not None]
         if not present:
             return None

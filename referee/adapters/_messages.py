@@ -99,7 +99,8 @@ def usage_from(value: Any) -> TokenUsage | None:
     with the prompt-cache reads each of them reports."""
     if not isinstance(value, Mapping):
         return None
-    source = value.get("token_usage") if isinstance(value.get("token_usage"), Mapping) else value
+    nested = value.get("token_usage")
+    source: Mapping[str, Any] = nested if isinstance(nested, Mapping) else value
     inputs = source.get("input_tokens", source.get("prompt_tokens"))
     outputs = source.get("output_tokens", source.get("completion_tokens"))
     if not isinstance(inputs, int) and not isinstance(outputs, int):
@@ -208,13 +209,13 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
                                      or message.get("response_metadata")))
             continue
         call_id = message.get("tool_call_id")
-        call = calls_by_id.pop(str(call_id), None) if call_id is not None else None
-        if call is None:
+        answered = calls_by_id.pop(str(call_id), None) if call_id is not None else None
+        if answered is None:
             conversation.notes.append(
                 f"{where}: messages[{index}]: a tool result for call id {call_id!r} that no "
                 f"earlier assistant message made; left out")
             continue
-        call.result = parse_result(text)
+        answered.result = parse_result(text)
     for call_id, call in calls_by_id.items():
         conversation.notes.append(f"{where}: tool call {call.name!r} (id {call_id}) has no "
                                   f"recorded result")

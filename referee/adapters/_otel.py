@@ -273,9 +273,10 @@ def _flat_message(raw: Mapping[str, Any]) -> _Message:
                        text=message_text(inner.get("content")) if not isinstance(
                            inner.get("content"), Mapping) else "",
                        tool_call_id=inner.get("tool_call_id"))
-    for call in _numbered(inner.get("tool_calls")):
-        call = call.get("tool_call", call) if isinstance(call, Mapping) else {}
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else call
+    for item in _numbered(inner.get("tool_calls")):
+        call: Mapping[str, Any] = item.get("tool_call", item) if isinstance(item, Mapping) else {}
+        named = call.get("function")
+        function: Mapping[str, Any] = named if isinstance(named, Mapping) else call
         message.calls.append((call.get("id"), str(function.get("name", "")),
                               function.get("arguments")))
     return message
@@ -293,7 +294,8 @@ def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Mess
                    "tool_call_id": body.get("id") if name == "gen_ai.tool.message" else None}
             messages.append(_flat_message(raw))
         elif direction == "output" and name == _CHOICE_EVENT:
-            inner = body.get("message") if isinstance(body.get("message"), Mapping) else {}
+            found = body.get("message")
+            inner: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             messages.append(_flat_message({"role": inner.get("role") or "assistant", **{
                 k: v for k, v in inner.items() if k != "role"}}))
     return messages
@@ -725,7 +727,7 @@ def _conversation(run_id: str, members: list[tuple[str, list[_Span]]], broken: d
         return RecordedRun(run_id, ExecutionResult(error=damage), where)
     notes: list[str] = []
     try:
-        read = []
+        read: list[Any] = []
         for _, trace_spans in members:
             tree = _Tree(trace_spans)
             read.extend(_turn(group, tree, notes) for group in _turn_spans(trace_spans, tree))

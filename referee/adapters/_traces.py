@@ -209,8 +209,8 @@ def pair_runs(runs: Sequence[RecordedRun], cases: Sequence[EvalCase] | None = No
             by_id[run.run_id] = run
     pairs = []
     for case in cases:
-        run = by_id.pop(case.eval_id, None)
-        execution = run.execution if run is not None else ExecutionResult(
+        paired = by_id.pop(case.eval_id, None)
+        execution = paired.execution if paired is not None else ExecutionResult(
             error=f"no recorded run with id {case.eval_id!r} in {source}")
         pairs.append((case, execution))
     notes.extend(f"{run.where}: recorded run {run_id!r} matches no case id; not scored"

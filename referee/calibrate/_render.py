@@ -106,7 +106,7 @@ def curve_svg(report: CalibrationReport) -> dict[str, Any]:
     lines = []
     for name, colour in CURVE_COLOURS.items():
         points = [(t, v) for t, v in zip(report.curve["threshold"], report.curve.get(name, []))
-                  if v is not None]
+                  if t is not None and v is not None]
         lines.append({"name": name, "colour": colour,
                       "points": " ".join(f"{_x(t):.1f},{_y(v, low):.1f}" for t, v in points)})
     fitted = report.threshold
@@ -151,7 +151,7 @@ def _env() -> Environment:
 
 @lru_cache(maxsize=1)
 def _css() -> str:
-    return resources.files("referee.report").joinpath("templates", "report.css").read_text(
+    return resources.files("referee.report").joinpath("templates/report.css").read_text(
         encoding="utf-8")
 
 

@@ -152,7 +152,8 @@ class CalibrationReport(BaseModel):
             data_fingerprint=self.data_fingerprint, labels=self.labels,
             kappa=measured.kappa.value, tpr=measured.tpr.value, tnr=measured.tnr.value,
             positives=measured.positives, negatives=measured.n - measured.positives,
-            agreement_source=source, run_dir=self.run_dir, fit_problem=self.fit_problem)
+            agreement_source=source, fit_problem=self.fit_problem,
+            run_dir=self.run_dir)  # type: ignore[call-arg]  # an extra key (extra="allow")
 
     def write_calibration_file(self, path: str | Path | None = None, *,
                                force: bool = False) -> Path:

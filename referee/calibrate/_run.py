@@ -52,7 +52,7 @@ def evaluator_by_name(name: str) -> Any:
     choices = _built_in_evaluators()
     cls = choices.get(name.strip().lower().replace("-", "_"))
     if cls is None:
-        names = sorted({str(c.name) for c in choices.values()})
+        names = sorted({str(getattr(c, "name", c.__name__)) for c in choices.values()})
         raise ValueError(f"unknown evaluator {name!r}; built-in judge evaluators: "
                          f"{', '.join(names)} (or give FILE.py:OBJECT)")
     return cls()

@@ -111,7 +111,8 @@ def _fitted(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values).all(axis=-1), np.nan, GRID[_fit_index(values)])
 
 
-def _as_arrays(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+def _as_arrays(scores: Sequence[float] | np.ndarray,
+               labels: Sequence[bool] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels, dtype=bool)
     if s.shape != y.shape or s.ndim != 1:
@@ -219,7 +220,8 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(FIT_METRICS)}")
 
 
-def fit_threshold(scores: Sequence[float], labels: Sequence[bool], metric: str = "kappa") -> float:
+def fit_threshold(scores: Sequence[float] | np.ndarray, labels: Sequence[bool] | np.ndarray,
+                  metric: str = "kappa") -> float:
     """The GRID threshold where ``metric`` agrees best with the labels; NaN where the metric is
     undefined at every threshold (no rows)."""
     _check_metric(metric)
@@ -267,7 +269,7 @@ def fit_problem(agreement: Agreement, threshold: Interval, metric: str) -> str |
     return None
 
 
-def stratified_folds(labels: Sequence[bool], folds: int, seed: int = 0) -> np.ndarray:
+def stratified_folds(labels: Sequence[bool] | np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
     """A fold number per row; each class is shuffled and dealt round-robin over the folds."""
     y = np.asarray(labels, dtype=bool)
     if folds < 2:

@@ -69,8 +69,8 @@ class Evaluator(BaseCriterion):
         if own is not None and own is not Evaluator.evaluate:
             # The subclass's method answers multivon-style calls; the class's ``evaluate`` stays
             # the protocol entry point that dispatches to it.
-            cls._evaluate_case = own  # type: ignore[attr-defined]
-            cls.evaluate = Evaluator.evaluate  # type: ignore[method-assign]
+            cls._evaluate_case = own  # type: ignore[attr-defined,method-assign]
+            cls.evaluate = Evaluator.evaluate  # type: ignore[method-assign,assignment]
 
     # A subclass that does not call ``super().__init__`` still has a config and a threshold.
     @property
@@ -116,7 +116,7 @@ class Evaluator(BaseCriterion):
     async def _score_run(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         output = actual.actual_response or ""
         overridden = type(self).aevaluate is not Evaluator.aevaluate
-        bound = self.aevaluate if overridden else self._evaluate_case
+        bound: Callable[..., Any] = self.aevaluate if overridden else self._evaluate_case
         kwargs: dict[str, Any] = {}
         if actual.latency_s is not None and _accepts_keyword(bound, "latency_ms"):
             kwargs["latency_ms"] = actual.latency_s * 1000.0

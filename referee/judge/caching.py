@@ -74,9 +74,9 @@ def caching_rules(provider: str, model: str) -> CachingRules | None:
         version = _GEMINI_VERSION.search(name)
         if version is None:  # an alias such as "gemini-flash-latest": a current model
             return CachingRules("google", min_tokens=_GEMINI_MINIMUMS[0][1])
-        minimum = next((m for since, m in _GEMINI_MINIMUMS if float(version.group(1)) >= since),
-                       None)
-        return CachingRules("google", min_tokens=minimum) if minimum is not None else None
+        found = next((m for since, m in _GEMINI_MINIMUMS if float(version.group(1)) >= since),
+                     None)
+        return CachingRules("google", min_tokens=found) if found is not None else None
     return None
 
 

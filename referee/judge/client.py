@@ -25,6 +25,7 @@ from referee.judge.limiter import (
     BudgetSettings,
     EndpointIdentity,
     Outcome,
+    OutcomeKind,
     new_budget,
     read_rate_limit_headers,
 )
@@ -369,9 +370,9 @@ class Judge:
             timeout=cfg.effective_timeout, api_style=cfg.api_style,
             prompt_prefix=prompt_prefix, cache_breakpoint=cacheable,
             cache_key=cache_group if cacheable else None)
-        cache = self._reply_cache
-        if cache is False:
-            cache = self._reply_cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
+        if self._reply_cache is False:
+            self._reply_cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
+        cache = self._reply_cache if isinstance(self._reply_cache, JudgeCache) else None
         key = ""
         flights: dict[str, asyncio.Future[str]] = {}
         if cache is not None:
@@ -553,8 +554,8 @@ def _api_style_hint(request: JudgeRequest, info: _retry.FailureInfo) -> str:
 
 
 def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
-    kind = ("rate_limited" if info.rate_limited else "overloaded" if info.overloaded
-            else "timed_out" if info.timed_out else "failed")
+    kind: OutcomeKind = ("rate_limited" if info.rate_limited else "overloaded" if info.overloaded
+                         else "timed_out" if info.timed_out else "failed")
     headers = read_rate_limit_headers(info.headers) if info.headers else None
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None

@@ -297,7 +297,9 @@ DIRECT_ATTEMPT_BOUNDED = sys.version_info >= (3, 11)
 
 
 def _attempt_deadline(seconds: float) -> Any:
-    return asyncio.timeout(seconds) if DIRECT_ATTEMPT_BOUNDED else contextlib.nullcontext()
+    if DIRECT_ATTEMPT_BOUNDED:
+        return asyncio.timeout(seconds)  # type: ignore[attr-defined,unused-ignore]  # 3.11+
+    return contextlib.nullcontext()
 
 
 @functools.lru_cache(maxsize=64)
@@ -487,13 +489,14 @@ def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
 
 
 @functools.lru_cache(maxsize=None)
-def _messages_create_params(create_type: type) -> frozenset[str]:
+def _messages_create_params(create_type: Any) -> frozenset[str]:
     return frozenset(inspect.signature(create_type.create).parameters)
 
 
 def _accepts_temperature(client: Any) -> bool:
     """Newer anthropic SDKs dropped `temperature` from Messages; older ones still take it."""
-    return "temperature" in _messages_create_params(type(client.messages))
+    messages_type: Any = type(client.messages)
+    return "temperature" in _messages_create_params(messages_type)
 
 
 class AnthropicAdapter:

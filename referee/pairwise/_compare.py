@@ -82,7 +82,7 @@ class PairwiseComparison:
     @property
     def token_usage(self) -> TokenUsage:
         return TokenUsage.total([p.verdict.token_usage for p in self.pairs
-                                 if p.verdict is not None])
+                                 if p.verdict is not None]) or TokenUsage()
 
     def render_text(self) -> str:
         mark = {"b": "B", "a": "A", "tie": "=", "judge_error": "!", "not_compared": "-"}
@@ -232,7 +232,7 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
             reports.append(await suite.run_async(model, verbose=verbose, save=save,
                                                  runs_dir=runs_dir))
         result = await compare_runs_async(
-            *reports, spec.text or None, rubric=spec.rubric, questions=spec.questions,
+            reports[0], reports[1], spec.text or None, rubric=spec.rubric, questions=spec.questions,
             judge=judge,
             both_orders=both_orders, label_a=getattr(model_a, "__name__", "A"),
             label_b=getattr(model_b, "__name__", "B"))

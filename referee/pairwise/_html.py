@@ -41,7 +41,7 @@ def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] 
                       "outcome": OUTCOME[pair.status], "reason": redact(pair.reason),
                       "input": redact(pair.user_input or ""), "output_a": redact(pair.output_a or ""),
                       "output_b": redact(pair.output_b or ""), "orders": [redact(o) for o in orders]})
-    css = resources.files("referee.report").joinpath("templates", "report.css").read_text(
+    css = resources.files("referee.report").joinpath("templates/report.css").read_text(
         encoding="utf-8")
     return _env().get_template("pairwise.html.j2").render(
         csp=content_security_policy(None), css=css, script=None, c=comparison,

@@ -221,7 +221,7 @@ async def judge_pair(cfg: JudgeConfig, criterion: PairCriterion, *, output_a: st
                                                              reference)),
                        cache_group=cache_group, accept=_names_winner)
         for _, task, index, (_, first, second) in asked])
-    usage = TokenUsage.total([r.usage for r in replies])
+    usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
     unreadable = [r for r in replies if not _names_winner(r.text)]
     if unreadable:
         error = unreadable_replies(

@@ -73,7 +73,7 @@ def _env() -> Environment:
 
 @lru_cache(maxsize=None)
 def _asset(name: str) -> str:
-    return resources.files("referee.report").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("referee.report").joinpath(f"templates/{name}").read_text(encoding="utf-8")
 
 
 def _sha256_source(text: str) -> str:
@@ -561,13 +561,14 @@ def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
     for label, record in report.judge_calibration.items():
         rate = rates.get(label)
         supported = rate is not None and rate.supported
+        shown = rate if supported else None
         rows.append({
             "name": label, "judge": record.judge,
             "raw": f"{rate.observed:.1%} ({rate.passed}/{rate.scored})" if rate else "",
-            "corrected": f"{rate.value:.1%}" if supported else "n/a",
-            "interval": f"{rate.low:.1%} – {rate.high:.1%}" if supported else "",
-            "value": rate.value if supported else "", "low": rate.low if supported else "",
-            "high": rate.high if supported else "",
+            "corrected": f"{shown.value:.1%}" if shown else "n/a",
+            "interval": f"{shown.low:.1%} – {shown.high:.1%}" if shown else "",
+            "value": shown.value if shown else "", "low": shown.low if shown else "",
+            "high": shown.high if shown else "",
             "calibration": (f"TPR {record.tpr:.2f} of {record.positives}, TNR {record.tnr:.2f} "
                             f"of {record.negatives}, κ {record.kappa:.2f}; {record.date}, "
                             f"{record.agreement_source}"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from referee.report.compare import Comparison
-    from referee.report.model import CaseResult, EvalReport
+    from referee.report.model import CaseResult, EvalReport, EvalSummary
     from referee.report.trials import PassKResult
 
 
@@ -51,6 +51,22 @@ def _means(groups: dict[str, list[float]], digits: int | None = None) -> dict[st
 class MultivonReportMethods:
     """Mixed into ``EvalReport``; reads its ``cases``, counts, ``summary`` and ``to_json``
     (declared there, not here: annotations on a pydantic model's base would shadow them)."""
+
+    if TYPE_CHECKING:  # what EvalReport provides, for the type checker only
+        cases: list[CaseResult]
+
+        @property
+        def total(self) -> int: ...
+        @property
+        def passed(self) -> int: ...
+        @property
+        def evaluated(self) -> int: ...
+        @property
+        def pass_rate(self) -> float: ...
+        @property
+        def summary(self) -> EvalSummary: ...
+
+        def to_json(self, indent: int | None = 2) -> str: ...
 
     # Renderers and comparison ------------------------------------------------------------
     def compare(self, other: "EvalReport") -> "Comparison":

@@ -287,7 +287,8 @@ class RunStore:
         if not path.is_file():
             return
         data = path.read_bytes()
-        kept, damaged = [], []
+        kept: list[bytes] = []
+        damaged: list[bytes] = []
         for raw in data.split(b"\n"):
             if not raw.strip():
                 continue
@@ -473,11 +474,12 @@ class RunStore:
 
     def write_report(self, report: EvalReport) -> Path:
         self.close()
-        stored = isinstance(report.cases, StoredCases) and report.cases.path == self.cases_path
+        cases = report.cases
+        stored = isinstance(cases, StoredCases) and cases.path == self.cases_path
         data = report.to_dict(with_cases=not stored)
-        if stored:
+        if isinstance(cases, StoredCases) and stored:
             data["cases_file"] = CASES_FILE
-            data["tally"] = report.cases.tally.to_dict()
+            data["tally"] = cases.tally.to_dict()
         for key in ("judge", "config_used", "metadata"):
             data[key] = redact_secrets(data.get(key, {}))
         # No indent: json's C encoder only runs without one (4x faster on large runs), and the
@@ -666,7 +668,8 @@ def read_report_file(path: Path) -> EvalReport:
         if Path(cases_file).name != cases_file:
             raise InputError("cases_file must name a file next to report.json", source=str(path),
                              field="cases_file", expected=CASES_FILE)
-        report.cases = StoredCases(path.parent / cases_file, tally=tally)
+        # Read on demand from cases.jsonl: EvalReport takes any sequence of cases at run time.
+        report.cases = StoredCases(path.parent / cases_file, tally=tally)  # type: ignore[assignment]
     return report
 
 

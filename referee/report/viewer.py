@@ -171,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body)
 
     def _trusted(self) -> bool:
-        port = self.server.server_address[1]
+        port = int(self.server.server_address[1])  # type: ignore[index]  # an AF_INET server
         if not _host_allowed(self.headers.get("Host"), port):
             self._error(HTTPStatus.FORBIDDEN, "unexpected Host header; open the viewer at 127.0.0.1")
             return False

@@ -20,14 +20,14 @@ from typing import Any, Protocol
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
 from referee.report.model import CaseResult
-from referee.run.engine import Engine, Execute
+from referee.run.engine import Engine, Execute, StoredOutput
 
 
 class CaseExecutor(Protocol):
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
                      on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, ExecutionResult] | None = None) -> int: ...
+                     outputs: Mapping[str, StoredOutput] | None = None) -> int: ...
 
 
 class LocalExecutor:
@@ -36,7 +36,7 @@ class LocalExecutor:
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
                      on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
         return await engine.stream(cases, execute, keys=keys, skip=skip, on_result=on_result,
                                    outputs=outputs)
 

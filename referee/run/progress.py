@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from referee.redact import redact
 from referee.report.model import CaseResult, CaseStatus
@@ -82,7 +82,7 @@ class RichProgress:
             console=Console(stderr=True), transient=False,
         )
         self.label = escape(terminal_safe(label)) or "evaluating"
-        self._task: int | None = None
+        self._task: Any = None  # rich's TaskID
         self._counts = {"passed": 0, "failed": 0, "errors": 0}
 
     def start(self, total: int, already_done: int) -> None:

@@ -30,7 +30,7 @@ from referee.report.versions import describe as describe_versions
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.backends import resolve_backend
-from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, case_keys
+from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, StoredOutput, case_keys
 from referee.run.judge_calibration import calibration_records
 from referee.run.progress import make_progress
 from referee.terminal import terminal_safe
@@ -246,7 +246,8 @@ def _record_resolved_judge(criterion: Any, settings: dict[str, Any]) -> None:
     ``resolved_judge``, and of its config only what was set (the threshold), so meta.json
     names no judge that does not judge."""
     config = getattr(criterion, "config", None)
-    if isinstance(settings.get("config"), dict) and hasattr(config, "model_fields_set"):
+    if isinstance(settings.get("config"), dict) and config is not None \
+            and hasattr(config, "model_fields_set"):
         settings["config"] = {k: v for k, v in settings["config"].items()
                               if k in config.model_fields_set}
     resolved = _resolved_judge(criterion)
@@ -358,7 +359,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
         raise ValueError(f"report formats {', '.join(file_formats)} need a stored run (save=True)")
     keys = case_keys(cases)
     finished: set[str] = set()
-    outputs: dict[str, ExecutionResult | list[ExecutionResult | None]] = {}
+    outputs: dict[str, StoredOutput] = {}
     store: RunStore | None = None
     criteria_spec = describe_criteria(criteria)
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
@@ -395,8 +396,9 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                         # Each run's own output, scored again; a run without one runs again.
                         outputs[stored.eval_id] = [r.execution if _has_output(r) else None
                                                    for r in stored.run_results]
-                    elif _has_output(stored) and not stored.run_results:
-                        outputs[stored.eval_id] = stored.execution  # type: ignore[assignment]
+                    elif (_has_output(stored) and not stored.run_results
+                          and stored.execution is not None):
+                        outputs[stored.eval_id] = stored.execution
                     elif not (options.retry_errors and stored.status.is_error):
                         finished.add(stored.eval_id)
         except BaseException:
@@ -439,8 +441,8 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 store.compact_cases()  # a case run again leaves one line, not two
             store.close()  # synced before it is read back
             # After a resume, cases.jsonl also holds the earlier cases: count from the file then.
-            report.cases = StoredCases(store.cases_path,
-                                       tally=None if options.resume is not None else tally)
+            report.cases = StoredCases(  # type: ignore[assignment]  # any sequence at run time
+                store.cases_path, tally=None if options.resume is not None else tally)
         else:
             report.cases = sorted(in_memory, key=lambda c: c.index)
         if store is not None:
@@ -513,7 +515,8 @@ def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] |
 def _check_resumable(meta: dict[str, Any], keys: list[str], criteria_spec: list[dict[str, Any]],
                      judge: dict[str, Any], options: RunOptions) -> None:
     if meta.get("case_fingerprint") != case_fingerprint(keys):
-        state = "finished" if RunStore(options.resume).is_finished else "interrupted"
+        state = ("finished" if options.resume is not None and RunStore(options.resume).is_finished
+                 else "interrupted")
         raise InputError(
             f"these {len(keys)} case(s) are not the ones the {state} run was started with "
             f"({len(meta.get('case_ids') or [])} case(s))", source=str(options.resume),

@@ -30,7 +30,7 @@ from referee.execution import ExecutionResult
 from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import DEFAULT_RUNS_DIR
-from referee.run.engine import Engine, Execute
+from referee.run.engine import Engine, Execute, StoredOutput
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
 from referee.scale._ray import require_ray, token_auth_hint
 
@@ -67,7 +67,7 @@ class _Shard:
 
 
 def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
-                   keys: list[str], outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
+                   keys: list[str], outputs: dict[str, StoredOutput]) -> Iterator[list[str]]:
     """On the worker: run the shard on referee's engine and yield the JSON of finished cases
     as they end: each yield holds every case that finished since the last one, so cases that
     end together cost the driver one object, and none waits for another."""
@@ -78,7 +78,7 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
 
 
 def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys: list[str],
-               outputs: dict[str, ExecutionResult]) -> Iterator[list[str]]:
+               outputs: dict[str, StoredOutput]) -> Iterator[list[str]]:
     from referee.run.sync import run_sync
 
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
@@ -222,7 +222,7 @@ class RayBackend:
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
                      on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, ExecutionResult] | None = None) -> int:
+                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
         await engine.prepare()  # once, here: the workers get the prepared criteria
         todo = [i for i, key in enumerate(keys) if key not in skip]
         engine.progress.start(len(keys), len(keys) - len(todo))
@@ -237,7 +237,7 @@ class RayBackend:
 
     def _drive(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
                keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
-               stop: threading.Event, outputs: Mapping[str, ExecutionResult]) -> None:
+               stop: threading.Event, outputs: Mapping[str, StoredOutput]) -> None:
         ray = self.ray
         connected_here = self._connect()
         try:
@@ -251,7 +251,7 @@ class RayBackend:
     def _drive_shards(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
                       keys: Sequence[str], todo: list[int],
                       on_result: Callable[[CaseResult], None], stop: threading.Event,
-                      outputs: Mapping[str, ExecutionResult]) -> None:
+                      outputs: Mapping[str, StoredOutput]) -> None:
         ray = self.ray
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),

@@ -7,7 +7,7 @@ concurrency, caching and token accounting.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -197,11 +197,13 @@ class LLMCallerMixin:
         judge = self._named_judge()
         provider = (judge.provider if judge is not None
                     else provider_for_model(self.config.judge_model))
-        caller = callers.get(provider) if provider is not None else None
+        caller: Callable[..., Awaitable[tuple[dict[str, Any], TokenUsage] | None]] | None = (
+            callers.get(provider) if provider is not None else None)
         if caller is None and judge is not None:  # a provider registered by the user
+            registered = judge.provider
 
             async def caller(prompt: str) -> tuple[dict[str, Any], TokenUsage] | None:
-                return await self._call_provider_json(provider, prompt, None)
+                return await self._call_provider_json(registered, prompt, None)
         outcome = None
         if caller is not None:
             with sample_index_scope(sample_index):

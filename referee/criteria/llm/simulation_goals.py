@@ -117,8 +117,8 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
             batch = await self._run_samples(self._build_prompt(actual, expected))
         except Exception as exc:
             logger.exception("%s evaluation failed", self.name)
-            kind = "judge" if isinstance(exc, JudgeUnavailable) else "evaluator"
-            return self._error(f"{type(exc).__name__}: {exc}", kind)
+            return self._error(f"{type(exc).__name__}: {exc}",
+                               "judge" if isinstance(exc, JudgeUnavailable) else "evaluator")
         scores, reasonings, extras, token_usage = batch
         if not scores:
             failed = self._all_samples_failed(getattr(batch, "failures", []), token_usage,

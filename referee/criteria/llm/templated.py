@@ -279,8 +279,8 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
         details: dict[str, Any] = {"reason": reason, "sample_errors": messages,
                                    "judge_model": self.judge_model_name}
         # The replies that yielded no score (redacted excerpts): the evidence of what went wrong.
-        raw = [f.details["raw_reply"] for f in failures
-               if isinstance(getattr(f, "details", None), dict) and "raw_reply" in f.details]
+        found = (getattr(f, "details", None) for f in failures)
+        raw = [d["raw_reply"] for d in found if isinstance(d, dict) and "raw_reply" in d]
         if raw:
             details["raw_replies"] = raw
         if samples:
