@@ -236,12 +236,17 @@ async def test_batched_mode_asks_for_answers_keyed_by_id(server):
     assert [r["matched"] for r in result.details["questions"]] == [True, True, True, True]
 
 
-async def test_batched_mode_missing_answers_are_unknown_and_garbage_is_unavailable(server):
-    server.set_reply('{"answers": {"1": true, "3": "yes"}}')
+async def test_batched_mode_unknown_answers_are_unknown_and_garbage_is_unavailable(server):
+    server.set_reply('{"answers": {"1": true, "2": "unknown", "3": "yes"}}')
     result = await ContextRecall(judge=server.judge_config(), batch=True).evaluate(
         out("a"), RAG_CASE)
     assert [r["verdict"] for r in result.details["questions"]] == ["yes", "unknown", "yes"]
     assert "1 of 3 question(s) UNKNOWN" in result.reason
+
+    # A reply that leaves an asked id out did not answer each question: no score at all.
+    server.set_reply('{"answers": {"1": true, "3": "yes"}}')
+    with pytest.raises(JudgeUnavailable, match=r"leaves out question id\(s\) 2 of the 3"):
+        await ContextRecall(judge=server.judge_config(), batch=True).evaluate(out("a"), RAG_CASE)
 
     server.set_reply("Sure! All good.")
     with pytest.raises(JudgeUnavailable):

@@ -103,8 +103,12 @@ def _check_qag(results: list[Any], evaluators: list[Any], pair: tuple[EvalCase, 
                 evaluator.name, result.score, result.details.get("reason"))
             continue
         if result.error is not None:
-            # A coverage rule may refuse a score; it must say how many questions were answered.
-            assert result.error_kind == "judge" and "answered" in result.error, result.error
+            # No score is never a wrong score, but it must say why: how many questions were
+            # answered (coverage), why the reply was rejected (an echo, an omission), or that
+            # nothing in it was readable (a batched reply in prose, not the JSON asked for).
+            assert result.error_kind == "judge" and any(
+                word in result.error for word in ("answered", "rejected", "unparseable")
+            ), result.error
             continue
         for record in result.details["questions"]:
             allowed = {careful[record["question"]]}

@@ -95,11 +95,12 @@ async def test_exactly_half_answered_still_scores_and_discloses_the_rest(server)
 
 async def test_batched_reply_answering_one_of_four_is_a_judge_error(server):
     server.set_reply('{"answers": {"1": "yes"}}')
-    with pytest.raises(JudgeUnavailable, match="only 1 of 4 question"):
+    with pytest.raises(JudgeUnavailable, match=r"leaves out question id\(s\) 2, 3, 4 of the 4 "
+                       r"asked \(1-4\): it answers 1 of 4"):
         await Faithfulness(judge=server.judge_config(), batch=True).evaluate(WRONG, RAG_CASE)
 
 
-def test_case_batch_below_coverage_is_a_judge_error_for_that_evaluator_only(server, tmp_path,
+def test_case_batch_omitting_one_evaluators_ids_is_a_judge_error_for_it_only(server, tmp_path,
                                                                              monkeypatch):
     # Faithfulness asks 4 questions (ids 1-4), Hallucination 4 (ids 5-8): the reply answers
     # one of Faithfulness' and all of Hallucination's.
@@ -117,7 +118,7 @@ def test_case_batch_below_coverage_is_a_judge_error_for_that_evaluator_only(serv
     assert case.status is CaseStatus.JUDGE_ERROR
     results = {r.criterion: r for r in case.results}
     assert results["faithfulness"].error_kind == "judge"
-    assert "only 1 of 4 question(s) answered" in results["faithfulness"].error
+    assert "it answers 1 of 4, not each question" in results["faithfulness"].error
     assert results["hallucination"].error is None
     assert results["hallucination"].details["answered"] == 4
 

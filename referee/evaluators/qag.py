@@ -148,11 +148,10 @@ def case_cache_group(expected: EvalCase) -> str:
 
 def question_verdict(text: str, question: str) -> Verdict:
     """The verdict of a reply to ``question_task(question)``. The judge's echo of the task
-    (whose instruction names both verdict words) is not part of its answer."""
-    task = question_task(question)
-    if task in text or QUESTION_INSTRUCTION in text:
-        text = text.replace(task, " ").replace(QUESTION_INSTRUCTION, " ")
-    return parse_verdict(text)
+    (whose instruction names both verdict words), or of its question line alone, is not part
+    of its answer."""
+    return parse_verdict(text, echoes=(question_task(question), QUESTION_INSTRUCTION,
+                                       f"Question: {question}"))
 
 
 def _verdict_check(question: str) -> Callable[[str], bool]:
@@ -190,6 +189,17 @@ class BatchReading:
 
     answers: dict[int, Any]
     rejected: str | None = None
+    missing: tuple[int, ...] = ()  # asked ids the reply left out
+
+
+def omission(missing: Sequence[int], count: int) -> str | None:
+    """Why a batched reply that left out ``missing`` of ``count`` asked ids is no answer (it
+    did not answer each question, as copying an example of the reply does); None if none."""
+    if not missing:
+        return None
+    asked = "1" if count == 1 else f"1-{count}"
+    return (f"the reply leaves out question id(s) {_shown_ids(list(missing))} of the {count} "
+            f"asked ({asked}): it answers {count - len(missing)} of {count}, not each question")
 
 
 # A reply holding one of these repeats the prompt instead of answering it.
@@ -240,7 +250,10 @@ def read_batch_reply(text: str, count: int) -> BatchReading:
 
     A reply that repeats the prompt, copies the placeholders of the reply shape, or answers an
     id that was not asked is rejected whole: it shows the judge did not answer these questions,
-    so none of its values is a verdict. A reply with no JSON object reads as no answers.
+    so none of its values is a verdict. The asked ids a reply leaves out are ``missing``: the
+    callers reject the answers of an evaluator whose ids are missing (``omission``), since a
+    reply answering ids 1-2 of 4 is what copying an example looks like. A reply with no JSON
+    object reads as no answers.
     """
     lowered = text.lower()
     if any(echo in lowered for echo in _PROMPT_ECHOES):
@@ -266,7 +279,8 @@ def read_batch_reply(text: str, count: int) -> BatchReading:
         asked = "1" if count == 1 else f"1-{count}"
         return BatchReading({}, f"the reply answers question id(s) {_shown_ids(unasked)} that "
                                 f"were not asked (asked: {asked})")
-    return BatchReading(found)
+    missing = tuple(ident for ident in range(1, count + 1) if ident not in found)
+    return BatchReading(found, missing=missing if found else ())
 
 
 def _answer_verdict(value: Any) -> Verdict:
@@ -281,13 +295,20 @@ async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
                       cache_group: str | None = None
                       ) -> tuple[list[dict[str, Any]], JudgeReply, str | None]:
     """Records of all ``questions`` asked in one request, the reply, and why the reply was
-    rejected whole (None when it was read)."""
+    rejected (None when it was read): a reply that left out some of them is rejected too."""
+    records, reply, reading = await _ask_batched_reading(cfg, questions, cache_group=cache_group)
+    return records, reply, reading.rejected or omission(reading.missing, len(questions))
+
+
+async def _ask_batched_reading(cfg: JudgeConfig, questions: Sequence[Question], *,
+                               cache_group: str | None = None
+                               ) -> tuple[list[dict[str, Any]], JudgeReply, BatchReading]:
     judge = get_judge(cfg)
     count = len(questions)
 
     def yields_verdict(text: str) -> bool:
         reading = read_batch_reply(text, count)
-        return reading.rejected is None and any(
+        return reading.rejected is None and not reading.missing and any(
             _answer_verdict(v) is not Verdict.UNKNOWN for v in reading.answers.values())
 
     reply = await judge.complete(batch_task([q.text for q in questions]), system=JUDGE_SYSTEM,
@@ -301,7 +322,7 @@ async def ask_batched(cfg: JudgeConfig, questions: Sequence[Question], *,
         value = reading.answers.get(ident)
         raw = json.dumps(value, ensure_ascii=False) if ident in reading.answers else ""
         records.append(_record(question, _answer_verdict(value), raw, reply.cached))
-    return records, reply, reading.rejected
+    return records, reply, reading
 
 
 def unknown_note(unknown: int, total: int) -> str:
@@ -710,12 +731,15 @@ async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCas
     # One request shows the union of the material (ask_batched): Relevance's questions then
     # see the context too. That trade-off is an open question (docs/judge.md).
     asked = [q for _, questions in members for q in questions]
-    records, reply, rejected = await ask_batched(cfg, asked,
-                                                 cache_group=case_cache_group(expected))
+    records, reply, reading = await _ask_batched_reading(cfg, asked,
+                                                         cache_group=case_cache_group(expected))
     served = [member.name for member, _ in members]
     answers: dict[int, _CaseAnswer] = {}
     start = 0
     for position, (member, questions) in enumerate(members):
+        # An evaluator whose ids the reply left out has no answer; the others keep theirs.
+        own_missing = [i - start for i in reading.missing if start < i <= start + len(questions)]
+        rejected = reading.rejected or omission(own_missing, len(questions))
         answers[id(member)] = (records[start:start + len(questions)],
                                reply.usage if position == 0 else TokenUsage(), reply, served,
                                rejected)

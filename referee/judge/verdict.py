@@ -48,10 +48,11 @@ _NEGATED = re.compile(r"(?:\b(?:not|never)|n['’]t)\s*[\"'“‘]?\s*$", re.IGN
 # referee's own data blocks (referee.evaluators.prompts), "<<<BEGIN NAME TAG>>>" to
 # "<<<END NAME TAG>>>". A judge that echoes one quotes the material under test: a "Yes" in it
 # is the model's text, never the judge's verdict. An unclosed block runs to the end of the
-# reply; an END marker without its BEGIN closes an echo that started with the reply.
-_ECHOED_BLOCK = re.compile(r"<<<\s*BEGIN\b[^\n]*?>>>.*?(?:<<<\s*END\b[^\n]*?>>>|\Z)",
+# reply; an END marker without its BEGIN closes an echo that started with the reply. A marker
+# is the rest of its line, however its closing ">>>" was mangled (small models write ">>").
+_ECHOED_BLOCK = re.compile(r"<<<\s*BEGIN\b[^\n]*.*?(?:<<<\s*END\b[^\n]*|\Z)",
                            re.IGNORECASE | re.DOTALL)
-_ORPHAN_END = re.compile(r"\A.*<<<\s*END\b[^\n]*?>>>", re.IGNORECASE | re.DOTALL)
+_ORPHAN_END = re.compile(r"\A.*<<<\s*END\b[^\n]*", re.IGNORECASE | re.DOTALL)
 _MARKUP = re.compile(r"[*_`#>~]+")
 _LABEL = re.compile(
     r"^\s*(?:final\s+answer|answer|verdict|result|response|decision|judgement|judgment|a)"
@@ -119,32 +120,35 @@ def without_echoed_blocks(text: str) -> str:
     return _ORPHAN_END.sub(" ", text)
 
 
-def _from_text(text: str) -> Verdict:
+def _from_text(text: str, start_decides: bool = True) -> Verdict:
     cleaned = _clean(text)
     if not cleaned:
         return Verdict.UNKNOWN
     if _BOTH.match(cleaned):
         return Verdict.UNKNOWN
     first = _WORD.match(cleaned)
-    if first:
+    if first and start_decides:
         return Verdict(first.group(1).lower())
     found = list(_STANDING_WORD.finditer(cleaned))
-    if (len(found) == 1 and not _HEDGE.search(cleaned)
-            and not _NEGATED.search(cleaned, 0, found[0].start())):
+    # A judge that repeats its answer ("Answer: Yes. ... Answer: Yes.") gave one verdict.
+    if (found and len({m.group(1).lower() for m in found}) == 1
+            and not _HEDGE.search(cleaned)
+            and not any(_NEGATED.search(cleaned, 0, m.start()) for m in found)):
         return Verdict(found[0].group(1).lower())
     return Verdict.UNKNOWN
 
 
-def parse_verdict(text: str | None) -> Verdict:
-    """YES or NO when the reply starts with one or holds exactly one unambiguous verdict word.
+def parse_verdict(text: str | None, *, echoes: tuple[str, ...] = ()) -> Verdict:
+    """YES or NO when the reply starts with one or its standing verdict words all agree.
 
     Everything else (hedges, both words, no word at all, "Yesterday ...", a "no" that is part
     of a phrase such as "no invented details", a word inside an echoed data block) is UNKNOWN.
-    The grammar is in docs/judge.md ("The verdict grammar").
+    The grammar is in docs/judge.md ("The verdict grammar"). ``echoes``: prompt text the judge
+    may have repeated (its task, its question), read as not part of the answer.
     """
     if text is not None and len(text) <= _REMEMBERED_REPLY_CHARS:
-        return _parse_short(text)
-    return _parse(text)
+        return _parse_short(text, echoes)
+    return _parse(text, echoes)
 
 
 # Judges mostly answer in a few words, the same few words thousands of times a run, and each
@@ -153,14 +157,20 @@ _REMEMBERED_REPLY_CHARS = 200
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_short(text: str) -> Verdict:
-    return _parse(text)
+def _parse_short(text: str, echoes: tuple[str, ...]) -> Verdict:
+    return _parse(text, echoes)
 
 
-def _parse(text: str | None) -> Verdict:
+def _parse(text: str | None, echoes: tuple[str, ...] = ()) -> Verdict:
     if not text or not text.strip():
         return Verdict.UNKNOWN
-    stripped = without_echoed_blocks(text).strip()
+    unechoed = without_echoed_blocks(text)
+    for echo in echoes:
+        unechoed = unechoed.replace(echo, " ")
+    # After an echo, what is left did not start the reply: the start rule, which reads the
+    # judge's first word, does not apply, and the verdict words left must all agree.
+    start_decides = unechoed == text
+    stripped = unechoed.strip()
     if not stripped:
         return Verdict.UNKNOWN
     if "{" in stripped:
@@ -174,7 +184,7 @@ def _parse(text: str | None) -> Verdict:
     if elements:
         verdicts = {_from_text(inner) for _, inner in elements}
         return verdicts.pop() if len(verdicts) == 1 else Verdict.UNKNOWN
-    return _from_text(stripped)
+    return _from_text(stripped, start_decides)
 
 
 def score_problem(value: Any) -> str | None:
