@@ -16,8 +16,9 @@ never marks its prompts gets no Anthropic caching, as at Anthropic.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 # The provider whose rules price a column, and that provider's default judge in referee.
 BILLING_PROVIDERS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5",

@@ -70,7 +70,7 @@ class Stopwatch:
         self._profile_path = profile
         self._profiler: Any = None
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         if self._profile_path:
             import cProfile
 

@@ -28,9 +28,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchmarks.billing import BILL_HEADER, BILLING_PROVIDERS, Bill, bill, bill_columns
 from benchmarks.measure import read_result
@@ -73,7 +74,7 @@ class Sizes:
     rate_limited: tuple[tuple[int, int], ...] = ((1200, 20), (6000, 100))
 
     @classmethod
-    def quick(cls) -> "Sizes":
+    def quick(cls) -> Sizes:
         return cls(rag=20, agent=200, scaling=(10, 20, 50), long_rag=10,
                    rate_limited=((1200, 10), (6000, 30)))
 
@@ -187,7 +188,7 @@ class Harness:
         # W1 runs referee with its default cache on; W3 re-runs against what W1 wrote.
         self._warm_caches: dict[tuple[str, int], Path] = {}
 
-    def __enter__(self) -> "Harness":
+    def __enter__(self) -> Harness:
         self.server.start()
         return self
 

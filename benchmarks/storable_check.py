@@ -19,9 +19,9 @@ CASES = 2000
 
 
 def one_run(check: bool, runs_dir: str) -> float:
+    import referee.run.engine as engine
     from referee import EvalCase, EvalSuite
     from referee.evaluators.deterministic import Contains, ExactMatch
-    import referee.run.engine as engine
 
     if not check:
         engine._storable = lambda result: result  # type: ignore[assignment]

@@ -40,6 +40,7 @@ from typing import Any
 
 from benchmarks.measure import cpu_seconds
 from benchmarks.peers import REPO_ROOT
+
 # The TPM limit allows W6's tokens per request: the request rate is the limit that binds.
 from benchmarks.run import W6_TOKENS_PER_REQUEST
 

@@ -198,7 +198,7 @@ def read_case(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def scenario_of(case: "EvalCase") -> dict[str, Any] | None:
+def scenario_of(case: EvalCase) -> dict[str, Any] | None:
     """The ADK ``conversation_scenario`` a case is run by (through the user simulator)."""
     scenario = case.metadata.get(ADK, {}).get("conversation_scenario")
     return scenario if isinstance(scenario, dict) else None
@@ -209,7 +209,7 @@ def scenario_of(case: "EvalCase") -> dict[str, Any] | None:
 _ABSENT = object()
 
 
-def _write_turn(turn: "Invocation") -> dict[str, Any]:
+def _write_turn(turn: Invocation) -> dict[str, Any]:
     from referee.case import MessageContent, ToolCall, content_text
 
     kept = dict(turn.metadata.get(ADK, {}))
@@ -251,7 +251,7 @@ def _write_turn(turn: "Invocation") -> dict[str, Any]:
     return out
 
 
-def write_case(case: "EvalCase") -> dict[str, Any]:
+def write_case(case: EvalCase) -> dict[str, Any]:
     """One case in ADK's shape. Referee fields ADK lacks (name, tags, context, metadata) are
     written as extra keys, which ADK's EvalCase keeps and referee reads back."""
     kept = dict(case.metadata.get(ADK, {}))

@@ -78,7 +78,7 @@ def well_typed(model: BaseModel) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _type_plan(cls: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], bool]], ...]:
     return tuple((name, _type_check(field.annotation)) for name, field in cls.model_fields.items())
 
@@ -191,7 +191,7 @@ class _Names:
 
 # A model's names are fixed once its class is built, and every construction (a judge config per
 # evaluator call, a result per criterion) checks its keys against them: worked out once per class.
-_names_by_model: "WeakKeyDictionary[type[StrictModel], _Names]" = WeakKeyDictionary()
+_names_by_model: WeakKeyDictionary[type[StrictModel], _Names] = WeakKeyDictionary()
 
 
 def _names_of(model: type[StrictModel]) -> _Names:

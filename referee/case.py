@@ -91,7 +91,7 @@ class ToolCall(StrictModel):
     def arguments(self) -> dict[str, Any]:
         return self.args
 
-    def matches(self, other: "ToolCall", check_args: bool = True,
+    def matches(self, other: ToolCall, check_args: bool = True,
                 check_call_id: bool = False) -> bool:
         """Whether this (actual) call satisfies ``other`` (the expected one), 10xgraph's rule:
         same name; same args when ``check_args`` and ``other`` names any (no args expected
@@ -115,11 +115,11 @@ class MessageContent(StrictModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def user(cls, text: str) -> "MessageContent":
+    def user(cls, text: str) -> MessageContent:
         return cls(role="user", content=text)
 
     @classmethod
-    def assistant(cls, text: str) -> "MessageContent":
+    def assistant(cls, text: str) -> MessageContent:
         return cls(role="assistant", content=text)
 
     def get_text(self) -> str:
@@ -195,7 +195,7 @@ class Invocation(StrictModel):
     @classmethod
     def simple(cls, user_query: str, expected_response: str | None = None,
                expected_tools: list[ToolCall] | None = None,
-               expected_node_order: list[str] | None = None) -> "Invocation":
+               expected_node_order: list[str] | None = None) -> Invocation:
         """10xgraph's one-line turn: a question, and optionally its answer, tools and nodes."""
         return cls(user_content=user_query, expected_final_response=expected_response or None,
                    expected_tool_trajectory=expected_tools or [],
@@ -300,7 +300,7 @@ class EvalCase(StrictModel):
         return data
 
     @model_validator(mode="after")
-    def _fill_views(self) -> "EvalCase":
+    def _fill_views(self) -> EvalCase:
         if not self.conversation and self.input is not None:
             self.conversation = [
                 Invocation(user_content=self.input, expected_final_response=self.expected_output)
@@ -341,7 +341,7 @@ class EvalCase(StrictModel):
                     expected_response: str | None = None, eval_id: str = "",
                     expected_tools: list[ToolCall] | None = None,
                     expected_node_order: list[str] | None = None, name: str = "",
-                    description: str = "", **kwargs: Any) -> "EvalCase":
+                    description: str = "", **kwargs: Any) -> EvalCase:
         """A one-turn case.
 
         ``single_turn(input, expected_output=None, **fields)``; 10xgraph's keywords
@@ -373,7 +373,7 @@ class EvalCase(StrictModel):
         return cls(**given)
 
     @classmethod
-    def multi_turn(cls, *positional: Any, **kwargs: Any) -> "EvalCase":
+    def multi_turn(cls, *positional: Any, **kwargs: Any) -> EvalCase:
         """A case of several turns: ``multi_turn(conversation, **fields)``, or 10xgraph's
         ``multi_turn(eval_id, conversation, expected_tools=None, name="", description="")``.
 

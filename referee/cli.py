@@ -26,10 +26,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
@@ -501,7 +501,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _nothing_evaluated(report: "EvalReport") -> int:
+def _nothing_evaluated(report: EvalReport) -> int:
     """A run without one evaluated case has no verdict; CI must not read it as a pass."""
     from referee.report.model import nothing_evaluated_reason
 

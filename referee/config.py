@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import json
 import typing
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -26,7 +26,7 @@ class MatchType(str, Enum):
     ANY_ORDER = "any_order"
 
     @classmethod
-    def _missing_(cls, value: object) -> "MatchType | None":
+    def _missing_(cls, value: object) -> MatchType | None:
         if isinstance(value, str):
             key = value.strip().lower().replace("-", "_")
             for member in cls:
@@ -44,7 +44,7 @@ class Rubric(StrictModel):
     weight: float = 1.0
 
     @classmethod
-    def create(cls, rubric_id: str, content: str, weight: float = 1.0) -> "Rubric":
+    def create(cls, rubric_id: str, content: str, weight: float = 1.0) -> Rubric:
         return cls(rubric_id=rubric_id, content=content, weight=weight)
 
 
@@ -95,60 +95,60 @@ class CriterionConfig(StrictModel):
         return known_api_style(value)
 
     @classmethod
-    def tool_name_match(cls, threshold: float = 1.0) -> "CriterionConfig":
+    def tool_name_match(cls, threshold: float = 1.0) -> CriterionConfig:
         return cls(threshold=threshold)
 
     @classmethod
     def trajectory(cls, threshold: float = 1.0, match_type: MatchType = MatchType.EXACT,
-                   check_args: bool = False) -> "CriterionConfig":
+                   check_args: bool = False) -> CriterionConfig:
         return cls(threshold=threshold, match_type=match_type, check_args=check_args)
 
     @classmethod
     def node_order(cls, threshold: float = 1.0,
-                   match_type: MatchType = MatchType.EXACT) -> "CriterionConfig":
+                   match_type: MatchType = MatchType.EXACT) -> CriterionConfig:
         return cls(threshold=threshold, match_type=match_type)
 
     @classmethod
     def response_match(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
-                       num_samples: int = 3) -> "CriterionConfig":
+                       num_samples: int = 3) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
 
     @classmethod
-    def rouge_match(cls, threshold: float = 0.5) -> "CriterionConfig":
+    def rouge_match(cls, threshold: float = 0.5) -> CriterionConfig:
         return cls(threshold=threshold)
 
     @classmethod
-    def contains_keywords(cls, keywords: list[str], threshold: float = 1.0) -> "CriterionConfig":
+    def contains_keywords(cls, keywords: list[str], threshold: float = 1.0) -> CriterionConfig:
         return cls(threshold=threshold, keywords=keywords)
 
     @classmethod
     def llm_judge(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
-                  num_samples: int = 3) -> "CriterionConfig":
+                  num_samples: int = 3) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
 
     @classmethod
     def rubric_based(cls, rubrics: list[Rubric], threshold: float = 0.8,
-                     judge_model: str = DEFAULT_JUDGE_MODEL) -> "CriterionConfig":
+                     judge_model: str = DEFAULT_JUDGE_MODEL) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, rubrics=rubrics)
 
     @classmethod
     def factual_accuracy(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
-                         num_samples: int = 3) -> "CriterionConfig":
+                         num_samples: int = 3) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
 
     @classmethod
     def hallucination(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
-                      num_samples: int = 3) -> "CriterionConfig":
+                      num_samples: int = 3) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
 
     @classmethod
     def safety(cls, threshold: float = 0.8, judge_model: str = DEFAULT_JUDGE_MODEL,
-               num_samples: int = 3) -> "CriterionConfig":
+               num_samples: int = 3) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model, num_samples=num_samples)
 
     @classmethod
     def simulation_goals(cls, threshold: float = 0.8,
-                         judge_model: str = DEFAULT_JUDGE_MODEL) -> "CriterionConfig":
+                         judge_model: str = DEFAULT_JUDGE_MODEL) -> CriterionConfig:
         return cls(threshold=threshold, judge_model=judge_model)
 
 
@@ -255,14 +255,14 @@ class EvalConfig(StrictModel):
     reporter: ReporterConfig | None = None
 
     @classmethod
-    def default(cls) -> "EvalConfig":
+    def default(cls) -> EvalConfig:
         return cls(criteria=CriteriaConfig(
             trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.EXACT),
             response_match=CriterionConfig.response_match(threshold=0.8),
         ))
 
     @classmethod
-    def strict(cls) -> "EvalConfig":
+    def strict(cls) -> EvalConfig:
         return cls(criteria=CriteriaConfig(
             trajectory=CriterionConfig.trajectory(threshold=1.0, match_type=MatchType.EXACT,
                                                   check_args=True),
@@ -271,14 +271,14 @@ class EvalConfig(StrictModel):
         ))
 
     @classmethod
-    def relaxed(cls) -> "EvalConfig":
+    def relaxed(cls) -> EvalConfig:
         return cls(criteria=CriteriaConfig(
             trajectory=CriterionConfig.trajectory(threshold=0.8, match_type=MatchType.IN_ORDER),
             response_match=CriterionConfig.response_match(threshold=0.6),
         ))
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "EvalConfig":
+    def from_file(cls, path: str | Path) -> EvalConfig:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8-sig")
@@ -329,7 +329,7 @@ class EvalConfig(StrictModel):
         if criterion is not None:
             criterion.enabled = False
 
-    def with_rubrics(self, rubrics: list[Rubric]) -> "EvalConfig":
+    def with_rubrics(self, rubrics: list[Rubric]) -> EvalConfig:
         new_config = copy.deepcopy(self)
         new_config.criteria.rubric_based = CriterionConfig.rubric_based(rubrics=rubrics)
         return new_config

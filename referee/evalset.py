@@ -86,7 +86,7 @@ class EvalSet(StrictModel):
         return data
 
     @model_validator(mode="after")
-    def _ids(self) -> "EvalSet":
+    def _ids(self) -> EvalSet:
         if not self.eval_set_id:
             slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name).strip("-").lower()
             self.eval_set_id = slug or "evalset"
@@ -127,19 +127,19 @@ class EvalSet(StrictModel):
         return [c for c in self.eval_cases if all(tag in c.tags for tag in tags)]
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "EvalSet":
+    def from_file(cls, path: str | Path) -> EvalSet:
         return cls.load(path)
 
     def to_file(self, path: str | Path, format: str = "referee") -> None:
         self.save(path, format=format)
 
     @classmethod
-    def from_cases(cls, cases: Iterable[EvalCase | dict[str, Any]], **fields: Any) -> "EvalSet":
+    def from_cases(cls, cases: Iterable[EvalCase | dict[str, Any]], **fields: Any) -> EvalSet:
         return cls(eval_cases=[c if isinstance(c, EvalCase) else EvalCase.model_validate(c)
                                for c in cases], **fields)
 
     @classmethod
-    def load(cls, path: str | Path) -> "EvalSet":
+    def load(cls, path: str | Path) -> EvalSet:
         """Read a case file; its format follows from the file name (see the module docstring)."""
         path = Path(path)
         source = str(path)
@@ -169,7 +169,7 @@ class EvalSet(StrictModel):
 
     @classmethod
     def _assemble(cls, located: list[tuple[Any, int | None, Loc]], header: dict[str, Any],
-                  default_id: str, source: str, text: str | None) -> "EvalSet":
+                  default_id: str, source: str, text: str | None) -> EvalSet:
         cases = [_validate_case(raw, source, line, loc, text) for raw, line, loc in located]
         first_seen: dict[str, str] = {}
         for case, (_, line, loc) in zip(cases, located):
@@ -262,7 +262,7 @@ class EvalSetBuilder:
     def add_case(self, query: str, expected: str, case_id: str | None = None,
                  expected_tools: Sequence[str | ToolCall] | None = None,
                  expected_node_order: list[str] | None = None, name: str = "",
-                 description: str = "") -> "EvalSetBuilder":
+                 description: str = "") -> EvalSetBuilder:
         """A one-turn case; ``expected_tools`` are tool names or ToolCall objects."""
         self.cases.append(EvalCase.single_turn(
             eval_id=self._next_id(case_id), user_query=query, expected_response=expected,
@@ -272,7 +272,7 @@ class EvalSetBuilder:
 
     def add_multi_turn(self, conversation: Sequence[tuple[str, str]], case_id: str | None = None,
                        expected_tools: Sequence[str | ToolCall] | None = None, name: str = "",
-                       description: str = "") -> "EvalSetBuilder":
+                       description: str = "") -> EvalSetBuilder:
         """A case of ``(user_query, expected_response)`` turns; the tools attach to the first."""
         self.cases.append(EvalCase.multi_turn(
             eval_id=self._next_id(case_id), conversation=list(conversation),
@@ -281,7 +281,7 @@ class EvalSetBuilder:
 
     def add_tool_test(self, query: str, tool_name: str, tool_args: dict[str, Any] | None = None,
                       expected_response: str | None = None,
-                      case_id: str | None = None) -> "EvalSetBuilder":
+                      case_id: str | None = None) -> EvalSetBuilder:
         """A case about one tool call; without ``expected_response`` the expected answer is
         "Result from TOOL", as in 10xgraph."""
         self.cases.append(EvalCase.single_turn(
@@ -310,7 +310,7 @@ class EvalSetBuilder:
         return builder.build()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "EvalSetBuilder":
+    def from_file(cls, path: str | Path) -> EvalSetBuilder:
         """A builder holding the cases of a saved set, to add more."""
         eval_set = EvalSet.load(path)
         builder = cls(eval_set.name or "eval_set")

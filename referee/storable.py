@@ -106,7 +106,7 @@ def _typed_floats_finite(model: BaseModel) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _float_plan(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
     """The fields of ``cls`` that are typed floats, or models that (deep down) have some."""
     plan = []

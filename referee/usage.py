@@ -70,7 +70,7 @@ class TokenUsage(BaseModel):
                 "cache_creation_tokens": self.cache_creation_tokens,
                 "total_tokens": self.total_tokens}
 
-    def __add__(self, other: "TokenUsage | int | None") -> "TokenUsage":
+    def __add__(self, other: TokenUsage | int | None) -> TokenUsage:
         if other is None or (type(other) is int and other == 0):  # sum() starts from 0
             return self.model_copy()
         if not isinstance(other, TokenUsage):

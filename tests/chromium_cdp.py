@@ -10,9 +10,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from websockets.sync.client import connect
-
 from chromium_support import find_chromium
+from websockets.sync.client import connect
 
 KEY_CODES = {"ArrowDown": 40, "ArrowUp": 38, "Escape": 27, "Enter": 13}
 
@@ -106,7 +105,7 @@ class Browser:
             self.proc.kill()
             self.proc.wait(timeout=15)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:

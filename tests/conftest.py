@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from chromium_support import BROWSER_MISSING
+
 from referee.judge import configure
 from referee.run.session import default_runs_dir
 

@@ -119,6 +119,7 @@ def test_config_file_errors_name_file_and_field(tmp_path):
 
 def test_misspelt_config_field_is_an_error_naming_the_field(tmp_path):
     import pytest
+
     from referee import EvalConfig
     from referee.errors import InputError
 
@@ -134,6 +135,7 @@ def test_misspelt_config_field_is_an_error_naming_the_field(tmp_path):
 
 def test_malformed_referee_cache_env_fails_before_any_case(monkeypatch):
     import pytest
+
     from referee import EvalCase, EvalSuite
     from referee.evaluators.deterministic import NotEmpty
 

@@ -105,7 +105,12 @@ async def test_composite_example(execution, case):
 
 
 def test_weighted_example_constructs():
-    from referee import CriterionConfig, ResponseMatchCriterion, ToolNameMatchCriterion, WeightedCriterion
+    from referee import (
+        CriterionConfig,
+        ResponseMatchCriterion,
+        ToolNameMatchCriterion,
+        WeightedCriterion,
+    )
 
     criterion = WeightedCriterion(
         criteria_weights=[

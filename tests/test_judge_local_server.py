@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from referee import CustomRubric, EvalCase
+from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, get_judge, resolve_judge_config
 from referee.judge.config import VERDICT_MAX_TOKENS, is_provider_endpoint, verdict_max_tokens
@@ -17,7 +18,6 @@ from referee.judge.limiter import (
     BudgetSettings,
     EndpointLimiter,
 )
-from referee.errors import JudgeUnavailable
 from referee.testing import Fault, Reply, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from referee import EvalCase, EvalSuite
-from referee.evaluators import (AnswerAccuracy, CustomRubric, Faithfulness, GEval, Hallucination,
-                                Relevance)
+from referee.evaluators import (
+    AnswerAccuracy,
+    CustomRubric,
+    Faithfulness,
+    GEval,
+    Hallucination,
+    Relevance,
+)
 from referee.judge import caching_rules, estimate_cost, get_judge, load_prices, price_of
 from referee.judge.pricing import set_price
 from referee.testing import Reply, ScriptedJudgeServer

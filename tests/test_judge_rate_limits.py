@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from referee.errors import JudgeUnavailable
-from referee.judge import get_judge
 from referee.judge import client as client_module
+from referee.judge import get_judge
 from referee.judge import limiter as limiter_module
 from referee.judge.client import _endpoint_for
 from referee.judge.limiter import (

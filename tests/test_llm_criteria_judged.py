@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_llm_criteria import case, cfg, cycling, reply, run, server  # noqa: F401
 
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.config import Rubric
@@ -20,8 +21,6 @@ from referee.criteria.llm import (
 )
 from referee.execution import ExecutionResult, TurnResult
 from referee.testing.server import ScriptedJudgeServer
-
-from test_llm_criteria import case, cfg, cycling, reply, run, server  # noqa: F401
 
 
 def prompt_of(srv: ScriptedJudgeServer, index: int = 0) -> str:

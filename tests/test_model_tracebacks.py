@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee.cli import main
 from referee.report.store import load_run
-from test_report_samples import chromium_dom
 
 SECRET = "gw-live-7f3a9c1e5b2d8a4f"
 

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee import CustomRubric, EvalCase, EvalSuite
 from referee.report.diff import word_diff
 from referee.report.html import render_html
 from referee.testing.server import ScriptedJudgeServer
-from test_report_samples import chromium_dom
 
 
 def _diffs(dom: str) -> list[str]:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from rich.console import Console
+from test_report_samples import PAYLOAD, RAW_HTTP_MARKER, sample_report
 
 from referee.report.console import render_console
 from referee.report.json_report import render_json
@@ -14,8 +15,6 @@ from referee.report.junit import render_junit
 from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.report.writers import parse_formats, write_reports
 from referee.result import CriterionResult
-from test_report_samples import PAYLOAD, RAW_HTTP_MARKER, sample_report
-
 
 # JSON ------------------------------------------------------------------------------------
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import re
 
+from test_report_samples import (
+    IMG_PAYLOAD,
+    PAYLOAD,
+    RAW_HTTP_MARKER,
+    SCRIPT_PAYLOAD,
+    chromium_dom,
+    sample_report,
+)
+
+from referee.execution import ExecutionResult
 from referee.report.html import MAX_FIELD_CHARS, render_html
 from referee.report.model import CaseResult, CaseStatus, EvalReport
-from referee.execution import ExecutionResult
-from test_report_samples import (IMG_PAYLOAD, PAYLOAD, RAW_HTTP_MARKER, SCRIPT_PAYLOAD,
-                                 chromium_dom, sample_report)
 
 
 def _pwned(dom: str) -> list[str]:

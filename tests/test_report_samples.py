@@ -10,9 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from chromium_support import find_chromium
+
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, CaseStatus, EvalReport

@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from chromium_support import find_chromium
+from test_report_samples import chromium_dom
 
 from referee.case import EvalCase, ToolCall
 from referee.execution import ExecutionResult
@@ -25,8 +27,6 @@ from referee.report.store import RunStore
 from referee.report.viewer import start_viewer
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
-from chromium_support import find_chromium
-from test_report_samples import chromium_dom
 
 
 def _crit(name: str, score: float, passed: bool, *, error: str | None = None,
@@ -276,7 +276,7 @@ CHART_BLUE = (0x5B, 0x7B, 0xD5)   # histogram bars
 PASS_GREEN = (0x13, 0x73, 0x33)   # outcome bars and "better" deltas
 
 
-def _screenshot(url: str, tmp_path: Path, name: str) -> "object":
+def _screenshot(url: str, tmp_path: Path, name: str) -> object:
     Image = pytest.importorskip("PIL.Image")
     profile = tmp_path / f"profile-{name}"
     profile.mkdir()
@@ -292,7 +292,7 @@ def _screenshot(url: str, tmp_path: Path, name: str) -> "object":
     return Image.open(io.BytesIO(png.read_bytes())).convert("RGB")
 
 
-def _pixels_near(image: "object", colour: tuple[int, int, int], tolerance: int = 12) -> int:
+def _pixels_near(image: object, colour: tuple[int, int, int], tolerance: int = 12) -> int:
     return sum(count for count, rgb in image.getcolors(maxcolors=1 << 20)
                if all(abs(c - t) <= tolerance for c, t in zip(rgb, colour)))
 

@@ -17,8 +17,8 @@ import pytest
 from referee import EvalCase, EvalSuite
 from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
-from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.report.json_report import render_json
+from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.report.store import LOCK_FILE, RunInUse, RunStore, list_runs, load_run
 
 CHILD = textwrap.dedent("""

@@ -16,19 +16,18 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from test_report_samples import chromium_dom
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.errors import InputError
 from referee.evaluators.deterministic import Contains
-from referee.report import case_file, html
+from referee.report import case_file, console, html
 from referee.report.case_file import StoredCases
-from referee.report import console
 from referee.report.console import render_console
 from referee.report.json_report import render_json
-from referee.report.model import CaseResult, CaseStatus, EvalReport, RunTally
-from referee.report.store import load_run, list_runs
+from referee.report.model import CaseResult, CaseStatus, RunTally
+from referee.report.store import list_runs, load_run
 from referee.report.writers import write_reports
-from test_report_samples import chromium_dom
 
 
 class BuiltOnDemand(Sequence[EvalCase]):

@@ -15,13 +15,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee.cli import main
 from referee.errors import InputError
 from referee.report.model import CaseStatus
 from referee.report.store import RunStore, list_runs, load_run
 from referee.report.viewer import start_viewer
-from test_report_samples import chromium_dom
 
 SUITE = """
     import os

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from test_report_samples import chromium_dom, sample_report
 
 from referee.report.model import CaseStatus, EvalReport
 from referee.report.store import RunStore
 from referee.report.viewer import start_viewer
 from referee.result import CriterionResult
-from test_report_samples import chromium_dom, sample_report
 
 
 def _store(runs_dir: Path, report: EvalReport, finished: bool = True) -> Path:

@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-
 from chromium_cdp import Browser
+from test_report_samples import sample_report
+from test_viewer import _store
+
 from referee.cli import main
 from referee.labels import LABELS_FILE, LabelStore, review_queue
 from referee.report.store import load_run
 from referee.report.viewer import start_viewer
-from test_report_samples import sample_report
-from test_viewer import _store
 
 RUN = "20261129-120000-abc123"
 

@@ -38,8 +38,12 @@ def main() -> None:
         os.chdir(args.cache_dir)
     from deepeval import evaluate
     from deepeval.evaluate.configs import CacheConfig, DisplayConfig
-    from deepeval.metrics import (AnswerRelevancyMetric, FaithfulnessMetric, GEval,
-                                  HallucinationMetric)
+    from deepeval.metrics import (
+        AnswerRelevancyMetric,
+        FaithfulnessMetric,
+        GEval,
+        HallucinationMetric,
+    )
     from deepeval.models import GPTModel
     from deepeval.test_case import LLMTestCase, LLMTestCaseParams
 

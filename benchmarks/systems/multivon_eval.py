@@ -18,8 +18,16 @@ def main() -> None:
     if args.cache_dir:
         # Read when the cache is first opened, so it must be set before the run starts.
         os.environ["MULTIVON_CACHE_DIR"] = args.cache_dir
-    from multivon_eval import (AnswerAccuracy, EvalCase, EvalSuite, Faithfulness, Hallucination,
-                               JudgeConfig, Relevance, configure)
+    from multivon_eval import (
+        AnswerAccuracy,
+        EvalCase,
+        EvalSuite,
+        Faithfulness,
+        Hallucination,
+        JudgeConfig,
+        Relevance,
+        configure,
+    )
     from multivon_eval.case import AgentStep, ToolCall
     from multivon_eval.evaluators.agent import ToolCallAccuracy
     from multivon_eval.evaluators.deterministic import ROUGE, Contains

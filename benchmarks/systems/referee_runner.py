@@ -59,8 +59,16 @@ def run_rag(args, result: RunnerResult):
 
 
 def run_agent(args, result: RunnerResult):
-    from referee import (AgentEvaluator, CriteriaConfig, CriterionConfig, EvalCase, EvalConfig,
-                         ExecutionResult, MatchType, ToolCall)
+    from referee import (
+        AgentEvaluator,
+        CriteriaConfig,
+        CriterionConfig,
+        EvalCase,
+        EvalConfig,
+        ExecutionResult,
+        MatchType,
+        ToolCall,
+    )
 
     data = agent_cases(args.cases)
     cases = [EvalCase.single_turn(c["input"], c["expected_output"],

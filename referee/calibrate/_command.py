@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 DESCRIPTION = """\
 Measure how far an evaluator, with a given judge, agrees with people, and fit its threshold.

@@ -14,8 +14,9 @@ import hashlib
 import io
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,7 +52,7 @@ class LabelledCase(BaseModel):
              cutoff: float | None = None, input: str | None = None,
              context: str | list[str] | None = None, expected_output: str | None = None,
              conversation: list[Any] | None = None, id: str | None = None,
-             metadata: dict[str, Any] | None = None, source: str = "") -> "LabelledCase":
+             metadata: dict[str, Any] | None = None, source: str = "") -> LabelledCase:
         """A labelled case from its parts; give ``passed`` or ``human_score`` (with ``cutoff``)."""
         if passed is None:
             if human_score is None:

@@ -16,8 +16,9 @@ referee downloads nothing: the user fetches the file from the set's repository a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from referee.calibrate._labels import LabelledCase, read_text
 from referee.errors import InputError, beyond_python_limits

@@ -38,7 +38,7 @@ class Estimate(BaseModel):
     method: str = "bootstrap"
 
     @classmethod
-    def of(cls, interval: _stats.Interval) -> "Estimate":
+    def of(cls, interval: _stats.Interval) -> Estimate:
         return cls(value=interval.value, low=interval.low, high=interval.high,
                    constant=interval.constant, method=interval.method)
 
@@ -61,7 +61,7 @@ class Agreement(BaseModel):
     f1: Estimate
 
     @classmethod
-    def of(cls, agreement: _stats.Agreement) -> "Agreement":
+    def of(cls, agreement: _stats.Agreement) -> Agreement:
         return cls(threshold=agreement.threshold, n=agreement.n, positives=agreement.positives,
                    base_rate=agreement.base_rate, tp=agreement.tp, fp=agreement.fp,
                    fn=agreement.fn, tn=agreement.tn,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from referee.calibrate._labels import LABEL_KEY, LabelledCase, data_fingerprint
 from referee.calibrate._report import CalibrationReport, build_report

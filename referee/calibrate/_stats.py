@@ -12,8 +12,8 @@ milliseconds vectorised and seconds in pure Python.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from referee.report.compare import wilson_bounds
 

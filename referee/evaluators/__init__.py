@@ -8,6 +8,16 @@ threshold from the calibration table for the resolved judge model (see ``thresho
 """
 
 from referee.evaluators import deterministic as _deterministic
+from referee.evaluators.agent import (
+    AgentMemoryEval,
+    PlanQuality,
+    StepFaithfulness,
+    TaskCompletion,
+    ToolArgumentAccuracy,
+    ToolCallAccuracy,
+    ToolCallNecessity,
+    TrajectoryEfficiency,
+)
 from referee.evaluators.calibration import threshold_table
 from referee.evaluators.check import CheckEvaluator
 from referee.evaluators.custom_rubric import CustomRubric
@@ -20,16 +30,6 @@ from referee.evaluators.response import AnswerAccuracy, Coherence, Relevance
 from referee.evaluators.retrieval import ContextPrecision, ContextRecall
 from referee.evaluators.safety import Bias, Toxicity
 from referee.evaluators.text_metrics import ChrfScore
-from referee.evaluators.agent import (
-    AgentMemoryEval,
-    PlanQuality,
-    StepFaithfulness,
-    TaskCompletion,
-    ToolArgumentAccuracy,
-    ToolCallAccuracy,
-    ToolCallNecessity,
-    TrajectoryEfficiency,
-)
 
 __all__ = [
     "AnswerAccuracy",

@@ -19,15 +19,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
-
-from referee.errors import CalibrationMissing
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from referee.errors import InputError, beyond_python_limits
+from referee.errors import CalibrationMissing, InputError, beyond_python_limits
 
 DEFAULT_THRESHOLD = 0.70
 
@@ -76,7 +75,7 @@ def calibrated_threshold(evaluator: str, model: Any, strict: bool = False) -> fl
     return _TABLE[row][evaluator]
 
 
-def threshold_table(calibration_file: str | Path | None = None) -> "ThresholdTable":
+def threshold_table(calibration_file: str | Path | None = None) -> ThresholdTable:
     """The full calibration table as ``{(evaluator, judge_model): threshold}``.
 
     Every measured model appears under its table name and under each alias; the "Other models"
@@ -173,7 +172,7 @@ class CalibrationFile(BaseModel):
         wanted = (evaluator, provider, model.strip().lower(), question_set)
         return next((e for e in self.entries if e.key == wanted), None)
 
-    def with_entry(self, entry: CalibrationEntry) -> "CalibrationFile":
+    def with_entry(self, entry: CalibrationEntry) -> CalibrationFile:
         """A copy where ``entry`` replaces any entry with the same key."""
         kept = [e for e in self.entries if e.key != entry.key]
         return CalibrationFile(entries=[*kept, entry])

@@ -52,7 +52,7 @@ class Evaluator(BaseCriterion):
         # given here still wins, as in multivon.
         self.threshold = threshold
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Evaluator":
+    def __new__(cls, *args: Any, **kwargs: Any) -> Evaluator:
         # Evaluator is abstract, as multivon's is: say which method is missing in its words.
         if "_evaluate_case" in getattr(cls, "__abstractmethods__", ()):
             raise TypeError(f"{cls.__name__} must implement evaluate(self, case, output) "

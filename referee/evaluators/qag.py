@@ -17,8 +17,9 @@ import json
 import math
 import re
 from abc import abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig

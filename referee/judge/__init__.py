@@ -7,6 +7,7 @@ verdict parsing.
 
 from referee.errors import JudgeUnavailable
 from referee.judge.cache import JudgeCache, default_cache_path, get_cache
+from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.client import Judge, JudgeReply, get_judge, unreadable_replies
 from referee.judge.config import (
     DEFAULT_MODELS,
@@ -19,7 +20,6 @@ from referee.judge.config import (
     resolve_judge_config,
     split_judge_model,
 )
-from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.panel import JudgePanel
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider

@@ -127,7 +127,7 @@ class PrefixWarmer:
                 self._warmed.popitem(last=False)
 
 
-_warmers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PrefixWarmer]" = (
+_warmers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PrefixWarmer] = (
     weakref.WeakKeyDictionary())
 
 

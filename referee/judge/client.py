@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
-from referee.judge.cache import (
-    JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache)
+from referee.judge.cache import JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache
 from referee.judge.caching import warm_up, worth_caching
 from referee.judge.config import JudgeConfig, is_provider_endpoint
 from referee.judge.limiter import (

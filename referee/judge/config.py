@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
-
 from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
@@ -218,7 +217,7 @@ class JudgeConfig(StrictModel):
     def api_key_value(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key is not None else None
 
-    def resolve(self) -> "JudgeConfig":
+    def resolve(self) -> JudgeConfig:
         """multivon's ``JudgeConfig.resolve()``: this config with what it leaves unset filled
         from JUDGE_PROVIDER/JUDGE_MODEL (and OPENAI_BASE_URL) and the defaults. ``configure()``
         is not consulted here; :func:`resolve_judge_config` adds that layer."""

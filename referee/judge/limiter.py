@@ -35,8 +35,9 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping, Protocol
+from typing import Literal, Protocol
 
 # Adaptive concurrency: where it starts, how far it may grow by default, how it reacts.
 INITIAL_CONCURRENCY = 8

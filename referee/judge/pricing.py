@@ -11,8 +11,9 @@ import math
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from referee.usage import TokenUsage
 

@@ -17,8 +17,9 @@ import os
 import re
 import sys
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
@@ -126,7 +127,7 @@ def _openai_json_system(request: JudgeRequest) -> str | None:
     return system
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _aiohttp_installed() -> bool:
     return importlib.util.find_spec("aiohttp") is not None
 
@@ -191,7 +192,7 @@ class _DirectHTTP:
         self.headers = headers
 
     @classmethod
-    def for_client(cls, client: Any, http: Any) -> "_DirectHTTP | None":
+    def for_client(cls, client: Any, http: Any) -> _DirectHTTP | None:
         auth = getattr(client, "auth_headers", None)
         transport_for = getattr(http, "_transport_for_url", None)
         if http is None or not isinstance(auth, dict) or transport_for is None:
@@ -311,7 +312,7 @@ def _aiohttp_timeout(seconds: float) -> Any:
     return aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds, connect=seconds)
 
 
-_direct_http: "weakref.WeakKeyDictionary[Any, _DirectHTTP]" = weakref.WeakKeyDictionary()
+_direct_http: weakref.WeakKeyDictionary[Any, _DirectHTTP] = weakref.WeakKeyDictionary()
 
 
 def _use_direct_http(client: Any, http: Any) -> None:
@@ -488,7 +489,7 @@ def _chat_text(message: dict[str, Any]) -> tuple[str, str | None]:
     return "", f"the reply's content is {kind}, not text: {json.dumps(content, default=str)}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _messages_create_params(create_type: Any) -> frozenset[str]:
     return frozenset(inspect.signature(create_type.create).parameters)
 
@@ -581,7 +582,7 @@ def _import_genai() -> Any:
     return genai
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _takes_json_schema(config_type: type) -> bool:
     """Older google-genai releases have no ``response_json_schema``: JSON mode alone is sent."""
     return "response_json_schema" in getattr(config_type, "model_fields", {})

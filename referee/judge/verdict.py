@@ -6,12 +6,11 @@ import functools
 import json
 import math
 import re
-from enum import Enum
 from collections.abc import Iterable
+from enum import Enum
 from typing import Any
 
 from referee.redact import clip
-
 
 # How much of a judge reply a result's details keep as evidence (after redaction).
 REPLY_EVIDENCE_CHARS = 1000

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import InputError
 from referee.report.store import LABELS_FILE
+
 MAX_COMMENT_CHARS = 4000
 
 

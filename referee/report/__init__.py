@@ -2,10 +2,10 @@
 
 from referee.report.compare import Comparison, compare_reports
 from referee.report.model import (
+    ERROR_STATUSES,
     CaseResult,
     CaseStatus,
     CriterionStats,
-    ERROR_STATUSES,
     EvalReport,
     EvalSummary,
 )

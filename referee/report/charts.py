@@ -9,8 +9,8 @@ without measuring pixels.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 BAR_CHART_WIDTH = 520
 LABEL_WIDTH = 170

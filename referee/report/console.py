@@ -6,8 +6,9 @@ import io
 import itertools
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -16,8 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from referee.redact import clip, redact_secrets
-from referee.report.model import (CaseResult, CaseStatus, CriterionStats, EvalReport,
-                                   criterion_errors_line, format_rate, nothing_evaluated_reason)
+from referee.report.model import (
+    CaseResult,
+    CaseStatus,
+    CriterionStats,
+    EvalReport,
+    criterion_errors_line,
+    format_rate,
+    nothing_evaluated_reason,
+)
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's

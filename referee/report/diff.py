@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 WordOp = Literal["same", "removed", "added"]
 CallOutcome = Literal["matched", "wrong_args", "missing", "extra"]

@@ -17,10 +17,11 @@ import gzip
 import hashlib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -30,8 +31,13 @@ from referee.report import charts
 from referee.report.console import judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
-from referee.report.model import (CaseResult, CaseStatus, EvalReport, criterion_errors_line,
-                                  format_rate)
+from referee.report.model import (
+    CaseResult,
+    CaseStatus,
+    EvalReport,
+    criterion_errors_line,
+    format_rate,
+)
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
@@ -71,7 +77,7 @@ def _env() -> Environment:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _asset(name: str) -> str:
     return resources.files("referee.report").joinpath(f"templates/{name}").read_text(encoding="utf-8")
 
@@ -673,7 +679,7 @@ def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: 
                  labelled=sum(1 for item in items if item.get("label")))
 
 
-def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) -> str:
+def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) -> str:
     """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order."""
     rows = [{
         "key": key, "name": run.name, "model_id": run.model_id, "date": _when(run.started_at),
@@ -691,7 +697,7 @@ def render_index_html(runs: "list[RunInfo]", *, runs_dir: str, keys: list[str]) 
 _KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unchanged": 4}
 
 
-def render_compare_html(comparison: "Comparison", *, a_href: str | None = None,
+def render_compare_html(comparison: Comparison, *, a_href: str | None = None,
                         b_href: str | None = None, index_href: str | None = None) -> str:
     a, b = _summary_view(comparison.a), _summary_view(comparison.b)
     a["href"], b["href"] = a_href, b_href

@@ -25,14 +25,12 @@ from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
 from referee.redact import RedactedText
-from referee.report.correction import (NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration,
-                                       correct)
-from referee.report.multivon import MultivonReportMethods
 from referee.report.agreement import JudgeAgreement, KappaTally
+from referee.report.correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
+from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
-
 
 MAX_NAMED_CONVERSIONS = 5
 
@@ -52,7 +50,7 @@ class CaseStatus(str, Enum):
     FAILED_QUALITY = "FAILED"  # multivon's name for FAILED (an alias, not a new status)
 
     @classmethod
-    def _missing_(cls, value: object) -> "CaseStatus | None":
+    def _missing_(cls, value: object) -> CaseStatus | None:
         if isinstance(value, str):
             return _PEER_STATUS_VALUES.get(value.lower()) or cls.__members__.get(value.upper())
         return None
@@ -97,10 +95,10 @@ def _kept_in_metadata(key: str) -> property:
     """A 10xgraph ``EvalCaseResult`` field that referee keeps in ``metadata[key]``, read and
     set under its 10xgraph name (``result.node_responses = [...]``)."""
 
-    def read(self: "CaseResult") -> Any:
+    def read(self: CaseResult) -> Any:
         return self.metadata.get(key, [])
 
-    def write(self: "CaseResult", value: Any) -> None:
+    def write(self: CaseResult, value: Any) -> None:
         self.metadata = {**self.metadata, key: value}
 
     return property(read, write, doc=f"10xgraph's {key}, kept in metadata[{key!r}].")
@@ -126,7 +124,7 @@ class CaseResult(BaseModel):
     converted: list[Conversion] = Field(default_factory=list)
     # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
     # empty for a case run once (referee.report.trials).
-    run_results: list["CaseResult"] = Field(default_factory=list)
+    run_results: list[CaseResult] = Field(default_factory=list)
     # Where the model's exception was raised (MODEL_ERROR): redacted and bounded
     # (referee.errors.format_traceback).
     traceback: RedactedText | None = None
@@ -140,7 +138,7 @@ class CaseResult(BaseModel):
                                           positional, fields))
 
     @model_validator(mode="after")
-    def _label_namesakes(self) -> "CaseResult":
+    def _label_namesakes(self) -> CaseResult:
         """Two criteria of one name are two results: ``contains`` and ``contains#2``
         (docs/architecture.md). Runs stored before labels get them when loaded."""
         results = self.criterion_results
@@ -177,14 +175,14 @@ class CaseResult(BaseModel):
 
     @classmethod
     def success(cls, eval_id: str, criterion_results: list[CriterionResult],
-                **fields: Any) -> "CaseResult":
+                **fields: Any) -> CaseResult:
         """10xgraph: a case that ran; it passed when every criterion did."""
         return cls(eval_id=eval_id, criterion_results=criterion_results,
                    passed=all(r.passed for r in criterion_results), **fields)
 
     @classmethod
     def failure(cls, eval_id: str, error: str, name: str = "",
-                duration_seconds: float = 0.0) -> "CaseResult":
+                duration_seconds: float = 0.0) -> CaseResult:
         """10xgraph: a case that could not be evaluated."""
         return cls(eval_id=eval_id, name=name, status=CaseStatus.EVALUATOR_ERROR, error=error,
                    duration_seconds=duration_seconds)
@@ -210,7 +208,7 @@ class CaseResult(BaseModel):
     def node_visits(self) -> list[str]:
         return list(self.execution.node_visits) if self.execution else []
 
-    def storable(self) -> "CaseResult":
+    def storable(self) -> CaseResult:
         """This case with stand-ins for anything JSON cannot hold, each listed in
         ``converted`` (design decision 13): one odd value stays in its case instead of
         failing the run store or a report."""
@@ -506,12 +504,12 @@ class EvalSummary(BaseModel):
         return self.failed_cases
 
     @classmethod
-    def from_results(cls, results: list[CaseResult]) -> "EvalSummary":
+    def from_results(cls, results: list[CaseResult]) -> EvalSummary:
         """10xgraph's name for :meth:`from_cases`."""
         return cls.from_cases(results)
 
     @classmethod
-    def from_cases(cls, cases: Iterable[CaseResult]) -> "EvalSummary":
+    def from_cases(cls, cases: Iterable[CaseResult]) -> EvalSummary:
         return RunTally.of(cases).summary()
 
 
@@ -536,7 +534,7 @@ class _Seconds:
         return [self.total, self.count]
 
     @classmethod
-    def from_list(cls, data: Any) -> "_Seconds":
+    def from_list(cls, data: Any) -> _Seconds:
         """``[sum, count]`` as report.json keeps it; absent in runs stored before it."""
         if isinstance(data, list) and len(data) == 2:
             return cls(float(data[0]), int(data[1]))
@@ -583,7 +581,7 @@ class RunTally:
         self._criteria: dict[str, _CriterionTally] = {}
 
     @classmethod
-    def of(cls, cases: Iterable[CaseResult]) -> "RunTally":
+    def of(cls, cases: Iterable[CaseResult]) -> RunTally:
         tally = cls()
         for case in cases:
             tally.add(case)
@@ -690,7 +688,7 @@ class RunTally:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunTally":
+    def from_dict(cls, data: dict[str, Any]) -> RunTally:
         tally = cls()
         tally.cases = int(data.get("cases") or 0)
         tally.status_counts = Counter({CaseStatus(k): int(n)
@@ -775,7 +773,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
 
     @classmethod
     def create(cls, eval_set_id: str, results: list[CaseResult], eval_set_name: str = "",
-               config_used: dict[str, Any] | None = None) -> "EvalReport":
+               config_used: dict[str, Any] | None = None) -> EvalReport:
         """10xgraph: a report over case results already computed."""
         return cls(eval_set_id=eval_set_id, name=eval_set_name, cases=list(results),
                    config_used=config_used or {})
@@ -992,13 +990,13 @@ class EvalReport(MultivonReportMethods, BaseModel):
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EvalReport":
+    def from_dict(cls, data: dict[str, Any]) -> EvalReport:
         data = {k: v for k, v in data.items()
                 if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected")}
         return cls.model_validate(data)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "EvalReport":
+    def from_file(cls, path: str | Path) -> EvalReport:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 

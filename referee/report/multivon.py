@@ -69,7 +69,7 @@ class MultivonReportMethods:
         def to_json(self, indent: int | None = 2) -> str: ...
 
     # Renderers and comparison ------------------------------------------------------------
-    def compare(self, other: "EvalReport") -> "Comparison":
+    def compare(self, other: EvalReport) -> Comparison:
         """This report (the baseline) against ``other``: ``referee.report.compare_reports``."""
         from referee.report.compare import compare_reports
 
@@ -107,17 +107,17 @@ class MultivonReportMethods:
 
         return wilson_bounds(self.passed, self.evaluated, confidence)
 
-    def _evaluated(self) -> list["CaseResult"]:
+    def _evaluated(self) -> list[CaseResult]:
         return [c for c in self.cases if c.status.is_evaluated]
 
-    def filter_by_evaluator(self, name: str) -> list["CaseResult"]:
+    def filter_by_evaluator(self, name: str) -> list[CaseResult]:
         """The evaluated cases where the criterion ``name`` scored and failed."""
         return [c for c in self._evaluated()
                 if any(r.criterion == name and r.is_scored and not r.passed
                        for r in c.criterion_results)]
 
     def sample(self, n: int, *, failed_only: bool = False,
-               seed: int | None = None) -> list["CaseResult"]:
+               seed: int | None = None) -> list[CaseResult]:
         """``n`` cases drawn at random (``seed`` makes the draw repeatable), from the failed
         cases only with ``failed_only=True``."""
         pool = [c for c in self.cases if c.status.is_evaluated and not c.passed] if failed_only \
@@ -133,7 +133,7 @@ class MultivonReportMethods:
         return {f"p{p}": round(_percentile(scores, p), 4)
                 for p in (percentiles if percentiles is not None else [10, 50, 90])}
 
-    def _by_tag(self, value: Callable[["CaseResult"], float]) -> dict[str, list[float]]:
+    def _by_tag(self, value: Callable[[CaseResult], float]) -> dict[str, list[float]]:
         groups: dict[str, list[float]] = {}
         for case in self._evaluated():
             for tag in case.tags:
@@ -176,7 +176,7 @@ class MultivonReportMethods:
         return max(self.runs, counted)  # type: ignore[attr-defined]
 
     @property
-    def zero_pass_cases(self) -> list["CaseResult"]:
+    def zero_pass_cases(self) -> list[CaseResult]:
         """Evaluated cases that passed none of their runs, suspects of a broken task or grader.
         With one run per case there is no per-case signal: every evaluated case when none
         passed, else none."""
@@ -227,7 +227,7 @@ class MultivonReportMethods:
 
         return [trial_counts(c) for c in self._evaluated()]
 
-    def pass_at_k(self, k: int, confidence: float = 0.95) -> "PassKResult":
+    def pass_at_k(self, k: int, confidence: float = 0.95) -> PassKResult:
         """The chance that a case passes at least once in ``k`` runs, averaged over evaluated
         cases (unbiased estimator per case, from its evaluated runs); ``value`` None, with
         ``unknown_reason``, when k exceeds some case's evaluated runs."""
@@ -235,14 +235,14 @@ class MultivonReportMethods:
 
         return report_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
 
-    def pass_hat_k(self, k: int, confidence: float = 0.95) -> "PassKResult":
+    def pass_hat_k(self, k: int, confidence: float = 0.95) -> PassKResult:
         """The chance that a case passes all of ``k`` runs, averaged over evaluated cases;
         unknown as for ``pass_at_k``."""
         from referee.report.trials import PASS_HAT_K, report_pass_k
 
         return report_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
 
-    def lottery_cases(self, k: int | None = None) -> list["CaseResult"]:
+    def lottery_cases(self, k: int | None = None) -> list[CaseResult]:
         """Evaluated cases that pass some of ``k`` runs but not all (pass@k above pass^k),
         widest gap first; ``k`` defaults to ``runs_per_case``. Cases with fewer evaluated runs
         than k are left out."""

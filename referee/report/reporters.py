@@ -16,10 +16,10 @@ import logging
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TextIO
-
+from typing import Any, ClassVar, TextIO
 
 from referee.config import ReporterConfig
 from referee.report.console import NON_TERMINAL_WIDTH, render_text
@@ -337,11 +337,13 @@ class ReporterManager:
             if not enabled:
                 continue
             path = str(folder / filename)
-            saved, _ = self._attempt(out, reporter, lambda: reporter.save(report, path))
+            saved, _ = self._attempt(out, reporter,
+                                     lambda: reporter.save(report, path))  # noqa: B023  # called at once
             if saved:
                 setattr(out, slot, path)
         for custom in self.reporters:
-            ran, written = self._attempt(out, custom, lambda: custom.generate(report, str(folder)))
+            ran, written = self._attempt(
+                out, custom, lambda: custom.generate(report, str(folder)))  # noqa: B023  # called at once
             if ran and isinstance(written, str) and written:
                 out.custom_paths[custom.name] = written
         return out

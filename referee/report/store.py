@@ -46,9 +46,10 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -56,8 +57,14 @@ from referee.errors import InputError, RefereeError
 from referee.redact import redact_secrets
 from referee.report.case_file import StoredCases, scan_offsets
 from referee.report.model import CaseResult, EvalReport, RunTally
-from referee.report.versions import (VERSION_KEY, VERSIONS_DIR, describe, earlier_versions,
-                                     split_ref, version_dir, version_number)
+from referee.report.versions import (
+    VERSION_KEY,
+    VERSIONS_DIR,
+    describe,
+    split_ref,
+    version_dir,
+    version_number,
+)
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
 META_FILE = "meta.json"
@@ -180,7 +187,7 @@ class RunStore:
     # Construction ------------------------------------------------------------------------
     @classmethod
     def create(cls, runs_dir: str | Path | None, report: EvalReport, *,
-               case_ids: list[str], extra_meta: dict[str, Any] | None = None) -> "RunStore":
+               case_ids: list[str], extra_meta: dict[str, Any] | None = None) -> RunStore:
         """Start a new run directory ``<runs_dir>/<report.run_id>`` and write its meta.json."""
         base = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
         run_dir = base / report.run_id
@@ -204,7 +211,7 @@ class RunStore:
         return store
 
     @classmethod
-    def reopen(cls, run_dir: str | Path, *, new_version: bool = False) -> "RunStore":
+    def reopen(cls, run_dir: str | Path, *, new_version: bool = False) -> RunStore:
         """Open an interrupted or damaged run for resuming, as its only writer.
 
         A torn final line is cut off and damaged lines move to cases.damaged.jsonl, so that
@@ -748,7 +755,7 @@ class RunInfo:
     versions: tuple[int, ...] = ()
 
     @classmethod
-    def from_report(cls, path: Path, report: EvalReport, finished: bool) -> "RunInfo":
+    def from_report(cls, path: Path, report: EvalReport, finished: bool) -> RunInfo:
         expected = int(report.metadata.get("expected_cases") or 0)
         total = max(report.total, expected) if not finished else report.total
         return cls(
@@ -763,7 +770,7 @@ class RunInfo:
         )
 
     @classmethod
-    def unreadable(cls, path: Path, problem: str) -> "RunInfo":
+    def unreadable(cls, path: Path, problem: str) -> RunInfo:
         """A run directory that cannot be read at all: listed, so that it is not lost silently."""
         try:
             started = path.stat().st_mtime

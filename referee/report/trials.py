@@ -85,8 +85,12 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
     case are not independent; when every case has the same estimate, where a bootstrap would
     shrink to a point, it is the Wilson interval of that proportion over the cases.
     """
-    from referee.report.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-    from referee.report.compare import bootstrap_mean_ci, wilson_bounds
+    from referee.report.compare import (
+        BOOTSTRAP_RESAMPLES,
+        BOOTSTRAP_SEED,
+        bootstrap_mean_ci,
+        wilson_bounds,
+    )
 
     if metric not in ESTIMATORS:
         raise ValueError(f"metric must be {PASS_AT_K!r} or {PASS_HAT_K!r}, got {metric!r}")
@@ -154,7 +158,7 @@ def clear_after(passes: int, fails: int, *, alpha: float = 0.05, beta: float = 0
 
 # One case, several runs ------------------------------------------------------------------------
 
-def _combined_status(runs: Sequence["CaseResult"]) -> "CaseStatus":
+def _combined_status(runs: Sequence[CaseResult]) -> CaseStatus:
     """A known failure beats an unknown (design #8), across runs as across criteria: any run
     that FAILED makes the case FAILED; else any errored run its error (a model error or timeout
     before a judge or evaluator error); else PASSED if some run passed; else SKIPPED."""
@@ -196,7 +200,7 @@ def _combined_criterion(label: str, results: list[CriterionResult], runs: int) -
                            details=details, token_usage=usage, **update)
 
 
-def _combined_execution(runs: Sequence["CaseResult"]) -> "ExecutionResult | None":
+def _combined_execution(runs: Sequence[CaseResult]) -> ExecutionResult | None:
     """The last run's output, with the mean latency of the runs and what the model spent in
     all of them."""
     executions = [r.execution for r in runs if r.execution is not None]
@@ -208,8 +212,8 @@ def _combined_execution(runs: Sequence["CaseResult"]) -> "ExecutionResult | None
         "token_usage": TokenUsage.total([e.token_usage for e in executions])})
 
 
-def combine_runs(runs: Sequence["CaseResult"], *, case: "EvalCase | None", index: int,
-                 key: str) -> "CaseResult":
+def combine_runs(runs: Sequence[CaseResult], *, case: EvalCase | None, index: int,
+                 key: str) -> CaseResult:
     """One case's result from its runs (in run order), each kept in ``run_results``."""
     from referee.report.model import CaseResult
 
@@ -239,7 +243,7 @@ def combine_runs(runs: Sequence["CaseResult"], *, case: "EvalCase | None", index
         converted=[c for r in kept for c in r.converted], run_results=kept)
 
 
-def trial_counts(result: "CaseResult") -> tuple[int, int]:
+def trial_counts(result: CaseResult) -> tuple[int, int]:
     """(evaluated runs, passed runs) of a case: a single run counts as one trial."""
     from referee.report.model import CaseStatus
 

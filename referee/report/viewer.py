@@ -22,19 +22,23 @@ import re
 import secrets
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from referee.errors import InputError
 from referee.report.compare import compare_reports
-from referee.report.html import render_compare_html, render_html, render_index_html
+from referee.report.html import (
+    render_compare_html,
+    render_html,
+    render_index_html,
+    render_labelling_html,
+)
 from referee.report.json_report import render_json
 from referee.report.model import EvalReport
-from referee.report.html import render_labelling_html
 from referee.report.store import META_FILE, REPORT_FILE, RunInfo, RunStore, list_runs, load_run
 from referee.report.versions import split_ref, version_number
 
@@ -319,7 +323,7 @@ class ViewerHandle:
             self.thread.join(timeout=10)
         self.server.server_close()
 
-    def __enter__(self) -> "ViewerHandle":
+    def __enter__(self) -> ViewerHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -168,7 +168,7 @@ class AcceptancePolicy:
         return {"schema": POLICY_SCHEMA, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AcceptancePolicy":
+    def from_dict(cls, data: dict[str, Any]) -> AcceptancePolicy:
         values = dict(data)
         schema = values.pop("schema", None)
         if schema != POLICY_SCHEMA:
@@ -296,7 +296,7 @@ class _Attempt:
     errored: bool
 
     @classmethod
-    def of(cls, row: CaseResult) -> "_Attempt":
+    def of(cls, row: CaseResult) -> _Attempt:
         # Namesakes are labelled apart (``contains``, ``contains#2``), so each name is one result.
         ran = row.model_error is None
         verdicts: dict[str, bool | None] = {

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.case import EvalCase
 from referee._adk import scenario_of
+from referee.case import EvalCase
 from referee.config import EvalConfig, UserSimulatorConfig
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult

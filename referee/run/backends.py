@@ -18,7 +18,6 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol
 
 from referee.case import EvalCase
-from referee.execution import ExecutionResult
 from referee.report.model import CaseResult
 from referee.run.engine import Engine, Execute, StoredOutput
 

@@ -121,7 +121,7 @@ class ModelCaller:
         # A sync function may still hand back a coroutine (e.g. a lambda around an async def).
         while inspect.isawaitable(value):
             awaitable = value
-            value = await _guarded(lambda: awaitable)
+            value = await _guarded(lambda: awaitable)  # noqa: B023  # awaited before the loop goes on
         return value
 
     async def _in_thread(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -211,7 +211,7 @@ def _is_async_callable(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None))
+        getattr(fn, "__call__", None))  # noqa: B004  # an object whose __call__ is async
 
 
 # What a front door supplies: run the model on one case and return what it produced

@@ -20,9 +20,8 @@ from typing import IO, Any
 from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
-from referee.report.console import render_console
-from referee.execution import ExecutionResult
 from referee.report.case_file import StoredCases
+from referee.report.console import render_console
 from referee.report.model import CaseResult, CaseStatus, EvalReport, RunTally
 from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
 from referee.report.versions import VERSION_KEY, version_number

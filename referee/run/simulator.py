@@ -95,7 +95,7 @@ class SimulationResult(BaseModel):
     status: str = ""
 
     @classmethod
-    def from_case(cls, scenario: ConversationScenario, result: CaseResult) -> "SimulationResult":
+    def from_case(cls, scenario: ConversationScenario, result: CaseResult) -> SimulationResult:
         execution = result.execution
         meta = execution.metadata if execution is not None else {}
         conversation = list(meta.get("conversation") or [])

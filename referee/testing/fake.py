@@ -31,7 +31,7 @@ from referee.testing.script import (
 
 FAKE_PROVIDER = "fake"
 _ids = itertools.count(1)
-_fakes: "weakref.WeakValueDictionary[str, FakeJudge]" = weakref.WeakValueDictionary()
+_fakes: weakref.WeakValueDictionary[str, FakeJudge] = weakref.WeakValueDictionary()
 
 
 class _FakeResponse:

@@ -104,7 +104,7 @@ class LlamaJudgeServer:
         self._url: str | None = None
 
     # lifecycle
-    def start(self) -> "LlamaJudgeServer":
+    def start(self) -> LlamaJudgeServer:
         if self._process is not None:
             return self
         path = self._model if self._model is not None else check_installed()
@@ -143,7 +143,7 @@ class LlamaJudgeServer:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> "LlamaJudgeServer":
+    def __enter__(self) -> LlamaJudgeServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

@@ -11,8 +11,9 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 from referee.judge.caching import estimate_tokens
 
@@ -49,7 +50,7 @@ class Reply:
 
     @classmethod
     def calling(cls, *calls: ScriptedToolCall | tuple[str, dict[str, Any]], text: str = "",
-                **fields: Any) -> "Reply":
+                **fields: Any) -> Reply:
         """A turn that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
         scripted = tuple(c if isinstance(c, ScriptedToolCall) else ScriptedToolCall(*c)
                          for c in calls)
@@ -75,12 +76,12 @@ class Fault:
     body: str | None = None
 
     @classmethod
-    def rate_limit(cls, retry_after: float | str | None = None) -> "Fault":
+    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
         return cls("status", status=429,
                    retry_after=None if retry_after is None else _header_value(retry_after))
 
     @classmethod
-    def quota_exhausted(cls) -> "Fault":
+    def quota_exhausted(cls) -> Fault:
         """OpenAI's 429 for an account out of credit (``insufficient_quota``): not a pace."""
         return cls("status", status=429, body=(
             '{"error": {"message": "You exceeded your current quota, please check your plan '
@@ -89,7 +90,7 @@ class Fault:
 
     @classmethod
     def http(cls, status: int, retry_after: float | str | None = None,
-             body: str | None = None) -> "Fault":
+             body: str | None = None) -> Fault:
         if not 400 <= status <= 599:
             raise ValueError(f"an HTTP fault needs a 4xx/5xx status, got {status}")
         return cls("status", status=status,
@@ -97,31 +98,31 @@ class Fault:
                    body=body)
 
     @classmethod
-    def server_error(cls, status: int = 500) -> "Fault":
+    def server_error(cls, status: int = 500) -> Fault:
         return cls.http(status)
 
     @classmethod
-    def reset(cls) -> "Fault":
+    def reset(cls) -> Fault:
         return cls("reset")
 
     @classmethod
-    def hang(cls, seconds: float | None = None) -> "Fault":
+    def hang(cls, seconds: float | None = None) -> Fault:
         return cls("hang", seconds=seconds)
 
     @classmethod
-    def truncated(cls) -> "Fault":
+    def truncated(cls) -> Fault:
         return cls("truncated")
 
     @classmethod
-    def non_json(cls, body: str = "<html><body>502 Bad Gateway</body></html>") -> "Fault":
+    def non_json(cls, body: str = "<html><body>502 Bad Gateway</body></html>") -> Fault:
         return cls("non_json", body=body)
 
     @classmethod
-    def empty(cls) -> "Fault":
+    def empty(cls) -> Fault:
         return cls("empty")
 
     @classmethod
-    def latency(cls, seconds: float) -> "Fault":
+    def latency(cls, seconds: float) -> Fault:
         return cls("latency", seconds=seconds)
 
 
@@ -394,7 +395,7 @@ class _ServerBucket:
         return max(self.capacity - self.level(now), 0.0) / self.rate
 
 
-Outcome = Union[str, Reply, Fault]
+Outcome = str | Reply | Fault
 Responder = Callable[[RecordedRequest], Outcome]
 Matcher = Union[str, "re.Pattern[str]", Callable[[RecordedRequest], bool]]
 

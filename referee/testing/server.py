@@ -293,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out in two writes; with Nagle on, each keep-alive reply then waits
     # for the client's delayed ACK (~40 ms), which swamps any latency a test scripts.
     disable_nagle_algorithm = True
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def setup(self) -> None:
         super().setup()
@@ -500,7 +500,7 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 1024  # hundreds of concurrent clients must not be refused at accept
 
-    def __init__(self, owner: "ScriptedJudgeServer", address: tuple[str, int]) -> None:
+    def __init__(self, owner: ScriptedJudgeServer, address: tuple[str, int]) -> None:
         self.owner = owner
         # Accepted keep-alive connections: closed on stop, or each would keep a handler thread
         # blocked on its next request (and the client's socket open) for as long as the client
@@ -561,7 +561,7 @@ class ScriptedJudgeServer(ScriptedJudge):
         self._thread: threading.Thread | None = None
 
     # lifecycle
-    def start(self) -> "ScriptedJudgeServer":
+    def start(self) -> ScriptedJudgeServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
@@ -586,7 +586,7 @@ class ScriptedJudgeServer(ScriptedJudge):
         self._httpd = None
         self._thread = None
 
-    def __enter__(self) -> "ScriptedJudgeServer":
+    def __enter__(self) -> ScriptedJudgeServer:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

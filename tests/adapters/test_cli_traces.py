@@ -6,8 +6,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from referee.report.store import load_run
 from referee.cli import main
+from referee.report.store import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "traces"

@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("numpy")
 
 from referee.calibrate import calibrate, load_labels  # noqa: E402
-from referee.cli import main  # noqa: E402
 from referee.case import EvalCase  # noqa: E402
+from referee.cli import main  # noqa: E402
+from referee.errors import InputError  # noqa: E402
 from referee.evaluators import Faithfulness, Hallucination, threshold_table  # noqa: E402
 from referee.evaluators.calibration import read_calibration_file  # noqa: E402
-from referee.errors import InputError  # noqa: E402
 from referee.execution import ExecutionResult  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
 

@@ -648,8 +648,9 @@ async def test_evaluation_runner_runs_each_agent_over_its_eval_set(tmp_path):
 def test_html_reporter_page_runs_in_chromium(tmp_path):
     import re
 
-    from referee import HTMLReporter
     from test_report_samples import chromium_dom
+
+    from referee import HTMLReporter
 
     path = tmp_path / "nested" / "report.html"
     HTMLReporter(include_tool_call_details=False).save(reporter_report(), str(path))

@@ -10,7 +10,14 @@ import json
 
 import pytest
 
-from referee import AgentEvaluator, CriterionConfig, EvalConfig, ExecutionResult, MatchType, ToolCall
+from referee import (
+    AgentEvaluator,
+    CriterionConfig,
+    EvalConfig,
+    ExecutionResult,
+    MatchType,
+    ToolCall,
+)
 from referee.config import CriteriaConfig
 from referee.errors import InputError
 from referee.evalset import EvalSet

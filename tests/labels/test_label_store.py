@@ -7,8 +7,7 @@ import pytest
 
 from referee.errors import InputError
 from referee.labels import LABELS_FILE, Label, LabelStore, review_queue
-from referee.report.model import CaseStatus, EvalReport
-from referee.report.model import CaseResult
+from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.result import CriterionResult
 
 

@@ -12,6 +12,9 @@ import pytest
 
 pytest.importorskip("numpy")
 
+# The scripted judge of the calibration tests (a fixture, used by name below).
+from calibrate.test_calibrate_end_to_end import server  # noqa: E402,F401
+
 from referee.case import EvalCase  # noqa: E402
 from referee.cli import main  # noqa: E402
 from referee.evaluators import Faithfulness  # noqa: E402
@@ -21,8 +24,6 @@ from referee.report.store import load_run  # noqa: E402
 from referee.report.viewer import start_viewer  # noqa: E402
 from referee.run.session import RunOptions, run_stored  # noqa: E402
 from referee.run.sync import run_sync  # noqa: E402
-# The scripted judge of the calibration tests (a fixture, used by name below).
-from calibrate.test_calibrate_end_to_end import server  # noqa: E402,F401
 
 ROWS = 16
 

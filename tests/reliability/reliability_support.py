@@ -12,11 +12,12 @@ import re
 import subprocess
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from chromium_support import find_chromium
+
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
 MARKER = re.compile(r"\[case-(\d+)\]")

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from reliability_support import requests_per_case
 
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import list_runs, load_run
 from referee.testing import DUMMY_API_KEY, Reply, ScriptedJudgeServer
-from reliability_support import requests_per_case
 
 N_CASES = 24
 QUESTIONS = 2  # judge requests per case

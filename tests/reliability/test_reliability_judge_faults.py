@@ -10,16 +10,10 @@ match the retry bound exactly, and ``error_rate`` must count exactly the errored
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
-
-from referee import EvalCase, EvalSuite
-from referee.evaluators import CustomRubric, GEval
-from referee.judge import retry as retry_module
-from referee.report.model import CaseStatus, EvalReport
-from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 from reliability_support import (
     PROVIDER_IDS,
     PROVIDERS,
@@ -29,6 +23,12 @@ from reliability_support import (
     is_geval,
     requests_per_case,
 )
+
+from referee import EvalCase, EvalSuite
+from referee.evaluators import CustomRubric, GEval
+from referee.judge import retry as retry_module
+from referee.report.model import CaseStatus, EvalReport
+from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
 MAX_RETRIES = 2
 ATTEMPTS = 1 + MAX_RETRIES

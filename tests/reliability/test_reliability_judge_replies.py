@@ -17,15 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from referee import CheckEvaluator, CriterionConfig, EvalCase, EvalSuite
-from referee.criteria.llm import ResponseMatchCriterion
-from referee.evaluators import CustomRubric, GEval
-from referee.judge import retry as retry_module
-from referee.judge import configure, get_judge, parse_json_object, parse_verdict
-from referee.judge.verdict import Verdict
-from referee.report.model import CaseStatus
-from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 from reliability_support import (
     PROVIDER_IDS,
     PROVIDERS,
@@ -34,6 +25,15 @@ from reliability_support import (
     is_geval,
     requests_per_case,
 )
+
+from referee import CheckEvaluator, CriterionConfig, EvalCase, EvalSuite
+from referee.criteria.llm import ResponseMatchCriterion
+from referee.evaluators import CustomRubric, GEval
+from referee.judge import configure, get_judge, parse_json_object, parse_verdict
+from referee.judge import retry as retry_module
+from referee.judge.verdict import Verdict
+from referee.report.model import CaseStatus
+from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
 FAULTY = 1
 JUDGED = 3  # judge calls per case: one question, one GEval run, one response-match sample

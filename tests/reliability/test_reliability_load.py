@@ -16,12 +16,12 @@ import random
 import threading
 
 import pytest
+from reliability_support import case_input, case_of, requests_per_case
 
 from referee import EvalCase, EvalSuite
 from referee.evaluators import CustomRubric
 from referee.report.model import CaseStatus
 from referee.testing import FakeJudge, Fault, RecordedRequest, Reply, ScriptedJudgeServer
-from reliability_support import case_input, case_of, requests_per_case
 
 N_CASES = 2000
 EVALUATORS = 4

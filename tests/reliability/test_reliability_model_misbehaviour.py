@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from referee import EvalCase, EvalSuite
+from referee.criteria.base import BaseCriterion
 from referee.evaluators.deterministic import Contains
 from referee.execution import RESPONSE_KEYS
 from referee.report.model import CaseStatus
 from referee.report.store import load_run
 from referee.result import CriterionResult
-from referee.criteria.base import BaseCriterion
 from referee.run import engine
 
 GOOD = "Refunds are accepted within 30 days."

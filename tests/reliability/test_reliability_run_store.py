@@ -282,11 +282,11 @@ def test_resume_refuses_changed_criteria_unless_rescore(tmp_path: Path, capsys) 
     assert model.prompts == []
     # ...and through the CLI, the old ones are refused in one line, then re-scored on request.
     suite_file = tmp_path / "suite.py"
-    suite_file.write_text(textwrap.dedent(f"""
+    suite_file.write_text(textwrap.dedent("""
         from referee import EvalCase, EvalSuite
         from referee.evaluators.deterministic import Contains
         suite = EvalSuite("rescore-me")
-        suite.add_cases([EvalCase(input=f"question {{i}}", name=f"case {{i}}") for i in range(4)])
+        suite.add_cases([EvalCase(input=f"question {i}", name=f"case {i}") for i in range(4)])
         suite.add_evaluator(Contains(["30 jours"]))
         def model(prompt):
             raise AssertionError("the model must not be called when re-scoring")

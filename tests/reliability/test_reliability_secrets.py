@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from reliability_support import case_input, case_of
 
 from referee import CriterionConfig, EvalCase, EvalSuite
 from referee.criteria.llm import ResponseMatchCriterion
@@ -25,7 +26,6 @@ from referee.evaluators import CustomRubric, GEval
 from referee.judge import JudgeConfig, configure, get_judge
 from referee.report.model import CaseStatus
 from referee.testing import Fault, RecordedRequest, ScriptedJudgeServer
-from reliability_support import case_input, case_of
 
 # Not every key is "sk-"-shaped: gateways and proxies hand out keys of any form.
 OPENAI_KEY = "gw-CANARY-openai-7f3a9c2e5b1d4f6a8c0e2b4d6f8a1c3e"

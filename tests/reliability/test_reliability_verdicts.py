@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from reliability_support import CaseJudge, FaultPlan, case_input
 from rich.console import Console
 
 from referee import EvalCase, EvalSuite
@@ -27,7 +28,6 @@ from referee.report.html import render_html
 from referee.report.junit import render_junit
 from referee.report.model import CaseStatus
 from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
-from reliability_support import CaseJudge, FaultPlan, case_input
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 

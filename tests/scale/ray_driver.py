@@ -4,9 +4,9 @@ import sys
 from pathlib import Path
 
 import ray
+from scale_models import Logged, suite
 
 from referee.scale import RayBackend
-from scale_models import Logged, suite
 
 address, runs_dir, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 ray.init(address=address, log_to_driver=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from scale_models import answer
 
 from referee import EvalCase, EvalSuite
 from referee.evaluators import Coherence
@@ -29,7 +30,6 @@ from referee.scale._budget import (
     keeper_name,
 )
 from referee.testing import Fault, Reply, ScriptedJudgeServer
-from scale_models import answer
 
 CAP = 2  # the pinned max_concurrency of the judge endpoint
 CASES = 24  # four judge requests each (Coherence asks four questions at once)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import ray
+from scale_models import Logged, answer, suite
 
 from referee.report.store import load_run
 from referee.scale import RayBackend
-from scale_models import Logged, answer, suite
 
 HERE = Path(__file__).resolve().parent
 

@@ -14,8 +14,8 @@ from referee.criteria.llm.caller import (
     LLMCallerMixin,
     is_no_provider_reply,
     logger,
-    recording_replies,
     panel_member,
+    recording_replies,
     sample_index_scope,
 )
 from referee.criteria.llm.replies import reply_text
@@ -44,7 +44,7 @@ class SampleBatch(tuple):  # type: ignore[type-arg]
                 extras: list[dict[str, Any]], token_usage: TokenUsage, *,
                 failures: list[Exception] | None = None,
                 provider_fallback: bool = False,
-                sample_replies: list[dict[str, Any]] | None = None) -> "SampleBatch":
+                sample_replies: list[dict[str, Any]] | None = None) -> SampleBatch:
         batch = super().__new__(cls, (scores, reasonings, extras, token_usage))
         batch.failures = list(failures or [])
         batch.provider_fallback = provider_fallback
