@@ -20,6 +20,7 @@ from referee.judge import (
     parse_json_object,
     read_score,
     reply_evidence,
+    reply_reason,
     unreadable_replies,
 )
 from referee.judge.panel import JudgePanel, ask_panel, combine_member_scores
@@ -36,8 +37,7 @@ def _run_score(text: str) -> tuple[float | None, str]:
         data = parse_json_object(text, ("score",))
     except ValueError:
         return None, ""
-    reason = data.get("reason", data.get("reasoning", ""))
-    reason = reason if isinstance(reason, str) else str(reason)
+    reason = reply_reason(data)
     return read_score(data.get("score")), reason
 
 

@@ -30,6 +30,7 @@ from referee.judge.verdict import (
     parse_verdict,
     read_score,
     reply_evidence,
+    reply_reason,
     score_problem,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "parse_verdict",
     "read_score",
     "reply_evidence",
+    "reply_reason",
     "score_problem",
     "price_of",
     "provider_available",

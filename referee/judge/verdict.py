@@ -213,6 +213,12 @@ def read_score(value: Any) -> float | None:
     return None if score_problem(value) is not None else float(value)
 
 
+def reply_reason(data: dict[str, Any]) -> str:
+    """The reason a JSON judge reply gives (``reason``, else ``reasoning``), as text."""
+    reason = data.get("reason", data.get("reasoning", ""))
+    return reason if isinstance(reason, str) else str(reason)
+
+
 def parse_json_object(text: str | None, expected_keys: Iterable[str] = ()) -> dict[str, Any]:
     """The judge's JSON object in a reply, tolerating code fences and prose around it.
 

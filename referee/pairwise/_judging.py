@@ -21,6 +21,7 @@ from referee.judge import (
     JudgeReply,
     get_judge,
     parse_json_object,
+    reply_reason,
     unreadable_replies,
 )
 from referee.usage import TokenUsage
@@ -115,8 +116,7 @@ def read_winner(text: str) -> tuple[str | None, str]:
         data = parse_json_object(text, ("winner",))
     except ValueError:
         return None, ""
-    reason = data.get("reason", data.get("reasoning", ""))
-    reason = reason if isinstance(reason, str) else str(reason)
+    reason = reply_reason(data)
     value = data.get("winner")
     if isinstance(value, bool) or value is None:
         return None, reason
