@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from referee.calibrate._labels import LabelledCase
-from referee.calibrate._report import _criterion_result, _exclusion
+from referee.calibrate._report import criterion_result, exclusion
 from referee.calibrate._run import _question_set, score_labelled
 from referee.case import EvalCase
 from referee.evaluators.calibration import CalibrationEntry
@@ -191,10 +191,10 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
     judged = []
     for row, canary in zip(rows, entry.canary):
         case = by_id.get(row.case.eval_id)
-        result = _criterion_result(case, name) if case is not None else None
+        result = criterion_result(case, name) if case is not None else None
         if result is not None:
             judged.append(result)
-        why = _exclusion(case, result) if case is not None else ("MISSING", "not run")
+        why = exclusion(case, result) if case is not None else ("MISSING", "not run")
         checked.append(RecheckRow(
             source=row.source, label=row.passed, score_then=canary.score,
             score_now=None if why is not None or result is None

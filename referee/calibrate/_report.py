@@ -195,11 +195,11 @@ class CalibrationReport(BaseModel):
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
 
-def _criterion_result(case: CaseResult, evaluator: str) -> Any:
+def criterion_result(case: CaseResult, evaluator: str) -> Any:
     return next((r for r in case.criterion_results if r.criterion == evaluator), None)
 
 
-def _exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
+def exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
     """(status, why) when the row has no score to compare, else None."""
     if result is None:
         return case.status.value, case.error or "no result"
@@ -247,10 +247,10 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         if "passed" not in label:
             raise ValueError(f"case {case.eval_id} of the run carries no human label; "
                              "was this run made by referee calibrate?")
-        result = _criterion_result(case, evaluator)
+        result = criterion_result(case, evaluator)
         if result is not None:
             judged.append(result)
-        why = _exclusion(case, result)
+        why = exclusion(case, result)
         if why is not None:
             excluded[why[0]] += 1
             if len(excluded_rows) < EXCLUDED_SHOWN:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_calibrate_end_to_end import labelled_file
 from test_report_samples import chromium_dom
 
 pytest.importorskip("numpy")
@@ -46,20 +47,6 @@ class Judge:
         return "No" if bad else "Yes"
 
 
-def labels_file(tmp_path: Path, rows: int = 30) -> Path:
-    """Half pass, half fail, and the judge (unflipped) agrees with people on all but two."""
-    lines = []
-    for i in range(rows):
-        passed = i % 2 == 0
-        marker = "[ok]" if passed or i in (1, 3) else "[bad]"
-        lines.append(json.dumps({"id": f"row-{i:02d}", "input": f"Question {i}?",
-                                 "context": f"Fact number {i}.", "output": f"{marker} answer {i}",
-                                 "label": "pass" if passed else "fail"}))
-    path = tmp_path / "labels.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def judge():
     return Judge()
@@ -83,7 +70,7 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 def calibrated(server, tmp_path, capsys):
     """Faithfulness judged by openai/a, calibrated while the provider served a-2024-01."""
     calibration = tmp_path / "calibration.json"
-    code, out, err = cli(capsys, "calibrate", str(labels_file(tmp_path)), "--evaluator",
+    code, out, err = cli(capsys, "calibrate", str(labelled_file(tmp_path, rows=30)), "--evaluator",
                          "faithfulness", "--judge", "openai/a", "--out", str(tmp_path / "cal"),
                          "--calibration-file", str(calibration), "--resamples", "100")
     assert code == 0, err
