@@ -27,8 +27,14 @@ separate the labels" and not recorded unless --force.
 --from-run RUN_DIR instead of LABELS calibrates on a stored run: the outputs it stored and the
 labels people made on them in `referee view` (the rows `referee labels export` writes); the
 model under test is not asked again.
-Exit codes: 0 done, 1 the judge does not separate the labels (so nothing was recorded),
-2 bad input, 130 interrupted."""
+--recheck (no LABELS) judges again the canary each calibration entry keeps (up to 20 of its
+labelled rows, both verdicts, with the scores the judge gave them), with the reply cache off,
+and says whether agreement with people moved and whether the provider now serves another model
+version than the one calibrated; --evaluator and --judge pick entries, --tolerance sets how far
+agreement may fall (default 0.10).
+Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge does
+not separate the labels (so nothing was recorded), or with --recheck its agreement fell beyond
+the tolerance or its served version changed, 2 bad input, 130 interrupted."""
 
 DATASETS = ("labels", "summedits", "halueval", "evouna")
 
@@ -88,6 +94,12 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     parser.add_argument("--force", action="store_true",
                         help="record the threshold even when the judge does not separate the "
                              "labels (the entry says so)")
+    parser.add_argument("--recheck", action="store_true",
+                        help="judge each calibration entry's stored canary rows again and "
+                             "say whether agreement or the served model version moved")
+    parser.add_argument("--tolerance", type=fraction, default=None, metavar="X",
+                        help="with --recheck: how far agreement may fall, as a share of the "
+                             "rows (default 0.10)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="one summary line instead of the table")
@@ -130,6 +142,10 @@ def run_command(args: argparse.Namespace,
     from referee.calibrate._render import print_console
     from referee.calibrate._run import calibrate, evaluator_by_name
 
+    if args.recheck:
+        return run_recheck(args, load_module_of)
+    if args.tolerance is not None:
+        raise ValueError("--tolerance goes with --recheck")
     if args.retry_errors and args.resume is None:
         raise ValueError("--retry-errors goes with --resume RUN_DIR")
     if args.folds is not None and args.folds < 2:
@@ -198,3 +214,68 @@ def run_command(args: argparse.Namespace,
         print(f"referee: {NOT_SEPARATED}: {report.fit_problem}; {outcome}", file=sys.stderr)
         return 1 if refused and not args.no_write else 0
     return 0
+
+
+# Options of a calibration that a recheck, which reuses the entry's, does not take.
+_NOT_WITH_RECHECK = ("labels", "from_run", "criterion", "folds", "cutoff", "limit", "resume",
+                     "retry_errors", "no_write", "force")
+
+
+def run_recheck(args: argparse.Namespace,
+                load_module_of: Callable[[str, str], tuple[ModuleType, str]]) -> int:
+    """``--recheck``: each chosen entry's canary judged again; 1 when any one drifted."""
+    import json
+
+    from referee.calibrate._recheck import DEFAULT_TOLERANCE, entries_to_recheck, recheck
+    from referee.calibrate._run import evaluator_by_name
+    from referee.evaluators.calibration import calibration_file_path, read_calibration_file
+    from referee.terminal import terminal_safe
+
+    given = [name for name in _NOT_WITH_RECHECK if getattr(args, name) not in (None, False)]
+    if given:
+        shown = "LABELS" if given[0] == "labels" else "--" + given[0].replace("_", "-")
+        raise ValueError(f"{shown} does not go with --recheck (it rechecks the calibration "
+                         "file's entries)")
+    location = calibration_file_path(args.calibration_file)
+    if not location.exists():
+        raise ValueError(f"{location}: no such calibration file to recheck")
+    custom = None
+    if args.evaluator and ":" in args.evaluator:
+        custom = _load_object(args.evaluator, load_module_of)
+    wanted = (str(getattr(custom, "name", type(custom).__name__)) if custom is not None
+              else _evaluator_name(args.evaluator) if args.evaluator else None)
+    entries = entries_to_recheck(read_calibration_file(location).entries, evaluator=wanted,
+                                 judge=args.judge)
+    if not entries:
+        raise ValueError(f"{location} has no entry"
+                         + (f" for {wanted}" if wanted else "")
+                         + (f" judged by {args.judge}" if args.judge else ""))
+    results = []
+    for entry in entries:
+        if not entry.canary:
+            print(f"referee: {entry.evaluator} by {entry.judge_provider}/{entry.judge_model}: "
+                  "no canary rows kept (calibrated before referee kept them); calibrate again "
+                  "to recheck it later", file=sys.stderr)
+            continue
+        if custom is not None:
+            evaluator = custom
+        else:
+            try:
+                evaluator = evaluator_by_name(entry.evaluator)
+            except ValueError:
+                raise ValueError(f"{entry.evaluator} is not a built-in evaluator: give it with "
+                                 "--evaluator FILE.py:OBJECT to recheck its entry") from None
+        results.append(recheck(evaluator, entry,
+                               tolerance=DEFAULT_TOLERANCE if args.tolerance is None
+                               else args.tolerance,
+                               runs_dir=args.runs_dir, concurrency=args.concurrency,
+                               judge_timeout=args.judge_timeout,
+                               judge_max_tokens=args.judge_max_tokens))
+    if not results:
+        raise ValueError(f"no entry of {location} keeps canary rows to recheck")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False))
+    else:
+        for result in results:
+            print(terminal_safe(result.describe()))
+    return 1 if any(r.problems for r in results) else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,17 @@ from referee.calibrate import _stats
 from referee.calibrate._labels import LABEL_KEY
 from referee.evaluators.calibration import (
     CalibrationEntry,
+    CanaryRow,
     calibration_file_path,
     read_calibration_file,
 )
+from referee.judge.served import collect_served
 from referee.report.model import CaseResult, EvalReport
 
 # Rows listed one by one when excluded (judge errors, skips); the rest are counted.
 EXCLUDED_SHOWN = 50
+# How many labelled rows a calibration entry keeps for `referee calibrate --recheck`.
+CANARY_ROWS = 20
 NOT_SEPARATED = "this judge does not separate the labels"
 
 
@@ -126,6 +131,13 @@ class CalibrationReport(BaseModel):
     questions: list[QuestionAgreement] = Field(default_factory=list)
     resamples: int
     seed: int
+    # The judge as the provider reported it (judge/served.py): the model version its replies
+    # named (most frequent first) and OpenAI's system fingerprints; empty when every reply
+    # came from the reply cache.
+    served_models: list[str] = Field(default_factory=list)
+    system_fingerprints: list[str] = Field(default_factory=list)
+    # The labelled rows `referee calibrate --recheck` judges again (see canary_rows).
+    canary: list[CanaryRow] = Field(default_factory=list)
 
     @property
     def judge(self) -> str:
@@ -153,6 +165,9 @@ class CalibrationReport(BaseModel):
             kappa=measured.kappa.value, tpr=measured.tpr.value, tnr=measured.tnr.value,
             positives=measured.positives, negatives=measured.n - measured.positives,
             agreement_source=source, fit_problem=self.fit_problem,
+            served_model=self.served_models[0] if self.served_models else None,
+            system_fingerprints=self.system_fingerprints or None,
+            canary=self.canary or None,
             run_dir=self.run_dir)  # type: ignore[call-arg]  # an extra key (extra="allow")
 
     def write_calibration_file(self, path: str | Path | None = None, *,
@@ -180,11 +195,11 @@ class CalibrationReport(BaseModel):
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
 
-def _criterion_result(case: CaseResult, evaluator: str) -> Any:
+def criterion_result(case: CaseResult, evaluator: str) -> Any:
     return next((r for r in case.criterion_results if r.criterion == evaluator), None)
 
 
-def _exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
+def exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
     """(status, why) when the row has no score to compare, else None."""
     if result is None:
         return case.status.value, case.error or "no result"
@@ -225,13 +240,17 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
     excluded: Counter[str] = Counter()
     excluded_rows: list[ExcludedRow] = []
     votes: dict[tuple[str, str], list[tuple[bool | None, bool]]] = {}
+    scored_rows: list[CanaryRow] = []
+    judged: list[Any] = []
     for case in run.cases:
         label = (case.case.metadata.get(LABEL_KEY) if case.case is not None else None) or {}
         if "passed" not in label:
             raise ValueError(f"case {case.eval_id} of the run carries no human label; "
                              "was this run made by referee calibrate?")
-        result = _criterion_result(case, evaluator)
-        why = _exclusion(case, result)
+        result = criterion_result(case, evaluator)
+        if result is not None:
+            judged.append(result)
+        why = exclusion(case, result)
         if why is not None:
             excluded[why[0]] += 1
             if len(excluded_rows) < EXCLUDED_SHOWN:
@@ -242,6 +261,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         human = bool(label["passed"])
         scores.append(min(1.0, max(0.0, float(result.score))))
         passed.append(human)
+        scored_rows.append(_canary_row(case, label, scores[-1]))
         for record in result.details.get("questions") or []:
             if isinstance(record, dict) and isinstance(record.get("question"), str):
                 key = (record["question"], str(record.get("expected", "yes")))
@@ -255,7 +275,11 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         cv = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples, seed=seed)
         cross = CrossValidation(folds=cv.folds, thresholds=cv.thresholds,
                                 agreement=Agreement.of(cv.agreement))
+    served = collect_served(judged)
+    judge = f"{judge_provider}/{judge_model}"
     return CalibrationReport(
+        served_models=served.models(judge), system_fingerprints=served.fingerprints(judge),
+        canary=canary_rows(scored_rows, seed=seed),
         evaluator=evaluator, judge_provider=judge_provider, judge_model=judge_model,
         question_set=question_set, metric=metric, labels=labels,
         data_fingerprint=data_fingerprint, date=_dt.date.today().isoformat(),
@@ -266,3 +290,35 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         agreement=Agreement.of(agreement),
         curve=_stats.agreement_curve(scores, passed), cross_validation=cross,
         questions=question_agreement(votes), resamples=resamples, seed=seed)
+
+
+def _canary_row(case: CaseResult, label: dict[str, Any], score: float) -> CanaryRow:
+    assert case.case is not None  # a labelled row always stores its case
+    fields = case.case.model_dump(mode="json", exclude_defaults=True)
+    metadata = {k: v for k, v in (fields.pop("metadata", None) or {}).items() if k != LABEL_KEY}
+    if metadata:
+        fields["metadata"] = metadata
+    return CanaryRow(case=fields, output=str(label.get("output") or ""),
+                     passed=bool(label["passed"]), score=score,
+                     source=str(label.get("source") or ""))
+
+
+def canary_rows(rows: list[CanaryRow], *, seed: int, size: int = CANARY_ROWS) -> list[CanaryRow]:
+    """Up to ``size`` scored rows, half labelled pass and half fail where there are enough of
+    each (the rest from the other label), picked with ``seed``, in their original order.
+
+    Both labels are needed to see a judge drift either way: one that now lets failures through
+    changes nothing on rows people passed.
+    """
+    rng = random.Random(seed)
+    by_label = {label: [i for i, row in enumerate(rows) if row.passed is label]
+                for label in (True, False)}
+    for indices in by_label.values():
+        rng.shuffle(indices)
+    half = size // 2
+    take = {label: min(len(indices), half) for label, indices in by_label.items()}
+    for label, indices in by_label.items():  # one label short: the other fills its place
+        spare = size - sum(take.values())
+        take[label] += min(spare, len(indices) - take[label])
+    chosen = sorted(i for label, indices in by_label.items() for i in indices[:take[label]])
+    return [rows[i] for i in chosen]

@@ -15,6 +15,7 @@ from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
 from referee.evaluators.calibration import NO_QUESTION_SET
 from referee.judge import JudgeConfig
+from referee.report.model import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
@@ -97,6 +98,32 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
     if not callable(getattr(evaluator, "evaluate", None)):
         raise TypeError(f"{type(evaluator).__name__} is not an evaluator (no evaluate method)")
     rows = list(labelled_cases)
+    run, evaluator, provider, model = await score_labelled(
+        evaluator, rows, judge, runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
+        concurrency=concurrency, timeout=timeout, judge_timeout=judge_timeout,
+        judge_max_tokens=judge_max_tokens, verbose=verbose, labels=labels,
+        purpose={"metric": metric, "folds": folds})
+    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    report = build_report(
+        run, evaluator=name, judge_provider=provider, judge_model=model,
+        question_set=_question_set(evaluator), metric=metric, folds=folds,
+        resamples=resamples, seed=seed, labels=labels,
+        data_fingerprint=data_fingerprint(rows))
+    if report.run_dir:
+        write_outputs(report, Path(report.run_dir))
+    return report
+
+
+async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
+                         judge: str | JudgeConfig | None, *, runs_dir: str | Path | None,
+                         resume: str | Path | None = None, retry_errors: bool = False,
+                         concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
+                         judge_timeout: float | None = None,
+                         judge_max_tokens: int | None = None, verbose: bool = False,
+                         labels: str = "", purpose: dict[str, Any] | None = None,
+                         ) -> tuple[EvalReport, Any, str, str]:
+    """The labelled outputs scored by ``evaluator`` (with ``judge`` in place of its own) as a
+    stored run: (the run, the evaluator as run, judge provider, judge model)."""
     if not rows:
         raise ValueError("no labelled cases to calibrate on")
     if getattr(evaluator, "calibration_required", False):
@@ -129,17 +156,10 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
         options=RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
                            runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
                            formats=("json",),
-                           metadata={"calibration": {"labels": labels, "metric": metric}}),
-        config_used={"calibrate": {"evaluator": name, "labels": labels, "metric": metric,
-                                   "folds": folds, "judge": f"{provider}/{model}"}})
-    report = build_report(
-        run, evaluator=name, judge_provider=provider, judge_model=model,
-        question_set=_question_set(evaluator), metric=metric, folds=folds,
-        resamples=resamples, seed=seed, labels=labels,
-        data_fingerprint=data_fingerprint(rows))
-    if report.run_dir:
-        write_outputs(report, Path(report.run_dir))
-    return report
+                           metadata={"calibration": {"labels": labels, **(purpose or {})}}),
+        config_used={"calibrate": {"evaluator": name, "labels": labels, **(purpose or {}),
+                                   "judge": f"{provider}/{model}"}})
+    return run, evaluator, provider, model
 
 
 def calibrate(evaluator: Any, labelled_cases: Sequence[LabelledCase],

@@ -111,6 +111,18 @@ CALIBRATION_VERSION = 1
 NO_QUESTION_SET = "-"
 
 
+class CanaryRow(BaseModel):
+    """One labelled row kept with a calibration entry, and how the judge scored it then."""
+
+    model_config = ConfigDict(extra="allow")
+
+    case: dict[str, Any]  # the EvalCase's fields (input, context, expected output, ...)
+    output: str
+    passed: bool  # the people's verdict
+    score: float = Field(ge=0.0, le=1.0)  # the evaluator's score at calibration time
+    source: str = ""  # the labels file's row ("file:line")
+
+
 class CalibrationEntry(BaseModel):
     """One fitted threshold and where it came from."""
 
@@ -148,6 +160,14 @@ class CalibrationEntry(BaseModel):
                 round(float(self.tnr or 0.0) * negatives), negatives)
     # Recorded with --force although the threshold did not separate the labels: why.
     fit_problem: str | None = None
+    # The judge as the provider reported it during the calibration: the model version its
+    # replies named (most frequent; None when every reply came from the reply cache) and
+    # OpenAI's system fingerprints. A run served another version warns (judge drift).
+    served_model: str | None = None
+    system_fingerprints: list[str] | None = None
+    # A few labelled rows with the judge's scores at calibration time, for
+    # `referee calibrate --recheck`; None in entries written before it existed.
+    canary: list[CanaryRow] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -39,6 +39,7 @@ from referee.judge.providers import (
     schema_text,
     sends_reply_schema,
 )
+from referee.judge.served import note_served
 from referee.redact import clip, redact, remember_secret
 from referee.storable import without_surrogates
 from referee.usage import TokenUsage
@@ -89,6 +90,10 @@ class JudgeReply:
     attempts: int = 1
     # The provider stopped the reply at this max_tokens: the text is cut off.
     truncated_at: int | None = None
+    # The model version the provider says answered (often a dated snapshot of ``model``) and
+    # OpenAI's system_fingerprint; None for a reply replayed from the cache.
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
     def unreadable(self, problem: str) -> JudgeUnavailable:
         """The error for this reply when it yielded no verdict or score (see
@@ -411,7 +416,10 @@ class Judge:
                                cache_write_tokens=raw.cache_write_tokens),
                            cached=False, provider=cfg.provider, model=cfg.model,
                            latency_s=latency, attempts=attempts,
-                           truncated_at=request.max_tokens if raw.truncated else None)
+                           truncated_at=request.max_tokens if raw.truncated else None,
+                           served_model=raw.model or None,
+                           system_fingerprint=raw.system_fingerprint)
+        note_served(f"{cfg.provider}/{cfg.model}", reply.served_model, reply.system_fingerprint)
         usable = (raw.content_error is None and not raw.truncated
                   and _accepted(raw.text, accept))
         if cache is not None and usable:

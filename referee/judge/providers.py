@@ -52,6 +52,9 @@ class RawReply:
     text: str
     input_tokens: int  # every prompt token, cached ones included
     output_tokens: int
+    # The model the reply says served it (OpenAI's and Anthropic's ``model``, Gemini's
+    # ``modelVersion``: often a dated snapshot behind the alias asked for); the one asked for
+    # when the reply names none.
     model: str
     cached_input_tokens: int = 0  # read from the provider's prompt cache
     cache_write_tokens: int = 0   # written to it
@@ -62,6 +65,8 @@ class RawReply:
     content_error: str | None = None
     # The reply's HTTP headers where the SDK exposes them: the provider's rate-limit state.
     headers: Mapping[str, str] | None = None
+    # OpenAI Chat Completions' ``system_fingerprint``: the backend configuration that served it.
+    system_fingerprint: str | None = None
 
 
 class ProviderSetupError(Exception):
@@ -414,7 +419,8 @@ class OpenAIAdapter:
                         output_tokens=_int(usage.get("completion_tokens", 0)),
                         model=data.get("model") or request.model, cached_input_tokens=cached,
                         truncated=truncated, content_error=content_error,
-                        headers=headers)
+                        headers=headers, system_fingerprint=_text_or_none(
+                            data.get("system_fingerprint")))
 
     async def _responses(self, client: Any, request: JudgeRequest) -> RawReply:
         body: dict[str, Any] = {"model": request.model, "input": request.prompt,
@@ -451,6 +457,10 @@ class OpenAIAdapter:
                             _dict(usage.get("input_tokens_details")).get("cached_tokens")),
                         truncated=incomplete == "max_output_tokens",
                         headers=headers)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _dict(value: Any) -> dict[str, Any]:

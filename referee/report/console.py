@@ -149,6 +149,8 @@ def corrected_lines(report: EvalReport) -> list[str]:
             lines.append(f"  {label}: {rate.describe()}")
         else:
             lines.append(f"  {label}: not corrected: {record.reason or 'nothing was scored'}")
+        if record.drift:
+            lines.append(f"  {label}: judge drift: {record.drift}")
     note = report.corrected_run_note()
     if note:
         lines.append(f"  run: {note}")

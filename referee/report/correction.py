@@ -25,7 +25,7 @@ import random
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 NO_RUN_CORRECTION = ("no corrected pass rate for the run: a case passes only if every "
                      "criterion does, and the judges' joint errors are not measured; read each "
@@ -60,6 +60,11 @@ class JudgeCalibration(BaseModel):
     date: str | None = None
     data_fingerprint: str | None = None
     agreement_source: str | None = None
+    # The model versions this run's replies for the judge named (most frequent first), the one
+    # the entry was calibrated against, and, when the provider now serves another, what to say.
+    served_models: list[str] = Field(default_factory=list)
+    calibrated_served_model: str | None = None
+    drift: str | None = None
 
     @property
     def can_correct(self) -> bool:

@@ -580,6 +580,7 @@ def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
                             f"{record.agreement_source}"
                             if rate is not None and record.kappa is not None else ""),
             "note": rate.reason if rate is not None else (record.reason or "nothing was scored"),
+            "drift": f"Judge drift: {record.drift}" if record.drift else "",
         })
     note = report.corrected_run_note()
     return {"rows": rows, "run_note": note[:1].upper() + note[1:] + "." if note else ""}

@@ -27,6 +27,7 @@ from referee.execution import UNRECORDED_KEY, ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
+from referee.judge.served import SERVED_KEY, recording_served
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
@@ -632,6 +633,18 @@ class Engine:
     @staticmethod
     async def _evaluate(criterion: Any, execution: ExecutionResult,
                         case: EvalCase) -> CriterionResult:
+        # The model versions that answered this criterion's judge requests go into its details:
+        # a run and a calibration tell from them which snapshot judged (judge/served.py).
+        with recording_served() as served:
+            result = await Engine._evaluate_unrecorded(criterion, execution, case)
+        if served:
+            result = result.model_copy(update={
+                "details": {**result.details, SERVED_KEY: served.as_details()}})
+        return result
+
+    @staticmethod
+    async def _evaluate_unrecorded(criterion: Any, execution: ExecutionResult,
+                                   case: EvalCase) -> CriterionResult:
         try:
             # The protocol is async; a plain sync evaluate is tolerated.
             value = await _guarded(lambda: _awaited(criterion.evaluate, execution, case),

@@ -19,6 +19,7 @@ from referee.evaluators.calibration import (
     calibration_file_path,
     read_calibration_file,
 )
+from referee.judge.served import ServedLog
 from referee.report.correction import JudgeCalibration
 from referee.result import unique_labels
 
@@ -31,13 +32,15 @@ def is_judged(criterion: Any) -> bool:
     return callable(getattr(criterion, "judge_config", None))
 
 
-def calibration_records(criteria: Sequence[Any], path: str | Path | None = None
-                        ) -> dict[str, JudgeCalibration]:
+def calibration_records(criteria: Sequence[Any], path: str | Path | None = None, *,
+                        served: ServedLog | None = None) -> dict[str, JudgeCalibration]:
     """By criterion label (as the report keys them): the calibration of each judged criterion.
 
     Looked up after the run, when every criterion has prepared (a CheckEvaluator's questions,
     and so its question set, exist only then). A broken calibration file never stops a run:
     each judged criterion is recorded as uncalibrated, with the file's error as the reason.
+    ``served``: the model versions the run's judge replies named; a matched entry calibrated
+    against another version is marked as drifted.
     """
     location = calibration_file_path(path)
     labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])
@@ -50,7 +53,25 @@ def calibration_records(criteria: Sequence[Any], path: str | Path | None = None
         table = read_calibration_file(location)
     except InputError as exc:
         unreadable = f"the calibration file cannot be read: {exc}"
-    return {label: _record(criterion, table, location, unreadable) for label, criterion in judged}
+    records = {label: _record(criterion, table, location, unreadable)
+               for label, criterion in judged}
+    for record in records.values():
+        record.served_models = served.models(record.judge) if served is not None else []
+        record.drift = drift_between(record.calibrated_served_model, record.served_models)
+    return records
+
+
+def drift_between(calibrated: str | None, served: Sequence[str]) -> str | None:
+    """What to say when the provider served other versions than the calibrated one; None when
+    it did not, or when either side is unknown (an older entry, replies from the cache)."""
+    if not calibrated:
+        return None
+    others = [name for name in served if name.strip().lower() != calibrated.strip().lower()]
+    if not others:
+        return None
+    return (f"calibrated against {calibrated}, but the provider now serves "
+            f"{', '.join(others)}: the measured agreement may no longer hold (run "
+            f"'referee calibrate --recheck', or calibrate again)")
 
 
 def _identity(criterion: Any) -> tuple[str, str, str, str, float | None]:
@@ -116,3 +137,4 @@ def _fill(record: JudgeCalibration, entry: CalibrationEntry) -> None:
     record.n, record.date = entry.n, entry.date
     record.data_fingerprint = entry.data_fingerprint
     record.agreement_source = entry.agreement_source
+    record.calibrated_served_model = entry.served_model

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from referee.case import EvalCase, canonical_json
 from referee.errors import InputError
+from referee.judge.served import ServedLog, collect_served
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.report.case_file import StoredCases
 from referee.report.console import render_console
@@ -423,7 +424,13 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     # has nowhere else to keep them.
     tally = RunTally()
     in_memory: list[CaseResult] = []
-    record = tally.add if store is not None else in_memory.append
+    keep = tally.add if store is not None else in_memory.append
+    served = ServedLog()  # the model versions the judges' replies named, over the run
+
+    def record(result: CaseResult) -> None:
+        collect_served(_scored_results(result), served)
+        keep(result)
+
     try:
         try:
             await executor.stream(engine, cases, execute, keys=keys, skip=finished,
@@ -434,7 +441,9 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
             raise
         report.finished_at = time.time()
         report.preparation_token_usage = dict(engine.preparation_usage)
-        report.judge_calibration = calibration_records(criteria)
+        report.judge_calibration = calibration_records(criteria, served=served)
+        if options.verbose:
+            warn_judge_drift(report)
         if store is not None:
             if options.resume is not None:
                 store.compact_cases()  # a case run again leaves one line, not two
@@ -459,6 +468,22 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     if "console" in formats or (options.verbose and not formats):
         print_summary(report)
     return report
+
+
+def _scored_results(case: CaseResult) -> list[Any]:
+    """The criterion results a case's judges answered: each run's, for a case run N times."""
+    if case.run_results:
+        return [r for run in case.run_results for r in run.criterion_results]
+    return list(case.criterion_results)
+
+
+def warn_judge_drift(report: EvalReport, stream: IO[str] | None = None) -> None:
+    """One line per judged criterion whose provider served another model version than the
+    one its calibration entry was measured with."""
+    for label, record in report.judge_calibration.items():
+        if record.drift:
+            line = f"referee: judge drift: {label} ({record.judge}): {record.drift}"
+            print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
 
 
 def _has_output(stored: CaseResult) -> bool:

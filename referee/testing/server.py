@@ -214,6 +214,16 @@ def _success_body(request: RecordedRequest, reply: Reply, text: str,
     }
 
 
+def _as_served(body: dict[str, Any], request: RecordedRequest, model: str | None,
+               fingerprint: str | None) -> None:
+    """Name ``model`` as the one that served the reply (each API's field), and, in Chat
+    Completions, ``fingerprint`` as its system_fingerprint."""
+    if model is not None:
+        body["modelVersion" if request.provider == "google" else "model"] = model
+    if fingerprint is not None and request.api_style == "chat":
+        body["system_fingerprint"] = fingerprint
+
+
 def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]],
                   reply: Reply) -> dict[str, Any]:
     """A Chat Completions assistant message; with tool calls, empty text is sent as null.
@@ -383,6 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
         if wait_s:
             owner._stopping.wait(wait_s)
         body = _success_body(request, reply, reply.text, use)
+        _as_served(body, request, owner.served_model, owner.system_fingerprint)
         # Stored before the reply goes out: a client that reads it and at once sends a
         # sibling must find the prefix cached, as it would at the provider.
         owner._cache_store(request, use)
@@ -528,7 +539,8 @@ class ScriptedJudgeServer(ScriptedJudge):
 
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
                  prompt_cache: bool = True, slots: int | None = None,
-                 responses_api: bool = True, local: bool | None = None) -> None:
+                 responses_api: bool = True, local: bool | None = None,
+                 served_model: str | None = None) -> None:
         """``slots``: answer at most that many requests at once, the rest waiting in arrival
         order (a llama.cpp server's parallel slots); None, no limit. ``responses_api=False``:
         /v1/responses answers 404, as llama-cpp-python's server does.
@@ -540,6 +552,11 @@ class ScriptedJudgeServer(ScriptedJudge):
         given the URL) always sees a local server.
         """
         super().__init__(reply)
+        # The model version replies say served them (None: the model asked for, as a server
+        # without aliases answers) and Chat Completions' system_fingerprint; both may be
+        # changed while the server runs, as a provider moves an alias to a new snapshot.
+        self.served_model: str | None = served_model
+        self.system_fingerprint: str | None = None
         if slots is not None and slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self._host = host
