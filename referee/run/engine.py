@@ -28,7 +28,7 @@ from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
 from referee.judge.served import SERVED_KEY, recording_served
-from referee.report.model import CaseResult, CaseStatus
+from referee.report.model import CaseResult, CaseStatus, case_status
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult, unique_labels
@@ -241,22 +241,6 @@ def case_keys(cases: Sequence[EvalCase]) -> list[str]:
 
 
 # Status mapping (docs/architecture.md) ------------------------------------------------------
-
-def case_status(results: Sequence[CriterionResult]) -> CaseStatus:
-    """A known failure beats an unknown: FAILED > JUDGE_ERROR > EVALUATOR_ERROR > PASSED/SKIPPED.
-
-    (MODEL_ERROR and TIMEOUT come first, but they are decided before any criterion runs.)
-    """
-    if any(r.is_scored and not r.passed for r in results):
-        return CaseStatus.FAILED
-    if any(r.is_judge_error for r in results):
-        return CaseStatus.JUDGE_ERROR
-    if any(r.is_error for r in results):
-        return CaseStatus.EVALUATOR_ERROR
-    if not any(r.is_scored for r in results):
-        return CaseStatus.SKIPPED
-    return CaseStatus.PASSED
-
 
 def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> str | None:
     if status == CaseStatus.JUDGE_ERROR:
