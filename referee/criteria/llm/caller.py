@@ -23,11 +23,12 @@ from referee.judge import (
     provider_for_model,
     reply_evidence,
 )
+from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
 
-JUDGE_TEMPERATURE = 0.3
+JUDGE_TEMPERATURE = DEFAULT_JUDGES[AGENT_EVALUATOR].temperature
 # The keys of the judge's own reply object, which an object echoed from the output lacks.
 SCORE_KEYS = ("score", "reasoning")
 NO_PROVIDER_REASONING = "No LLM provider available"
