@@ -85,7 +85,7 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
     case are not independent; when every case has the same estimate, where a bootstrap would
     shrink to a point, it is the Wilson interval of that proportion over the cases.
     """
-    from referee.report.compare import (
+    from referee.report.statistics import (
         BOOTSTRAP_RESAMPLES,
         BOOTSTRAP_SEED,
         bootstrap_mean_ci,
