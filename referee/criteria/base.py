@@ -7,7 +7,7 @@ import math
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -15,6 +15,77 @@ from referee.execution import ExecutionResult
 from referee.redact import redact
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from referee.judge.config import JudgeConfig
+
+
+@runtime_checkable
+class Criterion(Protocol):
+    """The one criterion protocol (design decision 3): a name, a threshold and
+    ``async evaluate(actual, expected) -> CriterionResult``. The 10xgraph-style criteria, the
+    multivon-style evaluators and a user's own checks all meet it; the engine and the run
+    session are typed with it. Of an object that only has ``evaluate`` (all the run's front
+    doors check for), the engine reads the class name as its name and 0.0 as its threshold
+    (``criterion_label``, ``criterion_threshold``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def threshold(self) -> float: ...
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult: ...
+
+
+@runtime_checkable
+class PreparedCriterion(Protocol):
+    """The optional part of the protocol for a criterion with work to do once per run, before
+    any case (``CheckEvaluator`` writes its questions): the engine calls ``prepare()`` once,
+    on the driver, and a failure there errors that criterion on every case. A sync
+    ``prepare`` is tolerated."""
+
+    def prepare(self) -> Any: ...
+
+
+# Which API surface's judge rules a judged criterion follows (referee.judge.DEFAULT_JUDGES):
+# "AgentEvaluator" names its judge by model (CriterionConfig.judge_model, JUDGE_PANEL members
+# as given); "EvalSuite" resolves a JudgeConfig (judge= > configure() > environment > default).
+JudgeSurface = Literal["AgentEvaluator", "EvalSuite"]
+
+
+@runtime_checkable
+class JudgedCriterion(Protocol):
+    """The optional part of the protocol for a criterion that calls a judge, and says which:
+    the run describes it before the first case and records it in meta.json. It may say which surface's rules its judge follows in
+    a ``judge_surface`` attribute; without one it is "EvalSuite" (a resolved JudgeConfig)."""
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The judge it will call; None when no provider can serve it."""
+        ...
+
+
+def criterion_label(criterion: object) -> str:
+    """A criterion's name, or its class name when it has none."""
+    return str(getattr(criterion, "name", None) or type(criterion).__name__)
+
+
+def criterion_threshold(criterion: object) -> float:
+    """A criterion's threshold; 0.0 when it has none, or a broken one (the evaluator's fault,
+    reported when it runs)."""
+    try:
+        return float(getattr(criterion, "threshold", 0.0) or 0.0)
+    except Exception:
+        return 0.0
+
+
+def judge_surface(criterion: object) -> JudgeSurface | None:
+    """Which API surface's judge rules ``criterion`` follows; None when it calls no judge of
+    either kind."""
+    if not isinstance(criterion, JudgedCriterion):
+        return None
+    surface = getattr(criterion, "judge_surface", "EvalSuite")
+    return "AgentEvaluator" if surface == "AgentEvaluator" else "EvalSuite"
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
-from referee.criteria.base import CURRENT_CASE, BaseCriterion
+from referee.criteria.base import CURRENT_CASE, BaseCriterion, JudgeSurface
 from referee.errors import JudgeUnavailable
 from referee.evaluators._multivon import MultivonSurface
 from referee.evaluators.calibration import (
@@ -487,6 +487,8 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
     name = "judge_evaluator"
     default_threshold = 0.7
     uses_llm_judge = True
+    # The judge is resolved in layers: judge= > configure() > environment > default.
+    judge_surface: JudgeSurface = "EvalSuite"
     # Set on the evaluators the multivon-style API calibrates per judge model.
     calibration_key: str | None = None
 
