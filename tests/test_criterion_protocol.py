@@ -86,3 +86,22 @@ def test_an_object_with_only_evaluate_is_read_as_documented() -> None:
     suite.add_case(EvalCase(input="q"))
     report = suite.run(lambda q: "ok", verbose=False, save=False)
     assert report.cases[0].status == "PASSED"
+
+
+def test_an_evaluator_with_only_a_threshold_needs_no_criterion_config() -> None:
+    from referee.criteria.base import BaseCriterion
+
+    class Longer(BaseCriterion):
+        name = "longer"
+
+        async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+            return self._result(min(len(actual.actual_response or "") / 10, 1.0))
+
+    check = Longer(threshold=0.3)
+    assert check.threshold == 0.3 and Longer().threshold == CriterionConfig().threshold
+    with pytest.raises(TypeError, match="not both"):
+        Longer(CriterionConfig(), threshold=0.3)
+    suite = EvalSuite("longer").add_evaluator(check)
+    suite.add_case(EvalCase(input="q"))
+    report = suite.run(lambda q: "four", verbose=False, save=False)
+    assert (report.cases[0].criterion_results[0].score, report.cases[0].status) == (0.4, "PASSED")

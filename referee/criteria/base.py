@@ -112,8 +112,17 @@ class BaseCriterion(ABC):
     # of them (referee.execution.UNRECORDED_KEY) skips the criterion instead of scoring it.
     reads: tuple[str, ...] = ()
 
-    def __init__(self, config: CriterionConfig | None = None) -> None:
-        self.config = config if config is not None else CriterionConfig()
+    def __init__(self, config: CriterionConfig | None = None, *,
+                 threshold: float | None = None) -> None:
+        """``config`` for the 10xgraph-style criteria; an evaluator that only has a threshold
+        gives ``threshold`` alone. Either way ``self.config`` holds it, so a stored run's
+        criteria settings (which resume compares) read as before."""
+        if config is not None and threshold is not None:
+            raise TypeError(f"{type(self).__name__}: give config= or threshold=, not both")
+        if config is None:
+            config = CriterionConfig() if threshold is None else CriterionConfig(
+                threshold=threshold)
+        self.config = config
 
     @property
     def threshold(self) -> float:
