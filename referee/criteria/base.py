@@ -57,8 +57,9 @@ JudgeSurface = Literal["AgentEvaluator", "EvalSuite"]
 @runtime_checkable
 class JudgedCriterion(Protocol):
     """The optional part of the protocol for a criterion that calls a judge, and says which:
-    the run describes it before the first case and records it in meta.json. It may say which surface's rules its judge follows in
-    a ``judge_surface`` attribute; without one it is "EvalSuite" (a resolved JudgeConfig)."""
+    the run describes it before the first case and records it in meta.json. A
+    ``judge_surface`` attribute says whose rules its judge follows; without one it is
+    "EvalSuite" (a resolved JudgeConfig)."""
 
     def judge_config(self) -> JudgeConfig | None:
         """The judge it will call; None when no provider can serve it."""
