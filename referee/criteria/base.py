@@ -97,7 +97,7 @@ class CaseScope:
     (one judge request for several batched evaluators); ``shared`` holds that work.
     """
 
-    criteria: tuple[Any, ...]
+    criteria: tuple[Criterion, ...]
     shared: dict[Any, Any] = field(default_factory=dict)
 
 
