@@ -233,3 +233,50 @@ async def test_vertex_without_project_is_judge_unavailable(monkeypatch: pytest.M
     assert cfg is not None
     with pytest.raises(JudgeUnavailable, match="google"):
         await get_judge(cfg).complete("hi")
+
+
+def test_each_api_surface_has_one_documented_default_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/judge.md, "Default judges": the 10xgraph-style criteria's default and the
+    multivon-style evaluators' default, from the one table both resolution paths read."""
+    from referee.config import CriterionConfig
+    from referee.judge import DEFAULT_JUDGES
+
+    agent, suite = DEFAULT_JUDGES["AgentEvaluator"], DEFAULT_JUDGES["EvalSuite"]
+    assert (agent.model, agent.temperature) == (CriterionConfig().judge_model, 0.3)
+    assert (agent.model, suite.provider, suite.model) == (
+        "gemini-2.5-flash", "anthropic", "claude-haiku-4-5")
+    resolved = resolve_judge_config()
+    assert (resolved.provider, resolved.model, resolved.temperature) == (
+        suite.provider, suite.model, suite.temperature)
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    by_name = judge_config_for_model(agent.model)
+    assert by_name is not None
+    assert (by_name.provider, by_name.model, by_name.temperature) == (
+        "google", agent.model, agent.temperature)
+
+
+def test_a_judge_named_by_model_is_built_once_per_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every judged sample asks for its judge: the config is memoised like
+    resolve_judge_config's, and each caller gets its own copy."""
+    built = []
+    init = JudgeConfig.__init__
+
+    def counting(self: JudgeConfig, **kwargs: object) -> None:
+        built.append(kwargs.get("model"))
+        init(self, **kwargs)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setattr(JudgeConfig, "__init__", counting)
+    first = judge_config_for_model("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    second = judge_config_for_model("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert first == second and first is not second
+    assert built.count("gpt-4o-mini") == 1
+    assert first is not None
+    first.model = "changed"
+    third = judge_config_for_model("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert third is not None and third.model == "gpt-4o-mini"
+    other = judge_config_for_model("gpt-4o-mini", base_url="http://127.0.0.1:9/v1",
+                                   temperature=0.7)
+    assert other is not None and other.temperature == 0.7 and built.count("gpt-4o-mini") == 2
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert judge_config_for_model("gpt-4o-mini") is None  # availability is asked every time

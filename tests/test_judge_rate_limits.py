@@ -395,3 +395,21 @@ def test_a_slot_freed_from_another_thread_still_wakes_the_waiter() -> None:
 
     assert asyncio.run(wait_for_the_slot()) is True  # it had to queue
     assert slots.active == 1
+
+
+@pytest.mark.parametrize(("system", "prompt"), [(None, "abcde"), ("abc", "abcde"), ("", ""),
+                                                ("s" * 401, "p" * 4000)])
+def test_a_request_is_budgeted_by_the_one_token_estimate(system: str | None, prompt: str) -> None:
+    """The tpm budget and the prompt-caching rules count tokens by one formula
+    (``referee.judge.estimate_tokens``), each text rounded up, plus a short answer."""
+    from referee.judge import estimate_tokens
+    from referee.judge.client import estimate_request_tokens
+    from referee.judge.providers import JudgeRequest
+
+    request = JudgeRequest(model="m", prompt=prompt, system=system, json_mode=False,
+                           temperature=0.0, max_tokens=1024, timeout=30.0, api_style="chat")
+    expected = estimate_tokens(system or "") + estimate_tokens(prompt) + 16
+    assert estimate_request_tokens(request) == expected
+    short = JudgeRequest(model="m", prompt=prompt, system=system, json_mode=False,
+                         temperature=0.0, max_tokens=4, timeout=30.0, api_style="chat")
+    assert estimate_request_tokens(short) == expected - 12

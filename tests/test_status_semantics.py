@@ -56,6 +56,44 @@ def test_status_precedence(results, status) -> None:
     assert case_status(results) == status
 
 
+@pytest.mark.parametrize(("results", "status"), [
+    ([BAD, OUTAGE], CaseStatus.FAILED),
+    ([BAD, JUDGE], CaseStatus.FAILED),
+    ([OUTAGE, BROKEN, OK], CaseStatus.JUDGE_ERROR),
+    ([BROKEN, OK], CaseStatus.EVALUATOR_ERROR),
+    ([NAN, OK], CaseStatus.EVALUATOR_ERROR),
+    ([JUDGE], CaseStatus.JUDGE_ERROR),
+    ([OUTAGE], CaseStatus.JUDGE_ERROR),
+    ([OK, SKIP], CaseStatus.PASSED),
+    ([SKIP, SKIP], CaseStatus.SKIPPED),
+    ([], CaseStatus.SKIPPED),
+])
+def test_a_case_result_built_the_multivon_way_follows_the_same_precedence(results, status) -> None:
+    """docs/compat.md (departure 3): multivon's ``CaseResult(case_input=, results=)`` takes
+    its status by the table of docs/architecture.md, from its results as the engine does."""
+    assert CaseResult(case_input="q", results=results).status == status
+    assert CaseResult(case_input="q", results=results, model_error="boom").status == \
+        CaseStatus.MODEL_ERROR
+    errored = CaseStatus.FAILED if status == CaseStatus.FAILED else CaseStatus.JUDGE_ERROR
+    assert CaseResult(case_input="q", results=results, judge_error="503").status == errored
+
+
+@pytest.mark.parametrize(("runs", "status"), [
+    ([CaseStatus.MODEL_ERROR, CaseStatus.FAILED, CaseStatus.PASSED], CaseStatus.FAILED),
+    ([CaseStatus.JUDGE_ERROR, CaseStatus.TIMEOUT, CaseStatus.PASSED], CaseStatus.TIMEOUT),
+    ([CaseStatus.EVALUATOR_ERROR, CaseStatus.JUDGE_ERROR], CaseStatus.JUDGE_ERROR),
+    ([CaseStatus.SKIPPED, CaseStatus.PASSED], CaseStatus.PASSED),
+    ([CaseStatus.SKIPPED], CaseStatus.SKIPPED),
+])
+def test_across_runs_a_failed_run_comes_first_then_the_case_table(runs, status) -> None:
+    """docs/compat.md (departure 13): one FAILED run makes the case FAILED even beside a run
+    that had nothing to judge; otherwise the runs' statuses follow the case table."""
+    from referee.report.trials import combine_runs
+
+    cases = [CaseResult(eval_id="x", status=s) for s in runs]
+    assert combine_runs(cases, case=None, index=0, key="x").status == status
+
+
 def test_criterion_statistics_cover_scored_results_only() -> None:
     cases = [CaseResult(eval_id=str(i), status=CaseStatus.FAILED, criterion_results=[r])
              for i, r in enumerate([_r(score=0.9), _r(score=0.3, passed=False), OUTAGE, JUDGE,

@@ -29,55 +29,11 @@ CANARY_ROWS = 20
 NOT_SEPARATED = "this judge does not separate the labels"
 
 
-class Estimate(BaseModel):
-    """A value with its 95% interval (None where undefined, e.g. precision with no passes).
-
-    ``constant``: every bootstrap resample gave the value, so the bootstrap measured no spread;
-    low and high are then None, or a proportion's Wilson interval (``method`` "wilson").
-    """
-
-    value: float | None
-    low: float | None = None
-    high: float | None = None
-    constant: bool = False
-    method: str = "bootstrap"
-
-    @classmethod
-    def of(cls, interval: _stats.Interval) -> Estimate:
-        return cls(value=interval.value, low=interval.low, high=interval.high,
-                   constant=interval.constant, method=interval.method)
-
-
-class Agreement(BaseModel):
-    threshold: float
-    n: int
-    positives: int
-    base_rate: float | None
-    tp: int
-    fp: int
-    fn: int
-    tn: int
-    accuracy: Estimate
-    kappa: Estimate
-    tpr: Estimate
-    tnr: Estimate
-    precision: Estimate
-    recall: Estimate
-    f1: Estimate
-
-    @classmethod
-    def of(cls, agreement: _stats.Agreement) -> Agreement:
-        return cls(threshold=agreement.threshold, n=agreement.n, positives=agreement.positives,
-                   base_rate=agreement.base_rate, tp=agreement.tp, fp=agreement.fp,
-                   fn=agreement.fn, tn=agreement.tn,
-                   **{name: Estimate.of(agreement.metrics[name])
-                      for name in _stats.AGREEMENT_METRICS})
-
-
-class CrossValidation(BaseModel):
-    folds: int
-    thresholds: list[float]
-    agreement: Agreement
+# A value with its 95% interval, and the agreement at one threshold: computed in _stats, stored
+# in the report as they are.
+Estimate = _stats.Interval
+Agreement = _stats.Agreement
+CrossValidation = _stats.CrossValidated
 
 
 class QuestionAgreement(BaseModel):
@@ -222,7 +178,7 @@ def question_agreement(votes: dict[tuple[str, str], list[tuple[bool | None, bool
         rows.append(QuestionAgreement(
             question=question, expected=expected, answered=len(answered),
             unknown=len(pairs) - len(answered),
-            agreement=Estimate.of(_stats.wilson_interval(agree, len(answered))),
+            agreement=_stats.wilson_interval(agree, len(answered)),
             kappa=_stats.cohen_kappa([v for v, _ in answered], [lb for _, lb in answered]),
             judge_pass_human_fail=sum(1 for v, lb in answered if v and not lb),
             judge_fail_human_pass=sum(1 for v, lb in answered if not v and lb)))
@@ -272,9 +228,8 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
     agreement = _stats.agreement_at(scores, passed, at, resamples=resamples, seed=seed)
     cross = None
     if folds:
-        cv = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples, seed=seed)
-        cross = CrossValidation(folds=cv.folds, thresholds=cv.thresholds,
-                                agreement=Agreement.of(cv.agreement))
+        cross = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples,
+                                      seed=seed)
     served = collect_served(judged)
     judge = f"{judge_provider}/{judge_model}"
     return CalibrationReport(
@@ -285,9 +240,9 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         data_fingerprint=data_fingerprint, date=_dt.date.today().isoformat(),
         run_dir=run.metadata.get("run_dir"), rows=len(run.cases), scored=len(scores),
         excluded=dict(excluded), judge_errors=excluded.get("JUDGE_ERROR", 0),
-        excluded_rows=excluded_rows, threshold=Estimate.of(threshold),
+        excluded_rows=excluded_rows, threshold=threshold,
         fit_problem=_stats.fit_problem(agreement, threshold, metric),
-        agreement=Agreement.of(agreement),
+        agreement=agreement,
         curve=_stats.agreement_curve(scores, passed), cross_validation=cross,
         questions=question_agreement(votes), resamples=resamples, seed=seed)
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from referee.report.compare import wilson_bounds
+from pydantic import BaseModel
+
+from referee.report.statistics import wilson_bounds
 
 try:
     import numpy as np
@@ -39,8 +41,8 @@ class Interval:
     ``method`` says where low and high come from."""
 
     value: float | None
-    low: float | None
-    high: float | None
+    low: float | None = None
+    high: float | None = None
     constant: bool = False
     method: str = "bootstrap"
 
@@ -147,22 +149,30 @@ def _interval(samples: np.ndarray, value: float) -> Interval:
     return Interval(point, float(low), float(high))
 
 
-@dataclass(frozen=True)
-class Agreement:
-    """Agreement at one threshold: confusion counts and each metric with its interval."""
+class Agreement(BaseModel):
+    """Agreement at one threshold: confusion counts and each metric with its interval, as the
+    calibration report stores it."""
 
     threshold: float
     n: int
     positives: int
+    base_rate: float | None
     tp: int
     fp: int
     fn: int
     tn: int
-    metrics: dict[str, Interval]
+    accuracy: Interval
+    kappa: Interval
+    tpr: Interval
+    tnr: Interval
+    precision: Interval
+    recall: Interval
+    f1: Interval
 
     @property
-    def base_rate(self) -> float | None:
-        return self.positives / self.n if self.n else None
+    def metrics(self) -> dict[str, Interval]:
+        """Each of ``AGREEMENT_METRICS`` by name."""
+        return {name: getattr(self, name) for name in AGREEMENT_METRICS}
 
 
 def _agreement(predicted: np.ndarray, labels: np.ndarray, threshold: float, resamples: int,
@@ -193,8 +203,10 @@ def _agreement(predicted: np.ndarray, labels: np.ndarray, threshold: float, resa
             low, high = wilson_bounds(successes, trials)
             metrics[name] = Interval(metrics[name].value, low, high, constant=True,
                                      method="wilson")
-    return Agreement(threshold=threshold, n=n, positives=int(labels.sum()), tp=tp, fp=fp,
-                     fn=fn, tn=tn, metrics=metrics)
+    positives = int(labels.sum())
+    return Agreement(threshold=threshold, n=n, positives=positives,
+                     base_rate=positives / n if n else None, tp=tp, fp=fp, fn=fn, tn=tn,
+                     **metrics)
 
 
 def agreement_at(scores: Sequence[float], labels: Sequence[bool], threshold: float, *,
@@ -284,8 +296,7 @@ def stratified_folds(labels: Sequence[bool] | np.ndarray, folds: int, seed: int 
     return assignment
 
 
-@dataclass(frozen=True)
-class CrossValidated:
+class CrossValidated(BaseModel):
     folds: int
     thresholds: list[float]
     agreement: Agreement

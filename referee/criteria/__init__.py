@@ -1,6 +1,12 @@
 """Every AgentEvaluator-style criterion, the protocol they share, and ``CRITERIA_REGISTRY``."""
 
-from referee.criteria.base import BaseCriterion, SyncCriterion
+from referee.criteria.base import (
+    BaseCriterion,
+    Criterion,
+    JudgedCriterion,
+    PreparedCriterion,
+    SyncCriterion,
+)
 from referee.criteria.composite import CompositeCriterion, WeightedCriterion
 from referee.criteria.exact_match import ExactMatchCriterion
 from referee.criteria.keywords import ContainsKeywordsCriterion
@@ -29,13 +35,16 @@ __all__ = [
     "CRITERIA_REGISTRY",
     "CompositeCriterion",
     "ContainsKeywordsCriterion",
+    "Criterion",
     "CriterionResult",
     "ExactMatchCriterion",
     "FactualAccuracyCriterion",
     "HallucinationCriterion",
+    "JudgedCriterion",
     "LLMCallerMixin",
     "LLMJudgeCriterion",
     "NodeOrderMatchCriterion",
+    "PreparedCriterion",
     "ResponseMatchCriterion",
     "RougeMatchCriterion",
     "RubricBasedCriterion",

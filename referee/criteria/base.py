@@ -7,7 +7,7 @@ import math
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -15,6 +15,78 @@ from referee.execution import ExecutionResult
 from referee.redact import redact
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from referee.judge.config import JudgeConfig
+
+
+@runtime_checkable
+class Criterion(Protocol):
+    """The one criterion protocol (design decision 3): a name, a threshold and
+    ``async evaluate(actual, expected) -> CriterionResult``. The 10xgraph-style criteria, the
+    multivon-style evaluators and a user's own checks all meet it; the engine and the run
+    session are typed with it. Of an object that only has ``evaluate`` (all the run's front
+    doors check for), the engine reads the class name as its name and 0.0 as its threshold
+    (``criterion_label``, ``criterion_threshold``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def threshold(self) -> float: ...
+
+    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult: ...
+
+
+@runtime_checkable
+class PreparedCriterion(Protocol):
+    """The optional part of the protocol for a criterion with work to do once per run, before
+    any case (``CheckEvaluator`` writes its questions): the engine calls ``prepare()`` once,
+    on the driver, and a failure there errors that criterion on every case. A sync
+    ``prepare`` is tolerated."""
+
+    def prepare(self) -> Any: ...
+
+
+# Which API surface's judge rules a judged criterion follows (referee.judge.DEFAULT_JUDGES):
+# "AgentEvaluator" names its judge by model (CriterionConfig.judge_model, JUDGE_PANEL members
+# as given); "EvalSuite" resolves a JudgeConfig (judge= > configure() > environment > default).
+JudgeSurface = Literal["AgentEvaluator", "EvalSuite"]
+
+
+@runtime_checkable
+class JudgedCriterion(Protocol):
+    """The optional part of the protocol for a criterion that calls a judge, and says which:
+    the run describes it before the first case and records it in meta.json. A
+    ``judge_surface`` attribute says whose rules its judge follows; without one it is
+    "EvalSuite" (a resolved JudgeConfig)."""
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The judge it will call; None when no provider can serve it."""
+        ...
+
+
+def criterion_label(criterion: object) -> str:
+    """A criterion's name, or its class name when it has none."""
+    return str(getattr(criterion, "name", None) or type(criterion).__name__)
+
+
+def criterion_threshold(criterion: object) -> float:
+    """A criterion's threshold; 0.0 when it has none, or a broken one (the evaluator's fault,
+    reported when it runs)."""
+    try:
+        return float(getattr(criterion, "threshold", 0.0) or 0.0)
+    except Exception:
+        return 0.0
+
+
+def judge_surface(criterion: object) -> JudgeSurface | None:
+    """Which API surface's judge rules ``criterion`` follows; None when it calls no judge of
+    either kind."""
+    if not isinstance(criterion, JudgedCriterion):
+        return None
+    surface = getattr(criterion, "judge_surface", "EvalSuite")
+    return "AgentEvaluator" if surface == "AgentEvaluator" else "EvalSuite"
 
 
 @dataclass
@@ -25,7 +97,7 @@ class CaseScope:
     (one judge request for several batched evaluators); ``shared`` holds that work.
     """
 
-    criteria: tuple[Any, ...]
+    criteria: tuple[Criterion, ...]
     shared: dict[Any, Any] = field(default_factory=dict)
 
 
@@ -41,8 +113,17 @@ class BaseCriterion(ABC):
     # of them (referee.execution.UNRECORDED_KEY) skips the criterion instead of scoring it.
     reads: tuple[str, ...] = ()
 
-    def __init__(self, config: CriterionConfig | None = None) -> None:
-        self.config = config if config is not None else CriterionConfig()
+    def __init__(self, config: CriterionConfig | None = None, *,
+                 threshold: float | None = None) -> None:
+        """``config`` for the 10xgraph-style criteria; an evaluator that only has a threshold
+        gives ``threshold`` alone. Either way ``self.config`` holds it, so a stored run's
+        criteria settings (which resume compares) read as before."""
+        if config is not None and threshold is not None:
+            raise TypeError(f"{type(self).__name__}: give config= or threshold=, not both")
+        if config is None:
+            config = CriterionConfig() if threshold is None else CriterionConfig(
+                threshold=threshold)
+        self.config = config
 
     @property
     def threshold(self) -> float:

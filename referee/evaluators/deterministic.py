@@ -21,7 +21,6 @@ from rapidfuzz.distance import LCSseq
 from rapidfuzz.distance import Levenshtein as _rapidfuzz_levenshtein
 
 from referee.case import EvalCase
-from referee.config import CriterionConfig
 from referee.criteria.base import SyncCriterion
 from referee.evaluators._multivon import MultivonSurface
 from referee.execution import ExecutionResult
@@ -50,7 +49,7 @@ class DeterministicEvaluator(MultivonSurface, SyncCriterion):
     """Base: a threshold instead of a ``CriterionConfig``, and a check over the output text."""
 
     def __init__(self, threshold: float = 1.0) -> None:
-        super().__init__(CriterionConfig(threshold=threshold))
+        super().__init__(threshold=threshold)
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         return self.check(actual.actual_response or "", expected, actual)

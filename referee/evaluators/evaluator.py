@@ -47,7 +47,7 @@ class Evaluator(BaseCriterion):
     uses_llm_judge: bool = False
 
     def __init__(self, threshold: float = 0.5) -> None:
-        super().__init__(CriterionConfig(threshold=threshold))
+        super().__init__(threshold=threshold)
         # A subclass's class attribute ``threshold = 0.7`` replaces the property; the value
         # given here still wins, as in multivon.
         self.threshold = threshold

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.case import EvalCase
-from referee.config import CriterionConfig
-from referee.criteria.base import CURRENT_CASE, BaseCriterion
+from referee.criteria.base import CURRENT_CASE, BaseCriterion, JudgeSurface
 from referee.errors import JudgeUnavailable
 from referee.evaluators._multivon import MultivonSurface
 from referee.evaluators.calibration import (
@@ -487,6 +486,8 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
     name = "judge_evaluator"
     default_threshold = 0.7
     uses_llm_judge = True
+    # The judge is resolved in layers: judge= > configure() > environment > default.
+    judge_surface: JudgeSurface = "EvalSuite"
     # Set on the evaluators the multivon-style API calibrates per judge model.
     calibration_key: str | None = None
 
@@ -498,9 +499,8 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         self._explicit_threshold = check_threshold(
             type(self).__name__, None if self._calibration_required else threshold)  # type: ignore[arg-type]
         self.judge = check_judge(type(self).__name__, judge)
-        super().__init__(CriterionConfig(threshold=self._explicit_threshold
-                                         if self._explicit_threshold is not None
-                                         else self.default_threshold))
+        super().__init__(threshold=self._explicit_threshold
+                         if self._explicit_threshold is not None else self.default_threshold)
 
     def judge_config(self) -> JudgeConfig:
         """The one judge; with a panel, its first member (for one-judge work such as writing a

@@ -10,6 +10,7 @@ from referee.judge.cache import JudgeCache, default_cache_path, get_cache
 from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.client import Judge, JudgeReply, get_judge, unreadable_replies
 from referee.judge.config import (
+    DEFAULT_JUDGES,
     DEFAULT_MODELS,
     JudgeConfig,
     configure,
@@ -36,6 +37,7 @@ from referee.judge.verdict import (
 
 __all__ = [
     "CachingRules",
+    "DEFAULT_JUDGES",
     "DEFAULT_MODELS",
     "Judge",
     "JudgeCache",

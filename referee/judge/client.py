@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.cache import JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache
-from referee.judge.caching import warm_up, worth_caching
+from referee.judge.caching import estimate_tokens, warm_up, worth_caching
 from referee.judge.config import JudgeConfig, is_provider_endpoint
 from referee.judge.limiter import (
     BudgetSettings,
@@ -263,10 +263,16 @@ def _budget_settings(cfg: JudgeConfig, base_url: str) -> BudgetSettings:
                           self_hosted=not is_provider_endpoint(cfg.provider, base_url))
 
 
-def estimate_tokens(request: JudgeRequest) -> int:
-    """A cheap guess of the tokens a request will be billed, corrected once the reply says:
-    about four characters per prompt token, plus a short answer."""
-    return (len(request.prompt) + len(request.system or "")) // 4 + min(request.max_tokens, 16)
+# A short verdict's worth of reply, reserved before the call; the reply's usage corrects it.
+REPLY_TOKENS_RESERVED = 16
+
+
+def estimate_request_tokens(request: JudgeRequest) -> int:
+    """The tokens a request is expected to bill, for the tpm budget before the call: its system
+    text and prompt by the one estimate (``estimate_tokens``, four characters a token), plus
+    a short answer."""
+    return (estimate_tokens(request.system or "") + estimate_tokens(request.prompt)
+            + min(request.max_tokens, REPLY_TOKENS_RESERVED))
 
 
 def _detail(exc: BaseException) -> str:
@@ -450,7 +456,7 @@ class Judge:
         budget = self._endpoint.limiter
         adapter = adapter_for(self.provider)
         policy: _retry.RetryPolicy | None = None  # built on the first failure
-        tokens = estimate_tokens(request)
+        tokens = estimate_request_tokens(request)
         rate_limit_budget = self.config.effective_rate_limit_wait_s
         rate_limit_waited = 0.0
         outage_deadline: float | None = None

@@ -7,7 +7,7 @@ import importlib.util
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
+from referee.config import DEFAULT_JUDGE_MODEL
 from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
@@ -44,6 +45,28 @@ DEFAULT_MODELS = {
     "google": "gemini-2.5-flash",
 }
 
+
+@dataclass(frozen=True)
+class DefaultJudge:
+    """The judge an API surface calls when the user names none (design decision 4)."""
+
+    model: str
+    provider: str  # empty: inferred from the model's name (``gemini*`` is Google, ...)
+    temperature: float
+
+
+AGENT_EVALUATOR = "AgentEvaluator"
+EVAL_SUITE = "EvalSuite"
+# One documented default per API surface (docs/judge.md, "Default judges"). The 10xgraph-style
+# AgentEvaluator criteria name their judge in ``CriterionConfig.judge_model`` and sample it at
+# 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last
+# layer is this default, at temperature 0.0.
+DEFAULT_JUDGES = {
+    AGENT_EVALUATOR: DefaultJudge(model=DEFAULT_JUDGE_MODEL, provider="", temperature=0.3),
+    EVAL_SUITE: DefaultJudge(model="claude-haiku-4-5", provider="anthropic",
+                             temperature=EFFECTIVE_TEMPERATURE),
+}
+
 # Providers registered at runtime (the in-process fake of referee.testing, users' own).
 _extra_providers: set[str] = set()
 
@@ -64,8 +87,8 @@ class JudgeConfig(StrictModel):
     # NaN passes every range check ("nan <= 0" is false), so it is refused outright, as is inf.
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    provider: str = "anthropic"
-    model: str = "claude-haiku-4-5"
+    provider: str = DEFAULT_JUDGES[EVAL_SUITE].provider
+    model: str = DEFAULT_JUDGES[EVAL_SUITE].model
     base_url: BaseURL = ""
     temperature: float | None = None
     max_tokens: int | None = None
@@ -400,24 +423,30 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
     env = os.environ
-    key = (env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"), env.get("OPENAI_BASE_URL"),
-           _layer_key(get_configured()), _layer_key(judge))
+    key = ("layers", env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"),
+           env.get("OPENAI_BASE_URL"), _layer_key(get_configured()), _layer_key(judge))
+    return _memoised(key, lambda: _resolve_layers((_env_layer(), get_configured(), judge)))
+
+
+def _memoised(key: tuple[Any, ...], build: Callable[[], JudgeConfig]) -> JudgeConfig:
+    """The one memo of resolved judges: a copy of the config built for ``key`` (a caller may
+    change it, and the next call must not see that)."""
     try:
         resolved = _resolved.get(key)
     except TypeError:  # a subclass's field holds something unhashable: resolve it each time
-        return _resolve_layers((_env_layer(), get_configured(), judge))
+        return build()
     if resolved is None:
-        resolved = _resolve_layers((_env_layer(), get_configured(), judge))
+        resolved = build()
         if len(_resolved) >= _RESOLVED_KEPT:
             _resolved.clear()
         _resolved[key] = resolved
-    # A copy: the caller may change it, and the next evaluator call must not see that.
     return resolved.model_copy()
 
 
 # Resolved configs by all they depend on (the environment variables the layers read, each
-# layer's values): every evaluator call resolves its judge, and building and validating a
-# JudgeConfig each time cost more than the rest of the call's bookkeeping.
+# layer's values; a model name's provider, endpoint and API): every evaluator call and every
+# judged sample resolves its judge, and building and validating a JudgeConfig each time cost
+# more than the rest of the call's bookkeeping.
 _resolved: dict[tuple[Any, ...], JudgeConfig] = {}
 _RESOLVED_KEPT = 256
 
@@ -582,7 +611,8 @@ def default_api_style(provider: str, base_url: str) -> Literal["chat", "response
 
 
 def judge_config_for_model(model_name: str, api_style: str | None = None,
-                           temperature: float = 0.3, base_url: str = "") -> JudgeConfig | None:
+                           temperature: float = DEFAULT_JUDGES[AGENT_EVALUATOR].temperature,
+                           base_url: str = "") -> JudgeConfig | None:
     """The 10xgraph-style API's judge for ``judge_model``; None when no provider can serve it.
 
     ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
@@ -593,6 +623,7 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
     """
     provider, model = split_judge_model(model_name)
     base_url = base_url.strip()
+    # Asked on every call (the keys and SDKs it looks at may change); the config is memoised.
     if provider is None or not provider_available(provider, base_url):
         return None
     if api_style not in ("chat", "responses", None):
@@ -601,6 +632,10 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
         base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
     if api_style is None:
         api_style = default_api_style(provider, base_url)
-    return JudgeConfig(provider=provider, model=model, base_url=base_url,
-                       api_style=api_style, temperature=temperature,  # type: ignore[arg-type]
-                       max_tokens=EFFECTIVE_MAX_TOKENS, timeout=EFFECTIVE_TIMEOUT)
+    chosen_style = api_style
+    return _memoised(
+        ("model", provider, model, base_url, chosen_style, temperature),
+        lambda: JudgeConfig(provider=provider, model=model, base_url=base_url,
+                            api_style=chosen_style,  # type: ignore[arg-type]
+                            temperature=temperature, max_tokens=EFFECTIVE_MAX_TOKENS,
+                            timeout=EFFECTIVE_TIMEOUT))

@@ -9,13 +9,16 @@ transition is reported as a note.
 
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any, Literal
 
 from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
+
+# The shared statistics live in the record; their names stay importable from here.
+from referee.report.statistics import BOOTSTRAP_RESAMPLES as BOOTSTRAP_RESAMPLES
+from referee.report.statistics import BOOTSTRAP_SEED as BOOTSTRAP_SEED
+from referee.report.statistics import bootstrap_mean_ci
+from referee.report.statistics import wilson_bounds as wilson_bounds
 from referee.result import CriterionResult
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]
@@ -66,10 +69,6 @@ class CaseChange:
         return f"{a} -> {b}"
 
 
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 20261201
-
-
 @dataclass(frozen=True)
 class CriterionDelta:
     """A criterion's mean score in B minus A, over the cases both runs scored (paired).
@@ -105,39 +104,6 @@ class CriterionDelta:
     def describe(self) -> str:
         return (f"{self.criterion}: {self.mean_a:.3f} -> {self.mean_b:.3f} ({self.delta:+.3f}, "
                 f"95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}, n={self.n}) {self.hint}")
-
-
-def bootstrap_mean_ci(values: list[float], *, confidence: float = 0.95,
-                      resamples: int = BOOTSTRAP_RESAMPLES,
-                      seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values`` (paired differences, case scores),
-    seeded so that reports reproduce; (0.0, 0.0) for no values, the value itself for one."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0
-    if n == 1:
-        return values[0], values[0]
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    tail = (1.0 - confidence) / 2
-    return means[int(tail * (resamples - 1))], means[int((1.0 - tail) * (resamples - 1))]
-
-
-def wilson_bounds(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (sound at small n and near 0 or 1);
-    (0.0, 1.0) when there were no trials."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    if trials == 0:
-        return 0.0, 1.0
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    rate = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (rate + z * z / (2 * trials)) / denominator
-    spread = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - spread), min(1.0, centre + spread)
 
 
 @dataclass

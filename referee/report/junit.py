@@ -14,7 +14,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
+from referee.report.model import CaseResult, CaseStatus, EvalReport, criterion_status, format_rate
 from referee.result import CriterionResult
 
 # XML 1.0 forbids most control characters; a model output containing one must not make the
@@ -46,7 +46,7 @@ def _outcome(case: CaseResult, r: CriterionResult | None) -> tuple[str, str, str
         return "skipped", "", r.details.get("reason") or "skipped", ""  # not multivon's mark
     body = f"score {r.score:.4f}, threshold {r.threshold:.4f}"
     if r.is_error:
-        kind = CaseStatus.JUDGE_ERROR.value if r.is_judge_error else CaseStatus.EVALUATOR_ERROR.value
+        kind = criterion_status(r).value
         return "error", kind, f"{kind}: {r.error or r.reason or 'criterion could not be scored'}", body
     if not r.passed:
         output = case.actual_response

@@ -90,6 +90,42 @@ _PEER_STATUS_VALUES = {"failed_quality": CaseStatus.FAILED,
 EvalStatus = CaseStatus
 EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
 
+# A known failure beats an unknown one (design decision 8; the table in docs/architecture.md):
+# a case takes the first of these that applies. A model error or timeout comes first because
+# it leaves nothing to judge; PASSED needs one scored criterion, SKIPPED is what is left.
+STATUS_PRECEDENCE: tuple[CaseStatus, ...] = (
+    CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT, CaseStatus.FAILED, CaseStatus.JUDGE_ERROR,
+    CaseStatus.EVALUATOR_ERROR, CaseStatus.PASSED, CaseStatus.SKIPPED)
+
+
+def prevailing_status(statuses: Iterable[CaseStatus]) -> CaseStatus:
+    """The first of ``statuses`` in ``STATUS_PRECEDENCE``; SKIPPED when there is none."""
+    present = set(statuses)
+    return next((s for s in STATUS_PRECEDENCE if s in present), CaseStatus.SKIPPED)
+
+
+def criterion_status(result: CriterionResult) -> CaseStatus:
+    """What one criterion result says of its case: FAILED or PASSED when scored, its error's
+    kind when errored, SKIPPED otherwise."""
+    if result.is_scored:
+        return CaseStatus.PASSED if result.passed else CaseStatus.FAILED
+    if result.is_judge_error:
+        return CaseStatus.JUDGE_ERROR
+    return CaseStatus.EVALUATOR_ERROR if result.is_error else CaseStatus.SKIPPED
+
+
+def case_status(results: Iterable[CriterionResult]) -> CaseStatus:
+    """A case's status from its criterion results (a model error or timeout is decided before
+    any criterion runs)."""
+    return prevailing_status(criterion_status(r) for r in results)
+
+
+def runs_status(statuses: Iterable[CaseStatus]) -> CaseStatus:
+    """A case run several times: one FAILED run is a known failure even beside a run that had
+    nothing to judge (docs/compat.md, repeated runs); otherwise the case table decides."""
+    present = set(statuses)
+    return CaseStatus.FAILED if CaseStatus.FAILED in present else prevailing_status(present)
+
 
 def _kept_in_metadata(key: str) -> property:
     """A 10xgraph ``EvalCaseResult`` field that referee keeps in ``metadata[key]``, read and
@@ -400,9 +436,9 @@ def _multivon_runs(data: dict[str, Any], results: list[CriterionResult]) -> list
 
 def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
     """multivon's ``CaseResult(case_input=, actual_output=, results=, model_error=, ...)`` as a
-    CaseResult. The status follows referee's precedence (a model error, then a failed result,
-    then a judge error, then an evaluator error), not multivon's, where a judge error hides a
-    failure; ``skipped=True``, or no scored result, is SKIPPED."""
+    CaseResult. The status follows referee's precedence (``STATUS_PRECEDENCE``) over the error
+    fields and the results, not multivon's, where a judge error hides a failure;
+    ``skipped=True`` is SKIPPED unless the model errored."""
     data = dict(data)
     results = [r if isinstance(r, CriterionResult) else CriterionResult.model_validate(r)
                for r in data.pop("results", None) or []]
@@ -410,22 +446,15 @@ def _from_multivon_case_result(data: dict[str, Any]) -> dict[str, Any]:
                                                       "evaluator_error")}
     skipped = data.pop("skipped", False)
     runs = _multivon_runs(data, results)
-    scored_failure = any(not r.passed and not r.skipped and r.error is None for r in results) \
-        or any(r.status == CaseStatus.FAILED for r in runs)
-    if errors["model_error"]:
-        status = CaseStatus.MODEL_ERROR
-    elif skipped:
+    statuses = [criterion_status(r) for r in results]
+    statuses += [CaseStatus.FAILED for r in runs if r.status == CaseStatus.FAILED]
+    statuses += [status for kind, status in (("model_error", CaseStatus.MODEL_ERROR),
+                                             ("judge_error", CaseStatus.JUDGE_ERROR),
+                                             ("evaluator_error", CaseStatus.EVALUATOR_ERROR))
+                 if errors[kind]]
+    status = prevailing_status(statuses)
+    if skipped and status != CaseStatus.MODEL_ERROR:
         status = CaseStatus.SKIPPED
-    elif scored_failure:
-        status = CaseStatus.FAILED
-    elif errors["judge_error"]:
-        status = CaseStatus.JUDGE_ERROR
-    elif errors["evaluator_error"]:
-        status = CaseStatus.EVALUATOR_ERROR
-    elif not any(r.is_scored for r in results):
-        status = CaseStatus.SKIPPED  # nothing was measured, as the engine decides it
-    else:
-        status = CaseStatus.PASSED
     case_input = data.pop("case_input", None)
     tags = data.pop("tags", None) or []
     if data.get("case") is None and case_input is not None:

@@ -103,7 +103,7 @@ class MultivonReportMethods:
     def pass_rate_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Wilson score interval of ``pass_rate`` (passed of evaluated); (0.0, 1.0) when
         nothing was evaluated."""
-        from referee.report.compare import wilson_bounds
+        from referee.report.statistics import wilson_bounds
 
         return wilson_bounds(self.passed, self.evaluated, confidence)
 
@@ -215,7 +215,7 @@ class MultivonReportMethods:
     def avg_score_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Bootstrap interval of the mean case score over evaluated cases (seeded);
         (0.0, 1.0) when nothing was evaluated."""
-        from referee.report.compare import bootstrap_mean_ci
+        from referee.report.statistics import bootstrap_mean_ci
 
         scores = [c.score for c in self._evaluated()]
         if not scores:

@@ -21,7 +21,7 @@ from referee.usage import TokenUsage
 if TYPE_CHECKING:
     from referee.case import EvalCase
     from referee.execution import ExecutionResult
-    from referee.report.model import CaseResult, CaseStatus
+    from referee.report.model import CaseResult
 
 PASS_AT_K = "pass@k"
 PASS_HAT_K = "pass^k"
@@ -85,7 +85,7 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
     case are not independent; when every case has the same estimate, where a bootstrap would
     shrink to a point, it is the Wilson interval of that proportion over the cases.
     """
-    from referee.report.compare import (
+    from referee.report.statistics import (
         BOOTSTRAP_RESAMPLES,
         BOOTSTRAP_SEED,
         bootstrap_mean_ci,
@@ -158,20 +158,6 @@ def clear_after(passes: int, fails: int, *, alpha: float = 0.05, beta: float = 0
 
 # One case, several runs ------------------------------------------------------------------------
 
-def _combined_status(runs: Sequence[CaseResult]) -> CaseStatus:
-    """A known failure beats an unknown (design #8), across runs as across criteria: any run
-    that FAILED makes the case FAILED; else any errored run its error (a model error or timeout
-    before a judge or evaluator error); else PASSED if some run passed; else SKIPPED."""
-    from referee.report.model import CaseStatus
-
-    statuses = {r.status for r in runs}
-    for status in (CaseStatus.FAILED, CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT,
-                   CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR, CaseStatus.PASSED):
-        if status in statuses:
-            return status
-    return CaseStatus.SKIPPED
-
-
 def _combined_criterion(label: str, results: list[CriterionResult], runs: int) -> CriterionResult:
     """One criterion over the runs that reported it: scored if any run scored it (its mean
     score, passed only if it passed in every scored run); otherwise its first error, or skip.
@@ -215,12 +201,12 @@ def _combined_execution(runs: Sequence[CaseResult]) -> ExecutionResult | None:
 def combine_runs(runs: Sequence[CaseResult], *, case: EvalCase | None, index: int,
                  key: str) -> CaseResult:
     """One case's result from its runs (in run order), each kept in ``run_results``."""
-    from referee.report.model import CaseResult
+    from referee.report.model import CaseResult, runs_status
 
     if not runs:
         raise ValueError("combine_runs needs at least one run")
     kept = [r.model_copy(update={"case": None, "index": index, "eval_id": key}) for r in runs]
-    status = _combined_status(kept)
+    status = runs_status(r.status for r in kept)
     by_label: dict[str, list[CriterionResult]] = {}
     for run in kept:
         for result in run.criterion_results:

@@ -20,6 +20,7 @@ from typing import Any
 from referee._adk import scenario_of
 from referee.case import EvalCase
 from referee.config import EvalConfig, UserSimulatorConfig
+from referee.criteria.base import Criterion
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.report.model import CaseResult, EvalReport
@@ -121,7 +122,7 @@ class AgentEvaluator:
     """
 
     def __init__(self, agent: AgentFn | None = None, config: EvalConfig | None = None, *,
-                 criteria: Sequence[Any] | None = None, model_id: str = "",
+                 criteria: Sequence[Criterion] | None = None, model_id: str = "",
                  runs_dir: str | Path | None = None, save: bool = True, backend: Any = None,
                  model_factory: str | Callable[[], Any] | None = None,
                  case_context: Callable[[EvalCase], Any] | None = None) -> None:
@@ -134,7 +135,7 @@ class AgentEvaluator:
 
         self.agent = agent
         self.config = config if config is not None else EvalConfig.default()
-        self.criteria: list[Any] = build_criteria(self.config) + list(criteria or [])
+        self.criteria: list[Criterion] = [*build_criteria(self.config), *(criteria or [])]
         self.model_id = model_id or getattr(agent, "__name__", type(agent).__name__)
         self.runs_dir = runs_dir
         self.save = save

@@ -21,14 +21,21 @@ from typing import Any
 
 from referee._strict import checked_again
 from referee.case import EvalCase
-from referee.criteria.base import CURRENT_CASE, CaseScope
+from referee.criteria.base import (
+    CURRENT_CASE,
+    CaseScope,
+    Criterion,
+    PreparedCriterion,
+    criterion_label,
+    criterion_threshold,
+)
 from referee.errors import JudgeUnavailable, describe_exception, format_traceback
 from referee.execution import UNRECORDED_KEY, ExecutionResult
 from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
 from referee.judge.served import SERVED_KEY, recording_served
-from referee.report.model import CaseResult, CaseStatus
+from referee.report.model import CaseResult, CaseStatus, case_status
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult, unique_labels
@@ -242,22 +249,6 @@ def case_keys(cases: Sequence[EvalCase]) -> list[str]:
 
 # Status mapping (docs/architecture.md) ------------------------------------------------------
 
-def case_status(results: Sequence[CriterionResult]) -> CaseStatus:
-    """A known failure beats an unknown: FAILED > JUDGE_ERROR > EVALUATOR_ERROR > PASSED/SKIPPED.
-
-    (MODEL_ERROR and TIMEOUT come first, but they are decided before any criterion runs.)
-    """
-    if any(r.is_scored and not r.passed for r in results):
-        return CaseStatus.FAILED
-    if any(r.is_judge_error for r in results):
-        return CaseStatus.JUDGE_ERROR
-    if any(r.is_error for r in results):
-        return CaseStatus.EVALUATOR_ERROR
-    if not any(r.is_scored for r in results):
-        return CaseStatus.SKIPPED
-    return CaseStatus.PASSED
-
-
 def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> str | None:
     if status == CaseStatus.JUDGE_ERROR:
         bad = [r for r in results if r.is_judge_error]
@@ -268,32 +259,21 @@ def _error_summary(results: Sequence[CriterionResult], status: CaseStatus) -> st
     return "; ".join(f"{r.criterion}: {r.explanation or 'error'}" for r in bad)
 
 
-def _criterion_name(criterion: Any) -> str:
-    return str(getattr(criterion, "name", None) or type(criterion).__name__)
-
-
-def _criterion_threshold(criterion: Any) -> float:
-    try:
-        return float(getattr(criterion, "threshold", 0.0) or 0.0)
-    except Exception:  # a broken threshold property is the evaluator's fault, reported elsewhere
-        return 0.0
-
-
-def is_enabled(criterion: Any) -> bool:
+def is_enabled(criterion: Criterion) -> bool:
     """``CriterionConfig(enabled=False)`` switches a criterion off wherever it runs."""
     config = getattr(criterion, "config", None)
     return bool(getattr(config, "enabled", True))
 
 
-def disabled_result(criterion: Any) -> CriterionResult:
+def disabled_result(criterion: Criterion) -> CriterionResult:
     """A switched-off criterion is reported, as disabled, and never scored."""
     reason = "disabled (CriterionConfig(enabled=False)); not scored"
-    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
-                           threshold=_criterion_threshold(criterion), skipped=True,
+    return CriterionResult(criterion=criterion_label(criterion), score=0.0, passed=False,
+                           threshold=criterion_threshold(criterion), skipped=True,
                            details={"reason": reason, "skipped": True, "disabled": True})
 
 
-def unrecorded_result(criterion: Any, execution: ExecutionResult) -> CriterionResult | None:
+def unrecorded_result(criterion: Criterion, execution: ExecutionResult) -> CriterionResult | None:
     """A criterion reading what the recorded run could not carry is skipped, with the reason:
     a node order scored against a format without nodes would fail a case on no evidence."""
     unrecorded = execution.metadata.get(UNRECORDED_KEY)
@@ -307,12 +287,12 @@ def unrecorded_result(criterion: Any, execution: ExecutionResult) -> CriterionRe
     if not missing:
         return None
     reason = "not scored: " + "; ".join(str(unrecorded[field]) for field in missing)
-    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
-                           threshold=_criterion_threshold(criterion), skipped=True,
+    return CriterionResult(criterion=criterion_label(criterion), score=0.0, passed=False,
+                           threshold=criterion_threshold(criterion), skipped=True,
                            details={"reason": reason, "skipped": True, "unrecorded": missing})
 
 
-def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
+def error_result(criterion: Criterion, exc: BaseException) -> CriterionResult:
     """A criterion that raised: a judge outage or a broken evaluator, never a quality verdict."""
     kind = "judge" if isinstance(exc, JudgeUnavailable) else "evaluator"
     text = describe_exception(exc)
@@ -321,14 +301,14 @@ def error_result(criterion: Any, exc: BaseException) -> CriterionResult:
     # A judge reply that yielded no verdict was still paid for, and its excerpt is the evidence.
     usage = getattr(exc, "token_usage", None)
     details = getattr(exc, "details", None)
-    return CriterionResult(criterion=_criterion_name(criterion), score=0.0, passed=False,
-                           threshold=_criterion_threshold(criterion), error=text,
+    return CriterionResult(criterion=criterion_label(criterion), score=0.0, passed=False,
+                           threshold=criterion_threshold(criterion), error=text,
                            error_kind=kind,
                            details=dict(details) if isinstance(details, dict) else {},
                            token_usage=usage if isinstance(usage, TokenUsage) else None)
 
 
-def _normalise(criterion: Any, value: Any) -> CriterionResult:
+def _normalise(criterion: Criterion, value: Any) -> CriterionResult:
     problem = None
     if not isinstance(value, CriterionResult):
         problem = f"evaluate() returned {type(value).__name__}; expected a CriterionResult"
@@ -340,8 +320,8 @@ def _normalise(criterion: Any, value: Any) -> CriterionResult:
             problem = str(exc)
     if problem is not None:
         return CriterionResult(
-            criterion=_criterion_name(criterion), score=0.0, passed=False,
-            threshold=_criterion_threshold(criterion), error_kind="evaluator", error=problem)
+            criterion=criterion_label(criterion), score=0.0, passed=False,
+            threshold=criterion_threshold(criterion), error_kind="evaluator", error=problem)
     if value.details.get("judge_unavailable") and value.error_kind is None:
         # The 10xgraph-style API's 0.5 "No LLM provider available" fallback: keep the score the
         # document promises, but let the statistics see it as the judge error it is.
@@ -349,7 +329,7 @@ def _normalise(criterion: Any, value: Any) -> CriterionResult:
     return value
 
 
-def _finite_score(criterion: Any, result: CriterionResult) -> CriterionResult:
+def _finite_score(criterion: Criterion, result: CriterionResult) -> CriterionResult:
     """A score that is not a number is no verdict: the criterion is broken (EVALUATOR_ERROR)."""
     if math.isfinite(result.score):
         return result
@@ -361,7 +341,7 @@ def _finite_score(criterion: Any, result: CriterionResult) -> CriterionResult:
 class Engine:
     """Runs cases through a model and a fixed list of criteria."""
 
-    def __init__(self, criteria: Sequence[Any], *, concurrency: int = DEFAULT_CONCURRENCY,
+    def __init__(self, criteria: Sequence[Criterion], *, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float | None = None, progress: ProgressReporter | None = None,
                  store: RunStore | None = None, case_retry: JudgeRetry | None = None,
                  runs: int = 1, criterion_concurrency: int | None = None,
@@ -411,19 +391,18 @@ class Engine:
             return
         self._prepared = True
 
-        async def one(i: int, criterion: Any) -> None:
-            prepare = getattr(criterion, "prepare", None)
-            if prepare is None or not is_enabled(criterion):
+        async def one(i: int, criterion: Criterion) -> None:
+            if not isinstance(criterion, PreparedCriterion) or not is_enabled(criterion):
                 return
             try:
-                await _guarded(lambda: _awaited(prepare), "the criterion")
+                await _guarded(lambda: _awaited(criterion.prepare), "the criterion")
             except ModelFailure as exc:  # SystemExit and the like: still only this criterion's
                 self._prepare_failures[i] = exc.raised
             except Exception as exc:
                 self._prepare_failures[i] = exc
 
         await asyncio.gather(*(one(i, c) for i, c in enumerate(self.criteria)))
-        labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in self.criteria])
+        labels = unique_labels([criterion_label(c) for c in self.criteria])
         for label, criterion in zip(labels, self.criteria):
             take = getattr(criterion, "take_preparation_usage", None)
             usage = take() if callable(take) else None
@@ -613,7 +592,7 @@ class Engine:
         result.scoring_seconds = scoring_seconds
         return result
 
-    async def _score(self, i: int, criterion: Any, execution: ExecutionResult,
+    async def _score(self, i: int, criterion: Criterion, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:
         if not is_enabled(criterion):
             return disabled_result(criterion)
@@ -631,7 +610,7 @@ class Engine:
             return await self._evaluate(criterion, execution, case)
 
     @staticmethod
-    async def _evaluate(criterion: Any, execution: ExecutionResult,
+    async def _evaluate(criterion: Criterion, execution: ExecutionResult,
                         case: EvalCase) -> CriterionResult:
         # The model versions that answered this criterion's judge requests go into its details:
         # a run and a calibration tell from them which snapshot judged (judge/served.py).
@@ -643,7 +622,7 @@ class Engine:
         return result
 
     @staticmethod
-    async def _evaluate_unrecorded(criterion: Any, execution: ExecutionResult,
+    async def _evaluate_unrecorded(criterion: Criterion, execution: ExecutionResult,
                                    case: EvalCase) -> CriterionResult:
         try:
             # The protocol is async; a plain sync evaluate is tolerated.

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from referee.criteria.base import Criterion, JudgedCriterion
 from referee.errors import InputError
 from referee.evaluators.calibration import (
     NO_QUESTION_SET,
@@ -27,12 +28,12 @@ from referee.result import unique_labels
 _THRESHOLD_DIGITS = 9
 
 
-def is_judged(criterion: Any) -> bool:
+def is_judged(criterion: object) -> bool:
     """A criterion that asks a judge: it can say which one (``judge_config``)."""
-    return callable(getattr(criterion, "judge_config", None))
+    return isinstance(criterion, JudgedCriterion) and callable(criterion.judge_config)
 
 
-def calibration_records(criteria: Sequence[Any], path: str | Path | None = None, *,
+def calibration_records(criteria: Sequence[Criterion], path: str | Path | None = None, *,
                         served: ServedLog | None = None) -> dict[str, JudgeCalibration]:
     """By criterion label (as the report keys them): the calibration of each judged criterion.
 

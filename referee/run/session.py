@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from referee.case import EvalCase, canonical_json
+from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
 from referee.errors import InputError
 from referee.judge.served import ServedLog, collect_served
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
@@ -81,26 +82,26 @@ class RunOptions:
 NO_PROVIDER = "no provider available"
 
 
-def judges_by_criterion(criteria: Sequence[Any]) -> dict[str, dict[str, Any]]:
+def judges_by_criterion(criteria: Sequence[Criterion]) -> dict[str, dict[str, Any]]:
     """The judge each judged criterion will call (provider, model, endpoint; no secrets).
 
     An AgentEvaluator-style criterion whose ``judge_model`` no provider can serve is listed with
     ``"judge": "no provider available"``: it will score the 10xgraph-style API's 0.5 placeholder.
     """
     per: dict[str, dict[str, Any]] = {}
-    labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])
+    labels = unique_labels([criterion_label(c) for c in criteria])
     for name, criterion in zip(labels, criteria):
         judge = _resolved_judge(criterion)
         if judge is not None:
             per[name] = judge
             continue
         model = getattr(getattr(criterion, "config", None), "judge_model", None)
-        if model and _is_llm_criterion(criterion):
+        if model and judge_surface(criterion) == "AgentEvaluator":
             per[name] = {"model": model, "judge": NO_PROVIDER}
     return per
 
 
-def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
+def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
     """The judge of the run for meta.json and the report (secrets are removed by the store).
 
     One judge shared by every judged criterion is reported as that config; several are
@@ -116,7 +117,7 @@ def describe_judges(criteria: Sequence[Any]) -> dict[str, Any]:
 _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "max_tokens")
 
 
-def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
+def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
     """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
     default)."""
     panel = getattr(criterion, "judge_panel", None)
@@ -124,18 +125,18 @@ def _resolved_judge(criterion: Any) -> dict[str, Any] | None:
     if panel is not None:  # every member, resolved, and how their answers combine
         try:
             # An AgentEvaluator-style criterion calls its members as given (no resolution).
-            members = [_judge_fields(m) for m in (panel.members if _is_llm_criterion(criterion)
-                                                  else panel.resolved_members())]
+            members = [_judge_fields(m) for m in (
+                panel.members if judge_surface(criterion) == "AgentEvaluator"
+                else panel.resolved_members())]
         except ValueError:  # as below: an unresolvable judge shows up as the case errors
             return None
         return {"members": members, "aggregate": panel.aggregate,
                 "quorum": panel.effective_quorum,
                 **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
-    resolve = getattr(criterion, "judge_config", None)
     config = None
-    if callable(resolve):
+    if isinstance(criterion, JudgedCriterion):
         try:
-            config = resolve()
+            config = criterion.judge_config()
         except Exception:  # an unresolvable judge shows up as the case errors, not here
             config = None
     if config is None:
@@ -158,7 +159,7 @@ _API_NAMES = {"chat": "Chat Completions (/chat/completions)",
               "responses": "the Responses API (/responses)"}
 
 
-def announce_judges(criteria: Sequence[Any], stream: IO[str] | None = None) -> None:
+def announce_judges(criteria: Sequence[Criterion], stream: IO[str] | None = None) -> None:
     """Say, before the first case, which judge each judged criterion will use: a judge that
     is not the one the user meant (or none at all) should not take a whole run to notice."""
     per = judges_by_criterion(criteria)
@@ -215,13 +216,13 @@ def _no_judge_reachable(models: list[str]) -> list[str]:
     ]
 
 
-def describe_criteria(criteria: Sequence[Any]) -> list[dict[str, Any]]:
+def describe_criteria(criteria: Sequence[Criterion]) -> list[dict[str, Any]]:
     """What each criterion is and how it is set up, for meta.json: resume compares it.
 
     A criterion's public attributes (its config, substrings, rubric questions, judge...) are
     its settings; private ones are state it builds (generated questions, locks).
     """
-    return [{"name": str(getattr(c, "name", None) or type(c).__name__),
+    return [{"name": criterion_label(c),
              "class": f"{type(c).__module__}.{type(c).__qualname__}",
              "settings": _settings(c)} for c in criteria]
 
@@ -235,12 +236,12 @@ def _settings(criterion: Any, depth: int = 0) -> dict[str, Any]:
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
-    if callable(getattr(criterion, "judge_config", None)) and not _is_llm_criterion(criterion):
+    if judge_surface(criterion) == "EvalSuite":
         _record_resolved_judge(criterion, settings)
     return redact_secrets(settings)
 
 
-def _record_resolved_judge(criterion: Any, settings: dict[str, Any]) -> None:
+def _record_resolved_judge(criterion: Criterion, settings: dict[str, Any]) -> None:
     """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
     environment > default), never by its config's judge_model: record that judge as
     ``resolved_judge``, and of its config only what was set (the threshold), so meta.json
@@ -338,13 +339,8 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _is_llm_criterion(criterion: Any) -> bool:
-    return any(cls.__name__ in ("LLMCallerMixin", "TemplatedLLMCriterion")
-               for cls in type(criterion).__mro__)
-
-
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
-                     criteria: Sequence[Any], execute: Execute, options: RunOptions,
+                     criteria: Sequence[Criterion], execute: Execute, options: RunOptions,
                      config_used: dict[str, Any] | None = None) -> EvalReport:
     """Run and store. Raises ``RunStoreWriteError`` when the run directory cannot be written
     (the finished cases are kept, and resuming completes the run)."""

@@ -240,3 +240,15 @@ def test_fits_that_do_not_separate_are_named():
     assert "passes every one of the 8 scored rows" in fit_problem(agreement, threshold, "kappa")
     everything_fails = agreement_at(scores, labels, 0.9, resamples=200)
     assert "fails every one" in fit_problem(everything_fails, threshold, "kappa")
+
+
+def test_the_computed_agreement_is_the_one_the_report_stores():
+    """One Agreement (and one interval type): what _stats computes goes into the report as is,
+    and reads back from its JSON equal."""
+    from referee.calibrate import _report
+
+    agreement = agreement_at([0.1, 0.9, 0.8, 0.2], [False, True, True, True], 0.5, resamples=50)
+    assert type(agreement) is _report.Agreement
+    assert isinstance(agreement.kappa, _report.Estimate)
+    assert agreement.base_rate == 0.75 and agreement.metrics["tpr"] == agreement.tpr
+    assert _report.Agreement.model_validate_json(agreement.model_dump_json()) == agreement

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from referee.config import CriterionConfig
+from referee.criteria.base import JudgeSurface
 from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT, without_data_blocks
 from referee.criteria.llm.replies import reply_score, reply_text
 from referee.judge import (
@@ -23,11 +24,12 @@ from referee.judge import (
     provider_for_model,
     reply_evidence,
 )
+from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
 
-JUDGE_TEMPERATURE = 0.3
+JUDGE_TEMPERATURE = DEFAULT_JUDGES[AGENT_EVALUATOR].temperature
 # The keys of the judge's own reply object, which an object echoed from the output lacks.
 SCORE_KEYS = ("score", "reasoning")
 NO_PROVIDER_REASONING = "No LLM provider available"
@@ -102,6 +104,8 @@ class LLMCallerMixin:
     config: CriterionConfig
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
     judge: JudgeConfig | None = None
+    # The judge is named by model (config.judge_model), not resolved in layers.
+    judge_surface: JudgeSurface = "AgentEvaluator"
 
     def _named_judge(self) -> JudgeConfig | None:
         """The judge ``judge=`` names, or the panel member being asked now."""
