@@ -233,3 +233,16 @@ async def test_vertex_without_project_is_judge_unavailable(monkeypatch: pytest.M
     assert cfg is not None
     with pytest.raises(JudgeUnavailable, match="google"):
         await get_judge(cfg).complete("hi")
+
+
+def test_reliability_check_warns_that_no_rejudging_pass_runs() -> None:
+    import warnings
+
+    # multivon re-judges a sample of cases when it is on; referee accepts it and says it does not.
+    with pytest.warns(DeprecationWarning, match="runs no re-judging pass") as caught:
+        JudgeConfig(reliability_check=True)
+    assert caught[0].filename == __file__  # pointed at the caller, not at pydantic
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert JudgeConfig(reliability_sample=9).effective_reliability_sample == 9
+        assert JudgeConfig(reliability_check=False).reliability_check is False

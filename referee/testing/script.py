@@ -517,11 +517,6 @@ class ScriptedJudge:
         with self._lock:
             return sum(r.rate_limited for r in self._requests)
 
-    def admitted_times(self) -> list[float]:
-        """Arrival times (time.monotonic) of the requests the rate limit let through."""
-        with self._lock:
-            return [r.arrived_at for r in self._requests if not r.rate_limited]
-
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
