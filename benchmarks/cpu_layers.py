@@ -71,7 +71,7 @@ async def _aiohttp_layer(base_url: str, requests: int) -> float:
 
 async def _judge_layer(base_url: str, requests: int, cache: bool) -> float:
     from referee.judge import JudgeConfig, get_judge
-    from referee.judge.cache import flush_caches
+    from referee.judge.reply_cache import flush_caches
 
     with tempfile.TemporaryDirectory(prefix="referee-cpu-layers-") as folder:
         judge = get_judge(JudgeConfig(provider="openai", model=MODEL, base_url=base_url,

@@ -25,16 +25,16 @@ from referee.case import EvalCase
 from referee.criteria.base import CURRENT_CASE, CaseScope
 from referee.errors import JudgeUnavailable, describe_exception, format_traceback
 from referee.execution import UNRECORDED_KEY, ExecutionResult
-from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
+from referee.judge.reply_cache import cache_enabled_by_env
 from referee.judge.served import SERVED_KEY, recording_served
 from referee.report.model import CaseResult, CaseStatus
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult, unique_labels
+from referee.run.case_retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.run.progress import ProgressReporter, SilentProgress
-from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.usage import TokenUsage
 
 DEFAULT_CONCURRENCY = 8

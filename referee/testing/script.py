@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from referee.judge.caching import estimate_tokens
+from referee.judge.prompt_caching import estimate_tokens
 
 
 @dataclass(frozen=True)
