@@ -407,8 +407,7 @@ async def test_with_direct_http_off_requests_go_through_the_sdks_public_post(
     assert reply.text == "Yes" and reply.attempts == 2  # the SDK's 429 was retried as ever
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (42, 4)
     assert _endpoint_for(cfg).client(cfg) not in _direct_http
-    assert len(posted) == 2 and {r.path for r in judge_server.requests} == {
-        next(r.path for r in judge_server.requests)}
+    assert len(posted) == 2 and len({r.path for r in judge_server.requests}) == 1
 
 
 async def test_an_unreadable_direct_http_switch_is_named(judge_server: ScriptedJudgeServer,
