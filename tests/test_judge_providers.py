@@ -417,3 +417,25 @@ async def test_an_unreadable_direct_http_switch_is_named(judge_server: ScriptedJ
     monkeypatch.setenv("REFEREE_DIRECT_HTTP", "sometimes")
     with pytest.raises(JudgeUnavailable, match="REFEREE_DIRECT_HTTP='sometimes' is not a boolean"):
         await get_judge(judge_server.judge_config(cache=False)).complete("q")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_an_sdk_without_an_internal_keeps_the_sdks_path(judge_server: ScriptedJudgeServer,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               provider: str) -> None:
+    import importlib
+
+    from referee.judge.providers import adapter_for
+    from referee.judge.providers._direct import _direct_http
+
+    # A release that drops the error builder would otherwise fail on the first error reply.
+    sdk = importlib.import_module(provider)
+    client_type = sdk.AsyncOpenAI if provider == "openai" else sdk.AsyncAnthropic
+    owner = next(k for k in client_type.__mro__ if "_make_status_error_from_response" in vars(k))
+    monkeypatch.delattr(owner, "_make_status_error_from_response")
+    cfg = judge_server.judge_config(provider=provider, cache=False)
+    client = adapter_for(provider).make_client(judge_server.base_url(provider), DUMMY_API_KEY, cfg)
+    try:
+        assert client not in _direct_http
+    finally:
+        await client.close()

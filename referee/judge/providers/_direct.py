@@ -94,16 +94,11 @@ class _DirectHTTP:
 
     @classmethod
     def for_client(cls, client: Any, http: Any) -> _DirectHTTP | None:
-        auth = getattr(client, "auth_headers", None)
-        transport_for = getattr(http, "_transport_for_url", None)
-        if http is None or not isinstance(auth, dict) or transport_for is None:
+        if http is None or missing_sdk_internals(client, http, tls_builder=False):
             return None
-        try:
-            transport = transport_for(client.base_url)
-        except Exception:  # an HTTP client unlike the one this was written against
-            return None
-        if (type(transport).__name__ != "AiohttpTransport" or not hasattr(transport, "get_client")
-                or getattr(transport, "proxy", None) is not None):
+        auth = client.auth_headers
+        transport = http._transport_for_url(client.base_url)
+        if not isinstance(auth, dict) or transport.proxy is not None:
             return None
         # The SDK's platform headers (X-Stainless-*) are left out: each is parsed and normalised
         # again on every request, and they describe the SDK's pipeline, which is not used.
@@ -217,11 +212,12 @@ def use_direct_http(client: Any, http: Any) -> None:
         _direct_http[client] = direct
 
 
-def missing_sdk_internals(client: Any, http: Any) -> list[str]:
+def missing_sdk_internals(client: Any, http: Any, *, tls_builder: bool = True) -> list[str]:
     """The SDK internals the direct path uses that ``client`` (an AsyncOpenAI or AsyncAnthropic
     made with ``http``, its SDK's DefaultAioHttpClient) lacks, by name; empty when all are
     there. Where one is missing, ``_DirectHTTP.for_client`` declines and the SDK path is used,
-    so a new SDK release only loses speed; this names what it lost."""
+    so a new SDK release only loses speed; this names what it lost. ``tls_builder``: the shared
+    TLS context's builder too (without it, each client builds its own context)."""
     missing = []
     sdk_name = type(client).__module__.split(".")[0]
     try:
@@ -231,7 +227,7 @@ def missing_sdk_internals(client: Any, http: Any) -> list[str]:
         missing.append(f"{sdk_name}._base_client")
     if library is None and not missing:
         missing.append(f"{sdk_name}._base_client.httpx2 (or .httpx)")
-    for name in ("Response", "Request", "create_ssl_context"):
+    for name in ("Response", "Request", *(("create_ssl_context",) if tls_builder else ())):
         if library is not None and not hasattr(library, name):
             missing.append(f"{library.__name__}.{name}")
     for name in ("auth_headers", "default_headers", "base_url",
@@ -241,7 +237,10 @@ def missing_sdk_internals(client: Any, http: Any) -> list[str]:
     transport_for = getattr(http, "_transport_for_url", None)
     if transport_for is None:
         return [*missing, f"{type(http).__name__}._transport_for_url"]
-    transport = transport_for(client.base_url)
+    try:
+        transport = transport_for(client.base_url)
+    except Exception as exc:  # an HTTP client unlike the one this was written against
+        return [*missing, f"{type(http).__name__}._transport_for_url(base_url) ({exc!r})"]
     if type(transport).__name__ != "AiohttpTransport":
         missing.append(f"AiohttpTransport (the transport is a {type(transport).__name__})")
     for name in ("get_client", "client", "proxy"):
