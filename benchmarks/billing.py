@@ -40,7 +40,7 @@ class Bill:
 
 def _replay(requests: list[Any], provider: str, model: str) -> tuple[int, int]:
     """(cached, written) input tokens of ``requests`` under ``provider``'s caching rules."""
-    from referee.judge.caching import caching_rules
+    from referee.judge.prompt_caching import caching_rules
     from referee.testing.prompt_cache import PromptCache
 
     rules = caching_rules(provider, model)

@@ -11,6 +11,8 @@ untimed warm-up requests:
   the floor under any judge request made through the SDKs' aiohttp transport;
 * ``judge``: ``Judge.complete`` with the reply cache off (64 callers at once; adaptive
   concurrency): the judge layer over the same client;
+* ``judge-sdk``: the same with ``REFEREE_DIRECT_HTTP=0``: each request through the SDK client's
+  public ``post()`` instead of the direct path (docs/judge.md);
 * ``judge+cache``: the same with a fresh reply cache (every request a miss, then written);
 * ``engine``: the whole ``EvalSuite`` stack (W1's four evaluators, 16 requests per case) against
   an in-process ``FakeJudge``, so no HTTP at all: engine, evaluators, QAG, judge layer, reports.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +37,7 @@ from typing import Any
 from benchmarks.peers import REPO_ROOT
 from benchmarks.workloads import rag_cases
 
-LAYERS = ("aiohttp", "judge", "judge+cache", "engine")
+LAYERS = ("aiohttp", "judge", "judge-sdk", "judge+cache", "engine")
 IN_FLIGHT = 64
 WARMUP = 200
 MODEL = "gpt-4o-mini"
@@ -71,7 +74,7 @@ async def _aiohttp_layer(base_url: str, requests: int) -> float:
 
 async def _judge_layer(base_url: str, requests: int, cache: bool) -> float:
     from referee.judge import JudgeConfig, get_judge
-    from referee.judge.cache import flush_caches
+    from referee.judge.reply_cache import flush_caches
 
     with tempfile.TemporaryDirectory(prefix="referee-cpu-layers-") as folder:
         judge = get_judge(JudgeConfig(provider="openai", model=MODEL, base_url=base_url,
@@ -117,7 +120,7 @@ def _child(layer: str, base_url: str, requests: int) -> float:
     """CPU seconds of the event loop's thread for ``requests`` requests of ``layer``."""
     if layer == "aiohttp":
         return asyncio.run(_aiohttp_layer(base_url, requests))
-    if layer in ("judge", "judge+cache"):
+    if layer in ("judge", "judge-sdk", "judge+cache"):
         return asyncio.run(_judge_layer(base_url, requests, cache=layer == "judge+cache"))
     return _engine_layer(requests)
 
@@ -127,7 +130,8 @@ def measure(layer: str, base_url: str, requests: int) -> float:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.cpu_layers", "--child", layer, "--base-url", base_url,
          "--requests", str(requests)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "REFEREE_DIRECT_HTTP": "0" if layer == "judge-sdk" else "1"})
     if done.returncode != 0:
         raise RuntimeError(f"the {layer} child failed: {done.stderr[-2000:]}")
     cpu_s = json.loads(done.stdout.strip().splitlines()[-1])["cpu_s"]

@@ -20,8 +20,8 @@ def main() -> int:
     from referee._strict import checked_again, validated
     from referee.case import ToolCall
     from referee.execution import ExecutionResult
-    from referee.judge.cache import _KEY_ENCODER, _key_json
     from referee.judge.config import JudgeConfig, judge_config_for_model
+    from referee.judge.reply_cache import _KEY_ENCODER, _key_json
     from referee.result import CriterionResult
 
     request = {"provider": "openai", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1/v1",

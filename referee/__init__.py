@@ -1,61 +1,141 @@
 """referee: evaluate LLM applications and agents.
 
-Public names resolve lazily, so ``import referee`` stays fast for the CLI and the pytest plugin.
+The top level holds referee's own surface (``__all__`` starts with it) and the names the two peer
+APIs' users import from their package's top level: the multivon-style ``EvalSuite`` API's and
+the 10xgraph-style ``AgentEvaluator`` API's (docs/compat.md). Everything else is imported from
+its subpackage (``referee.judge``, ``referee.run``, ``referee.report``, ``referee.evaluators``,
+...). Names resolve lazily, so ``import referee`` stays fast for the CLI and the pytest plugin.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 __version__ = "0.1.0"
 
-_EXPORTS: dict[str, str] = {
-    # data model
+# referee's own surface: what its README, docs and examples import from the top level.
+_OWN: dict[str, str] = {
+    "EvalCase": "referee.case",
     "ToolCall": "referee.case",
     "Invocation": "referee.case",
-    "EvalCase": "referee.case",
-    "MessageContent": "referee.case",
-    "SessionInput": "referee.case",
     "EvalSet": "referee.evalset",
     "ExecutionResult": "referee.execution",
     "TurnResult": "referee.execution",
-    "TrajectoryStep": "referee.execution",
-    "StepType": "referee.execution",
-    "NodeDetail": "referee.execution",
-    "CriterionResult": "referee.result",
-    "EvalResult": "referee.result",
     "TokenUsage": "referee.usage",
-    # errors
     "RefereeError": "referee.errors",
+    "InputError": "referee.errors",
     "JudgeUnavailable": "referee.errors",
     "EvalGateFailure": "referee.errors",
-    "InputError": "referee.errors",
-    # multivon's names for the same hierarchy
+    "EvalSuite": "referee.run",
+    "AgentEvaluator": "referee.run",
+    "JudgeRetry": "referee.run",
+    "JudgeGate": "referee.run",
+    "JudgeConfig": "referee.judge",
+    "JudgePanel": "referee.judge",
+    "configure": "referee.judge",
+    "Evaluator": "referee.evaluators",
+    "BaseCriterion": "referee.criteria",
+    "PairwiseJudge": "referee.pairwise",
+    "compare_models": "referee.pairwise",
+    "rank_models": "referee.pairwise",
+    "EvalReport": "referee.report",
+    "CaseResult": "referee.report",
+    "CaseStatus": "referee.report",
+    "compare_reports": "referee.report",
+}
+
+# The multivon-style EvalSuite API's top-level names that are not referee's own above.
+_MULTIVON: dict[str, str] = {
+    # multivon's error hierarchy (MultivonError is RefereeError). referee never raises
+    # EvaluatorPrereqMissing, CacheError, SecretsError or ComplianceError; they are here so that
+    # ``except`` clauses written for multivon still import.
     "MultivonError": "referee.errors",
     "CalibrationMissing": "referee.errors",
     "EvaluatorPrereqMissing": "referee.errors",
     "CacheError": "referee.errors",
     "SecretsError": "referee.errors",
     "ComplianceError": "referee.errors",
-    # AgentEvaluator-style (10xgraph) configuration
+    "EvalResult": "referee.result",
+    "Faithfulness": "referee.evaluators",
+    "Hallucination": "referee.evaluators",
+    "Relevance": "referee.evaluators",
+    "Coherence": "referee.evaluators",
+    "Toxicity": "referee.evaluators",
+    "Bias": "referee.evaluators",
+    "Summarization": "referee.evaluators",
+    "AnswerAccuracy": "referee.evaluators",
+    "ContextPrecision": "referee.evaluators",
+    "ContextRecall": "referee.evaluators",
+    "CustomRubric": "referee.evaluators",
+    "GEval": "referee.evaluators",
+    "CheckEvaluator": "referee.evaluators",
+    "threshold_table": "referee.evaluators",
+    "calibrated_threshold": "referee.evaluators.calibration",
+    "NotEmpty": "referee.evaluators",
+    "ExactMatch": "referee.evaluators",
+    "Contains": "referee.evaluators",
+    "RegexMatch": "referee.evaluators",
+    "StartsWith": "referee.evaluators",
+    "JSONSchemaEval": "referee.evaluators",
+    "WordCount": "referee.evaluators",
+    "Latency": "referee.evaluators",
+    "MaxLatency": "referee.evaluators",
+    "Levenshtein": "referee.evaluators",
+    "BLEU": "referee.evaluators",
+    "ROUGE": "referee.evaluators",
+    "ChrfScore": "referee.evaluators",
+    "EvalStatus": "referee.report.model",
+    "EVALUATION_STATUSES": "referee.report.model",
+    "ERROR_STATUSES": "referee.report.model",
+    "AgentStep": "referee.execution",
+    "AcceptancePolicy": "referee.run",
+    "AcceptanceResult": "referee.run",
+    "CheckRequirement": "referee.run",
+    "SliceRequirement": "referee.run",
+    "should_retry": "referee.run",
+    "sleep_for_attempt": "referee.run",
+    "async_sleep_for_attempt": "referee.run",
+    "ToolCallAccuracy": "referee.evaluators",
+    "ToolArgumentAccuracy": "referee.evaluators",
+    "PlanQuality": "referee.evaluators",
+    "TaskCompletion": "referee.evaluators",
+    "ToolCallNecessity": "referee.evaluators",
+    "TrajectoryEfficiency": "referee.evaluators",
+    "AgentMemoryEval": "referee.evaluators",
+    "StepFaithfulness": "referee.evaluators",
+    "PassKResult": "referee.report.trials",
+    "pass_at_k": "referee.report.trials",
+    "pass_hat_k": "referee.report.trials",
+    "suite_pass_k": "referee.report.trials",
+    "min_detectable_effect": "referee.report.trials",
+}
+
+# The 10xgraph-style AgentEvaluator API's top-level names that are not referee's own above.
+_TENXGRAPH: dict[str, str] = {
+    "MessageContent": "referee.case",
+    "SessionInput": "referee.case",
+    "TrajectoryStep": "referee.execution",
+    "StepType": "referee.execution",
+    "NodeDetail": "referee.execution",
+    "CriterionResult": "referee.result",
     "CriterionConfig": "referee.config",
     "CriteriaConfig": "referee.config",
     "EvalConfig": "referee.config",
     "MatchType": "referee.config",
     "Rubric": "referee.config",
     "UserSimulatorConfig": "referee.config",
-    "DEFAULT_JUDGE_MODEL": "referee.config",
-    # 10xgraph's presets, EvalSet builders, simulation batches and report assertions
     "EvalPresets": "referee.config",
     "EvalSetBuilder": "referee.evalset",
+    "create_simple_eval_set": "referee.evalset",
     "BatchSimulator": "referee.run",
     "SimulationResult": "referee.run",
-    "create_simple_eval_set": "referee.evalset",
+    "UserSimulator": "referee.run",
+    "ConversationScenario": "referee.run",
+    "EvaluationRunner": "referee.run",
     "assert_eval_passed": "referee.run",
     "assert_criterion_passed": "referee.run",
-    # AgentEvaluator-style (10xgraph) criteria
-    "BaseCriterion": "referee.criteria",
     "SyncCriterion": "referee.criteria",
     "CompositeCriterion": "referee.criteria",
     "WeightedCriterion": "referee.criteria",
@@ -73,56 +153,9 @@ _EXPORTS: dict[str, str] = {
     "NodeOrderMatchCriterion": "referee.criteria",
     "ToolNameMatchCriterion": "referee.criteria",
     "LLMCallerMixin": "referee.criteria",
-    # judge layer
-    "JudgeConfig": "referee.judge",
-    "JudgePanel": "referee.judge",
-    "configure": "referee.judge",
-    # EvalSuite-style (multivon) evaluators
-    "Faithfulness": "referee.evaluators",
-    "Hallucination": "referee.evaluators",
-    "Relevance": "referee.evaluators",
-    "Coherence": "referee.evaluators",
-    "Toxicity": "referee.evaluators",
-    "Bias": "referee.evaluators",
-    "Summarization": "referee.evaluators",
-    "AnswerAccuracy": "referee.evaluators",
-    "ContextPrecision": "referee.evaluators",
-    "ContextRecall": "referee.evaluators",
-    "CustomRubric": "referee.evaluators",
-    "GEval": "referee.evaluators",
-    "PairwiseJudge": "referee.pairwise",
-    "compare_models": "referee.pairwise",
-    "rank_models": "referee.pairwise",
-    "CheckEvaluator": "referee.evaluators",
-    "threshold_table": "referee.evaluators",
-    "calibrated_threshold": "referee.evaluators.calibration",
-    # EvalSuite-style deterministic and text-metric evaluators, top level as in multivon
-    "NotEmpty": "referee.evaluators",
-    "ExactMatch": "referee.evaluators",
-    "Contains": "referee.evaluators",
-    "RegexMatch": "referee.evaluators",
-    "StartsWith": "referee.evaluators",
-    "JSONSchema": "referee.evaluators",
-    "JSONSchemaEval": "referee.evaluators",
-    "WordCount": "referee.evaluators",
-    "Latency": "referee.evaluators",
-    "MaxLatency": "referee.evaluators",
-    "Levenshtein": "referee.evaluators",
-    "BLEU": "referee.evaluators",
-    "ROUGE": "referee.evaluators",
-    "ChrfScore": "referee.evaluators",
-    # running and reporting
-    "EvalSuite": "referee.run",
-    "AgentEvaluator": "referee.run",
-    "UserSimulator": "referee.run",
-    "ConversationScenario": "referee.run",
-    "EvalReport": "referee.report",
     "EvalSummary": "referee.report",
-    "CaseResult": "referee.report",
-    "CaseStatus": "referee.report",
-    "EvaluationRunner": "referee.run",
+    "EvalCaseResult": "referee.report.model",
     "ReporterConfig": "referee.config",
-    # 10xgraph's reporter classes, over referee's renderers
     "BaseReporter": "referee.report.reporters",
     "ConsoleReporter": "referee.report.reporters",
     "JSONReporter": "referee.report.reporters",
@@ -132,47 +165,29 @@ _EXPORTS: dict[str, str] = {
     "ReporterOutput": "referee.report.reporters",
     "Colors": "referee.report.reporters",
     "print_report": "referee.report.reporters",
-    "EvalCaseResult": "referee.report.model",
-    "EvalStatus": "referee.report.model",
-    "EVALUATION_STATUSES": "referee.report.model",
-    "ERROR_STATUSES": "referee.report.model",
-    # multivon-eval's base class, retry policy, agent step and release gate
-    "AgentStep": "referee.execution",
-    "Evaluator": "referee.evaluators",
-    "compare_reports": "referee.report",
-    "AcceptancePolicy": "referee.run.acceptance",
-    "AcceptanceResult": "referee.run.acceptance",
-    "CheckRequirement": "referee.run.acceptance",
-    "SliceRequirement": "referee.run.acceptance",
-    "JudgeRetry": "referee.run.retry",
-    "JudgeGate": "referee.run.judge_gate",
-    "should_retry": "referee.run.retry",
-    "sleep_for_attempt": "referee.run.retry",
-    "async_sleep_for_attempt": "referee.run.retry",
-    # multivon-eval's agent evaluators
-    "ToolCallAccuracy": "referee.evaluators",
-    "ToolArgumentAccuracy": "referee.evaluators",
-    "PlanQuality": "referee.evaluators",
-    "TaskCompletion": "referee.evaluators",
-    "ToolCallNecessity": "referee.evaluators",
-    "TrajectoryEfficiency": "referee.evaluators",
-    "AgentMemoryEval": "referee.evaluators",
-    "StepFaithfulness": "referee.evaluators",
-    # multivon-eval's repeated-run estimators (EvalSuite.run(runs=N))
-    "PassKResult": "referee.report.trials",
-    "pass_at_k": "referee.report.trials",
-    "pass_hat_k": "referee.report.trials",
-    "suite_pass_k": "referee.report.trials",
-    "min_detectable_effect": "referee.report.trials",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+# Exported here before the top level was curated; they live in their subpackage now. Still
+# importable from here, with a DeprecationWarning that names where.
+_MOVED: dict[str, str] = {
+    "DEFAULT_JUDGE_MODEL": "referee.config",
+    "JSONSchema": "referee.evaluators",
+}
+
+_EXPORTS: dict[str, str] = {**_OWN, **_MULTIVON, **_TENXGRAPH}
+
+__all__ = [*_OWN, *sorted({*_MULTIVON, *_TENXGRAPH} - set(_OWN)), "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'referee' has no attribute {name!r}")
+        module_name = _MOVED.get(name)
+        if module_name is None:
+            raise AttributeError(f"module 'referee' has no attribute {name!r}")
+        warnings.warn(f"referee.{name} has moved: import it from {module_name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module_name), name)
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value

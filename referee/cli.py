@@ -645,7 +645,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cache_merge(args: argparse.Namespace) -> int:
-    from referee.judge.cache import default_cache_path, merge_caches
+    from referee.judge.reply_cache import default_cache_path, merge_caches
 
     into = Path(args.into) if args.into else default_cache_path()
     merged = merge_caches(args.sources, into)
@@ -671,7 +671,7 @@ def _age(text: str) -> float:
 
 
 def _cache_filter(args: argparse.Namespace) -> Any:
-    from referee.judge.cache import CacheFilter
+    from referee.judge.reply_cache import CacheFilter
 
     return CacheFilter(model=args.model, provider=args.provider, endpoint=args.endpoint,
                        older_than_s=args.older_than)
@@ -684,7 +684,7 @@ def _when(timestamp: float) -> str:
 
 
 def cmd_cache_stats(args: argparse.Namespace) -> int:
-    from referee.judge.cache import cache_stats
+    from referee.judge.reply_cache import cache_stats
 
     where = _cache_filter(args)
     stats = cache_stats(args.cache, where)
@@ -715,7 +715,7 @@ def cmd_cache_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
-    from referee.judge.cache import clear_cache, default_cache_path
+    from referee.judge.reply_cache import clear_cache, default_cache_path
 
     removed, left = clear_cache(args.cache, _cache_filter(args))
     path = args.cache or default_cache_path()

@@ -317,6 +317,8 @@ class EvalConfig(StrictModel):
         Path(path).write_text(json.dumps(self.model_dump(mode="json"), indent=2), encoding="utf-8")
 
     def get_criterion_config(self, name: str) -> CriterionConfig | None:
+        """The named criterion's config, None when it is not set: public in the 10xgraph-style
+        ``AgentEvaluator`` API's ``EvalConfig``, which users call, though referee itself does not."""
         return getattr(self.criteria, name, None)
 
     def enable_criterion(self, name: str, config: CriterionConfig | None = None) -> None:

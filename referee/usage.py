@@ -37,11 +37,6 @@ class TokenUsage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     @property
-    def uncached_input_tokens(self) -> int:
-        """Input tokens billed at the plain input rate."""
-        return max(self.input_tokens - self.cached_input_tokens - self.cache_write_tokens, 0)
-
-    @property
     def cache_read_tokens(self) -> int:
         """10xgraph's name for ``cached_input_tokens``."""
         return self.cached_input_tokens

@@ -15,7 +15,8 @@ from referee.run.session import default_runs_dir
 # Settings a developer's shell may carry that would re-route or re-shape the tests' judges.
 JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
              "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "REFEREE_CACHE_DIR",
-             "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM")
+             "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
+             "REFEREE_DIRECT_HTTP")
 
 
 @pytest.fixture

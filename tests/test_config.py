@@ -76,6 +76,15 @@ def test_enable_and_disable_criterion():
     config.disable_criterion("safety")  # not configured: nothing to disable, no error
 
 
+def test_get_criterion_config_is_the_peer_apis_lookup():
+    # Public in the AgentEvaluator-style EvalConfig: users call it though referee does not.
+    config = EvalConfig()
+    rouge = CriterionConfig.rouge_match()
+    config.enable_criterion("rouge_match", rouge)
+    assert config.get_criterion_config("rouge_match") is config.criteria.rouge_match
+    assert config.get_criterion_config("safety") is None
+
+
 def test_enable_unknown_criterion_message():
     with pytest.raises(ValueError, match=r"^Unknown criterion field: 'exact_match'$"):
         EvalConfig().enable_criterion("exact_match")

@@ -13,7 +13,7 @@ import pytest
 from referee.errors import JudgeUnavailable
 from referee.judge import configure, default_cache_path, get_judge
 from referee.judge import retry as retry_module
-from referee.judge.cache import JudgeCache, flush_caches
+from referee.judge.reply_cache import JudgeCache, flush_caches
 from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
 
 SECRET = "sk-live-SECRET-9f8e7d6c5b4a"
@@ -324,7 +324,7 @@ def _stdlib_key(**request: object) -> str:
     float("inf"), float("nan"), Path("/tmp/x"), ("a", 1), {"nested": 1e-7},
 ])
 def test_cache_keys_are_the_digest_earlier_releases_wrote(value: object) -> None:
-    from referee.judge.cache import cache_key
+    from referee.judge.reply_cache import cache_key
 
     request = {"provider": "openai", "model": "gpt-4o-mini", "prompt": "Question?",
                "temperature": 0.0, "max_tokens": 16, "sample_index": 0, "value": value}

@@ -11,7 +11,7 @@ import pytest
 
 from referee.cli import main
 from referee.judge import configure, get_judge
-from referee.judge.cache import CacheFilter, cache_key, cache_stats, clear_cache, flush_caches
+from referee.judge.reply_cache import CacheFilter, cache_key, cache_stats, clear_cache, flush_caches
 from referee.testing import ScriptedJudgeServer
 
 SECRET = "sk-live-SECRET-5e4d3c2b1a09"
@@ -136,7 +136,7 @@ def test_stats_and_clear_on_a_missing_or_foreign_file(tmp_path, capsys):
 
 
 async def test_merged_caches_keep_each_replys_endpoint(tmp_path):
-    from referee.judge.cache import merge_caches
+    from referee.judge.reply_cache import merge_caches
 
     node_a, node_b = tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"
     with ScriptedJudgeServer(reply="Yes") as server:

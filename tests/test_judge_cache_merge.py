@@ -9,7 +9,7 @@ import pytest
 
 from referee.cli import main
 from referee.judge import configure, get_judge
-from referee.judge.cache import JudgeCache, merge_caches
+from referee.judge.reply_cache import JudgeCache, merge_caches
 from referee.testing import Reply, ScriptedJudgeServer
 
 

@@ -280,3 +280,16 @@ def test_a_judge_named_by_model_is_built_once_per_setting(monkeypatch: pytest.Mo
     assert other is not None and other.temperature == 0.7 and built.count("gpt-4o-mini") == 2
     monkeypatch.delenv("OPENAI_API_KEY")
     assert judge_config_for_model("gpt-4o-mini") is None  # availability is asked every time
+
+
+def test_reliability_check_warns_that_no_rejudging_pass_runs() -> None:
+    import warnings
+
+    # multivon re-judges a sample of cases when it is on; referee accepts it and says it does not.
+    with pytest.warns(DeprecationWarning, match="runs no re-judging pass") as caught:
+        JudgeConfig(reliability_check=True)
+    assert caught[0].filename == __file__  # pointed at the caller, not at pydantic
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert JudgeConfig(reliability_sample=9).effective_reliability_sample == 9
+        assert JudgeConfig(reliability_check=False).reliability_check is False

@@ -194,15 +194,15 @@ _SDK_HEADERS = ("authorization", "x-api-key", "anthropic-version", "content-type
 @pytest.mark.parametrize(("provider", "api_style"), SDK_WIRES)
 async def test_direct_http_sends_and_reads_what_the_sdk_path_does(
         judge_server: ScriptedJudgeServer, provider: str, api_style: str) -> None:
-    from referee.judge import providers
+    from referee.judge.providers import _direct
 
     judge_server.set_reply(Reply("Yes", input_tokens=42, output_tokens=4))
     cfg = judge_server.judge_config(provider=provider, api_style=api_style, cache=False)
     judge = get_judge(cfg)
     direct = await judge.complete("q", system="s", prompt_prefix="material\n", json_mode=True)
     client = _endpoint_for(cfg).client(cfg)
-    assert client in providers._direct_http  # the SDK's aiohttp session, not its pipeline
-    providers._direct_http.pop(client)
+    assert client in _direct._direct_http  # the SDK's aiohttp session, not its pipeline
+    _direct._direct_http.pop(client)
     through_sdk = await judge.complete("q", system="s", prompt_prefix="material\n",
                                        json_mode=True)
     first, second = judge_server.requests
@@ -263,7 +263,8 @@ async def test_direct_http_bounds_each_attempt_itself(judge_server: ScriptedJudg
 def test_bodies_and_replies_orjson_refuses_still_go_through() -> None:
     import json
 
-    from referee.judge.providers import _json_bytes, _json_value
+    from referee.judge.providers._base import json_value as _json_value
+    from referee.judge.providers._direct import _json_bytes
 
     # orjson writes and reads the usual ones; the stdlib takes what orjson refuses.
     usual = {"prompt": "caf\u00e9", "n": 1}
@@ -307,6 +308,7 @@ async def test_clients_share_one_tls_context(judge_server: ScriptedJudgeServer,
     import ssl
 
     from referee.judge import providers
+    from referee.judge.providers import _direct
 
     # Each event loop gets its own client; loading the certificate store for each cost more
     # CPU than a hundred judge requests. A change of SSL_CERT_FILE still takes effect.
@@ -318,7 +320,7 @@ async def test_clients_share_one_tls_context(judge_server: ScriptedJudgeServer,
     monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
     made.append(adapter.make_client(judge_server.base_url(provider), DUMMY_API_KEY, cfg))
     try:
-        first, second, other = (providers._direct_http[c]._transport.ssl_context for c in made)
+        first, second, other = (_direct._direct_http[c]._transport.ssl_context for c in made)
         assert first is second and other is not first
         for context in (first, other):
             assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
@@ -333,12 +335,107 @@ async def test_a_proxied_endpoint_keeps_the_sdk_path(judge_server: ScriptedJudge
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      provider: str) -> None:
     from referee.judge import providers
+    from referee.judge.providers import _direct
 
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")  # honoured by the SDK's transport only
     cfg = judge_server.judge_config(provider=provider, cache=False)
     client = providers.adapter_for(provider).make_client(judge_server.base_url(provider),
                                                          DUMMY_API_KEY, cfg)
     try:
-        assert client not in providers._direct_http
+        assert client not in _direct._direct_http
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_the_sdk_internals_the_direct_path_uses_exist(judge_server: ScriptedJudgeServer,
+                                                            provider: str) -> None:
+    import importlib
+
+    from referee.judge.providers._direct import (
+        SDK_CHECKED_WITH,
+        _direct_http,
+        missing_sdk_internals,
+    )
+    from referee.judge.providers._sdk import aiohttp_http_client
+
+    # An SDK release that drops one of them silently loses the direct path (and its speed):
+    # this names the release and what went.
+    sdk = importlib.import_module(provider)
+    base_url = judge_server.base_url(provider)
+    http = aiohttp_http_client(sdk, 5.0, base_url)
+    assert http is not None, f"{provider} {sdk.__version__} has no DefaultAioHttpClient"
+    client_type = sdk.AsyncOpenAI if provider == "openai" else sdk.AsyncAnthropic
+    client = client_type(api_key=DUMMY_API_KEY, base_url=base_url, max_retries=0,
+                         http_client=http)
+    try:
+        missing = missing_sdk_internals(client, http)
+        assert not missing, (
+            f"{provider} {sdk.__version__} lacks SDK internals the direct HTTP path uses "
+            f"(last checked with {provider} {SDK_CHECKED_WITH[provider]}): "
+            f"{', '.join(missing)}; update referee/judge/providers/_direct.py, or set "
+            "REFEREE_DIRECT_HTTP=0 meanwhile")
+        cfg = judge_server.judge_config(provider=provider, cache=False)
+        assert _endpoint_for(cfg).client(cfg) in _direct_http, "the internals are there, unused"
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(("provider", "api_style"), SDK_WIRES)
+async def test_with_direct_http_off_requests_go_through_the_sdks_public_post(
+        judge_server: ScriptedJudgeServer, monkeypatch: pytest.MonkeyPatch, provider: str,
+        api_style: str) -> None:
+    import importlib
+
+    from referee.judge.providers._direct import _direct_http
+
+    sdk = importlib.import_module(provider)
+    client_type = sdk.AsyncOpenAI if provider == "openai" else sdk.AsyncAnthropic
+    public_post = client_type.post
+    posted: list[str] = []
+
+    async def counted_post(self: object, path: str, **kwargs: object) -> object:
+        posted.append(path)
+        return await public_post(self, path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client_type, "post", counted_post)
+    monkeypatch.setenv("REFEREE_DIRECT_HTTP", "0")
+    judge_server.set_reply(Reply("Yes", input_tokens=42, output_tokens=4))
+    judge_server.enqueue_faults(Fault.rate_limit(retry_after=0))
+    cfg = judge_server.judge_config(provider=provider, api_style=api_style, cache=False)
+    reply = await get_judge(cfg).complete("q", system="s", json_mode=True)
+    assert reply.text == "Yes" and reply.attempts == 2  # the SDK's 429 was retried as ever
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (42, 4)
+    assert _endpoint_for(cfg).client(cfg) not in _direct_http
+    assert len(posted) == 2 and len({r.path for r in judge_server.requests}) == 1
+
+
+async def test_an_unreadable_direct_http_switch_is_named(judge_server: ScriptedJudgeServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee.errors import JudgeUnavailable
+
+    monkeypatch.setenv("REFEREE_DIRECT_HTTP", "sometimes")
+    with pytest.raises(JudgeUnavailable, match="REFEREE_DIRECT_HTTP='sometimes' is not a boolean"):
+        await get_judge(judge_server.judge_config(cache=False)).complete("q")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_an_sdk_without_an_internal_keeps_the_sdks_path(judge_server: ScriptedJudgeServer,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               provider: str) -> None:
+    import importlib
+
+    from referee.judge.providers import adapter_for
+    from referee.judge.providers._direct import _direct_http
+
+    # A release that drops the error builder would otherwise fail on the first error reply.
+    sdk = importlib.import_module(provider)
+    client_type = sdk.AsyncOpenAI if provider == "openai" else sdk.AsyncAnthropic
+    owner = next(k for k in client_type.__mro__ if "_make_status_error_from_response" in vars(k))
+    monkeypatch.delattr(owner, "_make_status_error_from_response")
+    cfg = judge_server.judge_config(provider=provider, cache=False)
+    client = adapter_for(provider).make_client(judge_server.base_url(provider), DUMMY_API_KEY, cfg)
+    try:
+        assert client not in _direct_http
     finally:
         await client.close()

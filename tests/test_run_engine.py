@@ -295,7 +295,7 @@ async def test_model_caller_awaits_async_callable_objects():
         async def __call__(self, prompt: str) -> str:
             return prompt.upper()
 
-    caller = ModelCaller(1)
+    caller = ModelCaller()
     try:
         assert await caller.call(AsyncAgent(), "hi") == "HI"
     finally:
@@ -391,3 +391,15 @@ async def test_an_idle_model_thread_keeps_no_result_alive() -> None:
     gc.collect()
     assert len(made) == 4
     assert [ref() for ref in made] == [None] * 4
+
+
+def test_model_caller_max_workers_is_deprecated() -> None:
+    import warnings
+
+    # It never bounded anything: sync models run on daemon threads, cases by the run's workers.
+    with pytest.warns(DeprecationWarning, match=r"max_workers=\.\.\.\) is deprecated") as caught:
+        ModelCaller(4)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ModelCaller()

@@ -5,9 +5,10 @@ SDK providers, per-endpoint concurrency, retries, the reply cache, token/cost ac
 verdict parsing.
 """
 
+import sys
+
 from referee.errors import JudgeUnavailable
-from referee.judge.cache import JudgeCache, default_cache_path, get_cache
-from referee.judge.caching import CachingRules, caching_rules, estimate_tokens
+from referee.judge import prompt_caching, reply_cache
 from referee.judge.client import Judge, JudgeReply, get_judge, unreadable_replies
 from referee.judge.config import (
     DEFAULT_JUDGES,
@@ -23,7 +24,9 @@ from referee.judge.config import (
 )
 from referee.judge.panel import JudgePanel
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
+from referee.judge.prompt_caching import CachingRules, caching_rules, estimate_tokens
 from referee.judge.providers import JudgeRequest, ProviderAdapter, RawReply, register_provider
+from referee.judge.reply_cache import JudgeCache, default_cache_path, get_cache
 from referee.judge.retry import RetryPolicy, parse_retry_after
 from referee.judge.verdict import (
     Verdict,
@@ -34,6 +37,14 @@ from referee.judge.verdict import (
     reply_reason,
     score_problem,
 )
+
+# The modules' names before they said what they hold: the reply cache was ``cache``, provider
+# prompt caching ``caching``. The old paths are the very same modules, so that imports and
+# patches through them keep working.
+sys.modules[__name__ + ".cache"] = reply_cache
+sys.modules[__name__ + ".caching"] = prompt_caching
+cache = reply_cache
+caching = prompt_caching
 
 __all__ = [
     "CachingRules",

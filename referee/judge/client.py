@@ -17,8 +17,6 @@ from typing import Any, TypeVar
 
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
-from referee.judge.cache import JudgeCache, cache_enabled_by_env, cache_key, flush_caches, get_cache
-from referee.judge.caching import estimate_tokens, warm_up, worth_caching
 from referee.judge.config import JudgeConfig, is_provider_endpoint
 from referee.judge.limiter import (
     BudgetSettings,
@@ -29,6 +27,7 @@ from referee.judge.limiter import (
     read_rate_limit_headers,
 )
 from referee.judge.pricing import usage_for
+from referee.judge.prompt_caching import estimate_tokens, warm_up, worth_caching
 from referee.judge.providers import (
     PLACEHOLDER_API_KEY,
     JudgeRequest,
@@ -38,6 +37,13 @@ from referee.judge.providers import (
     bounds_its_attempts,
     schema_text,
     sends_reply_schema,
+)
+from referee.judge.reply_cache import (
+    JudgeCache,
+    cache_enabled_by_env,
+    cache_key,
+    flush_caches,
+    get_cache,
 )
 from referee.judge.served import note_served
 from referee.redact import clip, redact, remember_secret

@@ -494,11 +494,6 @@ class EndpointLimiter:
             size = int(self._window)
         self._slots.resize(size)
 
-    def set_limit(self, limit: int) -> None:
-        """Pin the number of requests in flight (what an explicit max_concurrency does)."""
-        self.configure(BudgetSettings(max_concurrency=limit, pinned=True, rpm=self._settings.rpm,
-                                      tpm=self._settings.tpm))
-
     def _apply_budgets(self, now: float) -> None:
         rpm = _lowest(self._settings.rpm, self._learned_rpm)
         tpm = _lowest(self._settings.tpm, self._learned_tpm)

@@ -220,7 +220,7 @@ class AgentEvaluator:
         """One case, not stored: handy for per-case assertions in tests."""
         engine = Engine(self.criteria, concurrency=1, timeout=self.config.timeout or None)
         await engine.prepare()
-        caller = ModelCaller(1)
+        caller = ModelCaller()
         try:
             return await engine.run_case(case, self._execute, caller)
         finally:

@@ -90,7 +90,7 @@ async def score_case(case_or_input: Any, output: Any, evaluators: Any) -> CaseRe
 
     engine = Engine(criteria, concurrency=1)
     await engine.prepare()
-    caller = ModelCaller(1)
+    caller = ModelCaller()
     try:
         result = await engine.run_case(case, execute, caller)
     finally:

@@ -16,6 +16,7 @@ import math
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
@@ -31,16 +32,16 @@ from referee.criteria.base import (
 )
 from referee.errors import JudgeUnavailable, describe_exception, format_traceback
 from referee.execution import UNRECORDED_KEY, ExecutionResult
-from referee.judge.cache import cache_enabled_by_env
 from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
+from referee.judge.reply_cache import cache_enabled_by_env
 from referee.judge.served import SERVED_KEY, recording_served
 from referee.report.model import CaseResult, CaseStatus, case_status
 from referee.report.store import RunStore
 from referee.report.trials import clear_after, combine_runs
 from referee.result import CriterionResult, unique_labels
+from referee.run.case_retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.run.progress import ProgressReporter, SilentProgress
-from referee.run.retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.usage import TokenUsage
 
 DEFAULT_CONCURRENCY = 8
@@ -111,7 +112,7 @@ class ModelCaller:
     Sync calls run on daemon threads (``_DaemonWorkers``): a hung sync model cannot be
     killed, but its stuck thread holds no slot that other cases need (the engine's workers
     bound how many cases run at once; a busy thread is never waited for) and does not keep
-    the process alive at exit. ``max_workers`` is accepted for compatibility and not needed.
+    the process alive at exit. ``max_workers`` is deprecated: it never bounded anything here.
 
     Anything the model raises reaches the caller as an ``Exception`` (non-``Exception``
     throwables are wrapped in ``ModelFailure``), so it can only ever be that case's error;
@@ -119,6 +120,10 @@ class ModelCaller:
     """
 
     def __init__(self, max_workers: int | None = None) -> None:
+        if max_workers is not None:
+            warnings.warn("ModelCaller(max_workers=...) is deprecated and has no effect: sync "
+                          "models run on daemon threads, and how many cases run at once is "
+                          "the run's concurrency", DeprecationWarning, stacklevel=2)
         self._workers = _WORKERS
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -439,7 +444,7 @@ class Engine:
         todo = sum(1 for key in keys if key not in skip)
         pending = (i for i, key in enumerate(keys) if key not in skip)
 
-        caller = ModelCaller(self.concurrency)
+        caller = ModelCaller()
         self.progress.start(len(keys), len(keys) - todo)
 
         async def worker() -> None:

@@ -581,10 +581,3 @@ def _without_base_url(judge: Any) -> Any:
 def print_summary(report: EvalReport) -> None:
     render_console(report)
 
-
-def summary_line(report: EvalReport) -> str:
-    kinds = ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items())
-    errors = f" ({kinds})" if kinds else ""
-    return (f"{report.name or 'run'}: {report.passed} passed, {report.failed} failed, "
-            f"{report.errors} errors{errors}, {report.skipped} skipped of {report.total}; "
-            f"pass_rate {report.pass_rate:.1%}, error_rate {report.error_rate:.1%}")

@@ -228,7 +228,7 @@ class UserSimulator:
         case = scenario.to_case()
         engine = Engine(self.criteria, concurrency=1)
         await engine.prepare()
-        caller = ModelCaller(1)
+        caller = ModelCaller()
 
         async def execute(c: EvalCase, call: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, scenario, call)

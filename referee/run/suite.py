@@ -10,11 +10,11 @@ from referee.case import EvalCase
 from referee.errors import InputError
 from referee.execution import ExecutionResult
 from referee.report.model import EvalReport
+from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
 from referee.run.judge_gate import JudgeGate
 from referee.run.model_factory import with_model_factory
-from referee.run.retry import JudgeRetry
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 

@@ -2,7 +2,7 @@
 
 A request's prompt (system text, then the user message) is looked up when it arrives and
 stored as its reply goes out, so requests fired together with a cold prefix all miss,
-as they do at the providers. What counts as a hit follows ``referee.judge.caching``:
+as they do at the providers. What counts as a hit follows ``referee.judge.prompt_caching``:
 
 - OpenAI and Gemini: the longest prefix seen before (OpenAI in 128-token steps), for prompts
   of at least the minimum length;
@@ -20,7 +20,7 @@ import hashlib
 import threading
 from dataclasses import dataclass, field
 
-from referee.judge.caching import CHARS_PER_TOKEN, CachingRules, estimate_tokens
+from referee.judge.prompt_caching import CHARS_PER_TOKEN, CachingRules, estimate_tokens
 
 # Gemini publishes no step; a small one keeps the emulation close without hashing every token.
 _MIN_STEP_TOKENS = 16

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from referee.judge.caching import estimate_tokens
+from referee.judge.prompt_caching import estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -516,11 +516,6 @@ class ScriptedJudge:
         """Requests answered 429 by the enforced rate limit."""
         with self._lock:
             return sum(r.rate_limited for r in self._requests)
-
-    def admitted_times(self) -> list[float]:
-        """Arrival times (time.monotonic) of the requests the rate limit let through."""
-        with self._lock:
-            return [r.arrived_at for r in self._requests if not r.rate_limited]
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -21,8 +21,8 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import SecretStr
 
-from referee.judge.caching import caching_rules
 from referee.judge.config import DEFAULT_MODELS, JudgeConfig, declare_provider_endpoint
+from referee.judge.prompt_caching import caching_rules
 from referee.testing.prompt_cache import CacheUse, PromptCache
 from referee.testing.script import (
     Fault,

@@ -391,14 +391,14 @@ def test_sleep_helpers_wait_the_backoff(monkeypatch):
     import asyncio
 
     slept: list[float] = []
-    monkeypatch.setattr("referee.run.retry.time.sleep", slept.append)
+    monkeypatch.setattr("referee.run.case_retry.time.sleep", slept.append)
     policy = JudgeRetry(base_backoff=1.5, factor=2.0, jitter=0)
     assert sleep_for_attempt(policy, 1) == 0.0 and slept == []
     assert sleep_for_attempt(policy, 3) == 3.0 and slept == [3.0]
 
     async def record(seconds):
         slept.append(seconds)
-    monkeypatch.setattr("referee.run.retry.asyncio.sleep", record)
+    monkeypatch.setattr("referee.run.case_retry.asyncio.sleep", record)
     assert asyncio.run(async_sleep_for_attempt(policy, 2)) == 1.5 and slept[-1] == 1.5
 
 
