@@ -3,7 +3,9 @@
 Tool calls come from ``ToolCallItem``s and their results from ``ToolCallOutputItem``s (matched by
 call id); the agents that held control (the first, then each handoff's target) are the node
 visits; usage is the run's ``context_wrapper.usage``. Later turns continue from
-``to_input_list()``.
+``to_input_list()``. An agent used as a tool (``Agent.as_tool``) is one call of its caller, with
+the inner agents' visits and calls nested under it (``_agent_tools``); ``OpenAIAgentsAgent``
+records those, as a finished ``RunResult`` does not hold them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from referee.adapters._agent_tools import install, recording_runs
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
 from referee.adapters._messages import parse_arguments, parse_result
@@ -83,6 +86,10 @@ class OpenAIAgentsAgent:
     starts from the previous turn's ``to_input_list()`` plus the new user message, with
     ``agent``; ``continue_with_last_agent=True`` starts it with the agent that ended the previous
     turn (``result.last_agent``), as a chat loop that stays with the agent it was handed to.
+
+    Agents used as tools (``Agent.as_tool``) are recorded under their call, to any depth: the
+    adapter wraps each agent tool's invoker and adds pass-through ``hooks`` to the agents that
+    run as tools (once; they record only inside this adapter's runs, and trace nothing).
     """
 
     def __init__(self, agent: Any, *, run_config: Any = None, max_turns: int | None = None,
@@ -95,6 +102,7 @@ class OpenAIAgentsAgent:
         self.continue_with_last_agent = continue_with_last_agent
         self.__name__ = str(getattr(agent, "name", None) or "openai-agents agent")
         self._history = NativeHistory()
+        install(agent)
 
     async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
         previous = self._history.recall(history)
@@ -108,8 +116,11 @@ class OpenAIAgentsAgent:
         options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        result = await self._runner.run(starting_agent, run_input, **options)
+        install(starting_agent)  # tools or handoffs given to an agent since the last turn
+        with recording_runs() as agent_tool_runs:
+            result = await self._runner.run(starting_agent, run_input, **options)
         execution = execution_from_run_result(result)
+        agent_tool_runs.nest_into(execution.tool_calls)
         self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
                            (result.to_input_list(), result.last_agent))

@@ -149,3 +149,32 @@ async def test_prompt_cache_reads_are_recorded(server):
     assert 0 < usage.cached_input_tokens < usage.input_tokens
     sdk_usage = result.context_wrapper.usage
     assert usage.cached_input_tokens == sdk_usage.input_tokens_details.cached_tokens
+
+
+# Agents used as tools ----------------------------------------------------------------------------
+
+async def test_agents_used_as_tools_are_recorded_under_their_call_with_tracing_off(tmp_path):
+    from agent_tool_desk import (build_orchestrator, delegation_case, desk, expected_nesting,
+                                 nesting)
+
+    from referee.case import flattened
+    from referee.report.store import load_run
+
+    with ScriptedJudgeServer(desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        orchestrator = build_orchestrator(agents, model)
+        report = await AgentEvaluator(
+            OpenAIAgentsAgent(orchestrator, run_config=NO_TRACING), config=_config(),
+            runs_dir=tmp_path).evaluate([delegation_case()], verbose=False)
+
+    (case,) = report.cases
+    execution = case.execution
+    assert case.status == CaseStatus.PASSED, case.criterion_results  # one call per agent tool
+    assert nesting(execution.tool_calls) == expected_nesting()
+    assert execution.node_visits == ["orchestrator"]  # an agent tool never takes control
+    ids = [call.call_id for call in flattened(execution.tool_calls)]
+    assert all(ids) and len(set(ids)) == len(ids) == 8  # each call its own id, to any depth
+    # The inner calls are stored in cases.jsonl and read back.
+    (stored,) = load_run(report.metadata["run_dir"]).cases
+    assert stored.execution.tool_calls == execution.tool_calls
