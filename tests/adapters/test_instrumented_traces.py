@@ -58,7 +58,9 @@ def instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[None]:
 
 
 def _calls(calls: list[ToolCall]) -> list[tuple[Any, ...]]:
-    return [(c.name, c.args, c.result, c.call_id) for c in calls]
+    """Each call and, for an agent used as a tool, the inner run nested under it."""
+    return [(c.name, c.args, c.result, c.call_id, c.nested_node_visits, _calls(c.nested_calls))
+            for c in calls]
 
 
 def run_fields(execution: ExecutionResult) -> dict[str, Any]:
@@ -156,6 +158,31 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
     assert live.cases[0].execution.node_visits == ["triage", "orders"] * 2
     assert live.cases[0].execution.tool_calls[0].result == {"order_id": "1001",
                                                             "status": "shipped"}
+    assert_same_run(live, recorded)
+
+
+async def test_openai_agents_trace_nests_agents_used_as_tools_like_the_live_run(tmp_path):
+    agents = pytest.importorskip("agents")
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.openai_agents")
+    from agent_tool_desk import build_orchestrator, delegation_case, desk, expected_nesting, nesting
+    from openai import AsyncOpenAI
+
+    from referee.adapters import OpenAIAgentsAgent
+
+    spans = tmp_path / "spans.jsonl"
+    with ScriptedJudgeServer(desk) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.OpenAIAgentsInstrumentor(), provider):
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY))
+        live = await AgentEvaluator(OpenAIAgentsAgent(build_orchestrator(agents, model)),
+                                    config=CONFIG, save=False, case_context=session_of).evaluate(
+            [delegation_case()], verbose=False)
+
+    recorded = await score_traces_async(spans, cases=[delegation_case()], config=CONFIG,
+                                        verbose=False, save=False)
+
+    assert live.cases[0].status == CaseStatus.PASSED, live.cases[0].criterion_results
+    assert nesting(live.cases[0].execution.tool_calls) == expected_nesting()
     assert_same_run(live, recorded)
 
 
