@@ -85,3 +85,44 @@ def delegation_case() -> EvalCase:
         expected_tool_trajectory=[ToolCall(name="ask_researcher", args={"input": f"Check {i}"})
                                   for i in INVOICES],
         expected_node_order=["orchestrator"])], eval_id="delegation")
+
+
+# An agent tool whose agent hands off inside its own run ------------------------------------------
+
+def support_desk(request: RecordedRequest) -> Reply | str:
+    system, outputs = request.system or "", request.tool_outputs
+    if "You orchestrate" in system:
+        return f"Done: {outputs[-1]}" if outputs else Reply.calling(
+            ("ask_support", {"input": "Refund 5"}))
+    if "You triage" in system:
+        return Reply.calling(("transfer_to_refunds", {}))
+    if any("refunded" in out for out in outputs):  # refunds, after its tool answered
+        return "Refund made"
+    return Reply.calling(("refund", {"amount": 5}))
+
+
+def build_support(agents: Any, model: Any, refund_hooks: Any = None) -> Any:
+    @agents.function_tool
+    def refund(amount: int) -> str:
+        """Refund an amount."""
+        return f"refunded {amount}"
+
+    refunds = agents.Agent(name="refunds", instructions="You refund.", tools=[refund],
+                           model=model, hooks=refund_hooks)
+    triage = agents.Agent(name="support_triage", instructions="You triage.", handoffs=[refunds],
+                          model=model)
+    return agents.Agent(name="orchestrator", instructions="You orchestrate.", model=model,
+                        tools=[triage.as_tool(tool_name="ask_support",
+                                              tool_description="Ask support.")])
+
+
+SUPPORT_NESTING = [("ask_support", {"input": "Refund 5"}, "Refund made",
+                    ["support_triage", "refunds"],
+                    [("refund", {"amount": 5}, "refunded 5", [], [])])]
+
+
+def support_case() -> EvalCase:
+    return EvalCase.multi_turn([Invocation(
+        user_content="Refund me 5", expected_final_response="Done: Refund made",
+        expected_tool_trajectory=[ToolCall(name="ask_support", args={"input": "Refund 5"})],
+        expected_node_order=["orchestrator"])], eval_id="support")

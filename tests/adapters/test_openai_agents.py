@@ -178,3 +178,29 @@ async def test_agents_used_as_tools_are_recorded_under_their_call_with_tracing_o
     # The inner calls are stored in cases.jsonl and read back.
     (stored,) = load_run(report.metadata["run_dir"]).cases
     assert stored.execution.tool_calls == execution.tool_calls
+
+
+async def test_a_handoff_inside_an_agent_tool_is_a_visit_of_its_inner_run():
+    from agent_tool_desk import SUPPORT_NESTING, build_support, nesting, support_desk
+
+    class OwnHooks(agents.AgentHooks):
+        def __init__(self) -> None:
+            self.ended: list[tuple[str, str, str]] = []
+
+        async def on_tool_end(self, context, agent, tool, result) -> None:
+            self.ended.append((agent.name, tool.name, result))
+
+    own = OwnHooks()
+    with ScriptedJudgeServer(support_desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        adapter = OpenAIAgentsAgent(build_support(agents, model, own), run_config=NO_TRACING)
+        execution = await adapter("Refund me 5", [])
+        # Outside the adapter, the agents run as before and nothing is recorded.
+        plain = await agents.Runner.run(adapter.agent, "Refund me 5", run_config=NO_TRACING)
+
+    assert nesting(execution.tool_calls) == SUPPORT_NESTING
+    assert execution.node_visits == ["orchestrator"]
+    assert own.ended == [("refunds", "refund", "refunded 5")] * 2  # the user's hooks still run
+    assert nesting(execution_from_run_result(plain).tool_calls) == [
+        (*SUPPORT_NESTING[0][:3], [], [])]
