@@ -6,8 +6,15 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import (AliasChoices, ConfigDict, Field, SerializerFunctionWrapHandler,
-                      field_validator, model_serializer, model_validator)
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from referee import _adk
 from referee._strict import StrictModel, move_alias, with_positions

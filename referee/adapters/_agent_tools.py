@@ -18,12 +18,17 @@ left as they are, and ``RunConfig(tracing_disabled=True)`` records the same.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from referee.adapters._base import require_extra
 from referee.adapters._messages import parse_arguments, parse_result
 from referee.case import ToolCall
+
+EXTRA = "openai-agents"
 
 # Marks an invoker this module wrapped, so that installing twice wraps once.
 _WRAPPED = "__referee_agent_tool__"
@@ -52,18 +57,23 @@ class InnerRun:
 _running: ContextVar[InnerRun | None] = ContextVar("referee_agent_tool_run", default=None)
 
 
-class recording_runs:  # noqa: N801 - used as a context manager, like contextlib's helpers
-    """Within it, agent tool calls (of agents ``install``ed on) are recorded into ``root``."""
+@contextmanager
+def recording_agent_tools(agent: Any) -> Iterator[InnerRun]:
+    """Record what the agent tools reachable from ``agent`` do in the runs started within::
 
-    def __init__(self) -> None:
-        self.root = InnerRun()
+        with recording_agent_tools(agent) as agent_tool_runs:
+            result = await Runner.run(agent, "...")
+        execution = execution_from_run_result(result, agent_tool_runs)
 
-    def __enter__(self) -> InnerRun:
-        self._token = _running.set(self.root)
-        return self.root
-
-    def __exit__(self, *exc: object) -> None:
-        _running.reset(self._token)
+    ``OpenAIAgentsAgent`` does this itself; this is for runs you start yourself.
+    """
+    install(agent)
+    root = InnerRun()
+    token = _running.set(root)
+    try:
+        yield root
+    finally:
+        _running.reset(token)
 
 
 def _args(context: Any, name: str) -> dict[str, Any]:
@@ -73,9 +83,7 @@ def _args(context: Any, name: str) -> dict[str, Any]:
 
 @functools.cache
 def _recording_hooks_class() -> type:
-    from agents import AgentHooks
-
-    class RecordingHooks(AgentHooks):  # type: ignore[misc,type-arg]
+    class RecordingHooks(require_extra("agents", EXTRA).AgentHooks):  # type: ignore[misc]
         """The hooks that were there, plus a record of the run an agent tool started."""
 
         def __init__(self, wrapped: Any) -> None:

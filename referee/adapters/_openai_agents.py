@@ -13,15 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from referee.adapters._agent_tools import install, recording_runs
+from referee.adapters._agent_tools import EXTRA, InnerRun, install, recording_agent_tools
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
 from referee.adapters._messages import parse_arguments, parse_result
 from referee.case import ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
-
-EXTRA = "openai-agents"
 
 
 def _final_text(output: Any) -> str:
@@ -41,8 +39,11 @@ def _raw_field(raw: Any, *names: str) -> Any:
     return None
 
 
-def execution_from_run_result(result: Any) -> ExecutionResult:
-    """A finished ``Runner.run`` result as referee's ExecutionResult."""
+def execution_from_run_result(result: Any,
+                              agent_tool_runs: InnerRun | None = None) -> ExecutionResult:
+    """A finished ``Runner.run`` result as referee's ExecutionResult; with what
+    ``recording_agent_tools`` recorded around the run, each agent tool's call carries its
+    inner run (a finished result does not keep it)."""
     items = require_extra("agents.items", EXTRA)
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
@@ -66,6 +67,8 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
             visits.append(item.target_agent.name)
     if not visits and getattr(result, "last_agent", None) is not None:
         visits.append(result.last_agent.name)
+    if agent_tool_runs is not None:
+        agent_tool_runs.nest_into(calls)
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     return ExecutionResult(
         actual_response=_final_text(result.final_output), tool_calls=calls, node_visits=visits,
@@ -116,11 +119,10 @@ class OpenAIAgentsAgent:
         options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        install(starting_agent)  # tools or handoffs given to an agent since the last turn
-        with recording_runs() as agent_tool_runs:
+        # Installed again: tools or handoffs may have been given to an agent since.
+        with recording_agent_tools(starting_agent) as agent_tool_runs:
             result = await self._runner.run(starting_agent, run_input, **options)
-        execution = execution_from_run_result(result)
-        agent_tool_runs.nest_into(execution.tool_calls)
+        execution = execution_from_run_result(result, agent_tool_runs)
         self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
                            (result.to_input_list(), result.last_agent))

@@ -588,13 +588,13 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     by_span: dict[str, ToolCall] = {}  # each tool span's call, to nest inner runs under
     if tool_spans:
         for span in tool_spans:  # in start order: a calling tool before the calls inside it
-            call = _tool_from_span(span, calls, model_results, notes, unknown)
-            by_span[span.span_id] = call
+            made = _tool_from_span(span, calls, model_results, notes, unknown)
+            by_span[span.span_id] = made
             caller = _calling_tool(span, tree)
             if caller is not None and caller.span_id in by_span:
-                by_span[caller.span_id].nested_calls.append(call)
+                by_span[caller.span_id].nested_calls.append(made)
             else:
-                turn.tool_calls.append(call)
+                turn.tool_calls.append(made)
     else:  # only the model was instrumented: its own tool calls are the trajectory
         for j, call in enumerate(calls):
             args = parse_arguments(call.arguments, where=spans[0].where if spans else "",

@@ -340,7 +340,9 @@ def _trajectory(expected: Iterable[Any], actual: Iterable[Any],
     """Expected calls aligned with actual ones. An actual agent used as a tool is followed by
     its inner run (outcome ``nested``, not aligned), unless the trajectory criterion read the
     inner calls (``include_nested``): then they are aligned like the others."""
-    expected, actual = list(expected), list(flattened(actual) if include_nested else actual)
+    expected, actual = list(expected), list(actual)
+    if include_nested:
+        actual = flattened(actual)
     if not expected:
         return []
     rows: list[dict[str, Any]] = []

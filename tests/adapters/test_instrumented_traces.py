@@ -162,9 +162,16 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
 
 
 def agent_tool_desks() -> list[Any]:
-    from agent_tool_desk import (SUPPORT_NESTING, build_orchestrator, build_support,
-                                 delegation_case, desk, expected_nesting, support_case,
-                                 support_desk)
+    from agent_tool_desk import (
+        SUPPORT_NESTING,
+        build_orchestrator,
+        build_support,
+        delegation_case,
+        desk,
+        expected_nesting,
+        support_case,
+        support_desk,
+    )
 
     # Parallel agent tools with an agent tool inside; an agent tool whose agent hands off.
     return [pytest.param(desk, build_orchestrator, delegation_case, expected_nesting(),

@@ -154,8 +154,7 @@ async def test_prompt_cache_reads_are_recorded(server):
 # Agents used as tools ----------------------------------------------------------------------------
 
 async def test_agents_used_as_tools_are_recorded_under_their_call_with_tracing_off(tmp_path):
-    from agent_tool_desk import (build_orchestrator, delegation_case, desk, expected_nesting,
-                                 nesting)
+    from agent_tool_desk import build_orchestrator, delegation_case, desk, expected_nesting, nesting
 
     from referee.case import flattened
     from referee.report.store import load_run
@@ -204,3 +203,21 @@ async def test_a_handoff_inside_an_agent_tool_is_a_visit_of_its_inner_run():
     assert own.ended == [("refunds", "refund", "refunded 5")] * 2  # the user's hooks still run
     assert nesting(execution_from_run_result(plain).tool_calls) == [
         (*SUPPORT_NESTING[0][:3], [], [])]
+
+
+async def test_a_run_started_by_the_user_records_agent_tools_within_recording_agent_tools():
+    from agent_tool_desk import build_orchestrator, desk, expected_nesting, nesting
+
+    from referee.adapters import recording_agent_tools
+
+    with ScriptedJudgeServer(desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        orchestrator = build_orchestrator(agents, model)
+        with recording_agent_tools(orchestrator) as agent_tool_runs:
+            result = await agents.Runner.run(orchestrator, "Are INV-7 and INV-8 paid?",
+                                             run_config=NO_TRACING)
+
+    execution = execution_from_run_result(result, agent_tool_runs)
+
+    assert nesting(execution.tool_calls) == expected_nesting()
