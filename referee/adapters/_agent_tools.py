@@ -11,13 +11,15 @@ it with what the SDK does hand to a nested run:
   the tools they call, with their arguments, results and call ids.
 
 Both are added once per agent or tool, pass every call through to what was there, and record
-only inside a run of ``OpenAIAgentsAgent``: nothing is traced or exported, tracing settings are
-left as they are, and ``RunConfig(tracing_disabled=True)`` records the same.
+only inside ``recording_agent_tools`` (which ``OpenAIAgentsAgent`` enters around each run):
+nothing is traced or exported, tracing settings are left as they are, and
+``RunConfig(tracing_disabled=True)`` records the same.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,6 +34,7 @@ EXTRA = "openai-agents"
 
 # Marks an invoker this module wrapped, so that installing twice wraps once.
 _WRAPPED = "__referee_agent_tool__"
+_installing = threading.Lock()  # two threads installing on one agent must not wrap it twice
 
 
 @dataclass
@@ -173,16 +176,17 @@ def install(agent: Any) -> None:
     hooks_class = _recording_hooks_class()
     seen: set[tuple[int, bool]] = set()
     pending: list[tuple[Any, bool]] = [(agent, False)]
-    while pending:
-        current, inside_tool = pending.pop()
-        if current is None or (id(current), inside_tool) in seen:
-            continue
-        seen.add((id(current), inside_tool))
-        if inside_tool and not isinstance(current.hooks, hooks_class):
-            current.hooks = hooks_class(current.hooks)
-        for tool in list(getattr(current, "tools", None) or []):
-            if getattr(tool, "_is_agent_tool", False):
-                _wrap_invoker(tool)
-                pending.append((getattr(tool, "_agent_instance", None), True))
-        for handoff in list(getattr(current, "handoffs", None) or []):
-            pending.append((_handoff_target(handoff), inside_tool))
+    with _installing:
+        while pending:
+            current, inside_tool = pending.pop()
+            if current is None or (id(current), inside_tool) in seen:
+                continue
+            seen.add((id(current), inside_tool))
+            if inside_tool and not isinstance(current.hooks, hooks_class):
+                current.hooks = hooks_class(current.hooks)
+            for tool in list(getattr(current, "tools", None) or []):
+                if getattr(tool, "_is_agent_tool", False):
+                    _wrap_invoker(tool)
+                    pending.append((getattr(tool, "_agent_instance", None), True))
+            for handoff in list(getattr(current, "handoffs", None) or []):
+                pending.append((_handoff_target(handoff), inside_tool))
