@@ -6,7 +6,15 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from referee import _adk
 from referee._strict import StrictModel, move_alias, with_positions
@@ -79,6 +87,13 @@ class ToolCall(StrictModel):
     args: dict[str, Any] = Field(default_factory=dict, validation_alias=AliasChoices("args", "arguments"))
     result: Any = None
     call_id: str | None = None
+    # An agent used as a tool (the Agents SDK's ``as_tool``) runs an agent run of its own: the
+    # agents that held control in it and the calls they made, in order, nested to any depth.
+    # The caller's trajectory keeps such a call as one call; criteria configured with
+    # ``include_nested`` read the inner calls too (``flattened``). Left out of dumps when empty,
+    # so stored runs and dumps of calls without nesting are unchanged.
+    nested_node_visits: list[str] = Field(default_factory=list)
+    nested_calls: list[ToolCall] = Field(default_factory=list)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's ToolCall is a dataclass: ToolCall("lookup", {"id": 1}, "found").
@@ -104,6 +119,27 @@ class ToolCall(StrictModel):
 
     def __hash__(self) -> int:
         return hash((self.name, canonical_json(self.args)))
+
+    @model_serializer(mode="wrap")
+    def _without_empty_nesting(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for key in _NESTING_FIELDS:
+            if not data.get(key):
+                data.pop(key, None)
+        return data
+
+
+_NESTING_FIELDS = ("nested_node_visits", "nested_calls")
+
+
+def flattened(calls: list[ToolCall]) -> list[ToolCall]:
+    """``calls`` with each call's nested calls right after it, depth first: the order in which
+    the calls of an agent and of the agents it used as tools were made."""
+    flat: list[ToolCall] = []
+    for call in calls:
+        flat.append(call)
+        flat.extend(flattened(call.nested_calls))
+    return flat
 
 
 class MessageContent(StrictModel):

@@ -65,6 +65,10 @@ class CriterionConfig(StrictModel):
     rubrics: list[Rubric] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     check_args: bool = False
+    # referee extension: the tool criteria (trajectory, tool_name_match) also read the calls
+    # made inside agents used as tools, each right after the call that ran its agent
+    # (``referee.case.flattened``). Off: an agent used as a tool is one call, as recorded.
+    include_nested: bool = False
     enabled: bool = True
     api_style: str = "responses"
     # referee extension: the judge's endpoint (an OpenAI-compatible local server or gateway
@@ -95,13 +99,15 @@ class CriterionConfig(StrictModel):
         return known_api_style(value)
 
     @classmethod
-    def tool_name_match(cls, threshold: float = 1.0) -> CriterionConfig:
-        return cls(threshold=threshold)
+    def tool_name_match(cls, threshold: float = 1.0,
+                        include_nested: bool = False) -> CriterionConfig:
+        return cls(threshold=threshold, include_nested=include_nested)
 
     @classmethod
     def trajectory(cls, threshold: float = 1.0, match_type: MatchType = MatchType.EXACT,
-                   check_args: bool = False) -> CriterionConfig:
-        return cls(threshold=threshold, match_type=match_type, check_args=check_args)
+                   check_args: bool = False, include_nested: bool = False) -> CriterionConfig:
+        return cls(threshold=threshold, match_type=match_type, check_args=check_args,
+                   include_nested=include_nested)
 
     @classmethod
     def node_order(cls, threshold: float = 1.0,

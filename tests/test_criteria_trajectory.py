@@ -262,3 +262,59 @@ async def test_tool_name_with_nothing_expected():
     some_called = await ToolNameMatchCriterion().evaluate(
         ExecutionResult(tool_calls=calls("x")), case_expecting())
     assert some_called.score == 0.5 and not some_called.passed
+
+
+# Agents used as tools: their calls are nested under the call that ran them -------------------
+
+def orchestrated_run() -> ExecutionResult:
+    """An orchestrator that asked a researcher agent (as a tool), which searched twice, the
+    second time through a fact-checker agent of its own; then the orchestrator wrote."""
+    checker = ToolCall(name="ask_checker", args={"claim": "42"}, nested_node_visits=["checker"],
+                       nested_calls=[ToolCall(name="verify", args={"claim": "42"})])
+    research = ToolCall(name="ask_researcher", args={"input": "42?"},
+                        nested_node_visits=["researcher"],
+                        nested_calls=[ToolCall(name="search", args={"q": "42"}), checker])
+    return ExecutionResult(actual_response="42", node_visits=["orchestrator"],
+                           tool_calls=[research, ToolCall(name="write", args={})])
+
+
+async def test_a_call_to_an_agent_used_as_a_tool_counts_once_by_default():
+    run = orchestrated_run()
+    as_recorded = case_expecting([ToolCall(name="ask_researcher"), ToolCall(name="write")])
+
+    result = await trajectory().evaluate(run, as_recorded)
+    names = await ToolNameMatchCriterion().evaluate(run, as_recorded)
+
+    assert (result.score, result.passed) == (1.0, True)
+    assert "include_nested" not in result.details
+    assert (names.score, names.details["actual_names"]) == (1.0, ["ask_researcher", "write"])
+
+
+async def test_include_nested_reads_the_inner_calls_right_after_their_agent_call():
+    run = orchestrated_run()
+    everything = case_expecting([ToolCall(name=n) for n in (
+        "ask_researcher", "search", "ask_checker", "verify", "write")])
+    nested = TrajectoryMatchCriterion(config=CriterionConfig.trajectory(include_nested=True))
+
+    result = await nested.evaluate(run, everything)
+    flat_names = await ToolNameMatchCriterion(config=CriterionConfig.tool_name_match(
+        include_nested=True)).evaluate(run, everything)
+    outer_only = await trajectory().evaluate(run, everything)
+
+    assert (result.score, result.passed, result.details["include_nested"]) == (1.0, True, True)
+    assert [c["name"] for c in result.details["actual_trajectory"]] == [
+        "ask_researcher", "search", "ask_checker", "verify", "write"]
+    assert flat_names.score == 1.0
+    assert outer_only.passed is False  # EXACT: three of the expected calls were never made
+
+
+def test_nested_calls_round_trip_and_stay_out_of_plain_dumps():
+    run = orchestrated_run()
+
+    stored = run.model_dump(mode="json")
+    plain = ToolCall(name="write").model_dump()
+
+    assert ExecutionResult.model_validate(stored) == run
+    assert stored["tool_calls"][0]["nested_calls"][1]["nested_node_visits"] == ["checker"]
+    assert plain == {"name": "write", "args": {}, "result": None, "call_id": None}
+    assert ExecutionResult.model_validate({"tool_calls": [plain]}).tool_calls[0].nested_calls == []

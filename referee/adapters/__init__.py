@@ -27,6 +27,7 @@ _EXPORTS = {
     "RECORDED_MODEL_ID": "referee.adapters._traces",
     "OpenAIAgentsAgent": "referee.adapters._openai_agents",
     "execution_from_run_result": "referee.adapters._openai_agents",
+    "recording_agent_tools": "referee.adapters._agent_tools",
     "LangGraphAgent": "referee.adapters._langgraph",
     "execution_from_langgraph": "referee.adapters._langgraph",
 }

@@ -3,7 +3,9 @@
 Tool calls come from ``ToolCallItem``s and their results from ``ToolCallOutputItem``s (matched by
 call id); the agents that held control (the first, then each handoff's target) are the node
 visits; usage is the run's ``context_wrapper.usage``. Later turns continue from
-``to_input_list()``.
+``to_input_list()``. An agent used as a tool (``Agent.as_tool``) is one call of its caller, with
+the inner agents' visits and calls nested under it (``_agent_tools``); ``OpenAIAgentsAgent``
+records those, as a finished ``RunResult`` does not hold them.
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from referee.adapters._agent_tools import EXTRA, InnerRun, install, recording_agent_tools
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
 from referee.adapters._messages import parse_arguments, parse_result
 from referee.case import ToolCall
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
-
-EXTRA = "openai-agents"
 
 
 def _final_text(output: Any) -> str:
@@ -38,8 +39,11 @@ def _raw_field(raw: Any, *names: str) -> Any:
     return None
 
 
-def execution_from_run_result(result: Any) -> ExecutionResult:
-    """A finished ``Runner.run`` result as referee's ExecutionResult."""
+def execution_from_run_result(result: Any,
+                              agent_tool_runs: InnerRun | None = None) -> ExecutionResult:
+    """A finished ``Runner.run`` result as referee's ExecutionResult; with what
+    ``recording_agent_tools`` recorded around the run, each agent tool's call carries its
+    inner run (a finished result does not keep it)."""
     items = require_extra("agents.items", EXTRA)
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
@@ -63,6 +67,8 @@ def execution_from_run_result(result: Any) -> ExecutionResult:
             visits.append(item.target_agent.name)
     if not visits and getattr(result, "last_agent", None) is not None:
         visits.append(result.last_agent.name)
+    if agent_tool_runs is not None:
+        agent_tool_runs.nest_into(calls)
     usage = getattr(getattr(result, "context_wrapper", None), "usage", None)
     return ExecutionResult(
         actual_response=_final_text(result.final_output), tool_calls=calls, node_visits=visits,
@@ -83,6 +89,10 @@ class OpenAIAgentsAgent:
     starts from the previous turn's ``to_input_list()`` plus the new user message, with
     ``agent``; ``continue_with_last_agent=True`` starts it with the agent that ended the previous
     turn (``result.last_agent``), as a chat loop that stays with the agent it was handed to.
+
+    Agents used as tools (``Agent.as_tool``) are recorded under their call, to any depth: the
+    adapter wraps each agent tool's invoker and adds pass-through ``hooks`` to the agents that
+    run as tools (once; they record only inside this adapter's runs, and trace nothing).
     """
 
     def __init__(self, agent: Any, *, run_config: Any = None, max_turns: int | None = None,
@@ -95,6 +105,7 @@ class OpenAIAgentsAgent:
         self.continue_with_last_agent = continue_with_last_agent
         self.__name__ = str(getattr(agent, "name", None) or "openai-agents agent")
         self._history = NativeHistory()
+        install(agent)
 
     async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
         previous = self._history.recall(history)
@@ -108,8 +119,10 @@ class OpenAIAgentsAgent:
         options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        result = await self._runner.run(starting_agent, run_input, **options)
-        execution = execution_from_run_result(result)
+        # Installed again: tools or handoffs may have been given to an agent since.
+        with recording_agent_tools(starting_agent) as agent_tool_runs:
+            result = await self._runner.run(starting_agent, run_input, **options)
+        execution = execution_from_run_result(result, agent_tool_runs)
         self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
                            (result.to_input_list(), result.last_agent))

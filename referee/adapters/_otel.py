@@ -396,23 +396,30 @@ def _graph_node(span: _Span) -> str | None:
     return str(node) if node not in (None, "") else None
 
 
-def _node_visits(spans: list[_Span], tree: _Tree) -> list[str] | None:
-    """Graph nodes or agents that ran, in start order; None when no span can say.
+def _calling_tool(span: _Span, tree: _Tree) -> _Span | None:
+    """The tool span ``span`` ran inside (an agent used as a tool), if any: the nearest."""
+    return next((a for a in tree.ancestors(span) if a.kind == "tool"), None)
+
+
+def _node_visits(spans: list[_Span], tree: _Tree) -> list[tuple[_Span, str]] | None:
+    """Graph nodes or agents that ran, in start order, each with its span; None when no span
+    can say.
 
     LangGraph: each span of a node carries ``langgraph_node``; a visit is the outermost one
     (the node's model calls, tools and nested subgraph nodes run inside it, as the live
     ``stream_mode="updates"`` shows only the top-level nodes). Otherwise each agent span is a
     visit, except a nameless one around other agents (the Agents SDK's ``Agent workflow``).
+    An agent inside a tool span (an agent used as a tool) is a visit of that call's inner run.
     """
     nodes = {s.span_id: _graph_node(s) for s in tree.by_id.values()}
     if any(nodes[s.span_id] for s in spans):
-        return [str(nodes[s.span_id]) for s in spans if nodes[s.span_id]
+        return [(s, str(nodes[s.span_id])) for s in spans if nodes[s.span_id]
                 and not any(nodes[a.span_id] for a in tree.ancestors(s))]
     agents = [s for s in spans if s.kind == "agent"]
     if not agents:
         return None
     around_others = {a.span_id for other in agents for a in tree.ancestors(other)}
-    return [name or span.name for span in agents
+    return [(span, name or span.name) for span in agents
             if (name := _agent_name(span)) is not None or span.span_id not in around_others]
 
 
@@ -578,9 +585,16 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
                  for s in spans if s.kind == "other" and not s.name.startswith("handoff to ")
                  and str(s.attrs.get("openinference.span.kind") or "").upper() == "TOOL")
     calls = list(model_calls.values())
+    by_span: dict[str, ToolCall] = {}  # each tool span's call, to nest inner runs under
     if tool_spans:
-        for span in tool_spans:
-            turn.tool_calls.append(_tool_from_span(span, calls, model_results, notes, unknown))
+        for span in tool_spans:  # in start order: a calling tool before the calls inside it
+            made = _tool_from_span(span, calls, model_results, notes, unknown)
+            by_span[span.span_id] = made
+            caller = _calling_tool(span, tree)
+            if caller is not None and caller.span_id in by_span:
+                by_span[caller.span_id].nested_calls.append(made)
+            else:
+                turn.tool_calls.append(made)
     else:  # only the model was instrumented: its own tool calls are the trajectory
         for j, call in enumerate(calls):
             args = parse_arguments(call.arguments, where=spans[0].where if spans else "",
@@ -589,7 +603,12 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
                 name=call.name, args=args, call_id=call.call_id,
                 result=parse_result(model_results.get(call.call_id)) if call.call_id else None))
     visits = _node_visits(spans, tree)
-    turn.node_visits = visits or []
+    for span, name in visits or []:
+        caller = _calling_tool(span, tree)
+        if caller is not None and caller.span_id in by_span:
+            by_span[caller.span_id].nested_node_visits.append(name)
+        else:
+            turn.node_visits.append(name)
 
     answered = [(s.end, s.order, m.text) for s in spans for m in outputs[s.span_id]
                 if m.role in ("assistant", "") and m.text]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from referee.case import EvalCase
+from referee.case import EvalCase, flattened
 from referee.criteria.base import SyncCriterion
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
@@ -14,7 +14,8 @@ class ToolNameMatchCriterion(SyncCriterion):
     """Multiset comparison of tool names: matched expected names over expected names.
 
     Calling a tool twice satisfies two expectations of it, not more. When nothing is expected
-    the score is 1.0 if no tool was called and 0.5 if some were.
+    the score is 1.0 if no tool was called and 0.5 if some were. With ``include_nested`` (a
+    referee extension) the names of calls made inside agents used as tools count too.
     """
 
     name = "tool_name_match_score"
@@ -23,7 +24,9 @@ class ToolNameMatchCriterion(SyncCriterion):
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_names = [c.name for c in expected.expected_tool_trajectory]
-        actual_names = [c.name for c in actual.tool_calls]
+        calls = (flattened(actual.tool_calls) if self.config.include_nested
+                 else actual.tool_calls)
+        actual_names = [c.name for c in calls]
         details = {"expected_names": expected_names, "actual_names": actual_names}
         if not expected_names:
             if not actual_names:

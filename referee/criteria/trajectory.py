@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from referee.case import EvalCase, ToolCall
+from referee.case import EvalCase, ToolCall, flattened
 from referee.config import MatchType
 from referee.criteria.base import SyncCriterion
 from referee.criteria.matching import match_sequences, tool_call_matches
@@ -32,7 +32,9 @@ class TrajectoryMatchCriterion(SyncCriterion):
 
     Both of the latter score 1.0 when nothing is expected. With ``check_args`` an expected call's
     args must equal the actual ones (nested values compared structurally); an expected call
-    with empty ``args`` accepts any arguments.
+    with empty ``args`` accepts any arguments. With ``include_nested`` (a referee extension)
+    the actual calls include those made inside agents used as tools, each right after the
+    call that ran its agent; without it such a call counts once, as the caller made it.
     """
 
     name = "tool_trajectory_avg_score"
@@ -44,7 +46,8 @@ class TrajectoryMatchCriterion(SyncCriterion):
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_calls = expected.expected_tool_trajectory
-        actual_calls = actual.tool_calls
+        include_nested = self.config.include_nested
+        actual_calls = flattened(actual.tool_calls) if include_nested else actual.tool_calls
         match_type = self.config.match_type
         check_args = self.config.check_args
         outcome = match_sequences(match_type, actual_calls, expected_calls,
@@ -79,6 +82,7 @@ class TrajectoryMatchCriterion(SyncCriterion):
             "reason": reason,
             "match_type": match_type.value,
             "check_args": check_args,
+            **({"include_nested": True} if include_nested else {}),
             "matched": outcome.matched,
             "expected_count": len(expected_calls),
             "actual_count": len(actual_calls),

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from referee.case import flattened
 from referee.redact import redact
 from referee.report import charts
 from referee.report.console import judge_label, repeated_runs_line
@@ -334,14 +335,33 @@ def _diff(expected: str | None, actual: str | None) -> list[dict[str, str]] | No
     return None if pieces is None else [{"op": p.op, "text": p.text} for p in pieces]
 
 
-def _trajectory(expected: Iterable[Any], actual: Iterable[Any]) -> list[dict[str, Any]]:
+def _trajectory(expected: Iterable[Any], actual: Iterable[Any],
+                include_nested: bool = False) -> list[dict[str, Any]]:
+    """Expected calls aligned with actual ones. An actual agent used as a tool is followed by
+    its inner run (outcome ``nested``, not aligned), unless the trajectory criterion read the
+    inner calls (``include_nested``): then they are aligned like the others."""
     expected, actual = list(expected), list(actual)
+    if include_nested:
+        actual = flattened(actual)
     if not expected:
         return []
-    return [{"outcome": row.outcome, "expected_name": row.expected_name or "",
-             "expected_args": row.expected_args or "", "actual_name": row.actual_name or "",
-             "actual_args": row.actual_args or "", "differing": ", ".join(row.differing_keys)}
-            for row in align_calls(expected, actual)]
+    rows: list[dict[str, Any]] = []
+    made = iter(actual)  # the alignment keeps the actual calls in order
+    for row in align_calls(expected, actual):
+        rows.append({"outcome": row.outcome, "expected_name": row.expected_name or "",
+                     "expected_args": row.expected_args or "",
+                     "actual_name": row.actual_name or "", "actual_args": row.actual_args or "",
+                     "differing": ", ".join(row.differing_keys)})
+        if row.actual_name is not None:
+            call = next(made)
+            if not include_nested:
+                rows.extend({**inner, "outcome": "nested"} for inner in _inner_run(call, "", 1))
+    return rows
+
+
+def _reads_nested_calls(case: CaseResult) -> bool:
+    return any(r.criterion == "tool_trajectory_avg_score" and r.details.get("include_nested")
+               for r in case.criterion_results)
 
 
 def _nodes(expected: list[str], actual: list[str]) -> list[dict[str, str]]:
@@ -351,10 +371,24 @@ def _nodes(expected: list[str], actual: list[str]) -> list[dict[str, str]]:
             for row in align_nodes(expected, actual)]
 
 
-def _calls(calls: Iterable[Any]) -> list[dict[str, str]]:
-    return [{"name": c.name, "args": _json(c.args) if c.args else "{}",
-             "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))}
-            for c in calls]
+def _calls(calls: Iterable[Any], prefix: str = "", depth: int = 0) -> list[dict[str, Any]]:
+    """Table rows of tool calls, numbered 1, 2, ...; an agent used as a tool is followed by its
+    inner run (its agents, then its calls numbered 1.1, 1.2, ...), one ``depth`` further in."""
+    rows: list[dict[str, Any]] = []
+    for number, c in enumerate(calls, 1):
+        rows.append({"number": f"{prefix}{number}", "depth": depth, "agent": "", "name": c.name,
+                     "args": _json(c.args) if c.args else "{}",
+                     "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))})
+        rows.extend(_inner_run(c, f"{prefix}{number}.", depth + 1))
+    return rows
+
+
+def _inner_run(call: Any, prefix: str, depth: int) -> list[dict[str, Any]]:
+    """The rows of what an agent used as a tool did (none for any other call)."""
+    visits = getattr(call, "nested_node_visits", None) or []
+    rows = [{"number": "", "depth": depth, "agent": " → ".join(visits), "name": "", "args": "",
+             "result": ""}] if visits else []
+    return rows + _calls(getattr(call, "nested_calls", None) or [], prefix, depth)
 
 
 def _criterion_cells(case: CaseResult, criteria: list[str]) -> list[dict[str, Any]]:
@@ -378,6 +412,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
     spec = case.case
     ex = case.execution
     turns: list[dict[str, Any]] = []
+    nested = _reads_nested_calls(case)
     if spec is not None and len(spec.conversation) > 1:
         actual_turns = ex.turns if ex is not None else []
         for i, inv in enumerate(spec.conversation):
@@ -389,7 +424,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
                 "diff": _diff(inv.expected_final_response, got.response if got else None),
                 "tool_calls": _calls(got.tool_calls) if got else [],
                 "trajectory": _trajectory(inv.expected_tool_trajectory,
-                                          got.tool_calls if got else []),
+                                          got.tool_calls if got else [], nested),
                 "nodes": _nodes(list(inv.expected_node_order), list(got.node_visits) if got else []),
                 "node_visits": " → ".join(got.node_visits) if got else "",
             })
@@ -431,7 +466,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         "diff": None if turns or spec is None or ex is None else _diff(spec.expected_output,
                                                                        ex.actual_response),
         "trajectory": [] if turns or spec is None else _trajectory(
-            spec.expected_tool_trajectory, ex.tool_calls if ex is not None else []),
+            spec.expected_tool_trajectory, ex.tool_calls if ex is not None else [], nested),
         "nodes": [] if turns or spec is None else _nodes(
             list(spec.expected_node_order), list(ex.node_visits) if ex is not None else []),
         "tool_calls": _calls(ex.tool_calls) if ex is not None and not turns else [],

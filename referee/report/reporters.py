@@ -53,7 +53,8 @@ def trimmed_report(report: EvalReport, *, details: bool = True, trajectory: bool
 
     def bare_calls(calls: list[Any]) -> list[Any]:
         return calls if tool_call_details else [
-            c.model_copy(update={"args": {}, "result": None}) for c in calls]
+            c.model_copy(update={"args": {}, "result": None,
+                                 "nested_calls": bare_calls(c.nested_calls)}) for c in calls]
 
     def trim(case: CaseResult) -> CaseResult:
         case = case.storable()

@@ -58,7 +58,9 @@ def instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[None]:
 
 
 def _calls(calls: list[ToolCall]) -> list[tuple[Any, ...]]:
-    return [(c.name, c.args, c.result, c.call_id) for c in calls]
+    """Each call and, for an agent used as a tool, the inner run nested under it."""
+    return [(c.name, c.args, c.result, c.call_id, c.nested_node_visits, _calls(c.nested_calls))
+            for c in calls]
 
 
 def run_fields(execution: ExecutionResult) -> dict[str, Any]:
@@ -156,6 +158,52 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
     assert live.cases[0].execution.node_visits == ["triage", "orders"] * 2
     assert live.cases[0].execution.tool_calls[0].result == {"order_id": "1001",
                                                             "status": "shipped"}
+    assert_same_run(live, recorded)
+
+
+def agent_tool_desks() -> list[Any]:
+    from agent_tool_desk import (
+        SUPPORT_NESTING,
+        build_orchestrator,
+        build_support,
+        delegation_case,
+        desk,
+        expected_nesting,
+        support_case,
+        support_desk,
+    )
+
+    # Parallel agent tools with an agent tool inside; an agent tool whose agent hands off.
+    return [pytest.param(desk, build_orchestrator, delegation_case, expected_nesting(),
+                         id="parallel-and-deep"),
+            pytest.param(support_desk, build_support, support_case, SUPPORT_NESTING,
+                         id="handoff-inside")]
+
+
+@pytest.mark.parametrize("script,build,case_of,nested", agent_tool_desks())
+async def test_openai_agents_trace_nests_agents_used_as_tools_like_the_live_run(
+        tmp_path, script, build, case_of, nested):
+    agents = pytest.importorskip("agents")
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.openai_agents")
+    from agent_tool_desk import nesting
+    from openai import AsyncOpenAI
+
+    from referee.adapters import OpenAIAgentsAgent
+
+    spans = tmp_path / "spans.jsonl"
+    with ScriptedJudgeServer(script) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.OpenAIAgentsInstrumentor(), provider):
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY))
+        live = await AgentEvaluator(OpenAIAgentsAgent(build(agents, model)), config=CONFIG,
+                                    save=False, case_context=session_of).evaluate(
+            [case_of()], verbose=False)
+
+    recorded = await score_traces_async(spans, cases=[case_of()], config=CONFIG,
+                                        verbose=False, save=False)
+
+    assert live.cases[0].status == CaseStatus.PASSED, live.cases[0].criterion_results
+    assert nesting(live.cases[0].execution.tool_calls) == nested
     assert_same_run(live, recorded)
 
 

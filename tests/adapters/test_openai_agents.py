@@ -149,3 +149,75 @@ async def test_prompt_cache_reads_are_recorded(server):
     assert 0 < usage.cached_input_tokens < usage.input_tokens
     sdk_usage = result.context_wrapper.usage
     assert usage.cached_input_tokens == sdk_usage.input_tokens_details.cached_tokens
+
+
+# Agents used as tools ----------------------------------------------------------------------------
+
+async def test_agents_used_as_tools_are_recorded_under_their_call_with_tracing_off(tmp_path):
+    from agent_tool_desk import build_orchestrator, delegation_case, desk, expected_nesting, nesting
+
+    from referee.case import flattened
+    from referee.report.store import load_run
+
+    with ScriptedJudgeServer(desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        orchestrator = build_orchestrator(agents, model)
+        report = await AgentEvaluator(
+            OpenAIAgentsAgent(orchestrator, run_config=NO_TRACING), config=_config(),
+            runs_dir=tmp_path).evaluate([delegation_case()], verbose=False)
+
+    (case,) = report.cases
+    execution = case.execution
+    assert case.status == CaseStatus.PASSED, case.criterion_results  # one call per agent tool
+    assert nesting(execution.tool_calls) == expected_nesting()
+    assert execution.node_visits == ["orchestrator"]  # an agent tool never takes control
+    ids = [call.call_id for call in flattened(execution.tool_calls)]
+    assert all(ids) and len(set(ids)) == len(ids) == 8  # each call its own id, to any depth
+    # The inner calls are stored in cases.jsonl and read back.
+    (stored,) = load_run(report.metadata["run_dir"]).cases
+    assert stored.execution.tool_calls == execution.tool_calls
+
+
+async def test_a_handoff_inside_an_agent_tool_is_a_visit_of_its_inner_run():
+    from agent_tool_desk import SUPPORT_NESTING, build_support, nesting, support_desk
+
+    class OwnHooks(agents.AgentHooks):
+        def __init__(self) -> None:
+            self.ended: list[tuple[str, str, str]] = []
+
+        async def on_tool_end(self, context, agent, tool, result) -> None:
+            self.ended.append((agent.name, tool.name, result))
+
+    own = OwnHooks()
+    with ScriptedJudgeServer(support_desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        adapter = OpenAIAgentsAgent(build_support(agents, model, own), run_config=NO_TRACING)
+        execution = await adapter("Refund me 5", [])
+        # Outside the adapter, the agents run as before and nothing is recorded.
+        plain = await agents.Runner.run(adapter.agent, "Refund me 5", run_config=NO_TRACING)
+
+    assert nesting(execution.tool_calls) == SUPPORT_NESTING
+    assert execution.node_visits == ["orchestrator"]
+    assert own.ended == [("refunds", "refund", "refunded 5")] * 2  # the user's hooks still run
+    assert nesting(execution_from_run_result(plain).tool_calls) == [
+        (*SUPPORT_NESTING[0][:3], [], [])]
+
+
+async def test_a_run_started_by_the_user_records_agent_tools_within_recording_agent_tools():
+    from agent_tool_desk import build_orchestrator, desk, expected_nesting, nesting
+
+    from referee.adapters import recording_agent_tools
+
+    with ScriptedJudgeServer(desk) as desk_server:
+        model = agents.OpenAIResponsesModel(
+            "scripted", AsyncOpenAI(base_url=desk_server.base_url(), api_key=DUMMY_API_KEY))
+        orchestrator = build_orchestrator(agents, model)
+        with recording_agent_tools(orchestrator) as agent_tool_runs:
+            result = await agents.Runner.run(orchestrator, "Are INV-7 and INV-8 paid?",
+                                             run_config=NO_TRACING)
+
+    execution = execution_from_run_result(result, agent_tool_runs)
+
+    assert nesting(execution.tool_calls) == expected_nesting()

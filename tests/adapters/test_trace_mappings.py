@@ -237,3 +237,45 @@ def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_pat
 
     assert [(c.args, c.call_id, c.result) for c in run.execution.tool_calls] == [
         ({"order": 2}, "c2", "two"), ({"order": 1}, "c1", "one")]
+
+
+def test_an_agent_inside_a_tool_span_is_that_calls_inner_run(tmp_path):
+    """GenAI conventions: an ``execute_tool`` span whose tool runs an agent (an agent used as a
+    tool) holds that agent's ``invoke_agent`` span and its tool spans, to any depth."""
+    trace = "f" * 32
+
+    def tool(span_id: str, name: str, start: int, end: int, parent: str, call_id: str,
+             arguments: dict, result: str) -> dict:
+        return span(trace, span_id, f"execute_tool {name}", start, end=end, parent=parent,
+                    gen_ai__operation__name="execute_tool", gen_ai__tool__name=name,
+                    gen_ai__tool__call__id=call_id,
+                    gen_ai__tool__call__arguments=json.dumps(arguments),
+                    gen_ai__tool__call__result=result)
+
+    def agent(span_id: str, name: str, start: int, end: int, parent: str = "") -> dict:
+        return span(trace, span_id, f"invoke_agent {name}", start, end=end, parent=parent,
+                    gen_ai__operation__name="invoke_agent", gen_ai__agent__name=name)
+
+    spans = [
+        agent("a1", "orchestrator", 0, 100),
+        tool("t1", "ask_researcher", 10, 60, "a1", "c1", {"input": "42?"}, "it is 42"),
+        agent("a2", "researcher", 11, 59, parent="t1"),
+        tool("t2", "search", 12, 20, "a2", "c2", {"q": "42"}, json.dumps({"hits": 1})),
+        tool("t3", "ask_checker", 21, 50, "a2", "c3", {"input": "42"}, "checked"),
+        agent("a3", "checker", 22, 49, parent="t3"),
+        tool("t4", "verify", 23, 30, "a3", "c4", {"claim": "42"}, "verified"),
+        tool("t5", "write", 70, 80, "a1", "c5", {"text": "42"}, "written"),
+    ]
+    (run,) = read_traces(_write(tmp_path / "nested.json", *spans))
+
+    execution = run.execution
+    assert execution.node_visits == ["orchestrator"]
+    assert [c.name for c in execution.tool_calls] == ["ask_researcher", "write"]
+    research = execution.tool_calls[0]
+    assert (research.nested_node_visits, [c.name for c in research.nested_calls]) == (
+        ["researcher"], ["search", "ask_checker"])
+    search, checker = research.nested_calls
+    assert (search.args, search.result, search.call_id) == ({"q": "42"}, {"hits": 1}, "c2")
+    assert checker.nested_node_visits == ["checker"]
+    assert [(c.name, c.args, c.result, c.call_id) for c in checker.nested_calls] == [
+        ("verify", {"claim": "42"}, "verified", "c4")]
