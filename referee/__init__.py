@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # data model
-    "ToolCall": "referee.case",
+    "ToolCall": "referee.messages",
     "Invocation": "referee.case",
     "EvalCase": "referee.case",
-    "MessageContent": "referee.case",
+    "MessageContent": "referee.messages",
     "SessionInput": "referee.case",
     "EvalSet": "referee.evalset",
     "ExecutionResult": "referee.execution",
