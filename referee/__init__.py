@@ -132,10 +132,10 @@ _EXPORTS: dict[str, str] = {
     "ReporterOutput": "referee.report.reporters",
     "Colors": "referee.report.reporters",
     "print_report": "referee.report.reporters",
-    "EvalCaseResult": "referee.report.model",
-    "EvalStatus": "referee.report.model",
-    "EVALUATION_STATUSES": "referee.report.model",
-    "ERROR_STATUSES": "referee.report.model",
+    "EvalCaseResult": "referee.record",
+    "EvalStatus": "referee.record",
+    "EVALUATION_STATUSES": "referee.record",
+    "ERROR_STATUSES": "referee.record",
     # multivon-eval's base class, retry policy, agent step and release gate
     "AgentStep": "referee.execution",
     "Evaluator": "referee.evaluators",
@@ -159,11 +159,11 @@ _EXPORTS: dict[str, str] = {
     "AgentMemoryEval": "referee.evaluators",
     "StepFaithfulness": "referee.evaluators",
     # multivon-eval's repeated-run estimators (EvalSuite.run(runs=N))
-    "PassKResult": "referee.report.trials",
-    "pass_at_k": "referee.report.trials",
-    "pass_hat_k": "referee.report.trials",
-    "suite_pass_k": "referee.report.trials",
-    "min_detectable_effect": "referee.report.trials",
+    "PassKResult": "referee.record",
+    "pass_at_k": "referee.record",
+    "pass_hat_k": "referee.record",
+    "suite_pass_k": "referee.record",
+    "min_detectable_effect": "referee.record",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

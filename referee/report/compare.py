@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
+from referee.record import CaseResult, CaseStatus, EvalReport, format_rate
 from referee.result import CriterionResult
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]

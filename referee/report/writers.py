@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from referee.record import EvalReport
 from referee.report.console import render_console
 from referee.report.html import render_html
 from referee.report.json_report import iter_json, render_json
 from referee.report.junit import render_junit
-from referee.report.model import EvalReport
 
 # report.json belongs to the run store (the full record load_run reads); the lean JSON
 # report gets its own name so neither overwrites the other.

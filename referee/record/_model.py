@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
+from referee.record._agreement import JudgeAgreement, KappaTally
+from referee.record._analysis import MultivonReportMethods
+from referee.record._correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
 from referee.redact import RedactedText
-from referee.report.agreement import JudgeAgreement, KappaTally
-from referee.report.correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
-from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
@@ -123,7 +123,7 @@ class CaseResult(BaseModel):
     # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
     converted: list[Conversion] = Field(default_factory=list)
     # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
-    # empty for a case run once (referee.report.trials).
+    # empty for a case run once (referee.record._trials).
     run_results: list[CaseResult] = Field(default_factory=list)
     # Where the model's exception was raised (MODEL_ERROR): redacted and bounded
     # (referee.errors.format_traceback).
@@ -340,7 +340,7 @@ class CaseResult(BaseModel):
     @property
     def run_pass_rate(self) -> float:
         """Passed runs of evaluated runs; of a case run once, 1.0 if it passed, else 0.0."""
-        from referee.report.trials import trial_counts
+        from referee.record._trials import trial_counts
 
         evaluated, passed = trial_counts(self)
         return passed / evaluated if evaluated else 0.0
@@ -348,7 +348,7 @@ class CaseResult(BaseModel):
     @property
     def is_flaky(self) -> bool:
         """Some evaluated run passed and some failed."""
-        from referee.report.trials import trial_counts
+        from referee.record._trials import trial_counts
 
         evaluated, passed = trial_counts(self)
         return 0 < passed < evaluated

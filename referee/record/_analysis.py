@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from referee.record._model import CaseResult, EvalReport, EvalSummary
+    from referee.record._trials import PassKResult
     from referee.report.compare import Comparison
-    from referee.report.model import CaseResult, EvalReport, EvalSummary
-    from referee.report.trials import PassKResult
 
 
 def _write(path: str | Path, text: str) -> None:
@@ -207,7 +207,7 @@ class MultivonReportMethods:
         detect (two-sided 5% test, 80% power), taking the variance at the pass rate held between
         0.5 and 0.95 (at a ceiling of 1.0 it would promise a sensitivity the suite lacks); 1.0
         when nothing was evaluated."""
-        from referee.report.trials import min_detectable_effect
+        from referee.record._trials import min_detectable_effect
 
         return min_detectable_effect(self.evaluated,
                                      baseline=min(max(self.pass_rate, 0.5), 0.95))
@@ -223,7 +223,7 @@ class MultivonReportMethods:
         return bootstrap_mean_ci(scores, confidence=confidence)
 
     def _trial_counts(self) -> list[tuple[int, int]]:
-        from referee.report.trials import trial_counts
+        from referee.record._trials import trial_counts
 
         return [trial_counts(c) for c in self._evaluated()]
 
@@ -231,14 +231,14 @@ class MultivonReportMethods:
         """The chance that a case passes at least once in ``k`` runs, averaged over evaluated
         cases (unbiased estimator per case, from its evaluated runs); ``value`` None, with
         ``unknown_reason``, when k exceeds some case's evaluated runs."""
-        from referee.report.trials import PASS_AT_K, report_pass_k
+        from referee.record._trials import PASS_AT_K, report_pass_k
 
         return report_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
 
     def pass_hat_k(self, k: int, confidence: float = 0.95) -> PassKResult:
         """The chance that a case passes all of ``k`` runs, averaged over evaluated cases;
         unknown as for ``pass_at_k``."""
-        from referee.report.trials import PASS_HAT_K, report_pass_k
+        from referee.record._trials import PASS_HAT_K, report_pass_k
 
         return report_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
 
@@ -246,7 +246,7 @@ class MultivonReportMethods:
         """Evaluated cases that pass some of ``k`` runs but not all (pass@k above pass^k),
         widest gap first; ``k`` defaults to ``runs_per_case``. Cases with fewer evaluated runs
         than k are left out."""
-        from referee.report.trials import pass_at_k, pass_hat_k, trial_counts
+        from referee.record._trials import pass_at_k, pass_hat_k, trial_counts
 
         k = self.runs_per_case if k is None else k
         if k < 1:
@@ -276,7 +276,7 @@ class MultivonReportMethods:
 
     def trial_summary(self) -> dict[str, Any]:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""
-        from referee.report.trials import PASS_AT_K, PASS_HAT_K, report_pass_k
+        from referee.record._trials import PASS_AT_K, PASS_HAT_K, report_pass_k
 
         k = self.runs_per_case
         summary: dict[str, Any] = {"runs_per_case": k, "flaky_count": self.flaky_count,

@@ -21,7 +21,7 @@ from referee.usage import TokenUsage
 if TYPE_CHECKING:
     from referee.case import EvalCase
     from referee.execution import ExecutionResult
-    from referee.report.model import CaseResult, CaseStatus
+    from referee.record._model import CaseResult, CaseStatus
 
 PASS_AT_K = "pass@k"
 PASS_HAT_K = "pass^k"
@@ -162,7 +162,7 @@ def _combined_status(runs: Sequence[CaseResult]) -> CaseStatus:
     """A known failure beats an unknown (design #8), across runs as across criteria: any run
     that FAILED makes the case FAILED; else any errored run its error (a model error or timeout
     before a judge or evaluator error); else PASSED if some run passed; else SKIPPED."""
-    from referee.report.model import CaseStatus
+    from referee.record._model import CaseStatus
 
     statuses = {r.status for r in runs}
     for status in (CaseStatus.FAILED, CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT,
@@ -215,7 +215,7 @@ def _combined_execution(runs: Sequence[CaseResult]) -> ExecutionResult | None:
 def combine_runs(runs: Sequence[CaseResult], *, case: EvalCase | None, index: int,
                  key: str) -> CaseResult:
     """One case's result from its runs (in run order), each kept in ``run_results``."""
-    from referee.report.model import CaseResult
+    from referee.record._model import CaseResult
 
     if not runs:
         raise ValueError("combine_runs needs at least one run")
@@ -245,7 +245,7 @@ def combine_runs(runs: Sequence[CaseResult], *, case: EvalCase | None, index: in
 
 def trial_counts(result: CaseResult) -> tuple[int, int]:
     """(evaluated runs, passed runs) of a case: a single run counts as one trial."""
-    from referee.report.model import CaseStatus
+    from referee.record._model import CaseStatus
 
     if not result.run_results:
         return 1, int(result.status == CaseStatus.PASSED)

@@ -1,0 +1,81 @@
+"""The record of a run: what each case did and how it scored (``CaseResult``), the report over
+all cases (``EvalReport``, ``EvalSummary``, ``RunTally``), repeated runs (``combine_runs``,
+pass@k, pass^k), judge agreement and pass rates corrected for judge error.
+
+The record is data: it never renders itself and imports no view. The console, JSON, JUnit and
+HTML views live in :mod:`referee.report`, the run store in :mod:`referee.store`.
+"""
+
+from referee.record._agreement import JudgeAgreement, KappaTally, fleiss_kappa
+from referee.record._correction import (
+    NO_RUN_CORRECTION,
+    CorrectedRate,
+    JudgeCalibration,
+    correct,
+    corrected_pass_rate,
+    rogan_gladen,
+)
+from referee.record._model import (
+    ERROR_STATUSES,
+    EVALUATION_STATUSES,
+    CaseResult,
+    CaseStatus,
+    CriterionStats,
+    EvalCaseResult,
+    EvalReport,
+    EvalStatus,
+    EvalSummary,
+    RunTally,
+    criterion_errors_line,
+    format_rate,
+    nothing_evaluated_reason,
+)
+from referee.record._trials import (
+    PASS_AT_K,
+    PASS_HAT_K,
+    PassKResult,
+    clear_after,
+    combine_runs,
+    min_detectable_effect,
+    pass_at_k,
+    pass_hat_k,
+    report_pass_k,
+    suite_pass_k,
+    trial_counts,
+)
+
+__all__ = [
+    "ERROR_STATUSES",
+    "EVALUATION_STATUSES",
+    "NO_RUN_CORRECTION",
+    "PASS_AT_K",
+    "PASS_HAT_K",
+    "CaseResult",
+    "CaseStatus",
+    "CorrectedRate",
+    "CriterionStats",
+    "EvalCaseResult",
+    "EvalReport",
+    "EvalStatus",
+    "EvalSummary",
+    "JudgeAgreement",
+    "JudgeCalibration",
+    "KappaTally",
+    "PassKResult",
+    "RunTally",
+    "clear_after",
+    "combine_runs",
+    "correct",
+    "corrected_pass_rate",
+    "criterion_errors_line",
+    "fleiss_kappa",
+    "format_rate",
+    "min_detectable_effect",
+    "nothing_evaluated_reason",
+    "pass_at_k",
+    "pass_hat_k",
+    "report_pass_k",
+    "rogan_gladen",
+    "suite_pass_k",
+    "trial_counts",
+]
