@@ -3,7 +3,9 @@ all cases (``EvalReport``, ``EvalSummary``, ``RunTally``), repeated runs (``comb
 pass@k, pass^k), judge agreement and pass rates corrected for judge error.
 
 The record is data: it never renders itself and imports no view. The console, JSON, JUnit and
-HTML views live in :mod:`referee.report`, the run store in :mod:`referee.store`.
+HTML views live in :mod:`referee.report`, the run store in :mod:`referee.store`; the peers'
+rendering methods on a report (``format_summary()``, ``to_html()``...) reach the views through
+``install_views``, which ``referee.report`` calls when imported.
 """
 
 from referee.record._agreement import JudgeAgreement, KappaTally, fleiss_kappa
@@ -30,12 +32,12 @@ from referee.record._model import (
     format_rate,
     nothing_evaluated_reason,
 )
-from referee.record._trials import (
+from referee.record._rendering import ReportViews, install_views
+from referee.record._trial_stats import (
     PASS_AT_K,
     PASS_HAT_K,
     PassKResult,
     clear_after,
-    combine_runs,
     min_detectable_effect,
     pass_at_k,
     pass_hat_k,
@@ -43,6 +45,7 @@ from referee.record._trials import (
     suite_pass_k,
     trial_counts,
 )
+from referee.record._trials import combine_runs
 
 __all__ = [
     "ERROR_STATUSES",
@@ -62,6 +65,7 @@ __all__ = [
     "JudgeCalibration",
     "KappaTally",
     "PassKResult",
+    "ReportViews",
     "RunTally",
     "clear_after",
     "combine_runs",
@@ -70,6 +74,7 @@ __all__ = [
     "criterion_errors_line",
     "fleiss_kappa",
     "format_rate",
+    "install_views",
     "min_detectable_effect",
     "nothing_evaluated_reason",
     "pass_at_k",

@@ -25,8 +25,10 @@ from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
 from referee.record._agreement import JudgeAgreement, KappaTally
-from referee.record._analysis import MultivonReportMethods
+from referee.record._analysis import ReportAnalysis
 from referee.record._correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
+from referee.record._rendering import report_views
+from referee.record._trial_stats import trial_counts
 from referee.redact import RedactedText
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
@@ -340,16 +342,12 @@ class CaseResult(BaseModel):
     @property
     def run_pass_rate(self) -> float:
         """Passed runs of evaluated runs; of a case run once, 1.0 if it passed, else 0.0."""
-        from referee.record._trials import trial_counts
-
         evaluated, passed = trial_counts(self)
         return passed / evaluated if evaluated else 0.0
 
     @property
     def is_flaky(self) -> bool:
         """Some evaluated run passed and some failed."""
-        from referee.record._trials import trial_counts
-
         evaluated, passed = trial_counts(self)
         return 0 < passed < evaluated
 
@@ -718,7 +716,7 @@ class RunTally:
         return tally
 
 
-class EvalReport(MultivonReportMethods, BaseModel):
+class EvalReport(ReportAnalysis, BaseModel):
     run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     name: str = ""
     eval_set_id: str = ""
@@ -945,9 +943,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
 
     def format_summary(self) -> str:
         """The console summary as plain text (10xgraph's ``format_summary``)."""
-        from referee.report.console import render_text  # console renders this model
-
-        return render_text(self)
+        return report_views().summary_text(self)
 
     # Persistence -----------------------------------------------------------------------
     def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from referee import __version__
 from referee.errors import InputError, RefereeError
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
@@ -76,6 +77,9 @@ LABELS_FILE = "labels.jsonl"
 RUN_WIDE_FILES = (LABELS_FILE,)
 LOCK_FILE = ".lock"
 DAMAGED_LINES_FILE = "cases.damaged.jsonl"
+# The files the views render beside a run, by format (referee.report.writers writes them): a
+# scoring kept under versions/<n>/ takes its files along, and the new scoring renders its own.
+RENDERED_FILES = {"json": "results.json", "junit": "junit.xml", "html": "report.html"}
 FSYNC_INTERVAL_S = 1.0
 
 
@@ -86,8 +90,6 @@ def case_fingerprint(case_ids: Iterable[str]) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from referee import __version__
-
     return {"referee": __version__, "python": platform.python_version()}
 
 
@@ -262,9 +264,7 @@ class RunStore:
                 raise
             _fsync_dir(target.parent)
         self._replace_meta({**meta, VERSION_KEY: number + 1})
-        from referee.report.writers import FILE_RENDERERS  # the renderers: imported only here
-
-        for name, _ in FILE_RENDERERS.values():
+        for name in RENDERED_FILES.values():
             with contextlib.suppress(FileNotFoundError):
                 (self.run_dir / name).unlink()
 
