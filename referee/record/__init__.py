@@ -5,7 +5,7 @@ pass@k, pass^k), judge agreement and pass rates corrected for judge error.
 The record is data: it never renders itself and imports no view. The console, JSON, JUnit and
 HTML views live in :mod:`referee.report`, the run store in :mod:`referee.store`; the peers'
 rendering methods on a report (``format_summary()``, ``to_html()``...) reach the views through
-``install_views``, which ``referee.report`` calls when imported.
+``install_views``, called by the views module that the first rendering call loads by name.
 """
 
 from referee.record._agreement import JudgeAgreement, KappaTally, fleiss_kappa
