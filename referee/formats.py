@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,9 @@ def jsonl_values(text: str, source: str) -> list[tuple[Any, int]]:
 
 
 def csv_rows(text: str, source: str,
-             check_header: Callable[[list[str], str], None]) -> list[tuple[dict[str, str], int]]:
-    """Each non-blank row as {column: cell} (blank cells left out) with its line number.
+             check_header: Callable[[list[str], str], None]) -> Iterator[tuple[dict[str, str], int]]:
+    """Each non-blank row as {column: cell} (blank cells left out) with its line number, row by
+    row, so the first fault in the file is the one reported, whoever finds it.
 
     ``check_header`` gets the stripped header row and raises for columns its reader does not
     take; a row with more cells than the header names, or an unclosed quote, is an error here.
@@ -124,7 +125,6 @@ def csv_rows(text: str, source: str,
             raise InputError("empty file", source=source, expected="a header row naming columns")
         header = [h.strip() for h in header]
         check_header(header, source)
-        rows: list[tuple[dict[str, str], int]] = []
         start = reader.line_num + 1
         for row in reader:
             line = start
@@ -134,7 +134,6 @@ def csv_rows(text: str, source: str,
             if len(row) > len(header):
                 raise InputError(f"{len(row)} cells but the header names {len(header)} columns",
                                  source=source, line=line)
-            rows.append(({h: v for h, v in zip(header, row) if v.strip()}, line))
-        return rows
+            yield {h: v for h, v in zip(header, row) if v.strip()}, line
     except csv.Error as exc:
         raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from None
