@@ -25,8 +25,8 @@ from pathlib import Path
 
 from referee.case import EvalCase, ToolCall
 from referee.execution import ExecutionResult
+from referee.record import CaseResult, CaseStatus, EvalReport
 from referee.report.html import render_html
-from referee.report.model import CaseResult, CaseStatus, EvalReport
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from referee import EvalCase, ExecutionResult, GEval
 from referee.pairwise import compare_runs_async
-from referee.report.model import CaseResult, CaseStatus, EvalReport
+from referee.record import CaseResult, CaseStatus, EvalReport
 from referee.run.sync import run_sync
 from referee.testing import ScriptedJudgeServer
 from referee.usage import TokenUsage

@@ -104,8 +104,8 @@ def run_one(cases: int, runs_dir: Path, reports: bool = True) -> dict[str, Any]:
     run_peak = peak_rss_kb()
 
     # Reading it back as `referee view` and the reports do: load, then the JSON and HTML files.
-    from referee.report.store import load_run
     from referee.report.writers import write_reports
+    from referee.store import load_run
 
     started = time.perf_counter()
     loaded = load_run(run_dir)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from referee._strict import move_alias
+from referee.messages import MessageContent, ToolCall, content_text
 
 if TYPE_CHECKING:
     from referee.case import EvalCase, Invocation
@@ -144,8 +145,6 @@ def read_turn(data: dict[str, Any]) -> dict[str, Any]:
     """Invocation input with ADK's keys moved to referee fields and ``metadata['adk']``."""
     if not TURN_KEYS & data.keys():
         return data
-    from referee.case import content_text
-
     data = dict(data)
     kept: dict[str, Any] = {}
     if "final_response" in data:
@@ -210,8 +209,6 @@ _ABSENT = object()
 
 
 def _write_turn(turn: Invocation) -> dict[str, Any]:
-    from referee.case import MessageContent, ToolCall, content_text
-
     kept = dict(turn.metadata.get(ADK, {}))
     out: dict[str, Any] = {}
     if turn.invocation_id is not None:

@@ -37,7 +37,7 @@ from referee.redact import redact
 from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
-    from referee.report.model import EvalReport
+    from referee.record import EvalReport
 
 EXIT_GATE = 1
 EXIT_INPUT = 2
@@ -433,8 +433,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
-    from referee.report.store import RunStoreWriteError
     from referee.run.sync import run_sync
+    from referee.store import RunStoreWriteError
 
     try:
         with _quiet_logs(args.quiet), _terminate_as_interrupt():
@@ -503,7 +503,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _nothing_evaluated(report: EvalReport) -> int:
     """A run without one evaluated case has no verdict; CI must not read it as a pass."""
-    from referee.report.model import nothing_evaluated_reason
+    from referee.record import nothing_evaluated_reason
 
     run_dir = report.metadata.get("run_dir")
     where = f"; the run is stored in {run_dir}" if run_dir else ""
@@ -518,9 +518,8 @@ def _runs_dir(value: str | None) -> Path:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from referee.report.store import list_runs, load_run
-    from referee.report.versions import split_ref
     from referee.report.viewer import serve
+    from referee.store import list_runs, load_run, split_ref
 
     target: Path | None = Path(args.target) if args.target else None
     if target is not None and not split_ref(target)[0].exists():
@@ -552,7 +551,7 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.compare import compare_reports
-    from referee.report.store import load_run
+    from referee.store import load_run
 
     run_a, run_b = load_run(args.a), load_run(args.b)
     comparison = compare_reports(run_a, run_b)
@@ -617,7 +616,7 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from referee.report.store import list_runs
+    from referee.store import list_runs
 
     runs_dir = _runs_dir(args.dir)
     if args.dir and not runs_dir.is_dir():
@@ -626,7 +625,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs under {runs_dir}")
         return 0
-    from referee.report.model import format_rate
+    from referee.record import format_rate
 
     for run in runs:
         flag = "  <- error rate >= 10%" if run.error_rate >= 0.10 else ""

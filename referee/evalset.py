@@ -45,6 +45,7 @@ from referee import _adk
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.errors import InputError, beyond_python_limits
+from referee.formats import csv_rows, jsonl_values, parse_json, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
@@ -144,15 +145,7 @@ class EvalSet(StrictModel):
         path = Path(path)
         source = str(path)
         kind = _kind(path)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise InputError("file not found", source=source) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             source=source) from None
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", source=source) from None
+        text = read_text(path)
         default_id = path.name.split(".")[0]
         try:
             if kind == "jsonl":
@@ -355,74 +348,6 @@ def _kind(path: Path) -> str:
     return kinds[suffix]
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json keeps the last of two equal keys; the first (an expectation, say) would be lost.
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise _DuplicateKey(key)
-        data[key] = value
-    return data
-
-
-class NoRepeatedKeysLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, but a key repeated in one mapping is an error, not a loss."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        # By resolved tag and text: 1 and "1" (an int and a str) are two keys, as is ~ and "~".
-        seen: set[tuple[str, str]] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                key = (key_node.tag, key_node.value)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key_node.value!r} appears twice in one mapping; "
-                        "the first value would be lost", key_node.start_mark)
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def parse_json(text: str, source: str, line: int | None = None) -> Any:
-    """A JSON document, or (``line`` given) one line of a JSONL file; what cannot be read
-    whole (bad syntax, a repeated key, an over-long number) is an InputError naming the line."""
-    try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                         line=line or exc.lineno) from None
-    except _DuplicateKey as exc:
-        if line is None:  # JSON is YAML: the YAML reader finds the line of the repeat
-            try:
-                yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
-            except yaml.MarkedYAMLError as located:
-                line = located.problem_mark.line + 1 if located.problem_mark else None
-            except (yaml.YAMLError, ValueError, RecursionError):
-                pass
-        raise InputError(f"key {exc.args[0]!r} appears twice in one object; the first value "
-                         "would be lost", source=source, line=line) from None
-    except (ValueError, RecursionError) as exc:
-        raise beyond_python_limits(exc, source=source, text=text, line=line) from None
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """A YAML document, read as :func:`parse_json` reads JSON."""
-    try:
-        return yaml.load(text, Loader=NoRepeatedKeysLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "malformed YAML"
-        raise InputError(f"invalid YAML: {problem}", source=source,
-                         line=mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", source=source) from None
-    except (ValueError, RecursionError) as exc:  # PyYAML's int() of an over-long number
-        raise beyond_python_limits(exc, source=source, text=text) from None
-
-
 def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], Loc]:
     """(EvalSet header fields, raw cases, path prefix of the cases) of a JSON/YAML document."""
     if data is None:
@@ -458,53 +383,31 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
 
 
 def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
-    located: list[tuple[Any, int | None, Loc]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        located.append((parse_json(line, source, number), number, ()))
-    return located
+    return [(value, number, ()) for value, number in jsonl_values(text, source)]
 
 
 def _read_csv(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
-    # strict: an unclosed quote must be an error, not a cell that swallows the rest of the file.
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise InputError("empty file", source=source, expected="a header row naming columns")
-        header = [h.strip() for h in header]
-        for column in header:
-            if not column:
-                raise InputError("empty column name in the header", source=source, line=1)
-            if header.count(column) > 1:
-                raise InputError(f"column {column!r} appears twice", source=source, line=1)
-        if "input" not in header and "conversation" not in header:
-            raise InputError("no 'input' column", source=source, line=1,
-                             expected="a header with an 'input' (or 'conversation') column")
-        for column in header:
-            if column not in _CSV_COLUMNS and not (column.startswith(_CSV_METADATA_PREFIX)
-                                                   and len(column) > len(_CSV_METADATA_PREFIX)):
-                close = nearest_name(column, _CSV_COLUMNS)
-                hint = f" (did you mean {close!r}?)" if close else ""
-                raise InputError(f"column {column!r} maps to no case field{hint}", source=source,
-                                 line=1, expected="one of " + ", ".join(_CSV_COLUMNS)
-                                 + f", or {_CSV_METADATA_PREFIX}KEY for a metadata entry")
-        located: list[tuple[Any, int | None, Loc]] = []
-        start = reader.line_num + 1
-        for row in reader:
-            line = start
-            start = reader.line_num + 1
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) > len(header):
-                raise InputError(f"{len(row)} cells but the header names {len(header)} columns",
-                                 source=source, line=line)
-            cells = {h: v for h, v in zip(header, row) if v.strip()}
-            located.append((_csv_case(cells, source, line), line, ()))
-        return located
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from None
+    return [(_csv_case(cells, source, line), line, ())
+            for cells, line in csv_rows(text, source, _check_csv_header)]
+
+
+def _check_csv_header(header: list[str], source: str) -> None:
+    for column in header:
+        if not column:
+            raise InputError("empty column name in the header", source=source, line=1)
+        if header.count(column) > 1:
+            raise InputError(f"column {column!r} appears twice", source=source, line=1)
+    if "input" not in header and "conversation" not in header:
+        raise InputError("no 'input' column", source=source, line=1,
+                         expected="a header with an 'input' (or 'conversation') column")
+    for column in header:
+        if column not in _CSV_COLUMNS and not (column.startswith(_CSV_METADATA_PREFIX)
+                                               and len(column) > len(_CSV_METADATA_PREFIX)):
+            close = nearest_name(column, _CSV_COLUMNS)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise InputError(f"column {column!r} maps to no case field{hint}", source=source,
+                             line=1, expected="one of " + ", ".join(_CSV_COLUMNS)
+                             + f", or {_CSV_METADATA_PREFIX}KEY for a metadata entry")
 
 
 def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:

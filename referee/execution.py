@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from referee._strict import StrictModel, checked_again, validated, with_positions
-from referee.case import ToolCall
+from referee.messages import ToolCall
 from referee.redact import RedactedText
 from referee.usage import TokenUsage
 

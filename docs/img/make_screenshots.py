@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from referee import ExecutionResult, ToolCall  # noqa: E402
 from referee.cli import load_python_file  # noqa: E402
 from referee.report.html import render_html  # noqa: E402
-from referee.report.store import load_run  # noqa: E402
+from referee.store import load_run  # noqa: E402
 from referee.report.viewer import start_viewer  # noqa: E402
 
 PAGES = {"report.png": "/run/{b}", "compare.png": "/compare?a={a}&b={b}", "viewer-index.png": "/"}

@@ -9,9 +9,7 @@ mapping with ``cases``). A bad row is a one-line error naming the file, the line
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 from collections.abc import Iterable
@@ -23,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
 from referee.errors import InputError, beyond_python_limits
-from referee.evalset import parse_json, parse_yaml
+from referee.formats import csv_rows, jsonl_values, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 DEFAULT_CUTOFF = 0.5
@@ -109,7 +107,7 @@ def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[Labell
                          source=str(source), expected=", ".join(SUFFIXES))
     text = read_text(source)
     if suffix == ".jsonl":
-        raw_rows = _jsonl_rows(text, str(source))
+        raw_rows = jsonl_values(text, str(source))
     elif suffix == ".csv":
         raw_rows = _csv_rows(text, str(source))
     else:
@@ -131,62 +129,30 @@ def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[Labell
     return rows
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # spreadsheets save CSV with a BOM
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
-
-
-def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        rows.append((parse_json(line, source, number), number))
-    return rows
+def _check_csv_header(header: list[str], source: str) -> None:
+    if not header:
+        raise InputError("empty file", source=source, expected="a header row naming columns")
+    for column in header:
+        if column not in ROW_FIELDS and not column.startswith("metadata."):
+            raise InputError(f"unknown column {column!r}", source=source, line=1,
+                             expected="columns among " + ", ".join(ROW_FIELDS)
+                             + " or metadata.NAME")
 
 
 def _csv_rows(text: str, source: str) -> list[tuple[Any, int]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = [h.strip() for h in next(reader, [])]
-        if not header:
-            raise InputError("empty file", source=source, expected="a header row naming columns")
-        for column in header:
-            if column not in ROW_FIELDS and not column.startswith("metadata."):
-                raise InputError(f"unknown column {column!r}", source=source, line=1,
-                                 expected="columns among " + ", ".join(ROW_FIELDS)
-                                 + " or metadata.NAME")
-        rows = []
-        start = reader.line_num + 1
-        for cells in reader:
-            line, start = start, reader.line_num + 1
-            if not any(cell.strip() for cell in cells):
-                continue
-            if len(cells) > len(header):
-                raise InputError(f"{len(cells)} cells but the header names {len(header)} "
-                                 f"columns", source=source, line=line)
-            raw: dict[str, Any] = {}
-            for column, cell in zip(header, cells):
-                if not cell.strip():
-                    continue
-                if column.startswith("metadata."):
-                    raw.setdefault("metadata", {})[column.removeprefix("metadata.")] = cell
-                elif column in ("conversation", "metadata") or (
-                        column == "context" and cell.lstrip().startswith("[")):
-                    raw[column] = _json_cell(cell, source, line, column)
-                else:
-                    raw[column] = cell
-            rows.append((raw, line))
-        return rows
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from None
+    rows = []
+    for cells, line in csv_rows(text, source, _check_csv_header):
+        raw: dict[str, Any] = {}
+        for column, cell in cells.items():
+            if column.startswith("metadata."):
+                raw.setdefault("metadata", {})[column.removeprefix("metadata.")] = cell
+            elif column in ("conversation", "metadata") or (
+                    column == "context" and cell.lstrip().startswith("[")):
+                raw[column] = _json_cell(cell, source, line, column)
+            else:
+                raw[column] = cell
+        rows.append((raw, line))
+    return rows
 
 
 def _json_cell(cell: str, source: str, line: int, column: str) -> Any:

@@ -20,7 +20,7 @@ from referee.evaluators.calibration import (
     read_calibration_file,
 )
 from referee.judge.served import collect_served
-from referee.report.model import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport
 
 # Rows listed one by one when excluded (judge errors, skips); the rest are counted.
 EXCLUDED_SHOWN = 50

@@ -15,7 +15,7 @@ from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
 from referee.evaluators.calibration import NO_QUESTION_SET
 from referee.judge import JudgeConfig
-from referee.report.model import EvalReport
+from referee.record import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from referee.report.statistics import wilson_bounds
+from referee.record import wilson_bounds
 
 try:
     import numpy as np

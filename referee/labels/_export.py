@@ -10,7 +10,7 @@ from typing import Any
 
 from referee.errors import InputError
 from referee.labels._store import LabelStore
-from referee.report.store import load_run
+from referee.store import load_run
 
 
 def run_root(run_dir: str | Path) -> Path:

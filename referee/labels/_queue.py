@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.report.model import CaseStatus, EvalReport
+from referee.record import CaseStatus, EvalReport
 
 NEAR_THRESHOLD = 0.15  # how far from its threshold a score still counts as a close call
 _JUDGE_TROUBLE = (CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR)

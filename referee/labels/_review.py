@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
-from referee.report.model import EvalReport
+from referee.record import EvalReport
 
 POSTED_FIELDS = {"case_id", "criterion", "verdict", "human", "comment"}
 

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.errors import InputError
-from referee.report.store import LABELS_FILE
+from referee.store import LABELS_FILE
 
 MAX_COMMENT_CHARS = 4000
 

@@ -20,8 +20,8 @@ from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
 from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
 from referee.pairwise._stats import WinRate
+from referee.record import CaseResult, EvalReport
 from referee.redact import redact_secrets
-from referee.report.model import CaseResult, EvalReport
 from referee.usage import TokenUsage
 
 PairStatus = Literal["b", "a", "tie", "judge_error", "not_compared"]

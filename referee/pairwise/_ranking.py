@@ -21,7 +21,7 @@ from typing import Any
 from referee.judge import JudgeConfig
 from referee.pairwise._compare import PairwiseComparison, compare_runs_async, suite_of
 from referee.pairwise._judging import PairCriterion
-from referee.report.model import EvalReport
+from referee.record import EvalReport
 
 ELO_BASE, ELO_SCALE = 1000.0, 400.0 / math.log(10)
 BOOTSTRAP_RESAMPLES = 200

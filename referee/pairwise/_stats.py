@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from referee.report.statistics import wilson_bounds
+from referee.record import wilson_bounds
 
 
 def sign_test_p(wins: int, losses: int) -> float:

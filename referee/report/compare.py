@@ -12,13 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport, format_rate
-
 # The shared statistics live in the record; their names stay importable from here.
-from referee.report.statistics import BOOTSTRAP_RESAMPLES as BOOTSTRAP_RESAMPLES
-from referee.report.statistics import BOOTSTRAP_SEED as BOOTSTRAP_SEED
-from referee.report.statistics import bootstrap_mean_ci
-from referee.report.statistics import wilson_bounds as wilson_bounds
+from referee.record import BOOTSTRAP_RESAMPLES as BOOTSTRAP_RESAMPLES
+from referee.record import BOOTSTRAP_SEED as BOOTSTRAP_SEED
+from referee.record import CaseResult, CaseStatus, EvalReport, bootstrap_mean_ci, format_rate
+from referee.record import wilson_bounds as wilson_bounds
 from referee.result import CriterionResult
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]

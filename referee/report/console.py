@@ -16,8 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from referee.redact import clip, redact_secrets
-from referee.report.model import (
+from referee.record import (
     CaseResult,
     CaseStatus,
     CriterionStats,
@@ -26,6 +25,7 @@ from referee.report.model import (
     format_rate,
     nothing_evaluated_reason,
 )
+from referee.redact import clip, redact_secrets
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's

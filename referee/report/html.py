@@ -27,23 +27,23 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.case import flattened
-from referee.redact import redact
-from referee.report import charts
-from referee.report.console import judge_label, repeated_runs_line
-from referee.report.diff import align_calls, align_nodes, word_diff
-from referee.report.json_report import strip_raw_http
-from referee.report.model import (
+from referee.record import (
     CaseResult,
     CaseStatus,
     EvalReport,
     criterion_errors_line,
     format_rate,
 )
+from referee.redact import redact
+from referee.report import charts
+from referee.report.console import judge_label, repeated_runs_line
+from referee.report.diff import align_calls, align_nodes, word_diff
+from referee.report.json_report import strip_raw_http
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
     from referee.report.compare import Comparison
-    from referee.report.store import RunInfo
+    from referee.store import RunInfo
 
 ERROR_RATE_FLAG = 0.10
 # Past this many cases the case details ship gzip-compressed, BODY_CHUNK cases per block, and

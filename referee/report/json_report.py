@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from referee.record import EvalReport
 from referee.redact import redact_secrets
-from referee.report.model import EvalReport
 
 # Keys that carry transport-level payloads (request/response bodies, headers), not results.
 # Judge replies as text ("reply", "raw_reply", "reasonings") are results and are kept.

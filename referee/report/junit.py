@@ -14,7 +14,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from referee.report.model import CaseResult, CaseStatus, EvalReport, criterion_status, format_rate
+from referee.record import CaseResult, CaseStatus, EvalReport, criterion_status, format_rate
 from referee.result import CriterionResult
 
 # XML 1.0 forbids most control characters; a model output containing one must not make the

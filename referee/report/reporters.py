@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from referee.config import ReporterConfig
+from referee.record import CaseResult, EvalReport
 from referee.report.console import NON_TERMINAL_WIDTH, render_text
 from referee.report.html import render_html
 from referee.report.json_report import lean_report_dict
 from referee.report.junit import render_junit
-from referee.report.model import CaseResult, EvalReport
 from referee.report.writers import FILE_RENDERERS, save_text
 
 logger = logging.getLogger("referee.report")

@@ -30,6 +30,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from referee.errors import InputError
+from referee.record import EvalReport
 from referee.report.compare import compare_reports
 from referee.report.html import (
     render_compare_html,
@@ -38,9 +39,16 @@ from referee.report.html import (
     render_labelling_html,
 )
 from referee.report.json_report import render_json
-from referee.report.model import EvalReport
-from referee.report.store import META_FILE, REPORT_FILE, RunInfo, RunStore, list_runs, load_run
-from referee.report.versions import split_ref, version_number
+from referee.store import (
+    META_FILE,
+    REPORT_FILE,
+    RunInfo,
+    RunStore,
+    list_runs,
+    load_run,
+    split_ref,
+    version_number,
+)
 
 log = logging.getLogger(__name__)
 

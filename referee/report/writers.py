@@ -8,18 +8,19 @@ from pathlib import Path
 
 from rich.console import Console
 
+from referee.record import EvalReport
 from referee.report.console import render_console
 from referee.report.html import render_html
 from referee.report.json_report import iter_json, render_json
 from referee.report.junit import render_junit
-from referee.report.model import EvalReport
+from referee.store import RENDERED_FILES
 
 # report.json belongs to the run store (the full record load_run reads); the lean JSON
-# report gets its own name so neither overwrites the other.
+# report gets its own name so neither overwrites the other. The store names the files.
 FILE_RENDERERS: dict[str, tuple[str, Callable[[EvalReport], str]]] = {
-    "json": ("results.json", render_json),
-    "junit": ("junit.xml", render_junit),
-    "html": ("report.html", render_html),
+    "json": (RENDERED_FILES["json"], render_json),
+    "junit": (RENDERED_FILES["junit"], render_junit),
+    "html": (RENDERED_FILES["html"], render_html),
 }
 FORMATS = ("console", *FILE_RENDERERS)
 # Formats written piece by piece, so a run larger than memory still gets its file.

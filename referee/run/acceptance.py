@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from referee.case import canonical_json
 from referee.errors import EvalGateFailure
-from referee.report.model import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport
 
 __all__ = ["AcceptanceFinding", "AcceptancePolicy", "AcceptanceResult", "CheckRequirement",
            "SliceRequirement"]

@@ -23,7 +23,7 @@ from referee.config import EvalConfig, UserSimulatorConfig
 from referee.criteria.base import Criterion
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
-from referee.report.model import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport
 from referee.run.engine import Engine, ModelCaller
 from referee.run.gates import apply_gates, validate_gates
 from referee.run.judge_gate import JudgeGate

@@ -11,7 +11,7 @@ from typing import Any
 
 from referee.case import EvalCase
 from referee.execution import ExecutionResult
-from referee.report.model import CaseResult, CaseStatus
+from referee.record import CaseResult, CaseStatus
 from referee.run.engine import Engine, ModelCaller
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage

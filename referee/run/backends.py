@@ -18,7 +18,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Protocol
 
 from referee.case import EvalCase
-from referee.report.model import CaseResult
+from referee.record import CaseResult
 from referee.run.engine import Engine, Execute, StoredOutput
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from referee.report.model import CaseStatus
+from referee.record import CaseStatus
 
 __all__ = ["JudgeRetry", "async_sleep_for_attempt", "should_retry", "sleep_for_attempt"]
 

@@ -36,12 +36,11 @@ from referee.judge.client import trial_scope
 from referee.judge.pricing import load_env_price_file
 from referee.judge.reply_cache import cache_enabled_by_env
 from referee.judge.served import SERVED_KEY, recording_served
-from referee.report.model import CaseResult, CaseStatus, case_status
-from referee.report.store import RunStore
-from referee.report.trials import clear_after, combine_runs
+from referee.record import CaseResult, CaseStatus, case_status, clear_after, combine_runs
 from referee.result import CriterionResult, unique_labels
 from referee.run.case_retry import JudgeRetry, async_sleep_for_attempt, should_retry
 from referee.run.progress import ProgressReporter, SilentProgress
+from referee.store import RunStore
 from referee.usage import TokenUsage
 
 DEFAULT_CONCURRENCY = 8
@@ -374,7 +373,7 @@ class Engine:
         self.case_retry = case_retry
         # Each case runs this many times, one run after another (multivon's runs=N).
         self.runs = runs
-        # Stop running a case once its runs settle it (referee.report.trials.clear_after).
+        # Stop running a case once its runs settle it (referee.record.clear_after).
         self.early_stop = early_stop
         # At most this many criteria score at once across the whole run (None: no bound beyond
         # the judge layer's per-endpoint limits); the semaphore is made on the run's loop.
@@ -488,7 +487,7 @@ class Engine:
         again, end to end; the errors that prompted each retry are kept in
         ``metadata["retry_errors"]``. With ``runs`` > 1 the case runs that many times, one run
         after another, each judged afresh (``trial_scope``: the reply cache never replays an
-        earlier run), and the runs are combined (``referee.report.trials.combine_runs``).
+        earlier run), and the runs are combined (``referee.record.combine_runs``).
         """
         if self.runs == 1:
             assert not isinstance(output, list)  # resume refuses another number of runs

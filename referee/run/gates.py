@@ -11,7 +11,7 @@ import sys
 from typing import IO
 
 from referee.errors import EvalGateFailure
-from referee.report.model import EvalReport, format_rate
+from referee.record import EvalReport, format_rate
 from referee.run.judge_gate import JudgeGate, calibration_message, corrected_message
 
 # The same line the run viewer flags a run at.

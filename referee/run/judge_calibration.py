@@ -21,7 +21,7 @@ from referee.evaluators.calibration import (
     read_calibration_file,
 )
 from referee.judge.served import ServedLog
-from referee.report.correction import JudgeCalibration
+from referee.record import JudgeCalibration
 from referee.result import unique_labels
 
 # Thresholds equal to this many decimals are the same classifier (a file stores floats).

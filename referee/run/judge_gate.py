@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from referee.report.model import EvalReport
+from referee.record import EvalReport
 
 GATE_ON = ("raw", "corrected")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import IO, Any, Protocol
 
+from referee.record import CaseResult, CaseStatus
 from referee.redact import redact
-from referee.report.model import CaseResult, CaseStatus
 from referee.terminal import terminal_safe
 
 

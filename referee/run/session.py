@@ -21,19 +21,24 @@ from referee.case import EvalCase, canonical_json
 from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
 from referee.errors import InputError
 from referee.judge.served import ServedLog, collect_served
+from referee.record import CaseResult, CaseStatus, EvalReport, RunTally
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
-from referee.report.case_file import StoredCases
 from referee.report.console import render_console
-from referee.report.model import CaseResult, CaseStatus, EvalReport, RunTally
-from referee.report.store import DEFAULT_RUNS_DIR, RunStore, case_fingerprint
-from referee.report.versions import VERSION_KEY, version_number
-from referee.report.versions import describe as describe_versions
 from referee.report.writers import parse_formats, write_reports
 from referee.result import unique_labels
 from referee.run.backends import resolve_backend
 from referee.run.engine import DEFAULT_CONCURRENCY, Engine, Execute, StoredOutput, case_keys
 from referee.run.judge_calibration import calibration_records
 from referee.run.progress import make_progress
+from referee.store import (
+    DEFAULT_RUNS_DIR,
+    VERSION_KEY,
+    RunStore,
+    StoredCases,
+    case_fingerprint,
+    version_number,
+)
+from referee.store import describe as describe_versions
 from referee.terminal import terminal_safe
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"

@@ -19,7 +19,7 @@ from referee.case import EvalCase, ToolCall
 from referee.config import CriterionConfig, UserSimulatorConfig
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
-from referee.report.model import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
 from referee.run.agent import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller

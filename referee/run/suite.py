@@ -9,7 +9,7 @@ from typing import Any
 from referee.case import EvalCase
 from referee.errors import InputError
 from referee.execution import ExecutionResult
-from referee.report.model import EvalReport
+from referee.record import EvalReport
 from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.gates import apply_gates, validate_gates

@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 from referee.case import EvalCase
 from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
-from referee.report.model import CaseResult, CaseStatus
-from referee.report.store import DEFAULT_RUNS_DIR
+from referee.record import CaseResult, CaseStatus
 from referee.run.engine import Engine, Execute, StoredOutput
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
 from referee.scale._ray import require_ray, token_auth_hint
+from referee.store import DEFAULT_RUNS_DIR
 
 DEFAULT_SHARD_SIZE = 16
 # How often a task that keeps failing is sent again before its cases are recorded as errors.

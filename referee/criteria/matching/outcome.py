@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
-
-from referee.config import MatchType
 
 A = TypeVar("A")
 E = TypeVar("E")
@@ -48,18 +46,3 @@ class MatchOutcome:
         hit = {a for _, a in self.pairs}
         return [i for i in range(self.actual_len) if i not in hit]
 
-
-def match_sequences(match_type: MatchType, actual: Sequence[A], expected: Sequence[E],
-                    matches: Predicate) -> MatchOutcome:
-    """Dispatch to the module of ``match_type``."""
-    # Imported here: the mode modules import MatchOutcome from this one.
-    from referee.criteria.matching.any_order import match_any_order
-    from referee.criteria.matching.exact import match_exact
-    from referee.criteria.matching.in_order import match_in_order
-
-    modes = {
-        MatchType.EXACT: match_exact,
-        MatchType.IN_ORDER: match_in_order,
-        MatchType.ANY_ORDER: match_any_order,
-    }
-    return modes[MatchType(match_type)](actual, expected, matches)

@@ -10,7 +10,7 @@ Layout of one run directory (default ``.referee/runs/<run_id>/``)::
     .lock         while a process writes the run: its pid and host (one writer per run)
     cases.damaged.jsonl   lines a resume found unreadable and set aside
     versions/<n>/ an earlier scoring, replaced by --rescore or --retry-errors: a whole run
-                  directory of its own, read as ``RUN_DIR@N`` (``referee.report.versions``)
+                  directory of its own, read as ``RUN_DIR@N`` (``referee.store._versions``)
 
 A resume appends the cases it runs again, then rewrites cases.jsonl with one line per case.
 
@@ -53,11 +53,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from referee import __version__
 from referee.errors import InputError, RefereeError
+from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
-from referee.report.case_file import StoredCases, scan_offsets
-from referee.report.model import CaseResult, EvalReport, RunTally
-from referee.report.versions import (
+from referee.store._case_file import StoredCases, scan_offsets
+from referee.store._versions import (
     VERSION_KEY,
     VERSIONS_DIR,
     describe,
@@ -76,6 +77,9 @@ LABELS_FILE = "labels.jsonl"
 RUN_WIDE_FILES = (LABELS_FILE,)
 LOCK_FILE = ".lock"
 DAMAGED_LINES_FILE = "cases.damaged.jsonl"
+# The files the views render beside a run, by format (referee.report.writers writes them): a
+# scoring kept under versions/<n>/ takes its files along, and the new scoring renders its own.
+RENDERED_FILES = {"json": "results.json", "junit": "junit.xml", "html": "report.html"}
 FSYNC_INTERVAL_S = 1.0
 
 
@@ -86,8 +90,6 @@ def case_fingerprint(case_ids: Iterable[str]) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from referee import __version__
-
     return {"referee": __version__, "python": platform.python_version()}
 
 
@@ -262,9 +264,7 @@ class RunStore:
                 raise
             _fsync_dir(target.parent)
         self._replace_meta({**meta, VERSION_KEY: number + 1})
-        from referee.report.writers import FILE_RENDERERS  # the renderers: imported only here
-
-        for name, _ in FILE_RENDERERS.values():
+        for name in RENDERED_FILES.values():
             with contextlib.suppress(FileNotFoundError):
                 (self.run_dir / name).unlink()
 
@@ -682,7 +682,7 @@ def read_report_file(path: Path) -> EvalReport:
 
 def load_run(run_dir_or_file: str | Path) -> EvalReport:
     """Load a run directory (finished or interrupted), ``RUN_DIR@N`` (its scoring N, see
-    ``referee.report.versions``) or a report JSON file."""
+    ``referee.store._versions``) or a report JSON file."""
     path, version = split_ref(run_dir_or_file)
     if version is not None:
         if not (path / META_FILE).is_file():

@@ -1,5 +1,7 @@
-"""multivon-eval's report methods, over referee's one report: its renderers and comparison under
-multivon's names, and the per-tag, per-evaluator and distribution views multivon users read.
+"""What a finished report tells beyond its counts, as multivon users read it: per tag and per
+evaluator, the spread of scores and its intervals, what repeated runs measure (pass@k, pass^k,
+flakiness), budget gates and CSV rows; and multivon's and 10xgraph's rendering methods
+(``to_html()``, ``save_json()``, ``compare()``...), which hand the report to the views.
 
 Every view follows referee's counting rule: only evaluated cases (passed or failed) count, and a
 criterion's skipped or errored results are never a 0.0.
@@ -15,16 +17,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from referee.errors import EvalGateFailure
+from referee.record._rendering import report_views
+from referee.record._statistics import bootstrap_mean_ci, wilson_bounds
+from referee.record._trial_stats import (
+    PASS_AT_K,
+    PASS_HAT_K,
+    PassKResult,
+    min_detectable_effect,
+    pass_at_k,
+    pass_hat_k,
+    report_pass_k,
+    trial_counts,
+)
+
 if TYPE_CHECKING:
-    from referee.report.compare import Comparison
-    from referee.report.model import CaseResult, EvalReport, EvalSummary
-    from referee.report.trials import PassKResult
+    from referee.record._model import CaseResult, EvalReport, EvalSummary
 
 
 def _write(path: str | Path, text: str) -> None:
-    from referee.report.writers import save_text  # writers renders the report model
-
-    save_text(path, text)
+    report_views().save_text(path, text)
 
 
 def _percentile(ordered: list[float], p: float) -> float:
@@ -48,7 +60,7 @@ def _means(groups: dict[str, list[float]], digits: int | None = None) -> dict[st
     return {k: round(v, digits) for k, v in means.items()} if digits is not None else means
 
 
-class MultivonReportMethods:
+class ReportAnalysis:
     """Mixed into ``EvalReport``; reads its ``cases``, counts, ``summary`` and ``to_json``
     (declared there, not here: annotations on a pydantic model's base would shadow them)."""
 
@@ -69,27 +81,22 @@ class MultivonReportMethods:
         def to_json(self, indent: int | None = 2) -> str: ...
 
     # Renderers and comparison ------------------------------------------------------------
-    def compare(self, other: EvalReport) -> Comparison:
-        """This report (the baseline) against ``other``: ``referee.report.compare_reports``."""
-        from referee.report.compare import compare_reports
-
-        return compare_reports(self, other)  # type: ignore[arg-type]
+    def compare(self, other: EvalReport) -> Any:
+        """This report (the baseline) against ``other``: ``referee.report.compare_reports``,
+        a ``referee.report.Comparison``."""
+        return report_views().compare(self, other)  # type: ignore[arg-type]
 
     def save_json(self, path: str | Path) -> None:
         _write(path, self.to_json())
 
     def to_html(self) -> str:
-        from referee.report.html import render_html
-
-        return render_html(self)  # type: ignore[arg-type]
+        return report_views().html(self)  # type: ignore[arg-type]
 
     def save_html(self, path: str | Path) -> None:
         _write(path, self.to_html())
 
     def to_junit_xml(self) -> str:
-        from referee.report.junit import render_junit
-
-        return render_junit(self)  # type: ignore[arg-type]
+        return report_views().junit_xml(self)  # type: ignore[arg-type]
 
     def save_junit_xml(self, path: str | Path) -> None:
         _write(path, self.to_junit_xml())
@@ -103,8 +110,6 @@ class MultivonReportMethods:
     def pass_rate_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Wilson score interval of ``pass_rate`` (passed of evaluated); (0.0, 1.0) when
         nothing was evaluated."""
-        from referee.report.statistics import wilson_bounds
-
         return wilson_bounds(self.passed, self.evaluated, confidence)
 
     def _evaluated(self) -> list[CaseResult]:
@@ -207,47 +212,35 @@ class MultivonReportMethods:
         detect (two-sided 5% test, 80% power), taking the variance at the pass rate held between
         0.5 and 0.95 (at a ceiling of 1.0 it would promise a sensitivity the suite lacks); 1.0
         when nothing was evaluated."""
-        from referee.report.trials import min_detectable_effect
-
         return min_detectable_effect(self.evaluated,
                                      baseline=min(max(self.pass_rate, 0.5), 0.95))
 
     def avg_score_ci(self, confidence: float = 0.95) -> tuple[float, float]:
         """Bootstrap interval of the mean case score over evaluated cases (seeded);
         (0.0, 1.0) when nothing was evaluated."""
-        from referee.report.statistics import bootstrap_mean_ci
-
         scores = [c.score for c in self._evaluated()]
         if not scores:
             return 0.0, 1.0
         return bootstrap_mean_ci(scores, confidence=confidence)
 
     def _trial_counts(self) -> list[tuple[int, int]]:
-        from referee.report.trials import trial_counts
-
         return [trial_counts(c) for c in self._evaluated()]
 
     def pass_at_k(self, k: int, confidence: float = 0.95) -> PassKResult:
         """The chance that a case passes at least once in ``k`` runs, averaged over evaluated
         cases (unbiased estimator per case, from its evaluated runs); ``value`` None, with
         ``unknown_reason``, when k exceeds some case's evaluated runs."""
-        from referee.report.trials import PASS_AT_K, report_pass_k
-
         return report_pass_k(self._trial_counts(), k, metric=PASS_AT_K, confidence=confidence)
 
     def pass_hat_k(self, k: int, confidence: float = 0.95) -> PassKResult:
         """The chance that a case passes all of ``k`` runs, averaged over evaluated cases;
         unknown as for ``pass_at_k``."""
-        from referee.report.trials import PASS_HAT_K, report_pass_k
-
         return report_pass_k(self._trial_counts(), k, metric=PASS_HAT_K, confidence=confidence)
 
     def lottery_cases(self, k: int | None = None) -> list[CaseResult]:
         """Evaluated cases that pass some of ``k`` runs but not all (pass@k above pass^k),
         widest gap first; ``k`` defaults to ``runs_per_case``. Cases with fewer evaluated runs
         than k are left out."""
-        from referee.report.trials import pass_at_k, pass_hat_k, trial_counts
-
         k = self.runs_per_case if k is None else k
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -262,8 +255,6 @@ class MultivonReportMethods:
     def assert_pass_hat_k(self, k: int, min_ci_low: float) -> None:
         """Raise ``EvalGateFailure`` unless pass^k's lower bound is at least ``min_ci_low``; an
         unknown pass^k fails too (a gate that cannot be checked does not pass)."""
-        from referee.errors import EvalGateFailure
-
         result = self.pass_hat_k(k)
         if result.value is None:
             raise EvalGateFailure(f"pass^{k} gate failed: {result.unknown_reason}", report=self,
@@ -276,8 +267,6 @@ class MultivonReportMethods:
 
     def trial_summary(self) -> dict[str, Any]:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""
-        from referee.report.trials import PASS_AT_K, PASS_HAT_K, report_pass_k
-
         k = self.runs_per_case
         summary: dict[str, Any] = {"runs_per_case": k, "flaky_count": self.flaky_count,
                                    "stability_score": self.stability_score}
@@ -299,8 +288,6 @@ class MultivonReportMethods:
         judge's plus what the model under test reported; latency is each case's model latency
         (a repeated case's mean). A cost budget that cannot be checked (a model without a
         price: ``referee.judge.set_price``) fails, as does an average over no cases."""
-        from referee.errors import EvalGateFailure
-
         limits = {"max_total_cost_usd": max_total_cost_usd,
                   "max_avg_cost_per_case_usd": max_avg_cost_per_case_usd,
                   "max_total_tokens": max_total_tokens, "max_p95_latency_ms": max_p95_latency_ms,

@@ -24,10 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
+from referee.record._agreement import JudgeAgreement, KappaTally
+from referee.record._analysis import ReportAnalysis
+from referee.record._correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
+from referee.record._rendering import report_views
+from referee.record._trial_stats import trial_counts
 from referee.redact import RedactedText
-from referee.report.agreement import JudgeAgreement, KappaTally
-from referee.report.correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
-from referee.report.multivon import MultivonReportMethods
 from referee.result import CriterionResult, unique_labels
 from referee.storable import Conversion, make_storable
 from referee.usage import TokenUsage
@@ -90,8 +92,8 @@ _PEER_STATUS_VALUES = {"failed_quality": CaseStatus.FAILED,
 EvalStatus = CaseStatus
 EVALUATION_STATUSES = frozenset({CaseStatus.PASSED, CaseStatus.FAILED})
 
-# A known failure beats an unknown one (design decision 8; the table in docs/architecture.md):
-# a case takes the first of these that applies. A model error or timeout comes first because
+# A known failure beats an unknown one (the table in docs/architecture.md), so that a flaky
+# judge cannot hide a real regression: a case takes the first of these that applies. A model error or timeout comes first because
 # it leaves nothing to judge; PASSED needs one scored criterion, SKIPPED is what is left.
 STATUS_PRECEDENCE: tuple[CaseStatus, ...] = (
     CaseStatus.MODEL_ERROR, CaseStatus.TIMEOUT, CaseStatus.FAILED, CaseStatus.JUDGE_ERROR,
@@ -159,7 +161,7 @@ class CaseResult(BaseModel):
     # Values JSON cannot hold, stored as marked stand-ins (referee.storable).
     converted: list[Conversion] = Field(default_factory=list)
     # Each run of a case run several times (EvalSuite.run(runs=N)), in order, without the case;
-    # empty for a case run once (referee.report.trials).
+    # empty for a case run once (referee.record._trials).
     run_results: list[CaseResult] = Field(default_factory=list)
     # Where the model's exception was raised (MODEL_ERROR): redacted and bounded
     # (referee.errors.format_traceback).
@@ -376,16 +378,12 @@ class CaseResult(BaseModel):
     @property
     def run_pass_rate(self) -> float:
         """Passed runs of evaluated runs; of a case run once, 1.0 if it passed, else 0.0."""
-        from referee.report.trials import trial_counts
-
         evaluated, passed = trial_counts(self)
         return passed / evaluated if evaluated else 0.0
 
     @property
     def is_flaky(self) -> bool:
         """Some evaluated run passed and some failed."""
-        from referee.report.trials import trial_counts
-
         evaluated, passed = trial_counts(self)
         return 0 < passed < evaluated
 
@@ -747,7 +745,7 @@ class RunTally:
         return tally
 
 
-class EvalReport(MultivonReportMethods, BaseModel):
+class EvalReport(ReportAnalysis, BaseModel):
     run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
     name: str = ""
     eval_set_id: str = ""
@@ -974,9 +972,7 @@ class EvalReport(MultivonReportMethods, BaseModel):
 
     def format_summary(self) -> str:
         """The console summary as plain text (10xgraph's ``format_summary``)."""
-        from referee.report.console import render_text  # console renders this model
-
-        return render_text(self)
+        return report_views().summary_text(self)
 
     # Persistence -----------------------------------------------------------------------
     def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any, overload
 from pydantic import ValidationError
 
 from referee.errors import InputError
-from referee.report.model import CaseResult, RunTally
+from referee.record import CaseResult, RunTally
 
 CACHED_CASES_UP_TO = 2_000
 

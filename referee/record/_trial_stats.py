@@ -1,10 +1,8 @@
-"""Repeated runs of one case (``EvalSuite.run(runs=N)``) and what is measured from them.
+"""What repeated runs measure: pass@k and pass^k (per case and over a report, with their
+intervals), the smallest change a rerun would detect, and ``early_stop``'s sequential test.
 
-A case run N times is one ``CaseResult`` whose ``run_results`` hold each run, each itself a
-``CaseResult`` (without the case, which the outer one carries). ``combine_runs`` gives the outer
-result its status, criteria and spend. The trial statistics (pass@k, pass^k, flakiness) count a
-case's *evaluated* runs only: a run that errored or was skipped is no trial, just as an errored
-case is no case in ``pass_rate``.
+Arithmetic over ``(evaluated runs, passed runs)`` counts (``trial_counts`` reads them off a
+case result), so the report model and the analysis mixed into it import this without a loop.
 """
 
 from __future__ import annotations
@@ -15,13 +13,15 @@ from math import comb, sqrt
 from statistics import NormalDist, fmean
 from typing import TYPE_CHECKING
 
-from referee.result import CriterionResult
-from referee.usage import TokenUsage
+from referee.record._statistics import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_mean_ci,
+    wilson_bounds,
+)
 
 if TYPE_CHECKING:
-    from referee.case import EvalCase
-    from referee.execution import ExecutionResult
-    from referee.report.model import CaseResult
+    from referee.record._model import CaseResult
 
 PASS_AT_K = "pass@k"
 PASS_HAT_K = "pass^k"
@@ -85,13 +85,6 @@ def suite_pass_k(case_counts: Sequence[tuple[int, int]], k: int, *, metric: str 
     case are not independent; when every case has the same estimate, where a bootstrap would
     shrink to a point, it is the Wilson interval of that proportion over the cases.
     """
-    from referee.report.statistics import (
-        BOOTSTRAP_RESAMPLES,
-        BOOTSTRAP_SEED,
-        bootstrap_mean_ci,
-        wilson_bounds,
-    )
-
     if metric not in ESTIMATORS:
         raise ValueError(f"metric must be {PASS_AT_K!r} or {PASS_HAT_K!r}, got {metric!r}")
     if not 0.0 < confidence < 1.0:
@@ -156,84 +149,9 @@ def clear_after(passes: int, fails: int, *, alpha: float = 0.05, beta: float = 0
     return passing >= bound or failing >= bound
 
 
-# One case, several runs ------------------------------------------------------------------------
-
-def _combined_criterion(label: str, results: list[CriterionResult], runs: int) -> CriterionResult:
-    """One criterion over the runs that reported it: scored if any run scored it (its mean
-    score, passed only if it passed in every scored run); otherwise its first error, or skip.
-    An error in some run stays on a criterion that passed everywhere else, so that the case's
-    status and its criteria agree (a known failure still beats it)."""
-    scored = [r for r in results if r.is_scored]
-    errored = [r for r in results if r.is_error]
-    first = results[0]
-    usage = TokenUsage.total([r.token_usage for r in results])
-    if not scored:
-        base = errored[0] if errored else first
-        return base.model_copy(update={"criterion": label, "token_usage": usage})
-    passes = sum(r.passed for r in scored)
-    details = {
-        "reason": f"passed in {passes} of {len(scored)} scored run(s) of {runs}",
-        "runs": runs, "scored_runs": len(scored), "passed_runs": passes,
-        "run_scores": [r.score if r.is_scored else None for r in results],
-    }
-    update: dict[str, object] = {}
-    if passes == len(scored) and errored:
-        details["errored_runs"] = len(errored)
-        update = {"error": errored[0].error or errored[0].explanation or "error",
-                  "error_kind": errored[0].error_kind or "evaluator"}
-    return CriterionResult(criterion=label, score=fmean(r.score for r in scored),
-                           passed=passes == len(scored), threshold=first.threshold,
-                           details=details, token_usage=usage, **update)
-
-
-def _combined_execution(runs: Sequence[CaseResult]) -> ExecutionResult | None:
-    """The last run's output, with the mean latency of the runs and what the model spent in
-    all of them."""
-    executions = [r.execution for r in runs if r.execution is not None]
-    if not executions:
-        return None
-    latencies = [e.latency_s for e in executions if e.latency_s is not None]
-    return executions[-1].model_copy(update={
-        "latency_s": fmean(latencies) if latencies else None,
-        "token_usage": TokenUsage.total([e.token_usage for e in executions])})
-
-
-def combine_runs(runs: Sequence[CaseResult], *, case: EvalCase | None, index: int,
-                 key: str) -> CaseResult:
-    """One case's result from its runs (in run order), each kept in ``run_results``."""
-    from referee.report.model import CaseResult, runs_status
-
-    if not runs:
-        raise ValueError("combine_runs needs at least one run")
-    kept = [r.model_copy(update={"case": None, "index": index, "eval_id": key}) for r in runs]
-    status = runs_status(r.status for r in kept)
-    by_label: dict[str, list[CriterionResult]] = {}
-    for run in kept:
-        for result in run.criterion_results:
-            by_label.setdefault(result.criterion, []).append(result)
-    criteria = [_combined_criterion(label, results, len(kept))
-                for label, results in by_label.items()]
-    erred = next((i for i, r in enumerate(kept) if r.status == status and r.error), None)
-    error = None if erred is None else f"run {erred + 1} of {len(kept)}: {kept[erred].error}"
-    retries = [e for r in kept for e in r.retry_errors]
-    scoring = [r.scoring_seconds for r in kept if r.scoring_seconds is not None]
-    return CaseResult(
-        index=index, eval_id=key, name=kept[0].name, status=status, case=case,
-        execution=_combined_execution(kept), criterion_results=criteria, error=error,
-        traceback=None if erred is None else kept[erred].traceback,
-        duration_seconds=sum(r.duration_seconds for r in kept),
-        # Per run, as the combined execution's latency_s is: the two columns side by side compare.
-        scoring_seconds=fmean(scoring) if scoring else None,
-        token_usage=TokenUsage.total([r.token_usage for r in kept]),
-        metadata={"retry_errors": retries} if retries else {},
-        converted=[c for r in kept for c in r.converted], run_results=kept)
-
-
 def trial_counts(result: CaseResult) -> tuple[int, int]:
     """(evaluated runs, passed runs) of a case: a single run counts as one trial."""
-    from referee.report.model import CaseStatus
-
     if not result.run_results:
-        return 1, int(result.status == CaseStatus.PASSED)
+        return 1, int(result.passed)
     evaluated = [r for r in result.run_results if r.status.is_evaluated]
-    return len(evaluated), sum(r.status == CaseStatus.PASSED for r in evaluated)
+    return len(evaluated), sum(r.passed for r in evaluated)

@@ -1,0 +1,89 @@
+"""The layers docs/architecture.md draws: the record renders nothing and imports no view, the
+store imports no view, the data model and the match modes import one way without imports
+hidden inside functions, and the report's old module paths still import the moved modules."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "referee"
+
+def _imports(path: Path) -> list[tuple[str, set[str], bool]]:
+    """(module, names, inside a function) of each referee import in ``path``."""
+    tree = ast.parse(path.read_text())
+    nested = {id(node) for fn in ast.walk(tree)
+              if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for node in ast.walk(fn)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("referee"):
+            found.append((node.module or "", {a.name for a in node.names}, id(node) in nested))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, set(), id(node) in nested) for a in node.names
+                      if a.name.startswith("referee")]
+    return found
+
+
+def _views_imported(path: Path) -> list[str]:
+    return [f"{path.name}: {module} {sorted(names)}" for module, names, _ in _imports(path)
+            if module == "referee.report" or module.startswith("referee.report.")]
+
+
+@pytest.mark.parametrize("package", ["record", "store"])
+def test_the_record_and_the_store_import_no_view(package: str) -> None:
+    modules = sorted((PACKAGE / package).glob("*.py"))
+    assert modules
+    assert [line for path in modules for line in _views_imported(path)] == []
+
+
+@pytest.mark.parametrize("relative", ["messages.py", "case.py", "execution.py", "_adk.py",
+                                      "criteria/matching", "record", "store"])
+def test_no_referee_import_is_hidden_in_a_function(relative: str) -> None:
+    target = PACKAGE / relative
+    paths = sorted(target.glob("*.py")) if target.is_dir() else [target]
+    hidden = [f"{path.relative_to(PACKAGE)}: {module}" for path in paths
+              for module, names, inside in _imports(path)
+              if inside]
+    assert hidden == []
+
+
+def test_importing_the_record_loads_no_view_until_it_renders() -> None:
+    script = (
+        "import sys\n"
+        "from referee.record import EvalReport\n"
+        "from referee.store import RunStore\n"
+        "assert not [m for m in sys.modules if m.startswith('referee.report')], sorted(sys.modules)\n"
+        "text = EvalReport(name='layered').format_summary()\n"
+        "assert 'layered' in text, text\n"
+        "assert 'referee.report._record_views' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_old_report_module_paths_are_the_moved_modules() -> None:
+    import referee.record._model
+    import referee.record._trials
+    import referee.report.model
+    import referee.report.store
+    import referee.report.trials
+    import referee.store._run_store
+    from referee.report import case_file, versions
+    from referee.report.model import EvalReport
+    from referee.report.store import load_run
+    from referee.report.trials import pass_at_k
+
+    assert referee.report.model is referee.record._model
+    assert referee.report.store is referee.store._run_store
+    assert referee.report.trials is referee.record._trials
+    assert case_file.StoredCases.__module__ == "referee.store._case_file"
+    assert versions.split_ref("run@2")[1] == 2
+    assert EvalReport is referee.record.EvalReport
+    assert load_run is referee.store.load_run
+    assert pass_at_k(4, 2, 1) == 0.5
