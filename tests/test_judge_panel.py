@@ -384,3 +384,36 @@ async def test_a_member_whose_batched_reply_copies_the_placeholders_has_not_answ
     assert not copier["answered"] and "rejected" in copier["error"]
     assert all(q["judges"]["openai:judge-copies"] is None and q["judges_answered"] == 2
                for q in result.details["questions"])
+
+
+async def test_each_member_keeps_the_score_its_own_verdicts_give(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+
+    # What each judge alone would have scored, from the answers it gave the panel.
+    assert [m["score"] for m in result.details["panel"]["members"]] == [1.0, 0.75, 0.5]
+    assert server.request_count == 3 * 4
+
+
+async def test_a_members_own_score_takes_the_recovery_penalty_it_voted_for(server):
+    from referee import ToolCall
+    from referee.evaluators import TrajectoryEfficiency
+
+    def responder(request):
+        if "recover" in _question(request.prompt):  # judge-b says the agent did not recover
+            return "No" if request.model == "judge-b" else "Yes"
+        if "same tool called more than once" in request.prompt:
+            return "No"
+        return "Yes"
+    server.set_reply(responder)
+    run = ExecutionResult(actual_response="Booked.", tool_calls=[
+        ToolCall(name="book", args={"flight": "SK1"}, result="error: sold out"),
+        ToolCall(name="book", args={"flight": "SK2"}, result="ok")])
+    result = await TrajectoryEfficiency(
+        judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(run, CASE)
+
+    assert result.score == 1.0  # two of three say it recovered: no penalty for the panel
+    assert [m["score"] for m in result.details["panel"]["members"]] == pytest.approx(
+        [1.0, 0.8, 1.0])

@@ -114,7 +114,7 @@ def test_a_judge_that_cannot_answer_is_judge_error_and_exit_3(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--judge", "gpt-4o-mini"], "expected PROVIDER/MODEL"),
+    (["--judge", "gpt-4o-mini"], "is not PROVIDER/MODEL"),
     (["--criterion", "x"], "need --judge"),
     (["--judge", "openai/gpt-4o-mini", "--criterion", "x", "--question", "y?"], "not both"),
     (["--judge", "openai/gpt-4o-mini", "--criterion", " "], "non-empty criterion"),

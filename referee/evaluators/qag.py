@@ -412,6 +412,9 @@ async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Quest
                                  details={"panel": summary})
         error.token_usage = answers.usage
         raise error
+    for member, entry in zip(answers.members, summary["members"]):
+        if member.answer is not None:
+            entry["score"] = member_qag_score(member.answer)
     first = answers.members[0].config
     outcome = score_records(owner, first, records, [], usage=answers.usage,
                             mode="panel_batched" if batch else "panel_per_question")
@@ -419,6 +422,16 @@ async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Quest
                            judge_model=", ".join(m.label for m in answers.members),
                            panel=summary)
     return outcome
+
+
+def member_qag_score(records: Sequence[dict[str, Any]]) -> float | None:
+    """The score one panel member's own verdicts give, as that judge alone would score the
+    case (None where it alone would have no score), so calibration can set each member beside
+    the panel."""
+    answered = [r for r in records if r["matched"] is not None]
+    if len(answered) < answers_needed(len(records)):
+        return None
+    return sum(1 for r in answered if r["matched"]) / len(answered)
 
 
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
