@@ -417,3 +417,76 @@ async def test_a_members_own_score_takes_the_recovery_penalty_it_voted_for(serve
     assert result.score == 1.0  # two of three say it recovered: no penalty for the panel
     assert [m["score"] for m in result.details["panel"]["members"]] == pytest.approx(
         [1.0, 0.8, 1.0])
+
+
+# judge_panel in an AgentEvaluator-style criteria file ---------------------------------------
+
+def criteria_file(tmp_path, criteria: dict) -> str:
+    path = tmp_path / "criteria.json"
+    path.write_text(json.dumps({"criteria": criteria}), encoding="utf-8")
+    return str(path)
+
+
+async def test_a_criteria_file_names_a_judge_panel(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    judged_scores = {"judge-a": 0.9, "judge-b": 0.5, "judge-c": 0.8}
+
+    def responder(request):
+        if request.model == "judge-down":
+            return Fault.http(400)
+        return json.dumps({"score": judged_scores[request.model], "reasoning": request.model})
+    server.set_reply(responder)
+    config = EvalConfig.from_file(criteria_file(tmp_path, {
+        "response_match": {"threshold": 0.6, "num_samples": 1, "judge_panel": [
+            "openai/judge-a", "openai/judge-b", "openai/judge-c"]},
+        "llm_judge": {"threshold": 0.6, "num_samples": 2, "judge_panel": {
+            "models": ["openai/judge-a", "openai/judge-b", "openai/judge-down"],
+            "aggregate": "mean", "quorum": 2}}}))
+
+    def agent(message: str, history: list) -> ExecutionResult:
+        return ExecutionResult(actual_response="SK1 or SK2")
+
+    report = await AgentEvaluator(agent, config=config, save=False).evaluate([agent_case("c1")])
+    [case] = report.cases
+    listed = case.get_criterion_result("response_match_score")
+    assert listed.score == pytest.approx(0.8)  # the median of 0.9, 0.5, 0.8
+    assert [m["model"] for m in listed.details["panel"]["members"]] == [
+        "judge-a", "judge-b", "judge-c"]
+    assert listed.details["panel"]["aggregate"] == "majority"
+    mean = next(r for r in case.criterion_results if r.criterion != "response_match_score")
+    assert mean.score == pytest.approx(0.7)  # the mean of the two that answered
+    assert (mean.details["panel"]["answered"], mean.details["panel"]["quorum"]) == (2, 2)
+    assert mean.details["panel"]["members"][2]["error"]
+    # Each member sampled num_samples times: 3 x 1 and 2 x 2 answered (+ the member down).
+    assert {m: sum(1 for r in server.requests if r.model == m)
+            for m in ("judge-a", "judge-b", "judge-c")} == {"judge-a": 3, "judge-b": 3,
+                                                            "judge-c": 1}
+
+
+@pytest.mark.parametrize(("panel", "criterion", "message"), [
+    (["gpt-4o-mini"], "response_match",
+     "field 'criteria.response_match.judge_panel.models': List should have at least 2 items"),
+    (["gpt-4o-mini", "llama3"], "safety",
+     "field 'criteria.safety.judge_panel': models[1]: 'llama3' names no provider"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "quorum": 3}, "llm_judge",
+     "field 'criteria.llm_judge.judge_panel': quorum must be between 1 and the number of "
+     "members (2), got 3"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "aggregate": "weighted"}, "llm_judge",
+     "aggregate='weighted' needs weights=[...], one per member"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "aggregate": "vote"}, "llm_judge",
+     "field 'criteria.llm_judge.judge_panel.aggregate'"),
+    (["gpt-4o-mini", "gpt-4o"], "trajectory",
+     "trajectory.judge_panel: trajectory takes no judge panel"),
+    (["gpt-4o-mini", "gpt-4o"], "simulation_goals",
+     "simulation_goals.judge_panel: simulation_goals takes no judge panel"),
+])
+def test_a_bad_judge_panel_in_a_criteria_file_is_a_one_line_error(tmp_path, panel, criterion,
+                                                                  message):
+    from referee.errors import InputError
+
+    path = criteria_file(tmp_path, {criterion: {"judge_panel": panel}})
+    with pytest.raises(InputError) as caught:
+        EvalConfig.from_file(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(path)
