@@ -134,7 +134,12 @@ class LLMCallerMixin:
         spec = self.config.judge_panel
         if spec is None:
             return None
-        members = [self._judge_for_model(name, available_only=False) for name in spec.models]
+        members = []
+        for name in spec.models:
+            member = self._judge_for_model(name, available_only=False)
+            if member is None:  # the config's validation names the field first
+                raise ValueError(f"judge_panel: {name!r} names no provider")
+            members.append(member)
         return JudgePanel(members=members, aggregate=spec.aggregate, weights=spec.weights,
                           quorum=spec.quorum)
 
