@@ -490,3 +490,50 @@ def test_a_bad_judge_panel_in_a_criteria_file_is_a_one_line_error(tmp_path, pane
         EvalConfig.from_file(path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert str(caught.value).startswith(path)
+
+
+def batch_answers(prompt: str, overrides: dict[str, str]) -> str:
+    """A batched reply: each numbered question answered (Coherence's good answer unless the
+    judge's override says otherwise; any other question "yes")."""
+    asked = re.findall(r"^(\d+)\. (.*)$", prompt.split("Questions:\n", 1)[1], re.MULTILINE)
+    answers = {}
+    for ident, question in asked:
+        fragment = next((f for f in COHERENCE_GOOD if f in question), None)
+        answers[ident] = (overrides.get(fragment, COHERENCE_GOOD[fragment]) if fragment
+                          else "Yes").lower()
+    return json.dumps({"answers": answers})
+
+
+def test_case_batch_with_a_panel_asks_each_member_once_per_case(server):
+    from referee import Relevance
+
+    dissent = {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+               "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}}
+    server.set_reply(lambda request: batch_answers(request.prompt, dissent[request.model]))
+    judges = members(server, "judge-a", "judge-b", "judge-c")
+    suite = EvalSuite("panel-case-batch").add_case(CASE).add_evaluators(
+        Coherence(judge=judges, batch="case"), Relevance(judge=judges, batch="case"))
+    report = suite.run(lambda prompt: OUTPUT.actual_response, verbose=False, save=False)
+
+    # One request per member for the case, holding both evaluators' questions.
+    assert server.request_count == 3
+    assert sorted(r.model for r in server.requests) == ["judge-a", "judge-b", "judge-c"]
+    assert all(f"Answer all {4 + len(Relevance().questions(OUTPUT, CASE))} question(s)"
+               in r.prompt
+               for r in server.requests)
+    [case] = report.cases
+    coherence = case.get_criterion_result("coherence")
+    relevance = case.get_criterion_result("relevance")
+    assert coherence.details["mode"] == relevance.details["mode"] == "panel_case_batched"
+    # The votes are as when each evaluator asks on its own: two of three outvote judge-a.
+    assert verdicts(coherence)["abrupt jumps"][0] == "yes"
+    assert coherence.score == pytest.approx(3 / 4)
+    assert [m["score"] for m in coherence.details["panel"]["members"]] == [1.0, 0.75, 0.5]
+    asked = Relevance().questions(OUTPUT, CASE)  # every member said "yes" to each of them
+    assert relevance.score == pytest.approx(sum(q.expect_yes for q in asked) / len(asked))
+    # Each member's request is counted once, on the first evaluator it served.
+    assert case.token_usage.requests == 3
+    assert [m["token_usage"]["requests"] for m in coherence.details["panel"]["members"]] == [
+        1, 1, 1]
+    assert [m["token_usage"]["requests"] for m in relevance.details["panel"]["members"]] == [
+        0, 0, 0]
