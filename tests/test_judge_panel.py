@@ -537,3 +537,51 @@ def test_case_batch_with_a_panel_asks_each_member_once_per_case(server):
         1, 1, 1]
     assert [m["token_usage"]["requests"] for m in relevance.details["panel"]["members"]] == [
         0, 0, 0]
+
+
+def test_each_members_spend_is_summed_over_the_run(server, tmp_path, monkeypatch):
+    """Two cases; Coherence judged by judge-a and judge-b, GEval by judge-a, judge-c and a
+    member that is down: each member's spend is summed across cases and criteria."""
+    from referee.report.store import load_run
+
+    def responder(request):
+        if request.model == "judge-down":
+            return Fault.http(400)
+        if "Question: " in request.prompt:
+            question = _question(request.prompt)
+            return COHERENCE_GOOD[next(f for f in COHERENCE_GOOD if f in question)]
+        return '{"score": 0.8, "reason": "concise enough"}'
+    server.set_reply(responder)
+    monkeypatch.chdir(tmp_path)
+    suite = EvalSuite("panel-spend").add_cases(
+        [EvalCase(input="first question"), EvalCase(input="second question")])
+    suite.add_evaluators(
+        Coherence(judge=members(server, "judge-a", "judge-b")),
+        GEval(criteria="concise", runs=1,
+              judge=members(server, "judge-a", "judge-c", "judge-down")))
+    report = suite.run(lambda prompt: f"An answer to the {prompt}.", verbose=False)
+
+    spent = report.summary.judge_member_token_usage
+    # judge-a: 2 cases x (4 Coherence questions + 1 GEval run); judge-b: 2 x 4; judge-c: 2 x 1.
+    assert {name: usage.requests for name, usage in spent.items()
+            if name != "openai:judge-down"} == {"openai:judge-a": 10, "openai:judge-b": 8,
+                                                "openai:judge-c": 2}
+    assert "openai:judge-down" in spent
+    assert sum(u.requests for u in spent.values()) == report.token_usage.requests
+    assert sum(u.input_tokens for u in spent.values()) == report.token_usage.input_tokens
+    assert all(u.input_tokens > 0 for name, u in spent.items() if name != "openai:judge-down")
+
+    run_dir = tmp_path / ".referee" / "runs" / report.run_id
+    stored = json.loads((run_dir / "report.json").read_text())
+    assert stored["summary"]["judge_member_token_usage"]["openai:judge-b"]["requests"] == 8
+    reloaded = load_run(run_dir).summary.judge_member_token_usage
+    assert {k: u.requests for k, u in reloaded.items()} == {k: u.requests
+                                                            for k, u in spent.items()}
+    a = spent["openai:judge-a"]
+    text = render_text(report)
+    assert f"Judge spend by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " \
+        in " ".join(text.split())
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
+    assert f"by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " in dom

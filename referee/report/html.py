@@ -28,6 +28,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.redact import redact
 from referee.report import charts
+from referee.report.agreement import describe_member_usage
 from referee.report.console import judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
@@ -510,6 +511,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
     usage_text = ""
     if usage.requests or usage.cached_requests or usage.total_tokens:
         usage_text = f"judge spend: {usage.describe()}"
+    if report.summary.judge_member_token_usage:
+        usage_text += ("; by panel member: "
+                       + describe_member_usage(report.summary.judge_member_token_usage))
     model_usage = report.model_token_usage
     if model_usage is not None:
         usage_text += ("; " if usage_text else "") + f"model under test spend: {model_usage.describe()}"
