@@ -296,6 +296,12 @@ async def test_benchmark_panel_costs_members_times_requests():
     assert panel["input_tokens"] == pytest.approx(3 * one["input_tokens"], rel=0.01)
     assert rows["panel of 3: Coherence, rerun from the reply cache"]["cached_requests"] == 12.0
     assert rows["panel of 3: Coherence, batch=True"]["requests"] == 3.0
+    # batch="case": one request per case per member, for both evaluators.
+    assert rows["panel of 3: Coherence + Relevance, batch='case'"]["requests"] == 3.0
+    assert rows["panel of 3: Coherence + Relevance, batch=True"]["requests"] == 6.0
+    # Pairwise: both orders for each member.
+    assert (rows["one judge: pairwise A vs B, both orders"]["requests"],
+            rows["panel of 3: pairwise A vs B, both orders"]["requests"]) == (2.0, 6.0)
 
 
 async def test_a_member_whose_every_reply_is_unreadable_has_not_answered(server):
