@@ -89,8 +89,9 @@ COMPARE_DESCRIPTION = (
     "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
     "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
-    "orders (a preference that flips with the order is a tie); exit 3 when the judge judged "
-    "no pair.")
+    "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
+    "panel, each member judging every pair and the majority deciding (a split is a tie); "
+    "exit 3 when the judge judged no pair.")
 DEFAULT_PAIRWISE_CRITERION = ("The response answers the user's input correctly, completely "
                               "and helpfully.")
 LIST_DESCRIPTION = (
