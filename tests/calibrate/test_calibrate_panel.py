@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from test_calibrate_end_to_end import CONTRADICTS, OUTSIDE
+from test_calibrate_end_to_end import labelled_file as labels_with_markers
 
 pytest.importorskip("numpy")
 
@@ -17,10 +19,13 @@ from referee.cli import main  # noqa: E402
 from referee.evaluators import Faithfulness  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
 
-CONTRADICTS = "Does the model output state anything that contradicts the context?"
-OUTSIDE = "Does the model output present outside knowledge"
 JUDGES = ("judge-a", "judge-b", "judge-c")
 ROWS = 24
+
+
+def labelled_file(tmp_path: Path) -> Path:
+    """Even rows pass ([ok]), odd rows fail ([bad])."""
+    return labels_with_markers(tmp_path, rows=ROWS, disagree=0)
 
 
 def misreads(judge: str, row: int) -> bool:
@@ -42,16 +47,6 @@ def scripted_answer(request: RecordedRequest) -> str | Fault:
     if CONTRADICTS in prompt:
         return "Yes" if bad else "No"
     return "No" if bad else "Yes"
-
-
-def labelled_file(tmp_path: Path) -> Path:
-    lines = [json.dumps({"id": f"row-{i:02d}", "input": f"Question {i}?",
-                         "context": f"Fact number {i}.",
-                         "output": f"{'[ok]' if i % 2 == 0 else '[bad]'} answer {i}",
-                         "label": "pass" if i % 2 == 0 else "fail"}) for i in range(ROWS)]
-    path = tmp_path / "labels.jsonl"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture
