@@ -52,6 +52,9 @@ def _with_judge(evaluator: Any, judge: JudgeConfig | JudgePanel | None,
         raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= "
                         "(and the judge's timeout and max_tokens) out")
     evaluator = copy.copy(evaluator)
+    if judge is None:  # the settings go to each member of a panel the evaluator already has
+        current = getattr(evaluator, "judge_panel", None)
+        judge = current() if callable(current) else None
     if isinstance(judge, JudgePanel):
         if not callable(getattr(evaluator, "judge_panel", None)) or \
                 getattr(evaluator, "accepts_panel", True) is False:

@@ -17,6 +17,7 @@ pytest.importorskip("numpy")
 from referee.calibrate import calibrate, load_labels  # noqa: E402
 from referee.cli import main  # noqa: E402
 from referee.evaluators import Faithfulness  # noqa: E402
+from referee.judge import JudgeConfig, JudgePanel  # noqa: E402
 from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
 
 JUDGES = ("judge-a", "judge-b", "judge-c")
@@ -105,9 +106,11 @@ def test_python_api_panel_with_a_member_down_and_html_in_chromium(tmp_path, serv
     from test_report_samples import chromium_dom
 
     rows = load_labels(labelled_file(tmp_path))
-    report = calibrate(Faithfulness(), rows,
-                       judge=["openai/judge-a", "openai/judge-b", "openai/judge-down"],
-                       resamples=100, runs_dir=tmp_path / "runs")
+    judges = [JudgeConfig(provider="openai", model=m)
+              for m in ("judge-a", "judge-b", "judge-down")]
+    # The evaluator's own panel; the judge settings given go to each member.
+    report = calibrate(Faithfulness(judge=judges), rows, judge_timeout=20.0, resamples=100,
+                       runs_dir=tmp_path / "runs")
     # Two of three answer, the quorum of two is met; where those two disagree (the 8 rows one
     # of them misreads) their votes tie, too few questions have a verdict and the row is a
     # judge error. The member that was down has no score and no agreement figures.
@@ -127,6 +130,15 @@ def test_python_api_panel_with_a_member_down_and_html_in_chromium(tmp_path, serv
     assert "openai:judge-down" in table and "openai:judge-b" in table
     assert re.search(r'id="panel-versus-best">The panel \(kappa [\d.]+\) (beats|ties with|does '
                      r'not beat) its best member openai:judge-[ab]', dom)
+
+
+def test_a_judge_list_of_provider_model_texts_is_a_panel():
+    from referee.calibrate._run import parse_judge
+
+    panel = parse_judge(["openai/judge-a", "anthropic/claude-haiku-4-5"])
+    assert isinstance(panel, JudgePanel)
+    assert [(m.provider, m.model) for m in panel.members] == [
+        ("openai", "judge-a"), ("anthropic", "claude-haiku-4-5")]
 
 
 def test_cli_panel_options_are_checked(tmp_path, capsys, server):
