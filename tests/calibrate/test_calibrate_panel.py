@@ -109,8 +109,10 @@ def test_python_api_panel_with_a_member_down_and_html_in_chromium(tmp_path, serv
     judges = [JudgeConfig(provider="openai", model=m)
               for m in ("judge-a", "judge-b", "judge-down")]
     # The evaluator's own panel; the judge settings given go to each member.
-    report = calibrate(Faithfulness(judge=judges), rows, judge_timeout=20.0, resamples=100,
+    report = calibrate(Faithfulness(judge=judges), rows, judge_max_tokens=300, resamples=100,
                        runs_dir=tmp_path / "runs")
+    meta = json.loads((Path(report.run_dir) / "meta.json").read_text())
+    assert [m["max_tokens"] for m in meta["judge"]["members"]] == [300, 300, 300]
     # Two of three answer, the quorum of two is met; where those two disagree (the 8 rows one
     # of them misreads) their votes tie, too few questions have a verdict and the row is a
     # judge error. The member that was down has no score and no agreement figures.
