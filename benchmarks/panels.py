@@ -9,7 +9,11 @@ server (the real OpenAI SDK over loopback) by Coherence (QAG, 4 questions) and G
 - one judge;
 - a panel of three judges (three model names on the server, majority);
 - the three-judge panel again with the reply cache on (a rerun);
-- Coherence with ``batch=True``, one judge and the three-judge panel.
+- Coherence with ``batch=True``, one judge and the three-judge panel;
+- Coherence and Relevance in a suite run with ``batch=True`` (a request per evaluator and
+  judge) and ``batch="case"`` (one request per case and judge), one judge and the panel;
+- ``referee compare``'s pairwise judging of two runs' outputs (both orders), one judge and the
+  three-judge panel.
 
 Tokens are what referee's judge layer accounted (the scripted server counts about 4 characters
 a token, as referee estimates). Standard library plus referee.
@@ -25,8 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.pairwise import per_case, per_case_table, words
-from referee import Coherence, EvalCase, ExecutionResult, GEval, JudgePanel
+from benchmarks.pairwise import per_case, per_case_table, reports, words
+from benchmarks.pairwise import reply as pairwise_reply
+from referee import Coherence, EvalCase, EvalSuite, ExecutionResult, GEval, JudgePanel, Relevance
+from referee.pairwise import compare_runs_async
 from referee.testing import ScriptedJudgeServer
 from referee.usage import TokenUsage
 
@@ -41,6 +47,8 @@ def cases(count: int, length: int) -> list[tuple[EvalCase, ExecutionResult]]:
 
 
 def reply(request: Any) -> str:
+    if "RESPONSE 1" in request.prompt:
+        return pairwise_reply(request)
     if '"score"' in request.prompt:
         return json.dumps({"score": 0.7, "reason": "Clear and mostly complete."})
     if "Questions:" in request.prompt:
@@ -48,6 +56,24 @@ def reply(request: Any) -> str:
         return json.dumps({"answers": {str(i): "yes" for i in range(1, count + 1)}})
     # Judges that disagree now and then, each the same way on a rerun.
     return random.Random(request.prompt + request.model).choice(["Yes", "Yes", "No"])
+
+
+async def suite_spend(judge: Any, data: list[tuple[EvalCase, ExecutionResult]],
+                      batch: bool | str) -> TokenUsage:
+    """Coherence and Relevance in a suite run; with batch="case" the engine shares each
+    judge's request across the case's evaluators."""
+    outputs = {case.input: out.actual_response for case, out in data}
+    suite = EvalSuite("panels-case-batch").add_cases([case for case, _ in data])
+    suite.add_evaluators(Coherence(judge=judge, batch=batch),
+                         Relevance(judge=judge, batch=batch))
+    report = await suite.run_async(lambda prompt: outputs[prompt], verbose=False, save=False)
+    return report.token_usage
+
+
+async def pairwise_spend(judge: Any, count: int, length: int) -> TokenUsage:
+    a, b = reports(count, length)
+    comparison = await compare_runs_async(a, b, CRITERION, judge=judge)
+    return comparison.token_usage
 
 
 async def spend(evaluator: Any, data: list[tuple[EvalCase, ExecutionResult]]) -> TokenUsage:
@@ -77,6 +103,13 @@ async def measure(count: int, length: int) -> dict[str, dict[str, float]]:
         for label, judge in (("one judge", one), ("panel of 3", panel)):
             rows[f"{label}: Coherence, batch=True"] = per_case(
                 await spend(Coherence(judge=judge, batch=True), data), count)
+        for batch in (True, "case"):
+            for label, judge in (("one judge", one), ("panel of 3", panel)):
+                rows[f"{label}: Coherence + Relevance, batch={batch!r}"] = per_case(
+                    await suite_spend(judge, data, batch), count)
+        for label, judge in (("one judge", one), ("panel of 3", panel)):
+            rows[f"{label}: pairwise A vs B, both orders"] = per_case(
+                await pairwise_spend(judge, count, length), count)
     return rows
 
 

@@ -89,8 +89,9 @@ COMPARE_DESCRIPTION = (
     "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
     "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
-    "orders (a preference that flips with the order is a tie); exit 3 when the judge judged "
-    "no pair.")
+    "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
+    "panel, each member judging every pair and the majority deciding (a split is a tie); "
+    "exit 3 when the judge judged no pair.")
 DEFAULT_PAIRWISE_CRITERION = ("The response answers the user's input correctly, completely "
                               "and helpfully.")
 LIST_DESCRIPTION = (
@@ -237,6 +238,20 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--judge`` as every command that takes a judge spells it: once for one judge, repeated
+    for a judge panel, whose rules the two options after it set."""
+    parser.add_argument("--judge", metavar="PROVIDER/MODEL", action="append",
+                        help=f"{what}; give it two or more times for a judge panel (each "
+                             "member asked, the majority's verdict taken)")
+    parser.add_argument("--judge-aggregate", choices=("majority", "mean", "median"),
+                        help="with a panel: how numeric scores combine (default majority: the "
+                             "median score; yes/no verdicts are always voted)")
+    parser.add_argument("--judge-quorum", type=_positive_int, metavar="N",
+                        help="with a panel: members that must answer for it to judge "
+                             "(default a majority of them)")
 
 
 def _port(text: str) -> int:
@@ -556,8 +571,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     run_a, run_b = load_run(args.a), load_run(args.b)
     comparison = compare_reports(run_a, run_b)
     if args.judge is None:
-        if args.criterion is not None or args.question or args.one_order:
-            raise CliError("--criterion, --question and --one-order need --judge PROVIDER/MODEL")
+        if args.criterion is not None or args.question or args.one_order \
+                or args.judge_aggregate is not None or args.judge_quorum is not None:
+            raise CliError("--criterion, --question, --one-order, --judge-aggregate and "
+                           "--judge-quorum need --judge PROVIDER/MODEL")
         if args.html:
             from referee.report.html import render_compare_html
 
@@ -576,13 +593,11 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     """``compare --judge``: the regressions as usual, then each pair judged side by side."""
     import json
 
-    from referee.judge import JudgeConfig, split_judge_model
+    from referee.judge.panel import judge_from_cli
     from referee.pairwise import compare_runs
     from referee.pairwise._html import render_pairwise_html
 
-    provider, model = split_judge_model(args.judge)
-    if provider is None or "/" not in args.judge:
-        raise CliError(f"--judge {args.judge!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
+    judge = judge_from_cli(args.judge, args.judge_aggregate, args.judge_quorum)
     if args.question and args.criterion is not None:
         raise CliError("give --criterion or --question, not both")
     criterion = (None if args.question else
@@ -592,8 +607,7 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     if any(not q.strip() for q in args.question or ()):
         raise CliError("--question: expected a non-empty yes/no question")
     pairwise = compare_runs(run_a, run_b, criterion, questions=args.question,
-                            judge=JudgeConfig(provider=provider, model=model),
-                            both_orders=not args.one_order, label_a=str(args.a),
+                            judge=judge, both_orders=not args.one_order, label_a=str(args.a),
                             label_b=str(args.b))
     saved = []
     if args.html:
@@ -830,10 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--html", metavar="FILE",
                          help="also write the comparison as a self-contained HTML page (with "
                               "--judge: the judged pairs side by side, and FILE's .json beside)")
-    compare.add_argument("--judge", metavar="PROVIDER/MODEL",
-                         help="also judge each case's two outputs pairwise, e.g. "
-                              "openai/gpt-4o-mini: win/tie/loss per case, B's win rate with a "
-                              "95%% interval and a sign test (2 judge requests per case)")
+    add_judge_options(compare, "also judge each case's two outputs pairwise, e.g. "
+                      "openai/gpt-4o-mini: win/tie/loss per case, B's win rate with a 95%% "
+                      "interval and a sign test (2 judge requests per case and judge)")
     compare.add_argument("--criterion", metavar="TEXT",
                          help="with --judge: what the better output does (default: "
                               f"{DEFAULT_PAIRWISE_CRITERION!r})")
@@ -886,7 +899,8 @@ def build_parser() -> argparse.ArgumentParser:
     from referee.calibrate._command import add_parser as add_calibrate_parser
 
     add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction,
-                         seconds=_positive_float).set_defaults(func=cmd_calibrate)
+                         seconds=_positive_float, judge_options=add_judge_options
+                         ).set_defaults(func=cmd_calibrate)
     return parser
 
 

@@ -9,9 +9,16 @@ import typing
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from referee._strict import StrictModel, move_alias, unknown_field
 from referee.errors import InputError, beyond_python_limits
@@ -54,6 +61,47 @@ def known_api_style(value: str) -> str:
     return value
 
 
+class CriterionJudgePanel(StrictModel):
+    """``judge_panel`` of a criterion config: several judge models asked the same thing.
+
+    ``models`` are named as ``judge_model`` is (``gpt-4o-mini``, ``openai/llama3``,
+    ``claude-haiku-4-5``) and share the config's ``base_url`` and ``api_style``. A list alone
+    (``judge_panel: [gpt-4o-mini, claude-haiku-4-5]``) is a majority panel. ``aggregate``:
+    ``majority`` (the members' median score), ``mean``, ``median`` or ``weighted`` (with
+    ``weights``, one per model); ``quorum``: members that must answer (default a majority).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    models: list[str] = Field(min_length=2)
+    aggregate: Literal["majority", "mean", "median", "weighted"] = "majority"
+    weights: list[float] | None = None
+    quorum: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _models_alone(cls, data: Any) -> Any:
+        return {"models": data} if isinstance(data, list) else data
+
+    @model_validator(mode="after")
+    def _a_panel(self) -> CriterionJudgePanel:
+        # The panel's own rules (weights per member, quorum range) are checked where they live.
+        from referee.judge.config import JudgeConfig, split_judge_model
+        from referee.judge.panel import JudgePanel
+
+        members = []
+        for index, name in enumerate(self.models):
+            provider, model = split_judge_model(name)
+            if provider is None or not model:
+                raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
+                                 "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
+                                 "openai/llama3")
+            members.append(JudgeConfig(provider=provider, model=model))
+        JudgePanel(members=members, aggregate=self.aggregate, weights=self.weights,
+                   quorum=self.quorum)
+        return self
+
+
 class CriterionConfig(StrictModel):
     # A misspelt field in a config file (num_sampls) must be an error, not a silent default.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -75,6 +123,8 @@ class CriterionConfig(StrictModel):
     # with judge_model="openai/<name>"); empty means the provider's variable, e.g.
     # OPENAI_BASE_URL.
     base_url: BaseURL = ""
+    # referee extension: a judge panel in place of judge_model (judged criteria only).
+    judge_panel: CriterionJudgePanel | None = None
 
     @field_validator("threshold")
     @classmethod
@@ -158,6 +208,12 @@ class CriterionConfig(StrictModel):
         return cls(threshold=threshold, judge_model=judge_model)
 
 
+# The judged criteria whose config may name a judge panel (simulation_goals asks once for a
+# list of goals: nothing to vote on).
+PANEL_CRITERIA = ("response_match", "llm_judge", "rubric_based", "factual_accuracy",
+                  "hallucination", "safety")
+
+
 class CriteriaConfig(StrictModel):
     """Which AgentEvaluator-style criteria are on. Field names are registry keys; unknown names
     are errors."""
@@ -176,6 +232,15 @@ class CriteriaConfig(StrictModel):
     hallucination: CriterionConfig | None = None
     safety: CriterionConfig | None = None
     simulation_goals: CriterionConfig | None = None
+
+    @model_validator(mode="after")
+    def _panels_where_judged(self) -> CriteriaConfig:
+        for name in type(self).model_fields:
+            cfg = getattr(self, name)
+            if cfg is not None and cfg.judge_panel is not None and name not in PANEL_CRITERIA:
+                raise ValueError(f"{name}.judge_panel: {name} takes no judge panel (only "
+                                 f"{', '.join(PANEL_CRITERIA)} do)")
+        return self
 
     def enabled_items(self) -> list[tuple[str, CriterionConfig]]:
         return [

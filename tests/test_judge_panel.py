@@ -296,6 +296,12 @@ async def test_benchmark_panel_costs_members_times_requests():
     assert panel["input_tokens"] == pytest.approx(3 * one["input_tokens"], rel=0.01)
     assert rows["panel of 3: Coherence, rerun from the reply cache"]["cached_requests"] == 12.0
     assert rows["panel of 3: Coherence, batch=True"]["requests"] == 3.0
+    # batch="case": one request per case per member, for both evaluators.
+    assert rows["panel of 3: Coherence + Relevance, batch='case'"]["requests"] == 3.0
+    assert rows["panel of 3: Coherence + Relevance, batch=True"]["requests"] == 6.0
+    # Pairwise: both orders for each member.
+    assert (rows["one judge: pairwise A vs B, both orders"]["requests"],
+            rows["panel of 3: pairwise A vs B, both orders"]["requests"]) == (2.0, 6.0)
 
 
 async def test_a_member_whose_every_reply_is_unreadable_has_not_answered(server):
@@ -384,3 +390,204 @@ async def test_a_member_whose_batched_reply_copies_the_placeholders_has_not_answ
     assert not copier["answered"] and "rejected" in copier["error"]
     assert all(q["judges"]["openai:judge-copies"] is None and q["judges_answered"] == 2
                for q in result.details["questions"])
+
+
+async def test_each_member_keeps_the_score_its_own_verdicts_give(server):
+    script_judges(server, {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+                           "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(
+        OUTPUT, CASE)
+
+    # What each judge alone would have scored, from the answers it gave the panel.
+    assert [m["score"] for m in result.details["panel"]["members"]] == [1.0, 0.75, 0.5]
+    assert server.request_count == 3 * 4
+
+
+async def test_a_members_own_score_takes_the_recovery_penalty_it_voted_for(server):
+    from referee import ToolCall
+    from referee.evaluators import TrajectoryEfficiency
+
+    def responder(request):
+        if "recover" in _question(request.prompt):  # judge-b says the agent did not recover
+            return "No" if request.model == "judge-b" else "Yes"
+        if "same tool called more than once" in request.prompt:
+            return "No"
+        return "Yes"
+    server.set_reply(responder)
+    run = ExecutionResult(actual_response="Booked.", tool_calls=[
+        ToolCall(name="book", args={"flight": "SK1"}, result="error: sold out"),
+        ToolCall(name="book", args={"flight": "SK2"}, result="ok")])
+    result = await TrajectoryEfficiency(
+        judge=members(server, "judge-a", "judge-b", "judge-c")).evaluate(run, CASE)
+
+    assert result.score == 1.0  # two of three say it recovered: no penalty for the panel
+    assert [m["score"] for m in result.details["panel"]["members"]] == pytest.approx(
+        [1.0, 0.8, 1.0])
+
+
+# judge_panel in an AgentEvaluator-style criteria file ---------------------------------------
+
+def criteria_file(tmp_path, criteria: dict) -> str:
+    path = tmp_path / "criteria.json"
+    path.write_text(json.dumps({"criteria": criteria}), encoding="utf-8")
+    return str(path)
+
+
+async def test_a_criteria_file_names_a_judge_panel(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url("openai"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    judged_scores = {"judge-a": 0.9, "judge-b": 0.5, "judge-c": 0.8}
+
+    def responder(request):
+        if request.model == "judge-down":
+            return Fault.http(400)
+        return json.dumps({"score": judged_scores[request.model], "reasoning": request.model})
+    server.set_reply(responder)
+    config = EvalConfig.from_file(criteria_file(tmp_path, {
+        "response_match": {"threshold": 0.6, "num_samples": 1, "judge_panel": [
+            "openai/judge-a", "openai/judge-b", "openai/judge-c"]},
+        "llm_judge": {"threshold": 0.6, "num_samples": 2, "judge_panel": {
+            "models": ["openai/judge-a", "openai/judge-b", "openai/judge-down"],
+            "aggregate": "mean", "quorum": 2}}}))
+
+    def agent(message: str, history: list) -> ExecutionResult:
+        return ExecutionResult(actual_response="SK1 or SK2")
+
+    report = await AgentEvaluator(agent, config=config, save=False).evaluate([agent_case("c1")])
+    [case] = report.cases
+    listed = case.get_criterion_result("response_match_score")
+    assert listed.score == pytest.approx(0.8)  # the median of 0.9, 0.5, 0.8
+    assert [m["model"] for m in listed.details["panel"]["members"]] == [
+        "judge-a", "judge-b", "judge-c"]
+    assert listed.details["panel"]["aggregate"] == "majority"
+    mean = next(r for r in case.criterion_results if r.criterion != "response_match_score")
+    assert mean.score == pytest.approx(0.7)  # the mean of the two that answered
+    assert (mean.details["panel"]["answered"], mean.details["panel"]["quorum"]) == (2, 2)
+    assert mean.details["panel"]["members"][2]["error"]
+    # Each member sampled num_samples times: 3 x 1 and 2 x 2 answered (+ the member down).
+    assert {m: sum(1 for r in server.requests if r.model == m)
+            for m in ("judge-a", "judge-b", "judge-c")} == {"judge-a": 3, "judge-b": 3,
+                                                            "judge-c": 1}
+
+
+@pytest.mark.parametrize(("panel", "criterion", "message"), [
+    (["gpt-4o-mini"], "response_match",
+     "field 'criteria.response_match.judge_panel.models': List should have at least 2 items"),
+    (["gpt-4o-mini", "llama3"], "safety",
+     "field 'criteria.safety.judge_panel': models[1]: 'llama3' names no provider"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "quorum": 3}, "llm_judge",
+     "field 'criteria.llm_judge.judge_panel': quorum must be between 1 and the number of "
+     "members (2), got 3"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "aggregate": "weighted"}, "llm_judge",
+     "aggregate='weighted' needs weights=[...], one per member"),
+    ({"models": ["gpt-4o-mini", "gpt-4o"], "aggregate": "vote"}, "llm_judge",
+     "field 'criteria.llm_judge.judge_panel.aggregate'"),
+    (["gpt-4o-mini", "gpt-4o"], "trajectory",
+     "trajectory.judge_panel: trajectory takes no judge panel"),
+    (["gpt-4o-mini", "gpt-4o"], "simulation_goals",
+     "simulation_goals.judge_panel: simulation_goals takes no judge panel"),
+])
+def test_a_bad_judge_panel_in_a_criteria_file_is_a_one_line_error(tmp_path, panel, criterion,
+                                                                  message):
+    from referee.errors import InputError
+
+    path = criteria_file(tmp_path, {criterion: {"judge_panel": panel}})
+    with pytest.raises(InputError) as caught:
+        EvalConfig.from_file(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(path)
+
+
+def batch_answers(prompt: str, overrides: dict[str, str]) -> str:
+    """A batched reply: each numbered question answered (Coherence's good answer unless the
+    judge's override says otherwise; any other question "yes")."""
+    asked = re.findall(r"^(\d+)\. (.*)$", prompt.split("Questions:\n", 1)[1], re.MULTILINE)
+    answers = {}
+    for ident, question in asked:
+        fragment = next((f for f in COHERENCE_GOOD if f in question), None)
+        answers[ident] = (overrides.get(fragment, COHERENCE_GOOD[fragment]) if fragment
+                          else "Yes").lower()
+    return json.dumps({"answers": answers})
+
+
+def test_case_batch_with_a_panel_asks_each_member_once_per_case(server):
+    from referee import Relevance
+
+    dissent = {"judge-a": {}, "judge-b": {"abrupt jumps": "Yes"},
+               "judge-c": {"abrupt jumps": "Yes", "logical order": "No"}}
+    server.set_reply(lambda request: batch_answers(request.prompt, dissent[request.model]))
+    judges = members(server, "judge-a", "judge-b", "judge-c")
+    suite = EvalSuite("panel-case-batch").add_case(CASE).add_evaluators(
+        Coherence(judge=judges, batch="case"), Relevance(judge=judges, batch="case"))
+    report = suite.run(lambda prompt: OUTPUT.actual_response, verbose=False, save=False)
+
+    # One request per member for the case, holding both evaluators' questions.
+    assert server.request_count == 3
+    assert sorted(r.model for r in server.requests) == ["judge-a", "judge-b", "judge-c"]
+    assert all(f"Answer all {4 + len(Relevance().questions(OUTPUT, CASE))} question(s)"
+               in r.prompt
+               for r in server.requests)
+    [case] = report.cases
+    coherence = case.get_criterion_result("coherence")
+    relevance = case.get_criterion_result("relevance")
+    assert coherence.details["mode"] == relevance.details["mode"] == "panel_case_batched"
+    # The votes are as when each evaluator asks on its own: two of three outvote judge-a.
+    assert verdicts(coherence)["abrupt jumps"][0] == "yes"
+    assert coherence.score == pytest.approx(3 / 4)
+    assert [m["score"] for m in coherence.details["panel"]["members"]] == [1.0, 0.75, 0.5]
+    asked = Relevance().questions(OUTPUT, CASE)  # every member said "yes" to each of them
+    assert relevance.score == pytest.approx(sum(q.expect_yes for q in asked) / len(asked))
+    # Each member's request is counted once, on the first evaluator it served.
+    assert case.token_usage.requests == 3
+    assert [m["token_usage"]["requests"] for m in coherence.details["panel"]["members"]] == [
+        1, 1, 1]
+    assert [m["token_usage"]["requests"] for m in relevance.details["panel"]["members"]] == [
+        0, 0, 0]
+
+
+def test_each_members_spend_is_summed_over_the_run(server, tmp_path, monkeypatch):
+    """Two cases; Coherence judged by judge-a and judge-b, GEval by judge-a, judge-c and a
+    member that is down: each member's spend is summed across cases and criteria."""
+    from referee.report.store import load_run
+
+    def responder(request):
+        if request.model == "judge-down":
+            return Fault.http(400)
+        if "Question: " in request.prompt:
+            question = _question(request.prompt)
+            return COHERENCE_GOOD[next(f for f in COHERENCE_GOOD if f in question)]
+        return '{"score": 0.8, "reason": "concise enough"}'
+    server.set_reply(responder)
+    monkeypatch.chdir(tmp_path)
+    suite = EvalSuite("panel-spend").add_cases(
+        [EvalCase(input="first question"), EvalCase(input="second question")])
+    suite.add_evaluators(
+        Coherence(judge=members(server, "judge-a", "judge-b")),
+        GEval(criteria="concise", runs=1,
+              judge=members(server, "judge-a", "judge-c", "judge-down")))
+    report = suite.run(lambda prompt: f"An answer to the {prompt}.", verbose=False)
+
+    spent = report.summary.judge_member_token_usage
+    # judge-a: 2 cases x (4 Coherence questions + 1 GEval run); judge-b: 2 x 4; judge-c: 2 x 1.
+    assert {name: usage.requests for name, usage in spent.items()
+            if name != "openai:judge-down"} == {"openai:judge-a": 10, "openai:judge-b": 8,
+                                                "openai:judge-c": 2}
+    assert "openai:judge-down" in spent
+    assert sum(u.requests for u in spent.values()) == report.token_usage.requests
+    assert sum(u.input_tokens for u in spent.values()) == report.token_usage.input_tokens
+    assert all(u.input_tokens > 0 for name, u in spent.items() if name != "openai:judge-down")
+
+    run_dir = tmp_path / ".referee" / "runs" / report.run_id
+    stored = json.loads((run_dir / "report.json").read_text())
+    assert stored["summary"]["judge_member_token_usage"]["openai:judge-b"]["requests"] == 8
+    reloaded = load_run(run_dir).summary.judge_member_token_usage
+    assert {k: u.requests for k, u in reloaded.items()} == {k: u.requests
+                                                            for k, u in spent.items()}
+    a = spent["openai:judge-a"]
+    text = render_text(report)
+    assert f"Judge spend by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " \
+        in " ".join(text.split())
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
+    assert f"by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " in dom

@@ -114,7 +114,7 @@ def test_a_judge_that_cannot_answer_is_judge_error_and_exit_3(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--judge", "gpt-4o-mini"], "expected PROVIDER/MODEL"),
+    (["--judge", "gpt-4o-mini"], "is not PROVIDER/MODEL"),
     (["--criterion", "x"], "need --judge"),
     (["--judge", "openai/gpt-4o-mini", "--criterion", "x", "--question", "y?"], "not both"),
     (["--judge", "openai/gpt-4o-mini", "--criterion", " "], "non-empty criterion"),
@@ -147,3 +147,80 @@ def test_the_html_shows_the_pairs_side_by_side_in_chromium(tmp_path, capsys, ser
     assert "judge preferred" in first and "B shown first" in first
     assert re.search(r'id="wins"><b>\d+</b>', dom)
     assert "0 regression(s)" in dom
+
+
+def panel_judge(request) -> str | Fault:
+    """By model name: good-* prefer the correct sum; biased prefers whatever is shown first;
+    contrarian prefers the wrong sum; down is unreachable."""
+    if request.model == "down":
+        return Fault.http(400)
+    if request.model == "biased":
+        return json.dumps({"reason": "the first is better", "winner": "1"})
+    reply = json.loads(checking_judge(request))
+    if request.model == "contrarian":
+        reply = {"reason": "the wrong sum reads better",
+                 "winner": "2" if reply["winner"] == "1" else "1"}
+    return json.dumps(reply)
+
+
+def judges(*names: str) -> list[str]:
+    return [arg for name in names for arg in ("--judge", f"openai/{name}")]
+
+
+def test_compare_with_a_panel_takes_the_members_majority(tmp_path, capsys, server):
+    server.set_reply(panel_judge)
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    page = tmp_path / "pairwise.html"
+    code, out, err = compare(capsys, str(a), str(b), *judges("good-1", "good-2", "biased"),
+                             "--html", str(page))
+    assert code == 0, err
+    # Each member judged each of the 4 differing pairs in both orders.
+    assert server.request_count == 4 * 2 * 3
+    assert {m: sum(1 for r in server.requests if r.model == m)
+            for m in ("good-1", "good-2", "biased")} == {"good-1": 8, "good-2": 8, "biased": 8}
+    # Two of three prefer B; the biased member's flips are its own ties, outvoted.
+    assert "B won 4, tied 2, lost 0 of 6 judged pair(s)" in out
+    assert "judge panel of 3 (majority, quorum 2): openai:good-1, openai:good-2, openai:biased" \
+        in out
+    assert ("openai:good-1: B won 4, tied 0, lost 0; agrees with the panel on 4 of 4; "
+            "8 request(s)") in out
+    assert ("openai:biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
+            "4 position-inconsistent; 8 request(s)") in out
+    assert "[B] What is 1 + 1? (sum-1): panel: B (B 2, A 0, tie 1 of 3 of 3 judge(s))" in out
+
+    data = json.loads(page.with_suffix(".json").read_text())
+    assert data["judge_provider"] == "panel"
+    assert [j["judge"] for j in data["judges"]] == ["openai:good-1", "openai:good-2",
+                                                    "openai:biased"]
+    assert data["judge_agreement"] == pytest.approx(-0.5)  # 2 vs 1 on every pair
+    pair = next(p for p in data["pairs"] if p["eval_id"] == "sum-1")
+    assert [j["preferred"] for j in pair["verdict"]["judges"]] == ["b", "b", "tie"]
+    assert pair["verdict"]["position_consistent"] is False  # the biased member flipped
+    assert data["token_usage"]["requests"] == 24
+
+    dom = chromium_dom(page.as_uri(), tmp_path)
+    assert "judge panel of 3 (majority, quorum 2)" in html.unescape(dom)
+    listed = re.search(r'<ul id="judges">(.*?)</ul>', dom, re.S).group(1)
+    assert listed.count("<li>") == 3 and "openai:biased: B won 0, tied 4" in listed
+    first = dom[dom.index('id="pair-1"'):dom.index('id="pair-2"')]
+    assert "openai:good-2: A shown first: judge preferred B" in first
+
+
+def test_compare_with_a_split_panel_is_a_tie_and_below_quorum_a_judge_error(
+        tmp_path, capsys, server):
+    server.set_reply(panel_judge)
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    code, out, err = compare(capsys, str(a), str(b), *judges("good-1", "contrarian"))
+    assert code == 0, err
+    assert "B won 0, tied 6, lost 0" in out  # one vote each way on every pair: ties
+    assert "panel: a tie (B 1, A 1, tie 0 of 2 of 2 judge(s))" in out
+
+    # One member down of three: the two others still judge; two down: below the quorum.
+    code, out, _ = compare(capsys, str(a), str(b), *judges("good-1", "good-2", "down"))
+    assert code == 0 and "B won 4, tied 2, lost 0" in out
+    assert "openai:down: B won 0, tied 0, lost 0; agrees with the panel on 0 of 0; no verdict " \
+           "on 4" in out
+    code, out, _ = compare(capsys, str(a), str(b), *judges("good-1", "down", "down"),
+                           "--judge-quorum", "2")
+    assert code == 3
+    assert "4 JUDGE_ERROR" in out and "below its quorum — 1 of 3 judge(s) answered" in out

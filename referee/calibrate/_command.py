@@ -41,7 +41,9 @@ DATASETS = ("labels", "summedits", "halueval", "evouna")
 
 def add_parser(sub: Any, *, positive_int: Callable[[str], int],
                fraction: Callable[[str], float],
-               seconds: Callable[[str], float]) -> argparse.ArgumentParser:
+               seconds: Callable[[str], float],
+               judge_options: Callable[[argparse.ArgumentParser, str], None]
+               ) -> argparse.ArgumentParser:
     parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
                             "labels and fit its threshold", description=DESCRIPTION,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,9 +59,9 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
                              "(default: the one that fits --dataset)")
     parser.add_argument("--dataset", choices=DATASETS, default="labels",
                         help="the format of LABELS (default: referee's labelled-case format)")
-    parser.add_argument("--judge", metavar="PROVIDER/MODEL",
-                        help="the judge, e.g. openai/gpt-4o-mini (default: the evaluator's "
-                             "own, else configure()/JUDGE_PROVIDER/JUDGE_MODEL)")
+    judge_options(parser, "the judge, e.g. openai/gpt-4o-mini (default: the evaluator's own, "
+                  "else configure()/JUDGE_PROVIDER/JUDGE_MODEL); a panel is reported beside "
+                  "each member's agreement with the same labels")
     parser.add_argument("--judge-timeout", type=seconds, metavar="SECONDS",
                         help="each judge request's timeout (default: the judge's own, else "
                              "30 s); raise it for a slow local model")
@@ -141,6 +143,7 @@ def run_command(args: argparse.Namespace,
     from referee.calibrate._public import PUBLIC_SETS
     from referee.calibrate._render import print_console
     from referee.calibrate._run import calibrate, evaluator_by_name
+    from referee.judge.panel import judge_from_cli
 
     if args.recheck:
         return run_recheck(args, load_module_of)
@@ -177,7 +180,8 @@ def run_command(args: argparse.Namespace,
         raise ValueError("--evaluator is required (e.g. --evaluator faithfulness)")
     evaluator = (_load_object(spec, load_module_of) if ":" in spec
                  else evaluator_by_name(spec))
-    report = calibrate(evaluator, rows, args.judge, metric=args.metric, folds=args.folds,
+    judge = judge_from_cli(args.judge, args.judge_aggregate, args.judge_quorum)
+    report = calibrate(evaluator, rows, judge, metric=args.metric, folds=args.folds,
                        resamples=args.resamples, seed=args.seed, runs_dir=args.runs_dir,
                        resume=args.resume, retry_errors=args.retry_errors,
                        concurrency=args.concurrency,
@@ -186,7 +190,8 @@ def run_command(args: argparse.Namespace,
                        judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
     refused = report.fit_problem is not None and not args.force
-    if not args.no_write and report.threshold.value is not None and not refused:
+    if not args.no_write and report.threshold.value is not None and not refused \
+            and not report.is_panel:
         written = report.write_calibration_file(args.calibration_file, force=args.force)
     if args.json:
         print(report.to_json())
@@ -199,6 +204,15 @@ def run_command(args: argparse.Namespace,
         print_console(report)
         if written is not None:
             print(f"threshold recorded in {written}")
+    if report.is_panel:
+        from referee.calibrate._report import PANEL_NOT_RECORDED
+
+        print(f"referee: {PANEL_NOT_RECORDED}", file=sys.stderr)
+        if report.fit_problem is not None:
+            from referee.calibrate._report import NOT_SEPARATED
+
+            print(f"referee: {NOT_SEPARATED}: {report.fit_problem}", file=sys.stderr)
+        return 0
     if report.threshold.value is None:
         print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
               f"{report.scored} scored row(s)", file=sys.stderr)
@@ -218,7 +232,7 @@ def run_command(args: argparse.Namespace,
 
 # Options of a calibration that a recheck, which reuses the entry's, does not take.
 _NOT_WITH_RECHECK = ("labels", "from_run", "criterion", "folds", "cutoff", "limit", "resume",
-                     "retry_errors", "no_write", "force")
+                     "retry_errors", "no_write", "force", "judge_aggregate", "judge_quorum")
 
 
 def run_recheck(args: argparse.Namespace,
@@ -249,7 +263,7 @@ def run_recheck(args: argparse.Namespace,
     if not entries:
         raise ValueError(f"{location} has no entry"
                          + (f" for {wanted}" if wanted else "")
-                         + (f" judged by {args.judge}" if args.judge else ""))
+                         + (f" judged by {' or '.join(args.judge)}" if args.judge else ""))
     results = []
     for entry in entries:
         if not entry.canary:

@@ -215,14 +215,16 @@ def recheck(evaluator: Any, entry: CalibrationEntry, **options: Any) -> Recheck:
 
 
 def entries_to_recheck(entries: Sequence[CalibrationEntry], *, evaluator: str | None,
-                       judge: str | None) -> list[CalibrationEntry]:
-    """The entries named by ``--evaluator`` and ``--judge`` (all when neither is given)."""
+                       judge: str | Sequence[str] | None) -> list[CalibrationEntry]:
+    """The entries named by ``--evaluator`` and ``--judge`` (all when neither is given; a
+    repeated ``--judge`` picks each judge's entries)."""
+    judges = ({judge.strip().lower()} if isinstance(judge, str)
+              else {j.strip().lower() for j in judge or ()})
     chosen = []
     for entry in entries:
         if evaluator is not None and entry.evaluator != evaluator:
             continue
-        if judge is not None and (f"{entry.judge_provider}/{entry.judge_model}".lower()
-                                  != judge.strip().lower()):
+        if judges and f"{entry.judge_provider}/{entry.judge_model}".lower() not in judges:
             continue
         chosen.append(entry)
     return chosen

@@ -67,6 +67,7 @@ def console_text(report: CalibrationReport) -> str:
                  f"judge fail & human pass {a.fn}, judge fail & human fail {a.tn}")
     if cv is not None:
         lines.append("  fold thresholds: " + ", ".join(_num(t) for t in cv.thresholds))
+    lines.extend(_panel_lines(report))
     if report.questions:
         lines.append("questions, most disagreement first (agreement with people, 95% interval):")
         for q in report.questions[:QUESTIONS_SHOWN]:
@@ -76,6 +77,34 @@ def console_text(report: CalibrationReport) -> str:
     if report.run_dir:
         lines.append(f"run stored in {report.run_dir}")
     return "\n".join(lines) + "\n"
+
+
+def panel_rows(report: CalibrationReport) -> list[dict[str, str]]:
+    """The panel and each member, side by side: rows, fitted threshold, agreement figures."""
+    def row(judge: str, scored: int, threshold: Estimate, a: Agreement) -> dict[str, str]:
+        return {"judge": judge, "rows": str(scored), "threshold": _num(threshold.value),
+                "accuracy": _num(a.accuracy.value), "kappa": _estimate(a.kappa),
+                "tpr": _num(a.tpr.value), "tnr": _num(a.tnr.value)}
+
+    rows = [row("panel", report.scored, report.threshold, report.agreement)]
+    rows += [row(m.judge, m.scored, m.threshold, m.agreement) for m in report.members]
+    return rows
+
+
+def _panel_lines(report: CalibrationReport) -> list[str]:
+    if not report.is_panel:
+        return []
+    lines = ["the panel and each member on the same labels (each at its own fitted threshold; "
+             "members scored from the answers they gave the panel):",
+             f"  {'judge':<28}{'rows':>6}{'threshold':>11}{'accuracy':>10}  {'kappa':<22}"
+             f"{'TPR':>6}{'TNR':>6}"]
+    for r in panel_rows(report):
+        lines.append(f"  {r['judge']:<28}{r['rows']:>6}{r['threshold']:>11}{r['accuracy']:>10}  "
+                     f"{r['kappa']:<22}{r['tpr']:>6}{r['tnr']:>6}")
+    versus = report.panel_versus_best()
+    if versus:
+        lines.append(versus)
+    return lines
 
 
 def print_console(report: CalibrationReport, stream: TextIO | None = None) -> None:
@@ -172,4 +201,6 @@ def render_html(report: CalibrationReport) -> str:
                     "kappa": _num(q.kappa), "answered": q.answered, "unknown": q.unknown,
                     "let_through": q.judge_pass_human_fail, "rejected": q.judge_fail_human_pass}
                    for q in report.questions],
-        excluded=sorted(report.excluded.items()), not_separated=NOT_SEPARATED)
+        excluded=sorted(report.excluded.items()), not_separated=NOT_SEPARATED,
+        panel=panel_rows(report) if report.is_panel else [],
+        panel_versus_best=report.panel_versus_best())

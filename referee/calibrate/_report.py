@@ -27,6 +27,8 @@ EXCLUDED_SHOWN = 50
 # How many labelled rows a calibration entry keeps for `referee calibrate --recheck`.
 CANARY_ROWS = 20
 NOT_SEPARATED = "this judge does not separate the labels"
+PANEL_NOT_RECORDED = ("a judge panel's threshold is not recorded: a calibrated threshold holds "
+                      "for one judge model (calibrate a member alone to record its own)")
 
 
 # A value with its 95% interval, and the agreement at one threshold: computed in _stats, stored
@@ -52,6 +54,22 @@ class QuestionAgreement(BaseModel):
     kappa: float | None
     judge_pass_human_fail: int
     judge_fail_human_pass: int
+
+
+class MemberAgreement(BaseModel):
+    """One member of a judge panel, set beside the panel: its own scores on the rows the panel
+    scored (from the answers it gave the panel; it was not asked again), its own fitted
+    threshold and its agreement with the same labels."""
+
+    judge: str  # provider:model, as the panel names it
+    provider: str
+    model: str
+    scored: int
+    # Rows the panel scored that this member gave no score on (down, or too few verdicts).
+    no_score: int
+    threshold: Estimate
+    fit_problem: str | None = None
+    agreement: Agreement
 
 
 class ExcludedRow(BaseModel):
@@ -94,6 +112,28 @@ class CalibrationReport(BaseModel):
     system_fingerprints: list[str] = Field(default_factory=list)
     # The labelled rows `referee calibrate --recheck` judges again (see canary_rows).
     canary: list[CanaryRow] = Field(default_factory=list)
+    # With a judge panel: each member's agreement with the same labels, and the member that
+    # agrees best by the fitted metric's figure (the panel is worth its cost when it beats it).
+    members: list[MemberAgreement] = Field(default_factory=list)
+    best_member: str | None = None
+
+    @property
+    def is_panel(self) -> bool:
+        return bool(self.members)
+
+    def panel_versus_best(self) -> str | None:
+        """One line: the panel's figure against its best member's, None without a panel."""
+        best = next((m for m in self.members if m.judge == self.best_member), None)
+        if best is None:
+            return None
+        key = metric_figure(self.metric)
+        mine, theirs = metric_value(self.agreement, key), metric_value(best.agreement, key)
+        if mine is None or theirs is None:
+            return f"the panel and its best member cannot be compared on {key} (undefined)"
+        verdict = ("beats" if mine > theirs + 1e-9 else "ties with" if abs(mine - theirs) <= 1e-9
+                   else "does not beat")
+        return (f"the panel ({key} {mine:.2f}) {verdict} its best member {best.judge} "
+                f"({key} {theirs:.2f})")
 
     @property
     def judge(self) -> str:
@@ -131,8 +171,11 @@ class CalibrationReport(BaseModel):
         """Add this calibration to the calibration file (replacing one with the same key).
 
         A threshold that does not separate the labels is refused unless ``force``; forced, the
-        entry keeps ``fit_problem``, and evaluators using it show it in their details.
+        entry keeps ``fit_problem``, and evaluators using it show it in their details. A judge
+        panel's is refused: a calibrated threshold holds for one judge model.
         """
+        if self.is_panel:
+            raise ValueError(PANEL_NOT_RECORDED)
         if self.threshold.value is None:
             raise ValueError("no threshold was fitted (no scored rows); nothing to write")
         if self.fit_problem is not None and not force:
@@ -198,6 +241,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
     votes: dict[tuple[str, str], list[tuple[bool | None, bool]]] = {}
     scored_rows: list[CanaryRow] = []
     judged: list[Any] = []
+    panel_rows: list[tuple[list[dict[str, Any]], bool]] = []
     for case in run.cases:
         label = (case.case.metadata.get(LABEL_KEY) if case.case is not None else None) or {}
         if "passed" not in label:
@@ -215,6 +259,9 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
                                                  status=why[0], error=why[1]))
             continue
         human = bool(label["passed"])
+        panel = result.details.get("panel")
+        if isinstance(panel, dict):
+            panel_rows.append((panel.get("members") or [], human))
         scores.append(min(1.0, max(0.0, float(result.score))))
         passed.append(human)
         scored_rows.append(_canary_row(case, label, scores[-1]))
@@ -230,6 +277,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
     if folds:
         cross = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples,
                                       seed=seed)
+    members = member_agreements(panel_rows, metric=metric, resamples=resamples, seed=seed)
     served = collect_served(judged)
     judge = f"{judge_provider}/{judge_model}"
     return CalibrationReport(
@@ -244,7 +292,53 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         fit_problem=_stats.fit_problem(agreement, threshold, metric),
         agreement=agreement,
         curve=_stats.agreement_curve(scores, passed), cross_validation=cross,
-        questions=question_agreement(votes), resamples=resamples, seed=seed)
+        questions=question_agreement(votes), resamples=resamples, seed=seed,
+        members=members, best_member=_best(members, metric))
+
+
+def metric_figure(metric: str) -> str:
+    """The agreement figure a fit metric is judged by (Youden's J by TPR + TNR - 1: kappa)."""
+    return "f1" if metric == "f1" else "kappa"
+
+
+def metric_value(agreement: Agreement, key: str) -> float | None:
+    return getattr(agreement, key).value
+
+
+def member_agreements(rows: list[tuple[list[dict[str, Any]], bool]], *, metric: str,
+                      resamples: int, seed: int) -> list[MemberAgreement]:
+    """Each panel member's agreement with the labels, from its scores in the panel's details
+    (``details["panel"]["members"][i]["score"]``) on the rows the panel scored."""
+    scored: dict[str, tuple[list[float], list[bool]]] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for entries, human in rows:
+        for entry in entries:
+            label = str(entry.get("judge"))
+            names.setdefault(label, (str(entry.get("provider")), str(entry.get("model"))))
+            scores, labels = scored.setdefault(label, ([], []))
+            score = entry.get("score") if entry.get("answered") else None
+            if isinstance(score, (int, float)):
+                scores.append(min(1.0, max(0.0, float(score))))
+                labels.append(human)
+    members = []
+    for label, (scores, labels) in scored.items():
+        threshold = _stats.fitted_threshold_interval(scores, labels, metric,
+                                                     resamples=resamples, seed=seed)
+        at = threshold.value if threshold.value is not None else 0.5
+        agreement = _stats.agreement_at(scores, labels, at, resamples=resamples, seed=seed)
+        members.append(MemberAgreement(
+            judge=label, provider=names[label][0], model=names[label][1], scored=len(scores),
+            no_score=len(rows) - len(scores), threshold=threshold,
+            fit_problem=_stats.fit_problem(agreement, threshold, metric),
+            agreement=agreement))
+    return members
+
+
+def _best(members: list[MemberAgreement], metric: str) -> str | None:
+    key = metric_figure(metric)
+    ranked = [(value, m.judge) for m in members
+              if (value := metric_value(m.agreement, key)) is not None]
+    return max(ranked, key=lambda pair: pair[0])[1] if ranked else None
 
 
 def _canary_row(case: CaseResult, label: dict[str, Any], score: float) -> CanaryRow:

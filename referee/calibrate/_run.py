@@ -15,22 +15,61 @@ from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
 from referee.evaluators.calibration import NO_QUESTION_SET
 from referee.judge import JudgeConfig
+from referee.judge.panel import JudgePanel, check_judge, member_labels
 from referee.record import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
 NO_JUDGE = "none"
+# The judge provider a calibration by a judge panel names (its model: the members' names).
+PANEL = "panel"
+# What judge= takes: "provider/model", a JudgeConfig, or a panel (a JudgePanel, or a list of
+# JudgeConfigs or "provider/model" texts).
+JudgeSpec = str | JudgeConfig | JudgePanel | Sequence[Any] | None
 
 
-def parse_judge(spec: str | JudgeConfig | None) -> JudgeConfig | None:
-    """``provider/model`` (e.g. ``openai/gpt-4o-mini``) as a JudgeConfig."""
-    if spec is None or isinstance(spec, JudgeConfig):
+def parse_judge(spec: JudgeSpec) -> JudgeConfig | JudgePanel | None:
+    """``provider/model`` (e.g. ``openai/gpt-4o-mini``) as a JudgeConfig; a JudgePanel, or a
+    list of JudgeConfigs or ``provider/model`` texts, as a panel."""
+    if spec is None or isinstance(spec, (JudgeConfig, JudgePanel)):
         return spec
+    if isinstance(spec, (list, tuple)):
+        members = [parse_judge(member) if isinstance(member, str) else member
+                   for member in spec]
+        return check_judge("calibrate", members)
     provider, sep, model = str(spec).partition("/")
     if not sep or not provider.strip() or not model.strip():
         raise ValueError(f"judge {spec!r}: expected provider/model, e.g. openai/gpt-4o-mini")
     return JudgeConfig(provider=provider.strip(), model=model.strip())
+
+
+def _with_judge(evaluator: Any, judge: JudgeConfig | JudgePanel | None,
+                settings: dict[str, Any]) -> Any:
+    """A copy of ``evaluator`` judged by ``judge`` (each member, for a panel), with the judge
+    settings given; the caller's evaluator keeps its own judge."""
+    if not hasattr(evaluator, "judge"):
+        raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= "
+                        "(and the judge's timeout and max_tokens) out")
+    evaluator = copy.copy(evaluator)
+    if judge is None:  # the settings go to each member of a panel the evaluator already has
+        current = getattr(evaluator, "judge_panel", None)
+        judge = current() if callable(current) else None
+    if isinstance(judge, JudgePanel):
+        if not callable(getattr(evaluator, "judge_panel", None)) or \
+                getattr(evaluator, "accepts_panel", True) is False:
+            raise TypeError(f"{type(evaluator).__name__} does not take a judge panel")
+        panel = judge.model_copy(update={"members": [m.model_copy(update=settings)
+                                                     for m in judge.members]})
+        if hasattr(evaluator, "panel"):  # an AgentEvaluator-style criterion keeps it apart
+            evaluator.panel, evaluator.judge = panel, None
+        else:
+            evaluator.judge = panel
+        return evaluator
+    # Set as explicit fields: a judge given only these still inherits its provider and model
+    # from configure() and the environment.
+    evaluator.judge = (judge or evaluator.judge or JudgeConfig()).model_copy(update=settings)
+    return evaluator
 
 
 def _built_in_evaluators() -> dict[str, type]:
@@ -61,6 +100,12 @@ def evaluator_by_name(name: str) -> Any:
 
 
 def _judge_identity(evaluator: Any) -> tuple[str, str]:
+    panel = getattr(evaluator, "judge_panel", None)
+    panel = panel() if callable(panel) else None
+    if panel is not None:
+        members = (panel.members if hasattr(evaluator, "panel")
+                   else panel.resolved_members())
+        return PANEL, ", ".join(member_labels(members))
     resolve = getattr(evaluator, "judge_config", None)
     if callable(resolve):
         cfg = resolve()
@@ -74,7 +119,7 @@ def _question_set(evaluator: Any) -> str:
 
 
 async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase],
-                          judge: str | JudgeConfig | None = None, *, metric: str = "kappa",
+                          judge: JudgeSpec = None, *, metric: str = "kappa",
                           folds: int | None = None, resamples: int = DEFAULT_RESAMPLES,
                           seed: int = 0, runs_dir: str | Path | None = None,
                           resume: str | Path | None = None, retry_errors: bool = False,
@@ -115,7 +160,7 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
 
 
 async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
-                         judge: str | JudgeConfig | None, *, runs_dir: str | Path | None,
+                         judge: JudgeSpec, *, runs_dir: str | Path | None,
                          resume: str | Path | None = None, retry_errors: bool = False,
                          concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
                          judge_timeout: float | None = None,
@@ -135,14 +180,7 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
                                                 ("max_tokens", judge_max_tokens))
                 if value is not None}
     if config is not None or settings:
-        if not hasattr(evaluator, "judge"):
-            raise TypeError(f"{type(evaluator).__name__} takes no judge; leave judge= "
-                            "(and the judge's timeout and max_tokens) out")
-        evaluator = copy.copy(evaluator)  # the caller's evaluator keeps its own judge
-        # Set as explicit fields: a judge given only these still inherits its provider and
-        # model from configure() and the environment.
-        evaluator.judge = (config or evaluator.judge or JudgeConfig()).model_copy(
-            update=settings)
+        evaluator = _with_judge(evaluator, config, settings)
     provider, model = _judge_identity(evaluator)
     name = str(getattr(evaluator, "name", type(evaluator).__name__))
     cases: list[EvalCase] = [row.labelled_case() for row in rows]
@@ -163,7 +201,7 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
 
 
 def calibrate(evaluator: Any, labelled_cases: Sequence[LabelledCase],
-              judge: str | JudgeConfig | None = None, **options: Any) -> CalibrationReport:
+              judge: JudgeSpec = None, **options: Any) -> CalibrationReport:
     """Sync front door of :func:`calibrate_async` (safe inside a running event loop)."""
     return run_sync(calibrate_async(evaluator, labelled_cases, judge, **options))
 

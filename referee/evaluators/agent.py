@@ -435,6 +435,7 @@ class TrajectoryEfficiency(AgentJudgeEvaluator):
             note = (f"did not recover from {failures} suspected tool failure(s): "
                     f"-{RECOVERY_PENALTY}")
         details["reason"] = f"{details.get('reason', '')}; {note}"
+        _penalise_members(details, record)
         total = TokenUsage.total([scored.token_usage, usage])
         return self._scored(cfg, score, details, total)
 
@@ -464,3 +465,17 @@ class AgentMemoryEval(AgentJudgeEvaluator):
             questions.append(Question("Does the model output include the information in the "
                                       "reference answer?", True, with_reference))
         return questions
+
+
+def _penalise_members(details: dict[str, Any], record: dict[str, Any]) -> None:
+    """Each panel member's own score takes the penalty when that member said the agent did not
+    recover, as its score alone would."""
+    panel = details.get("panel")
+    said = record.get("judges") or {}
+    if not isinstance(panel, dict):
+        return
+    for entry in panel.get("members", []):
+        word = said.get(entry.get("judge"))
+        if entry.get("score") is not None and word in ("yes", "no") \
+                and word != record["expected"]:
+            entry["score"] = max(0.0, entry["score"] - RECOVERY_PENALTY)

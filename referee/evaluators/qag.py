@@ -354,26 +354,44 @@ async def run_qag(owner: str, cfg: JudgeConfig, questions: Sequence[Question], *
                          rejected=rejected)
 
 
+# A member's part of a case-level batch: (records, the usage this evaluator is charged, the
+# member's reply, why it was rejected or None).
+MemberCaseAnswer = Callable[[JudgeConfig], Awaitable[tuple[list[dict[str, Any]], TokenUsage,
+                                                           JudgeReply, str | None]]]
+
+
 async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
-                              batch: bool = False, cache_group: str | None = None
+                              batch: bool = False, cache_group: str | None = None,
+                              case_answer: MemberCaseAnswer | None = None
                               ) -> tuple[list[dict[str, Any]], PanelAnswers[Any]]:
     """Every member asks ``questions`` as one judge would; each question's record holds the
     panel's vote (ties UNKNOWN) and each member's verdict. A question fewer than the quorum
     answered is UNKNOWN; a member with no readable verdict has not answered, and fewer members
-    than the quorum answering raise JudgeUnavailable (a JUDGE_ERROR)."""
+    than the quorum answering raise JudgeUnavailable (a JUDGE_ERROR). ``case_answer``: each
+    member's answer comes from its case-level batch (``batch="case"``) instead."""
     async def ask(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage]:
-        if batch:
+        rejected = None
+        if case_answer is not None:
+            records, usage, reply, rejected = await case_answer(cfg)
+            replies = [reply]
+        elif batch:
             records, reply, rejected = await ask_batched(cfg, questions, cache_group=cache_group)
             replies = [reply]
-            if rejected is not None:  # a copied example or an echo: this member did not answer
-                raise unreadable_replies(replies, f"batched judge reply rejected: {rejected}",
-                                         owner=owner)
         else:
             records, replies = await ask_each(cfg, questions, cache_group=cache_group)
+        if case_answer is None:
+            usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
+        if rejected is not None:  # a copied example or an echo: this member did not answer
+            error = unreadable_replies(replies, f"batched judge reply rejected: {rejected}",
+                                       owner=owner)
+            error.token_usage = usage
+            raise error
         if all(r["matched"] is None for r in records):  # a member that gave no verdict at all
-            raise unreadable_replies(replies, f"every verdict of {len(records)} question(s) "
-                                     "was unparseable", owner=owner)
-        return records, TokenUsage.total([r.usage for r in replies]) or TokenUsage()
+            error = unreadable_replies(replies, f"every verdict of {len(records)} question(s) "
+                                       "was unparseable", owner=owner)
+            error.token_usage = usage
+            raise error
+        return records, usage
 
     answers = await ask_panel(owner, panel, ask)
     quorum = panel.effective_quorum
@@ -397,12 +415,14 @@ async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence
 
 
 async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Question], *,
-                        batch: bool = False, cache_group: str | None = None) -> QAGOutcome:
+                        batch: bool = False, cache_group: str | None = None,
+                        case_answer: MemberCaseAnswer | None = None) -> QAGOutcome:
     """The QAG score of the panel's votes (see ask_panel_questions)."""
     if not questions:
         raise ValueError(f"{owner}: no questions to ask")
     records, answers = await ask_panel_questions(owner, panel, questions, batch=batch,
-                                                 cache_group=cache_group)
+                                                 cache_group=cache_group,
+                                                 case_answer=case_answer)
     summary = answers.summary()
     if all(r["matched"] is None for r in records):
         error = JudgeUnavailable(f"{owner}: the judge panel reached no verdict on any of "
@@ -411,13 +431,27 @@ async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Quest
                                  details={"panel": summary})
         error.token_usage = answers.usage
         raise error
+    for member, entry in zip(answers.members, summary["members"]):
+        if member.answer is not None:
+            entry["score"] = member_qag_score(member.answer)
     first = answers.members[0].config
-    outcome = score_records(owner, first, records, [], usage=answers.usage,
-                            mode="panel_batched" if batch else "panel_per_question")
+    mode = ("panel_case_batched" if case_answer is not None else "panel_batched" if batch
+            else "panel_per_question")
+    outcome = score_records(owner, first, records, [], usage=answers.usage, mode=mode)
     outcome.details.update(judge_provider="panel",
                            judge_model=", ".join(m.label for m in answers.members),
                            panel=summary)
     return outcome
+
+
+def member_qag_score(records: Sequence[dict[str, Any]]) -> float | None:
+    """The score one panel member's own verdicts give, as that judge alone would score the
+    case (None where it alone would have no score), so calibration can set each member beside
+    the panel."""
+    answered = [r for r in records if r["matched"] is not None]
+    if len(answered) < answers_needed(len(records)):
+        return None
+    return sum(1 for r in answered if r["matched"]) / len(answered)
 
 
 def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
@@ -647,10 +681,15 @@ class QAGEvaluator(JudgeEvaluator):
         scope = CURRENT_CASE.get()
         panel = self.judge_panel()
         if panel is not None:
-            # A panel asks per evaluator (batch="case" shares one judge's request only).
+            case_answer = None
+            if self.batch == CASE_BATCH and scope is not None:
+                # Each member asks once per case for every batch="case" evaluator of this panel.
+                case_answer = _member_case_answer(self, panel, actual, expected, scope.shared,
+                                                  scope.criteria)
             outcome = await run_panel_qag(self.name, panel, self.questions(actual, expected),
                                           batch=bool(self.batch),
-                                          cache_group=case_cache_group(expected))
+                                          cache_group=case_cache_group(expected),
+                                          case_answer=case_answer)
         elif self.batch == CASE_BATCH and scope is not None:
             outcome = await _case_batched(self, cfg, actual, expected, scope.shared, scope.criteria)
         else:
@@ -696,12 +735,53 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
     is counted once, on the first evaluator (``details["case_batch"]`` names the evaluators it
     served).
     """
-    key = ("qag-case-batch", _judge_identity(cfg))
+    identity = _judge_identity(cfg)
+
+    def joins(criterion: QAGEvaluator) -> bool:
+        return (criterion.judge_panel() is None
+                and _judge_identity(criterion.judge_config()) == identity)
+
+    records, usage, reply, served, rejected = await _case_answer(
+        ("qag-case-batch", identity), evaluator, cfg, actual, expected, shared, criteria, joins)
+    outcome = score_records(evaluator.name, cfg, records, [reply], mode="case_batched",
+                            batch_reply=reply, usage=usage, rejected=rejected)
+    outcome.details["case_batch"] = served
+    return outcome
+
+
+def _member_case_answer(evaluator: QAGEvaluator, panel: JudgePanel, actual: ExecutionResult,
+                        expected: EvalCase, shared: dict[Any, Any],
+                        criteria: Sequence[Any]) -> MemberCaseAnswer:
+    """Each member's part of its case-level request, shared by every ``batch="case"``
+    evaluator judged by the same members (a request per member per case)."""
+    panel_identity = tuple(_judge_identity(m) for m in panel.resolved_members())
+
+    def joins(criterion: QAGEvaluator) -> bool:
+        other = criterion.judge_panel()
+        return other is not None and tuple(
+            _judge_identity(m) for m in other.resolved_members()) == panel_identity
+
+    async def answer(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage, JudgeReply,
+                                                str | None]:
+        key = ("qag-case-batch-panel", panel_identity, _judge_identity(cfg))
+        records, usage, reply, _, rejected = await _case_answer(
+            key, evaluator, cfg, actual, expected, shared, criteria, joins)
+        return records, usage, reply, rejected
+
+    return answer
+
+
+async def _case_answer(key: tuple[Any, ...], evaluator: QAGEvaluator, cfg: JudgeConfig,
+                       actual: ExecutionResult, expected: EvalCase, shared: dict[Any, Any],
+                       criteria: Sequence[Any],
+                       joins: Callable[[QAGEvaluator], bool]) -> _CaseAnswer:
+    """``evaluator``'s share of the case-level request ``key`` names: the first evaluator to
+    come asks judge ``cfg`` for every evaluator that ``joins``; the others wait for it."""
     work = shared.get(key)
     if work is None:
         work = shared[key] = asyncio.get_running_loop().create_future()
         try:
-            work.set_result(await _ask_case(cfg, actual, expected, criteria))
+            work.set_result(await _ask_case(cfg, actual, expected, criteria, joins))
         except BaseException as exc:
             work.set_exception(exc)
             work.exception()  # retrieved here too, so an unshared failure is not "never retrieved"
@@ -709,22 +789,17 @@ async def _case_batched(evaluator: QAGEvaluator, cfg: JudgeConfig, actual: Execu
     answers: dict[int, _CaseAnswer] = await asyncio.shield(work)
     if id(evaluator) not in answers:
         raise ValueError(f"{evaluator.name}: no questions to ask")
-    records, usage, reply, served, rejected = answers[id(evaluator)]
-    outcome = score_records(evaluator.name, cfg, records, [reply], mode="case_batched",
-                            batch_reply=reply, usage=usage, rejected=rejected)
-    outcome.details["case_batch"] = served
-    return outcome
+    return answers[id(evaluator)]
 
 
 async def _ask_case(cfg: JudgeConfig, actual: ExecutionResult, expected: EvalCase,
-                    criteria: Sequence[Any]) -> dict[int, _CaseAnswer]:
-    identity = _judge_identity(cfg)
+                    criteria: Sequence[Any],
+                    joins: Callable[[QAGEvaluator], bool]) -> dict[int, _CaseAnswer]:
     members: list[tuple[QAGEvaluator, list[Question]]] = []
     for criterion in criteria:
         if (not isinstance(criterion, QAGEvaluator) or criterion.batch != CASE_BATCH
                 or criterion.missing_input(actual, expected) is not None
-                or criterion.judge_panel() is not None
-                or _judge_identity(criterion.judge_config()) != identity):
+                or not joins(criterion)):
             continue
         questions = criterion.questions(actual, expected)
         if questions:

@@ -629,19 +629,21 @@ def default_api_style(provider: str, base_url: str) -> Literal["chat", "response
 
 def judge_config_for_model(model_name: str, api_style: str | None = None,
                            temperature: float = DEFAULT_JUDGES[AGENT_EVALUATOR].temperature,
-                           base_url: str = "") -> JudgeConfig | None:
+                           base_url: str = "", *,
+                           available_only: bool = True) -> JudgeConfig | None:
     """The 10xgraph-style API's judge for ``judge_model``; None when no provider can serve it.
 
     ``base_url`` (``CriterionConfig.base_url``) points the provider at another endpoint; when
     empty, the provider's own variable applies (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``).
     ``api_style`` None (not set by the user) is :func:`default_api_style` for that endpoint.
     None is the caller's cue for the 10xgraph-style API's documented fallback (score 0.5,
-    "No LLM provider available").
+    "No LLM provider available"). ``available_only=False`` (a panel member) returns the judge
+    even without credentials: asking it then fails as a member that is down, counted.
     """
     provider, model = split_judge_model(model_name)
     base_url = base_url.strip()
     # Asked on every call (the keys and SDKs it looks at may change); the config is memoised.
-    if provider is None or not provider_available(provider, base_url):
+    if provider is None or (available_only and not provider_available(provider, base_url)):
         return None
     if api_style not in ("chat", "responses", None):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")

@@ -131,31 +131,71 @@ def get_configured_panel() -> JudgePanel | None:
     return _configured_panel
 
 
+def judge_members(entries: Sequence[str], source: str) -> list[JudgeConfig]:
+    """``PROVIDER/MODEL`` entries (``openai/gpt-4o-mini``) as JudgeConfigs; ``source`` names
+    where they came from in the error (``JUDGE_PANEL``, ``--judge``)."""
+    members = []
+    for entry in entries:
+        provider, model = split_judge_model(entry)
+        if provider is None or "/" not in entry or not model:
+            raise ValueError(f"{source}: {entry.strip()!r} is not PROVIDER/MODEL (e.g. "
+                             "openai/gpt-4o-mini)")
+        members.append(JudgeConfig(provider=provider, model=model))
+    return members
+
+
+def build_panel(members: list[JudgeConfig], aggregate: str | None, quorum: int | None, *,
+                source: str) -> JudgePanel:
+    """A panel from text settings (environment, CLI); a weighted vote needs weights, which
+    only Python and criteria files give."""
+    aggregate = aggregate or "majority"
+    if aggregate not in AGGREGATES or aggregate == "weighted":
+        raise ValueError(f"{source}: aggregate expected majority, mean or median, got "
+                         f"{aggregate!r}")
+    try:
+        return JudgePanel(members=members, aggregate=aggregate,  # type: ignore[arg-type]
+                          quorum=quorum)
+    except ValueError as exc:
+        first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise ValueError(f"{source}: {str(first).removeprefix('Value error, ')}") from None
+
+
 def panel_from_env() -> JudgePanel | None:
     """JUDGE_PANEL="openai/gpt-4o-mini,anthropic/claude-haiku-4-5" names a panel from the
     environment (`referee run` included); JUDGE_PANEL_AGGREGATE and JUDGE_PANEL_QUORUM the rest."""
     members_text = os.environ.get("JUDGE_PANEL", "").strip()
     if not members_text:
         return None
-    members = []
-    for entry in members_text.split(","):
-        provider, model = split_judge_model(entry)
-        if provider is None or "/" not in entry:
-            raise ValueError(f"JUDGE_PANEL: {entry.strip()!r} is not PROVIDER/MODEL (e.g. "
-                             "openai/gpt-4o-mini); expected a comma-separated list of them")
-        members.append(JudgeConfig(provider=provider, model=model))
-    aggregate = os.environ.get("JUDGE_PANEL_AGGREGATE", "").strip() or "majority"
-    if aggregate not in AGGREGATES or aggregate == "weighted":
+    try:
+        members = judge_members(members_text.split(","), "JUDGE_PANEL")
+    except ValueError as exc:
+        raise ValueError(f"{exc}; expected a comma-separated list of them") from None
+    aggregate = os.environ.get("JUDGE_PANEL_AGGREGATE", "").strip() or None
+    if aggregate is not None and (aggregate not in AGGREGATES or aggregate == "weighted"):
         raise ValueError(f"JUDGE_PANEL_AGGREGATE: expected majority, mean or median, got "
                          f"{aggregate!r}")
     quorum_text = os.environ.get("JUDGE_PANEL_QUORUM", "").strip()
     if quorum_text and not quorum_text.isdigit():
         raise ValueError(f"JUDGE_PANEL_QUORUM: expected a whole number, got {quorum_text!r}")
-    try:
-        return JudgePanel(members=members, aggregate=aggregate,  # type: ignore[arg-type]
-                          quorum=int(quorum_text) if quorum_text else None)
-    except ValueError as exc:
-        raise ValueError(f"JUDGE_PANEL: {exc}") from None
+    return build_panel(members, aggregate, int(quorum_text) if quorum_text else None,
+                       source="JUDGE_PANEL")
+
+
+def judge_from_cli(entries: Sequence[str] | None, aggregate: str | None = None,
+                   quorum: int | None = None) -> JudgeConfig | JudgePanel | None:
+    """What the CLI's ``--judge`` options name: one PROVIDER/MODEL is one judge, the option
+    repeated is a panel (``--judge-aggregate`` and ``--judge-quorum`` set its rules)."""
+    if not entries:
+        if aggregate is not None or quorum is not None:
+            raise ValueError("--judge-aggregate and --judge-quorum go with two or more --judge")
+        return None
+    members = judge_members(entries, "--judge")
+    if len(members) == 1:
+        if aggregate is not None or quorum is not None:
+            raise ValueError("--judge-aggregate and --judge-quorum need a panel: give --judge "
+                             "two or more times")
+        return members[0]
+    return build_panel(members, aggregate, quorum, source="--judge")
 
 
 def effective_panel(judge: JudgeConfig | JudgePanel | None) -> JudgePanel | None:

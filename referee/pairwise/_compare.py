@@ -18,9 +18,16 @@ from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
-from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
+from referee.judge.panel import JudgePanel, check_judge, effective_panel, member_labels
+from referee.pairwise._judging import (
+    PANEL,
+    PairCriterion,
+    PairVerdict,
+    judge_pair,
+    judge_pair_by_panel,
+)
 from referee.pairwise._stats import WinRate
-from referee.record import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport, fleiss_kappa
 from referee.redact import redact_secrets
 from referee.usage import TokenUsage
 
@@ -54,12 +61,49 @@ class PairOutcome:
                 "verdict": self.verdict.to_dict() if self.verdict is not None else None}
 
 
+@dataclass(frozen=True)
+class MemberRecord:
+    """One panel member over the whole comparison: its verdicts, how often the panel's verdict
+    was its own, and what it spent."""
+
+    judge: str
+    wins: int
+    losses: int
+    ties: int
+    position_inconsistent: int
+    no_answer: int
+    agrees_with_panel: int
+    token_usage: TokenUsage
+
+    @property
+    def answered(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    def describe(self) -> str:
+        usage = self.token_usage
+        text = (f"{self.judge}: B won {self.wins}, tied {self.ties}, lost {self.losses}; "
+                f"agrees with the panel on {self.agrees_with_panel} of {self.answered}")
+        if self.position_inconsistent:
+            text += f"; {self.position_inconsistent} position-inconsistent"
+        if self.no_answer:
+            text += f"; no verdict on {self.no_answer}"
+        return (text + f"; {usage.requests} request(s), {usage.input_tokens} input and "
+                f"{usage.output_tokens} output token(s)"
+                + (f", ${usage.cost_usd:.4f}" if usage.cost_usd else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "wins": self.wins, "losses": self.losses,
+                "ties": self.ties, "position_inconsistent": self.position_inconsistent,
+                "no_answer": self.no_answer, "agrees_with_panel": self.agrees_with_panel,
+                "token_usage": self.token_usage.model_dump()}
+
+
 @dataclass
 class PairwiseComparison:
     label_a: str
     label_b: str
     criterion: PairCriterion
-    judge: JudgeConfig
+    judge: JudgeConfig | JudgePanel
     both_orders: bool
     pairs: list[PairOutcome] = field(default_factory=list)
     # The runs behind the comparison, when it ran the models itself (compare_models).
@@ -84,19 +128,70 @@ class PairwiseComparison:
         return TokenUsage.total([p.verdict.token_usage for p in self.pairs
                                  if p.verdict is not None]) or TokenUsage()
 
+    @property
+    def judge_label(self) -> str:
+        """``provider/model``, or for a panel its size, rules and members."""
+        if isinstance(self.judge, JudgePanel):
+            return (f"panel of {len(self.judge.members)} ({self.judge.aggregate}, quorum "
+                    f"{self.judge.effective_quorum}): {', '.join(self.member_names)}")
+        return f"{self.judge.provider}/{self.judge.model}"
+
+    @property
+    def member_names(self) -> list[str]:
+        if not isinstance(self.judge, JudgePanel):
+            return []
+        return member_labels(self.judge.members)
+
+    def member_records(self) -> list[MemberRecord]:
+        """Each panel member over every pair it was asked about (none without a panel)."""
+        records = []
+        for index, name in enumerate(self.member_names):
+            said = [(p.verdict.preferred, p.verdict.members[index]) for p in self.pairs
+                    if p.verdict is not None and len(p.verdict.members) > index]
+            answered = [(panel, m) for panel, m in said if m.preferred is not None]
+            records.append(MemberRecord(
+                judge=name, wins=sum(1 for _, m in answered if m.preferred == "b"),
+                losses=sum(1 for _, m in answered if m.preferred == "a"),
+                ties=sum(1 for _, m in answered if m.preferred == "tie"),
+                position_inconsistent=sum(1 for _, m in answered
+                                          if m.position_consistent is False),
+                no_answer=len(said) - len(answered),
+                agrees_with_panel=sum(1 for panel, m in answered if m.preferred == panel),
+                token_usage=TokenUsage.total([m.token_usage for _, m in said]) or TokenUsage()))
+        return records
+
+    @property
+    def judge_agreement(self) -> float | None:
+        """Fleiss' kappa of the members' verdicts (B, A, tie) over the pairs every member
+        answered; None without a panel or where it is undefined."""
+        rows = []
+        for pair in self.pairs:
+            members = pair.verdict.members if pair.verdict is not None else ()
+            if members and all(m.preferred is not None for m in members):
+                rows.append([sum(1 for m in members if m.preferred == side)
+                             for side in ("b", "a", "tie")])
+        return fleiss_kappa(rows) if rows else None
+
     def render_text(self) -> str:
         mark = {"b": "B", "a": "A", "tie": "=", "judge_error": "!", "not_compared": "-"}
         usage = self.token_usage
         orders = "both orders" if self.both_orders else "one order"
         criterion = self.criterion.render().replace("\n", "\n  ")
         lines = [(f"Pairwise: A = {self.label_a}, B = {self.label_b}; judge "
-                  f"{self.judge.provider}/{self.judge.model}, {orders}"),
+                  f"{self.judge_label}, {orders}"),
                  f"  {criterion}",
                  f"  {self.win_rate.describe()}",
                  (f"  judge spend: {usage.requests} request(s), {usage.input_tokens} input and "
                   f"{usage.output_tokens} output token(s)"
                   + (f"; {usage.cached_requests} repl(ies) from the reply cache"
                      if usage.cached_requests else ""))]
+        records = self.member_records()
+        if records:
+            kappa = self.judge_agreement
+            lines.append("  judges (the pair's verdict is their majority; a tie when none has "
+                         "the most votes): agreement between them (Fleiss' kappa) "
+                         + ("n/a" if kappa is None else f"{kappa:.2f}"))
+            lines.extend(f"    {record.describe()}" for record in records)
         for pair in self.pairs:
             reason = " ".join(pair.reason.split())
             named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"
@@ -105,9 +200,14 @@ class PairwiseComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-ready data, secrets removed (outputs may quote a key)."""
+        panel = isinstance(self.judge, JudgePanel)
+        judge = ({"judge_provider": PANEL, "judge_model": ", ".join(self.member_names),
+                  "judges": [r.to_dict() for r in self.member_records()],
+                  "judge_agreement": self.judge_agreement}
+                 if panel else {"judge_provider": self.judge.provider,  # type: ignore[union-attr]
+                                "judge_model": self.judge.model})  # type: ignore[union-attr]
         return redact_secrets({"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
-                "judge_provider": self.judge.provider, "judge_model": self.judge.model,
-                "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
+                **judge, "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
                 "token_usage": self.token_usage.model_dump(),
                 "pairs": [p.to_dict() for p in self.pairs]})
 
@@ -162,7 +262,8 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
     return pairs
 
 
-async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_orders: bool,
+async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]],
+                  criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
     user_input = case.input if case is not None else None
@@ -172,11 +273,16 @@ async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
     async with gate:
+        asked: dict[str, Any] = {
+            "output_a": pair.output_a or "", "output_b": pair.output_b or "",
+            "user_input": user_input, "both_orders": both_orders,
+            "cache_group": case_cache_group(case) if case is not None else None}
         try:
-            verdict = await judge_pair(
-                cfg, criterion, output_a=pair.output_a or "", output_b=pair.output_b or "",
-                user_input=user_input, both_orders=both_orders,
-                cache_group=case_cache_group(case) if case is not None else None)
+            if isinstance(judge, tuple):
+                verdict = await judge_pair_by_panel(judge[0], criterion, members=judge[1],
+                                                    owner="compare", **asked)
+            else:
+                verdict = await judge_pair(judge, criterion, **asked)
         except JudgeUnavailable as exc:
             return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
     return PairOutcome(**common, status=verdict.preferred, reason=verdict.reason,
@@ -186,17 +292,26 @@ async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_
 async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,
                              rubric: Sequence[str] | None = None,
                              questions: Sequence[str] | None = None,
-                             judge: JudgeConfig | None = None, both_orders: bool = True,
-                             label_a: str | None = None,
+                             judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
+                             both_orders: bool = True, label_a: str | None = None,
                              label_b: str | None = None) -> PairwiseComparison:
-    """Judge run ``b``'s output against run ``a``'s, case by case."""
+    """Judge run ``b``'s output against run ``a``'s, case by case; ``judge`` may be a panel
+    (a JudgePanel or a list of JudgeConfigs; also configure()'s or JUDGE_PANEL's), whose
+    members each judge every pair."""
     spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
-    cfg = resolve_judge_config(judge)
+    panel = effective_panel(check_judge("compare", judge))
+    chosen: JudgeConfig | JudgePanel
+    if panel is not None:
+        members = panel.resolved_members()
+        chosen = panel.model_copy(update={"members": members})
+        asking: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]] = (panel, members)
+    else:
+        chosen = asking = resolve_judge_config(judge)  # type: ignore[arg-type]
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
-    outcomes = await asyncio.gather(*(_judged(p, cfg, spec, both_orders, gate)
+    outcomes = await asyncio.gather(*(_judged(p, asking, spec, both_orders, gate)
                                       for p in _paired(a, b)))
     return PairwiseComparison(label_a=label_a or a.name or "A", label_b=label_b or b.name or "B",
-                              criterion=spec, judge=cfg, both_orders=both_orders,
+                              criterion=spec, judge=chosen, both_orders=both_orders,
                               pairs=list(outcomes))
 
 
@@ -211,8 +326,8 @@ def compare_runs(a: EvalReport, b: EvalReport, criterion: str | None = None,
 def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[[str], Any],
                    criterion: str | None = None, *, rubric: Sequence[str] | None = None,
                    questions: Sequence[str] | None = None,
-                   judge: JudgeConfig | None = None, both_orders: bool = True,
-                   save: bool = False, runs_dir: str | Path | None = None,
+                   judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
+                   both_orders: bool = True, save: bool = False, runs_dir: str | Path | None = None,
                    verbose: bool = False) -> PairwiseComparison:
     """Run two model functions over the same cases (an ``EvalSuite``, whose evaluators score
     each run too, or an iterable of ``EvalCase``) and judge their outputs pairwise.

@@ -32,7 +32,8 @@ def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] 
     usage = comparison.token_usage
     pairs = []
     for pair in comparison.pairs:
-        orders = [f"{'On ' + repr(o.question) + ', ' if o.question else ''}"
+        orders = [f"{o.judge + ': ' if o.judge else ''}"
+                  f"{'On ' + repr(o.question) + ', ' if o.question else ''}"
                   f"{o.first.upper()} shown first: judge preferred "
                   f"{o.preferred.upper() if o.preferred != 'tie' else 'neither (tie)'}"
                   f"{' — ' + o.reason if o.reason else ''}"
@@ -45,7 +46,8 @@ def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] 
         encoding="utf-8")
     return _env().get_template("pairwise.html.j2").render(
         csp=content_security_policy(None), css=css, script=None, c=comparison,
-        judge=f"{comparison.judge.provider}/{comparison.judge.model}",
+        judge=comparison.judge_label, judges=[r.describe() for r in comparison.member_records()],
+        judge_agreement=comparison.judge_agreement,
         orders="both orders asked" if comparison.both_orders else "one order asked",
         spend=(f"{usage.requests} judge request(s), {usage.input_tokens} input / "
                f"{usage.output_tokens} output tokens"),

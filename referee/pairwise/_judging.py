@@ -10,7 +10,7 @@ judge error (``JudgeUnavailable``), as an unreachable judge is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from referee.config import Rubric
@@ -24,6 +24,7 @@ from referee.judge import (
     reply_reason,
     unreadable_replies,
 )
+from referee.judge.panel import JudgePanel, ask_panel, member_labels
 from referee.usage import TokenUsage
 
 Preference = Literal["a", "b", "tie"]
@@ -137,10 +138,33 @@ class OrderedVerdict:
     raw_reply: str
     cached: bool
     question: str | None = None  # with a question set: the question asked
+    judge: str | None = None  # with a judge panel: the member that answered
 
     def to_dict(self) -> dict[str, Any]:
         return {"shown_first": self.first, "preferred": self.preferred, "reason": self.reason,
-                "raw_reply": self.raw_reply, "cached": self.cached, "question": self.question}
+                "raw_reply": self.raw_reply, "cached": self.cached, "question": self.question,
+                **({"judge": self.judge} if self.judge is not None else {})}
+
+
+@dataclass(frozen=True)
+class MemberPairVerdict:
+    """One panel member's verdict on a pair (after its own swap), or why it gave none."""
+
+    judge: str  # provider:model, as the panel names it
+    provider: str
+    model: str
+    weight: float
+    preferred: Preference | None  # None: this member did not answer
+    position_consistent: bool | None
+    reason: str
+    token_usage: TokenUsage
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "provider": self.provider, "model": self.model,
+                "weight": self.weight, "preferred": self.preferred,
+                "position_consistent": self.position_consistent, "reason": self.reason,
+                "error": self.error, "token_usage": self.token_usage.model_dump()}
 
 
 @dataclass(frozen=True)
@@ -159,12 +183,15 @@ class PairVerdict:
     token_usage: TokenUsage
     judge_provider: str
     judge_model: str
+    # With a judge panel: each member's verdict (the pair's is their majority).
+    members: tuple[MemberPairVerdict, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"preferred": self.preferred, "position_consistent": self.position_consistent,
                 "reason": self.reason, "orders": [o.to_dict() for o in self.orders],
                 "judge_provider": self.judge_provider, "judge_model": self.judge_model,
-                "token_usage": self.token_usage.model_dump()}
+                "token_usage": self.token_usage.model_dump(),
+                **({"judges": [m.to_dict() for m in self.members]} if self.members else {})}
 
 
 def _blocks(first: str, second: str, user_input: str | None,
@@ -253,3 +280,56 @@ def _tallied(orders: Sequence[OrderedVerdict],
         reason += f"; {flipped} flipped with the order (counted as ties)"
     consistent = None if per_question == 1 else not flipped
     return preferred, consistent, reason
+
+
+PANEL = "panel"
+
+
+async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, output_a: str,
+                              output_b: str, user_input: str | None = None,
+                              reference: str | None = None, both_orders: bool = True,
+                              cache_group: str | None = None, owner: str = "pairwise",
+                              members: Sequence[JudgeConfig] | None = None) -> PairVerdict:
+    """Every member judges the pair as one judge would (both orders, its own swap rule); the
+    pair's verdict is the members' (weighted) majority among A, B and tie, a tie when no
+    verdict has the most votes. Position-inconsistent when any member's verdict flipped with
+    the order. JudgeUnavailable when fewer members than the quorum gave a verdict."""
+    members = list(members) if members is not None else panel.resolved_members()
+    names = ", ".join(member_labels(members))
+    if output_a == output_b:
+        return PairVerdict("tie", True, "identical outputs", (), TokenUsage(), PANEL, names)
+
+    async def ask(member: JudgeConfig) -> tuple[PairVerdict, TokenUsage]:
+        verdict = await judge_pair(member, criterion, output_a=output_a, output_b=output_b,
+                                   user_input=user_input, reference=reference,
+                                   both_orders=both_orders, cache_group=cache_group,
+                                   owner=owner)
+        return verdict, verdict.token_usage
+
+    answers = await ask_panel(owner, panel, ask, members=members)
+    votes: dict[Preference, float] = {"a": 0.0, "b": 0.0, "tie": 0.0}
+    for member in answers.answered:
+        assert member.answer is not None
+        votes[member.answer.preferred] += member.weight
+    most = max(votes.values())
+    leaders = [side for side, count in votes.items() if count == most]
+    preferred: Preference = leaders[0] if len(leaders) == 1 else "tie"
+    said = [m.answer for m in answers.answered if m.answer is not None]
+    consistent = (None if all(v.position_consistent is None for v in said)
+                  else all(v.position_consistent is not False for v in said))
+    shown = {"a": "A", "b": "B", "tie": "tie"}
+    reason = (f"panel: {shown[preferred] if preferred != 'tie' else 'a tie'} "
+              f"(B {votes['b']:g}, A {votes['a']:g}, tie {votes['tie']:g} of "
+              f"{len(answers.answered)} of {len(answers.members)} judge(s)); "
+              + "; ".join(f"{m.label}: {shown[m.answer.preferred]} — {m.answer.reason}"
+                          for m in answers.answered if m.answer is not None))
+    orders = tuple(replace(order, judge=m.label) for m in answers.answered
+                   if m.answer is not None for order in m.answer.orders)
+    verdicts = tuple(MemberPairVerdict(
+        judge=m.label, provider=m.config.provider, model=m.config.model, weight=m.weight,
+        preferred=m.answer.preferred if m.answer is not None else None,
+        position_consistent=m.answer.position_consistent if m.answer is not None else None,
+        reason=m.answer.reason if m.answer is not None else "", token_usage=m.usage,
+        error=str(m.error) if m.error is not None else None) for m in answers.members)
+    return PairVerdict(preferred, consistent, reason, orders, answers.usage, PANEL, names,
+                       members=verdicts)

@@ -8,7 +8,13 @@ rendering methods on a report (``format_summary()``, ``to_html()``...) reach the
 ``install_views``, called by the views module that the first rendering call loads by name.
 """
 
-from referee.record._agreement import JudgeAgreement, KappaTally, fleiss_kappa
+from referee.record._agreement import (
+    JudgeAgreement,
+    KappaTally,
+    describe_member_usage,
+    fleiss_kappa,
+    panel_member_usage,
+)
 from referee.record._correction import (
     NO_RUN_CORRECTION,
     CorrectedRate,
@@ -59,6 +65,8 @@ from referee.record._trial_stats import (
 from referee.record._trials import combine_runs
 
 __all__ = [
+    "describe_member_usage",
+    "panel_member_usage",
     "STATUS_PRECEDENCE",
     "case_status",
     "criterion_status",

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from referee.result import CriterionResult
+from referee.usage import TokenUsage
 
 CATEGORIES = ("yes", "no")
 
@@ -125,3 +126,22 @@ class JudgeAgreement(BaseModel):
         if self.left_out:
             text += f" ({self.left_out} left out: a judge did not answer)"
         return text
+
+
+def panel_member_usage(result: CriterionResult) -> list[tuple[str, TokenUsage]]:
+    """What each member of the panel that judged ``result`` spent on it, by member name
+    (``details["panel"]["members"]``; a result below the quorum keeps it too)."""
+    details = result.details if isinstance(result.details, dict) else {}
+    panel = details.get("panel")
+    members = panel.get("members") if isinstance(panel, dict) else None
+    spent = []
+    for member in members if isinstance(members, list) else ():
+        usage = member.get("token_usage") if isinstance(member, dict) else None
+        if isinstance(usage, dict) and member.get("judge"):
+            spent.append((str(member["judge"]), TokenUsage.model_validate(usage)))
+    return spent
+
+
+def describe_member_usage(usage: dict[str, TokenUsage]) -> str:
+    """One line: each panel member's spend over the run."""
+    return "; ".join(f"{name}: {spent.describe()}" for name, spent in usage.items())

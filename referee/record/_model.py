@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 from referee._strict import with_positions
 from referee.case import EvalCase
 from referee.execution import ExecutionResult, stored_trace
-from referee.record._agreement import JudgeAgreement, KappaTally
+from referee.record._agreement import JudgeAgreement, KappaTally, panel_member_usage
 from referee.record._analysis import ReportAnalysis
 from referee.record._correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
 from referee.record._rendering import report_views
@@ -517,6 +517,8 @@ class EvalSummary(BaseModel):
     total_token_usage: TokenUsage = Field(default_factory=TokenUsage)
     per_case_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
     avg_tokens_per_case: float = 0.0
+    # Judged by panels: each member's spend over the run, by member name (provider:model).
+    judge_member_token_usage: dict[str, TokenUsage] = Field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -605,6 +607,8 @@ class RunTally:
         self.per_case_token_usage: dict[str, TokenUsage] = {}
         # What the model under test reported spending, apart from the judge's spend.
         self.model_token_usage: TokenUsage | None = None
+        # Panel members' spend, by member name, summed over every criterion they judged.
+        self.member_token_usage: dict[str, TokenUsage] = {}
         self._criteria: dict[str, _CriterionTally] = {}
 
     @classmethod
@@ -639,6 +643,8 @@ class RunTally:
             s.total += 1
             if r.token_usage is not None:
                 s.token_usage = r.token_usage + s.token_usage
+            for member, spent in panel_member_usage(r):
+                self.member_token_usage[member] = spent + self.member_token_usage.get(member)
             if r.skipped:
                 s.skipped += 1
             elif r.is_error:
@@ -687,6 +693,7 @@ class RunTally:
             avg_scoring_seconds=self.scoring.mean,
             total_token_usage=self.token_usage or TokenUsage(),
             per_case_token_usage=dict(self.per_case_token_usage),
+            judge_member_token_usage=dict(self.member_token_usage),
             avg_tokens_per_case=(self.token_usage.total_tokens / total
                                  if total and self.token_usage else 0.0),
         )
@@ -706,6 +713,8 @@ class RunTally:
                                      for k, u in self.per_case_token_usage.items()},
             "model_token_usage": (self.model_token_usage.model_dump(mode="json")
                                   if self.model_token_usage else None),
+            "member_token_usage": {k: u.model_dump(mode="json")
+                                   for k, u in self.member_token_usage.items()},
             "criteria": {
                 name: {**{k: getattr(s, k) for k in _CriterionTally._COUNTS},
                        "token_usage": s.token_usage.model_dump(mode="json") if s.token_usage else None,
@@ -735,6 +744,9 @@ class RunTally:
             for k, u in (data.get("per_case_token_usage") or {}).items()}
         usage = data.get("model_token_usage")
         tally.model_token_usage = TokenUsage.model_validate(usage) if usage else None
+        tally.member_token_usage = {
+            str(k): TokenUsage.model_validate(u)
+            for k, u in (data.get("member_token_usage") or {}).items()}
         for name, values in (data.get("criteria") or {}).items():
             s = tally._criteria[name] = _CriterionTally()
             for key in _CriterionTally._COUNTS:

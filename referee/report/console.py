@@ -22,6 +22,7 @@ from referee.record import (
     CriterionStats,
     EvalReport,
     criterion_errors_line,
+    describe_member_usage,
     format_rate,
     nothing_evaluated_reason,
 )
@@ -302,6 +303,10 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     usage = report.token_usage
     if usage.requests or usage.cached_requests or usage.total_tokens:
         console.print(Text(f"Judge spend: {usage.describe()}"))
+    members = report.summary.judge_member_token_usage
+    if members:
+        console.print(Text(_plain(f"Judge spend by panel member: "
+                                  f"{describe_member_usage(members)}")))
     model_usage = report.model_token_usage
     if model_usage is not None:
         console.print(Text(f"Model under test spend: {model_usage.describe()}"))

@@ -32,6 +32,7 @@ from referee.record import (
     CaseStatus,
     EvalReport,
     criterion_errors_line,
+    describe_member_usage,
     format_rate,
 )
 from referee.redact import redact
@@ -545,6 +546,9 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
     usage_text = ""
     if usage.requests or usage.cached_requests or usage.total_tokens:
         usage_text = f"judge spend: {usage.describe()}"
+    if report.summary.judge_member_token_usage:
+        usage_text += ("; by panel member: "
+                       + describe_member_usage(report.summary.judge_member_token_usage))
     model_usage = report.model_token_usage
     if model_usage is not None:
         usage_text += ("; " if usage_text else "") + f"model under test spend: {model_usage.describe()}"

@@ -261,7 +261,7 @@ def test_command_line_mistakes_are_one_line_errors(tmp_path, capsys, isolated_ju
         (["--evaluator", "faithfulness", "--out", str(tmp_path / "a_file")],
          "cannot create the run directory: Not a directory"),
         (["--evaluator", "nosuch"], "unknown evaluator 'nosuch'; built-in judge evaluators:"),
-        (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "expected provider/model"),
+        (["--evaluator", "faithfulness", "--judge", "gpt-4o"], "--judge: 'gpt-4o' is not PROVIDER/MODEL"),
         (["--evaluator", "faithfulness", "--folds", "1"], "at least 2 folds"),
         (["--evaluator", f"{tmp_path / 'missing.py'}:x"], "missing.py: no such file"),
         ([], "--evaluator is required"),

@@ -25,6 +25,7 @@ from referee.judge import (
     reply_evidence,
 )
 from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
+from referee.judge.panel import JudgePanel
 from referee.usage import TokenUsage
 
 logger = logging.getLogger("referee.evaluation")
@@ -118,13 +119,33 @@ class LLMCallerMixin:
             if "temperature" in judge.model_fields_set and judge.temperature is not None:
                 return judge
             return judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
+        return self._judge_for_model(self.config.judge_model)
+
+    def _judge_for_model(self, model_name: str, *, available_only: bool = True
+                         ) -> JudgeConfig | None:
         # An api_style the user did not set follows the endpoint: the documented Responses API
         # at OpenAI itself, Chat Completions at a local server or gateway.
         chosen = "api_style" in self.config.model_fields_set
-        return judge_config_for_model(self.config.judge_model,
+        return judge_config_for_model(model_name,
                                       api_style=self.config.api_style if chosen else None,
                                       temperature=JUDGE_TEMPERATURE,
-                                      base_url=self.config.base_url)
+                                      base_url=self.config.base_url,
+                                      available_only=available_only)
+
+    def config_panel(self) -> JudgePanel | None:
+        """The panel ``config.judge_panel`` names, its members resolved as ``judge_model`` is
+        (now: the environment may have changed since the config was made)."""
+        spec = self.config.judge_panel
+        if spec is None:
+            return None
+        members = []
+        for name in spec.models:
+            member = self._judge_for_model(name, available_only=False)
+            if member is None:  # the config's validation names the field first
+                raise ValueError(f"judge_panel: {name!r} names no provider")
+            members.append(member)
+        return JudgePanel(members=members, aggregate=spec.aggregate, weights=spec.weights,
+                          quorum=spec.quorum)
 
     @property
     def judge_model_name(self) -> str:

@@ -80,15 +80,19 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                  judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         super().__init__(config)
         judge = check_judge(type(self).__name__, judge)
-        if isinstance(judge, JudgePanel) and not self.accepts_panel:
+        if not self.accepts_panel and (isinstance(judge, JudgePanel)
+                                       or self.config.judge_panel is not None):
             raise TypeError(f"{type(self).__name__}: judge must be a JudgeConfig; this "
                             "criterion does not take a judge panel")
         self.panel = judge if isinstance(judge, JudgePanel) else None
         self.judge = judge if isinstance(judge, JudgeConfig) else None
 
     def judge_panel(self) -> JudgePanel | None:
-        """The panel ``judge=`` named, or None (one judge)."""
-        return self.panel
+        """The panel ``judge=`` named, else the config's ``judge_panel``, else None (one judge,
+        or the ``judge=`` that replaces them)."""
+        if self.panel is not None:
+            return self.panel
+        return self.config_panel() if self.judge is None else None
 
     # Hooks -----------------------------------------------------------------------------------
 
@@ -194,8 +198,9 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             if skip is not None:
                 return skip
             prompt = self._build_prompt(actual, expected)
-            if self.panel is not None:
-                return await self._panel_result(self.panel, prompt)
+            panel = self.judge_panel()
+            if panel is not None:
+                return await self._panel_result(panel, prompt)
             batch = await self._run_samples(prompt)
             scores, reasonings, extras, token_usage = batch
             failures: list[Exception] = getattr(batch, "failures", [])
