@@ -358,6 +358,14 @@ def _finite_score(criterion: Any, result: CriterionResult) -> CriterionResult:
         "error": f"evaluate() returned a score of {result.score}; expected a finite number"})
 
 
+def check_judge_environment() -> None:
+    """Refuse a malformed REFEREE_CACHE, which would otherwise fail every judged case one by
+    one, and a bad REFEREE_PRICE_FILE, which would fail the first judged case and leave the
+    others priced by the built-in table."""
+    cache_enabled_by_env()
+    load_env_price_file()
+
+
 class Engine:
     """Runs cases through a model and a fixed list of criteria."""
 
@@ -377,10 +385,7 @@ class Engine:
                              f"got {criterion_concurrency!r}")
         if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
             raise ValueError(f"timeout must be positive seconds, got {timeout}")
-        # A malformed REFEREE_CACHE would otherwise fail every judged case one by one; a bad
-        # REFEREE_PRICE_FILE the first judged case, the others then priced by the built-in table.
-        cache_enabled_by_env()
-        load_env_price_file()
+        check_judge_environment()
         self.criteria = list(criteria)
         self.concurrency = concurrency
         self.timeout = timeout
