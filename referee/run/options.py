@@ -10,18 +10,17 @@ in Python, ``--retry-errors`` on the command line).
 
 from __future__ import annotations
 
-import math
-from contextvars import ContextVar
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from referee.report.writers import parse_formats
-from referee.run.engine import DEFAULT_CONCURRENCY
+from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
 from referee.run.judge_gate import JudgeGate
 from referee.run.retry import JudgeRetry
@@ -73,8 +72,9 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    concurrency: int = DEFAULT_CONCURRENCY
-    timeout: float | None = None  # per case (per run of a case, with runs > 1), in seconds
+    concurrency: int = Field(DEFAULT_CONCURRENCY, strict=True)
+    # Per case (per run of a case, with runs > 1), in seconds.
+    timeout: float | None = Field(None, strict=True)
     # The CLI's -q: no progress and no console report (formats drop "console").
     quiet: bool = False
     verbose: bool = True
@@ -95,9 +95,9 @@ class RunOptions(BaseModel):
     # multivon's JudgeRetry: run a case again when it ends in a transient status.
     judge_retry: JudgeRetry | None = None
     # multivon's runs=N: each case runs N times, and the report measures how stable it is.
-    runs: int = 1
+    runs: int = Field(1, strict=True)
     # multivon's evaluator_concurrency: at most this many criteria score at once in the run.
-    criterion_concurrency: int | None = None
+    criterion_concurrency: int | None = Field(None, strict=True)
     # With runs > 1: stop running a case once its runs settle it (a sequential test).
     early_stop: bool = False
     # Gates, applied by the front door once the run is stored (run/gates.py).
@@ -125,41 +125,10 @@ class RunOptions(BaseModel):
             return {**values, "verbose": False}
         return values
 
-    # Ranges --------------------------------------------------------------------------------
     @field_validator("concurrency", mode="before")
     @classmethod
-    def _concurrency(cls, value: Any) -> int:
-        if value is None:
-            return DEFAULT_CONCURRENCY
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"concurrency must be at least 1, got {value}")
-        return value
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _timeout(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not 0 < value < math.inf:  # NaN fails this test too
-            raise ValueError(f"timeout must be positive seconds, got {value}")
-        return float(value)
-
-    @field_validator("runs", mode="before")
-    @classmethod
-    def _runs(cls, value: Any) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"runs must be a positive int, got {value!r}")
-        return value
-
-    @field_validator("criterion_concurrency", mode="before")
-    @classmethod
-    def _criterion_concurrency(cls, value: Any) -> int | None:
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                  or value < 1):
-            raise ValueError(f"evaluator_concurrency must be a positive int or None, "
-                             f"got {value!r}")
-        return value
+    def _default_concurrency(cls, value: Any) -> Any:
+        return DEFAULT_CONCURRENCY if value is None else value
 
     @field_validator("judge_retry", mode="before")
     @classmethod
@@ -212,6 +181,8 @@ class RunOptions(BaseModel):
             raise ValueError(f"{_spelled('gate_on', info)} gates "
                              f"{_spelled('fail_threshold', info)}; give one")
         validate_gates(self.fail_threshold, self.max_error_rate, self.judge_gate)
+        check_engine_settings(concurrency=self.concurrency, timeout=self.timeout, runs=self.runs,
+                              criterion_concurrency=self.criterion_concurrency)
         return self
 
     # Derived -------------------------------------------------------------------------------

@@ -29,14 +29,14 @@ from referee.report.versions import VERSION_KEY
 from referee.report.versions import describe as describe_versions
 from referee.report.writers import write_reports
 from referee.run.backends import CaseExecutor, resolve_backend
-from referee.run.describe import (  # noqa: F401  # their home before run/describe.py
-    NO_PROVIDER, RunDescription, announce_judges, criteria_difference, describe_criteria,
-    describe_judges, describe_run, judges_by_criterion)
+from referee.run.describe import (  # noqa: F401  # importable here, their earlier home
+    announce_judges, criteria_difference, describe_criteria, describe_judges, describe_run,
+    judges_by_criterion)
 from referee.run.engine import Engine, Execute, case_keys, check_judge_environment
 from referee.run.judge_calibration import calibration_records
 from referee.run.options import RunOptions
 from referee.run.progress import make_progress
-from referee.run.resume import RESCORING, ResumePlan  # noqa: F401  # RESCORING's earlier home
+from referee.run.resume import ResumePlan
 from referee.terminal import terminal_safe
 
 RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
@@ -121,7 +121,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
                         progress=make_progress(options.verbose, name), store=store,
                         case_retry=options.judge_retry, runs=options.runs,
                         criterion_concurrency=options.criterion_concurrency,
-                        early_stop=options.early_stop)
+                        early_stop=options.early_stop,
+                        stored_outputs=plan.outputs if plan is not None else None)
     except BaseException:
         if store is not None:
             store.release()
@@ -130,8 +131,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
         report.metadata["run_dir"] = str(store.run_dir)
     if options.verbose:
         description.announce()
-    return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan, keys=keys,
-                    run_meta=run_meta)
+    return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan,
+                    keys=keys, run_meta=run_meta)
 
 
 async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
@@ -154,8 +155,7 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
     try:
         await run.executor.stream(
             run.engine, cases, execute, keys=run.keys,
-            skip=plan.finished if plan is not None else frozenset(), on_result=record,
-            outputs=plan.outputs if plan is not None else None)
+            skip=plan.finished if plan is not None else frozenset(), on_result=record)
     except (asyncio.CancelledError, KeyboardInterrupt):
         if run.store is not None:
             last_interrupted_run_dir = run.store.run_dir
