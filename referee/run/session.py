@@ -30,8 +30,8 @@ from referee.report.versions import describe as describe_versions
 from referee.report.writers import write_reports
 from referee.run.backends import CaseExecutor, resolve_backend
 from referee.run.describe import (  # noqa: F401  # importable here, their earlier home
-    announce_judges, criteria_difference, describe_criteria, describe_judges, describe_run,
-    judges_by_criterion)
+    NO_PROVIDER, announce_judges, criteria_difference, describe_criteria, describe_judges,
+    describe_run, judges_by_criterion)
 from referee.run.engine import Engine, Execute, case_keys, check_judge_environment
 from referee.run.judge_calibration import calibration_records
 from referee.run.options import RunOptions
