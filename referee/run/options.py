@@ -35,7 +35,7 @@ _SPELLING: dict[str, tuple[str, str]] = {
     "gate_on": ("gate_on='corrected'", "--gate-on corrected"),
 }
 _COMMAND_LINE = "command line"
-# Who is building the options, for the spelling of their errors (set by from_command_line).
+# Who is building the options, for the spelling of their errors (set by flag_spelling).
 _spelling: ContextVar[str] = ContextVar("run_options_spelling", default="python")
 
 
