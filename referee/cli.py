@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -38,6 +38,7 @@ from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from referee.record import EvalReport
+    from referee.run.options import RunOptions
 
 EXIT_GATE = 1
 EXIT_INPUT = 2
@@ -221,8 +222,6 @@ def _judge_gate(args: argparse.Namespace) -> Any:
         return None
     from referee.run.judge_gate import JudgeGate
 
-    if args.gate_on == "corrected" and args.fail_threshold is None:
-        raise CliError("--gate-on corrected gates --fail-threshold RATE; give one")
     if args.traces:
         raise CliError("--require-calibrated, --min-kappa and --gate-on go with a suite or a "
                        "case file, not --traces")
@@ -277,24 +276,38 @@ def _run_metadata(args: argparse.Namespace) -> dict[str, Any]:
     return {"target": args.target}
 
 
-def _evaluate_agent(evaluator: Any, eval_set: Any, args: argparse.Namespace,
-                    formats: list[str]) -> Any:
+def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunOptions the command line sets for every kind of target."""
+    settings: dict[str, Any] = {
+        "quiet": args.quiet, "resume": args.resume, "retry_errors": args.retry_errors,
+        "rescore": args.rescore, "formats": args.format, "fail_threshold": args.fail_threshold,
+        "max_error_rate": args.max_error_rate}
+    if args.judge_gate is not None:
+        settings["judge_gate"] = args.judge_gate
+    if args.backend is not None:
+        settings["backend"] = args.backend
+    return settings
+
+
+def _evaluate_agent(evaluator: Any, eval_set: Any,
+                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
     """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
-    if args.timeout is not None:
+    from referee.run.options import flag_spelling
+
+    if args.timeout is not None:  # the run's config (report.json config_used) says so too
         evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
     if args.label:
         evaluator.model_id = args.label
-    if args.backend is not None:
-        evaluator.backend = args.backend
-    return evaluator.evaluate(
-        eval_set, parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
-        verbose=not args.quiet, output_dir=args.runs_dir, resume=args.resume,
-        retry_errors=args.retry_errors, rescore=args.rescore, formats=formats,
-        fail_threshold=args.fail_threshold, max_error_rate=args.max_error_rate,
-        metadata=_run_metadata(args), judge_gate=args.judge_gate)
+    with flag_spelling():
+        options = evaluator.run_options(
+            parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
+            verbose=not args.quiet, output_dir=args.runs_dir, metadata=_run_metadata(args),
+            **_run_settings(args))
+    return evaluator.evaluate(eval_set, options=options), options
 
 
-def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
+def _run_from_python(path: Path,
+                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
     from referee.run.agent import AgentEvaluator
     from referee.run.suite import EvalSuite
 
@@ -309,22 +322,23 @@ def _run_from_python(path: Path, args: argparse.Namespace, formats: list[str]) -
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
         if args.label:
             suite.model_id = args.label
-        return suite.run_async(model, not args.quiet, args.fail_threshold, args.max_error_rate,
-                               concurrency=args.concurrency, timeout=args.timeout,
-                               runs_dir=args.runs_dir, resume=args.resume,
-                               retry_errors=args.retry_errors, rescore=args.rescore,
-                               formats=formats, metadata=_run_metadata(args),
-                               backend=args.backend, judge_gate=args.judge_gate)
+        from referee.run.options import RunOptions
+
+        options = RunOptions.from_command_line(
+            concurrency=args.concurrency, timeout=args.timeout, runs_dir=args.runs_dir,
+            metadata=_run_metadata(args), **_run_settings(args))
+        return suite.run_async(model, options=options), options
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
             raise CliError(f"{path}: defines `evaluator` but no `eval_set` to run it on")
-        return _evaluate_agent(evaluator, eval_set, args, formats)
+        return _evaluate_agent(evaluator, eval_set, args)
     raise CliError(f"{path}: defines neither `suite` + `model` (an EvalSuite and the function "
                    f"under test) nor `evaluator` + `eval_set` (an AgentEvaluator and its cases)")
 
 
-def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) -> Any:
+def _run_from_cases(path: Path,
+                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
     from referee.config import EvalConfig
     from referee.evalset import EvalSet
     from referee.run.agent import AgentEvaluator
@@ -338,7 +352,7 @@ def _run_from_cases(path: Path, args: argparse.Namespace, formats: list[str]) ->
     agent = load_callable(args.agent)
     if args.backend is not None:
         args.backend.send_by_value(sys.modules[agent.__module__])
-    return _evaluate_agent(AgentEvaluator(agent, config=config), eval_set, args, formats)
+    return _evaluate_agent(AgentEvaluator(agent, config=config), eval_set, args)
 
 
 def _ray_backend(address: str) -> Any:
@@ -362,7 +376,8 @@ def _print_trace_notes(notes: list[str]) -> None:
              f"execution.metadata.trace_notes in report.json)", sys.stderr)
 
 
-def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: list[str]) -> Any:
+def _run_from_traces(target: Path | None,
+                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
     """Score recorded runs: cases from TARGET (a case file or a .py) or from the traces."""
     from referee.adapters import score_traces_async
 
@@ -405,28 +420,17 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace, formats: lis
         from referee.config import EvalConfig
 
         config = EvalConfig.from_file(args.config)
-    return score_traces_async(
-        traces, logs=logs, cases=cases, criteria=criteria, config=config, name=name,
-        verbose=not args.quiet, runs_dir=args.runs_dir, concurrency=args.concurrency,
-        formats=formats, resume=args.resume, fail_threshold=args.fail_threshold,
-        max_error_rate=args.max_error_rate, on_note=_print_trace_notes)
+    from referee.run.options import RunOptions
+
+    options = RunOptions.from_command_line(concurrency=args.concurrency, runs_dir=args.runs_dir,
+                                           **_run_settings(args))
+    return score_traces_async(traces, logs=logs, cases=cases, criteria=criteria, config=config,
+                              name=name, on_note=_print_trace_notes, options=options), options
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from referee.report.writers import parse_formats
-
-    try:
-        formats = parse_formats(args.format)
-    except ValueError as exc:
-        raise CliError(f"--format: {exc}") from None
-    if args.quiet:
-        formats = [f for f in formats if f != "console"]
-    if args.retry_errors and args.resume is None:
-        raise CliError("--retry-errors goes with --resume RUN_DIR (the run whose errors to retry)")
-    if args.rescore and args.resume is None:
-        raise CliError("--rescore goes with --resume RUN_DIR (the run whose outputs to re-score)")
-    if args.resume is not None and not (Path(args.resume) / "meta.json").is_file():
-        raise CliError(f"--resume {args.resume}: not a referee run directory (no meta.json)")
+    """``referee run``: the target names the front door, which gets one RunOptions built from
+    these arguments (checked there: formats, resume rules, gates)."""
     if args.traces_logs and not args.traces:
         raise CliError("--traces-logs goes with --traces FILE (the spans of the same runs)")
     if args.ray is not None and args.traces:
@@ -436,15 +440,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
-        pending = _run_from_traces(target, args, formats)
+        pending, options = _run_from_traces(target, args)
     elif target is None:
         raise CliError("run needs a TARGET (a .py file or a case file), or --traces FILE")
     elif target.suffix == ".py":
         if args.agent or args.config:
             raise CliError("--agent and --config go with a case file, not a Python target")
-        pending = _run_from_python(target, args, formats)
+        pending, options = _run_from_python(target, args)
     elif target.name.endswith(CASE_FILE_SUFFIXES):
-        pending = _run_from_cases(target, args, formats)
+        pending, options = _run_from_cases(target, args)
     else:
         raise CliError(f"{target}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
@@ -470,9 +474,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.quiet:
         _say(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
-    elif "console" not in formats and run_dir:
+    elif "console" not in options.formats and run_dir:
         # The chosen formats went to files; stdout stays clean, and stderr says where they are.
-        _say(f"referee: {', '.join(formats) or 'no'} report(s) written to {run_dir}", sys.stderr)
+        _say(f"referee: {', '.join(options.formats) or 'no'} report(s) written to {run_dir}",
+             sys.stderr)
     if report.evaluated == 0:
         return _nothing_evaluated(report)
     return 0

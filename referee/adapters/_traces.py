@@ -235,7 +235,8 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
                              formats: Sequence[str] = (), resume: str | Path | None = None,
                              fail_threshold: float | None = None,
                              max_error_rate: float | None = None,
-                             on_note: Callable[[list[str]], None] | None = None) -> Any:
+                             on_note: Callable[[list[str]], None] | None = None,
+                             options: Any = None) -> Any:
     """Score recorded runs with any criteria; nothing is re-run (the report's model: recorded).
 
     ``traces``: a trace file or RecordedRuns; ``logs``: the OTLP logs export that holds their
@@ -243,15 +244,20 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
     case file or list of cases to pair by id (default: each record is its own case). ``criteria``: criterion or
     evaluator instances; ``config``: an EvalConfig whose criteria are added (the default
     config when neither is given). ``on_note`` receives, before scoring, what the traces left
-    unsaid or unpaired (each note is also kept in the report).
+    unsaid or unpaired (each note is also kept in the report). ``options`` (a
+    ``RunOptions``) replaces the run settings (``verbose`` ... ``max_error_rate``).
     """
     from referee.config import EvalConfig
     from referee.criteria.registry import build_criteria
-    from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
-    from referee.run.gates import apply_gates, validate_gates
-    from referee.run.session import RunOptions, run_stored
+    from referee.run.engine import ModelCaller
+    from referee.run.gates import gate
+    from referee.run.options import RunOptions
+    from referee.run.session import run_stored
 
-    validate_gates(fail_threshold, max_error_rate)
+    if options is None:
+        options = RunOptions(concurrency=concurrency, verbose=verbose, save=save,
+                             runs_dir=runs_dir, resume=resume, formats=formats,
+                             fail_threshold=fail_threshold, max_error_rate=max_error_rate)
     source = str(traces) if isinstance(traces, (str, Path)) else "the recorded runs"
     runs = read_traces(traces, logs) if isinstance(traces, (str, Path)) else list(traces)
     set_name, case_list = _load_cases(cases)
@@ -270,16 +276,14 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
     async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
         return recorded[id(case)]
 
-    options = RunOptions(concurrency=concurrency or DEFAULT_CONCURRENCY, verbose=verbose,
-                         save=save, runs_dir=runs_dir, resume=resume, formats=tuple(formats),
-                         metadata={"traces": source, "trace_notes": notes} if notes
-                         else {"traces": source})
     config_used = config.model_dump(mode="json") if hasattr(config, "model_dump") else None
     report = await run_stored(name=name or set_name or Path(source).stem,
                               model_id=RECORDED_MODEL_ID,
                               cases=[case for case, _ in pairs], criteria=chosen,
-                              execute=execute, options=options, config_used=config_used)
-    apply_gates(report, fail_threshold, max_error_rate)
+                              execute=execute, options=options, config_used=config_used,
+                              metadata={"traces": source, "trace_notes": notes} if notes
+                              else {"traces": source})
+    gate(report, options)
     return report
 
 

@@ -25,10 +25,10 @@ from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.record import CaseResult, EvalReport
 from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import apply_gates, validate_gates
-from referee.run.judge_gate import JudgeGate
+from referee.run.gates import gate
 from referee.run.model_factory import with_model_factory
-from referee.run.session import RunOptions, run_stored
+from referee.run.options import RunOptions
+from referee.run.session import run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
 
@@ -168,12 +168,8 @@ class AgentEvaluator:
 
     async def evaluate(self, eval_set: Any, parallel: bool | None = None,
                        max_concurrency: int | None = None, verbose: bool | None = None,
-                       output_dir: str | Path | None = None, *, resume: str | Path | None = None,
-                       retry_errors: bool = False, rescore: bool = False,
-                       formats: Sequence[str] = (), fail_threshold: float | None = None,
-                       max_error_rate: float | None = None,
-                       metadata: dict[str, Any] | None = None,
-                       judge_gate: JudgeGate | None = None) -> EvalReport:
+                       output_dir: str | Path | None = None, *,
+                       options: RunOptions | None = None, **settings: Any) -> EvalReport:
         """Run every case of ``eval_set`` (an EvalSet, a case file path or a list of cases).
 
         Unset arguments come from the config (``parallel``, ``max_concurrency``, ``verbose``,
@@ -182,25 +178,24 @@ class AgentEvaluator:
         errored cases again; ``rescore=True`` scores the stored outputs with this evaluator's
         criteria (resuming with other criteria is refused otherwise) without calling the agent
         again. ``metadata`` is stored with the run (meta.json and every report).
+        ``fail_threshold`` and ``max_error_rate`` gate the run, and
         ``judge_gate=JudgeGate(...)`` gates on measured judges only (docs/calibration.md).
+        ``formats`` names the reports to write. The settings may come as one
+        ``options=self.run_options(...)`` instead; they are checked before anything runs.
         """
-        validate_gates(fail_threshold, max_error_rate, judge_gate)
+        if options is None:
+            options = self.run_options(parallel, max_concurrency, verbose, output_dir,
+                                       **settings)
+        elif settings or parallel is not None or max_concurrency is not None \
+                or verbose is not None or output_dir is not None:
+            raise TypeError("give the run's settings either as options=... or as keyword "
+                            "arguments, not both")
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
             if not case.conversation and scenario_of(case) is None:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")
-        parallel = self.config.parallel if parallel is None else parallel
-        limit = max_concurrency if max_concurrency is not None else self.config.max_concurrency
-        options = RunOptions(
-            concurrency=max(1, limit) if parallel else 1,
-            timeout=self.config.timeout or None,
-            verbose=self.config.verbose if verbose is None else verbose,
-            save=self.save, runs_dir=output_dir or self.runs_dir, resume=resume,
-            retry_errors=retry_errors, rescore=rescore, formats=tuple(formats),
-            metadata=dict(metadata or {}), backend=self.backend,
-        )
         report = await run_stored(name=name, model_id=self.model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,
                                   config_used=self.config.model_dump(mode="json"))
@@ -209,8 +204,23 @@ class AgentEvaluator:
             from referee.report.reporters import ReporterManager  # rich/jinja only when asked
 
             ReporterManager(self.config.reporter).run_all(report)
-        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
+        gate(report, options)
         return report
+
+    def run_options(self, parallel: bool | None = None, max_concurrency: int | None = None,
+                    verbose: bool | None = None, output_dir: str | Path | None = None, *,
+                    timeout: float | None = None, **settings: Any) -> RunOptions:
+        """The ``RunOptions`` of ``evaluate``'s arguments, unset ones from the config (and the
+        evaluator's ``runs_dir``, ``save`` and ``backend``)."""
+        parallel = self.config.parallel if parallel is None else parallel
+        limit = max_concurrency if max_concurrency is not None else self.config.max_concurrency
+        settings.setdefault("backend", self.backend)
+        return RunOptions(
+            concurrency=max(1, limit) if parallel else 1,
+            timeout=timeout if timeout is not None else self.config.timeout or None,
+            verbose=self.config.verbose if verbose is None else verbose,
+            save=settings.pop("save", self.save), runs_dir=output_dir or self.runs_dir,
+            **settings)
 
     def evaluate_sync(self, eval_set: Any, **kwargs: Any) -> EvalReport:
         """``evaluate`` for synchronous code (also works inside a running event loop)."""

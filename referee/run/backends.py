@@ -1,8 +1,8 @@
 """Where a run's cases execute: the local engine (the default) or a backend such as Ray.
 
-A backend gets the engine (criteria prepared on this machine, the store, the progress display),
-the cases with their keys, the keys to skip (resume) and the stored outputs to re-score
-(``--rescore``). It runs the others wherever it likes and hands every finished ``CaseResult``
+A backend gets the engine (criteria prepared on this machine, the store, the progress display,
+the stored outputs a ``--rescore`` scores again), the cases with their keys and the keys to
+skip (resume). It runs the others wherever it likes and hands every finished ``CaseResult``
 to ``engine.record`` on this machine, which keeps the run store's single writer, resume and
 the reports the same whatever ran the cases.
 
@@ -14,19 +14,18 @@ environment are this process's, and the judge the run names must be the one that
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any, Protocol
 
 from referee.case import EvalCase
 from referee.record import CaseResult
-from referee.run.engine import Engine, Execute, StoredOutput
+from referee.run.engine import Engine, Execute
 
 
 class CaseExecutor(Protocol):
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, StoredOutput] | None = None) -> int: ...
+                     on_result: Callable[[CaseResult], None]) -> int: ...
 
 
 class LocalExecutor:
@@ -34,10 +33,8 @@ class LocalExecutor:
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
-        return await engine.stream(cases, execute, keys=keys, skip=skip, on_result=on_result,
-                                   outputs=outputs)
+                     on_result: Callable[[CaseResult], None]) -> int:
+        return await engine.stream(cases, execute, keys=keys, skip=skip, on_result=on_result)
 
 
 # Backends that live in optional packages: (module, class, extra). The module is imported only

@@ -342,6 +342,30 @@ def _finite_score(criterion: Criterion, result: CriterionResult) -> CriterionRes
         "error": f"evaluate() returned a score of {result.score}; expected a finite number"})
 
 
+def check_engine_settings(*, concurrency: int, timeout: float | None, runs: int,
+                          criterion_concurrency: int | None) -> None:
+    """The ranges an engine runs within (RunOptions checks a run's options with these)."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise ValueError(f"runs must be a positive int, got {runs!r}")
+    if criterion_concurrency is not None and (
+            not isinstance(criterion_concurrency, int)
+            or isinstance(criterion_concurrency, bool) or criterion_concurrency < 1):
+        raise ValueError("evaluator_concurrency must be a positive int or None, "
+                         f"got {criterion_concurrency!r}")
+    if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
+        raise ValueError(f"timeout must be positive seconds, got {timeout}")
+
+
+def check_judge_environment() -> None:
+    """Refuse a malformed REFEREE_CACHE, which would otherwise fail every judged case one by
+    one, and a bad REFEREE_PRICE_FILE, which would fail the first judged case and leave the
+    others priced by the built-in table."""
+    cache_enabled_by_env()
+    load_env_price_file()
+
+
 class Engine:
     """Runs cases through a model and a fixed list of criteria."""
 
@@ -349,27 +373,19 @@ class Engine:
                  timeout: float | None = None, progress: ProgressReporter | None = None,
                  store: RunStore | None = None, case_retry: JudgeRetry | None = None,
                  runs: int = 1, criterion_concurrency: int | None = None,
-                 early_stop: bool = False) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
-            raise ValueError(f"runs must be a positive int, got {runs!r}")
-        if criterion_concurrency is not None and (
-                not isinstance(criterion_concurrency, int)
-                or isinstance(criterion_concurrency, bool) or criterion_concurrency < 1):
-            raise ValueError("evaluator_concurrency must be a positive int or None, "
-                             f"got {criterion_concurrency!r}")
-        if timeout is not None and not (0 < timeout < math.inf):  # NaN fails this test too
-            raise ValueError(f"timeout must be positive seconds, got {timeout}")
-        # A malformed REFEREE_CACHE would otherwise fail every judged case one by one; a bad
-        # REFEREE_PRICE_FILE the first judged case, the others then priced by the built-in table.
-        cache_enabled_by_env()
-        load_env_price_file()
+                 early_stop: bool = False,
+                 stored_outputs: Mapping[str, StoredOutput] | None = None) -> None:
+        check_engine_settings(concurrency=concurrency, timeout=timeout, runs=runs,
+                              criterion_concurrency=criterion_concurrency)
+        check_judge_environment()
         self.criteria = list(criteria)
         self.concurrency = concurrency
         self.timeout = timeout
         self.progress = progress or SilentProgress()
         self.store = store
+        # Re-scoring (a resume's ResumePlan): by case key, the stored outputs scored again
+        # without calling the model.
+        self.stored_outputs: Mapping[str, StoredOutput] = dict(stored_outputs or {})
         self.case_retry = case_retry
         # Each case runs this many times, one run after another (multivon's runs=N).
         self.runs = runs
@@ -414,10 +430,8 @@ class Engine:
                 self.preparation_usage[label] = usage
 
     async def run(self, cases: Sequence[EvalCase], execute: Execute, *,
-                  finished: dict[str, CaseResult] | None = None,
-                  outputs: dict[str, StoredOutput] | None = None) -> list[CaseResult]:
-        """Every case's result, in case order. ``finished`` (by case key) are not run again;
-        ``outputs`` (by case key) are scored without calling the model (re-scoring)."""
+                  finished: dict[str, CaseResult] | None = None) -> list[CaseResult]:
+        """Every case's result, in case order. ``finished`` (by case key) are not run again."""
         keys = case_keys(cases)
         finished = finished or {}
         results: list[CaseResult | None] = [finished.get(key) for key in keys]
@@ -425,18 +439,16 @@ class Engine:
         def keep(result: CaseResult) -> None:
             results[result.index] = result
 
-        await self.stream(cases, execute, keys=keys, skip=finished, on_result=keep,
-                          outputs=outputs)
+        await self.stream(cases, execute, keys=keys, skip=finished, on_result=keep)
         return [r for r in results if r is not None]
 
     async def stream(self, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str] | None = None, skip: Container[str] = (),
-                     on_result: Callable[[CaseResult], None] | None = None,
-                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
+                     on_result: Callable[[CaseResult], None] | None = None) -> int:
         """Run every case whose key is not in ``skip``, handing each result over as it finishes
         (to the store, then ``on_result``) and keeping none: memory stays flat however many
         cases there are. ``cases`` is only indexed, so it may build each case on demand.
-        ``outputs`` (by case key) are scored without calling the model (re-scoring).
+        A case with a stored output (``stored_outputs``) is scored without calling the model.
         Returns how many cases ran."""
         await self.prepare()
         keys = case_keys(cases) if keys is None else keys
@@ -449,7 +461,7 @@ class Engine:
         async def worker() -> None:
             for i in pending:  # shared by every worker; next() never awaits, so no race
                 result = await self.run_case(cases[i], execute, caller, index=i, key=keys[i],
-                                             output=outputs.get(keys[i]) if outputs else None)
+                                             output=self.stored_outputs.get(keys[i]))
                 self.record(result, on_result)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, todo))]

@@ -8,11 +8,14 @@ a perfect pass rate. ``max_error_rate`` is the budget that catches it; without o
 from __future__ import annotations
 
 import sys
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from referee.errors import EvalGateFailure
 from referee.record import EvalReport, format_rate
 from referee.run.judge_gate import JudgeGate, calibration_message, corrected_message
+
+if TYPE_CHECKING:  # options.py checks its gates with validate_gates
+    from referee.run.options import RunOptions
 
 # The same line the run viewer flags a run at.
 WARN_ERROR_RATE = 0.10
@@ -80,6 +83,16 @@ def apply_gates(report: EvalReport, fail_threshold: float | None = None,
     ``gate_on="corrected"`` gates ``fail_threshold`` on pass rates corrected for judge error.
     """
     validate_gates(fail_threshold, max_error_rate, judge_gate)
+    _judge(report, fail_threshold, max_error_rate, judge_gate, stderr)
+
+
+def gate(report: EvalReport, options: RunOptions, stderr: IO[str] | None = None) -> None:
+    """``apply_gates`` with the gates of ``options``, which were checked when it was built."""
+    _judge(report, options.fail_threshold, options.max_error_rate, options.judge_gate, stderr)
+
+
+def _judge(report: EvalReport, fail_threshold: float | None, max_error_rate: float | None,
+           judge_gate: JudgeGate | None, stderr: IO[str] | None) -> None:
     if max_error_rate is not None and report.error_rate > max_error_rate:
         raise EvalGateFailure(indeterminate_message(report, max_error_rate), report=report)
     if judge_gate is not None:

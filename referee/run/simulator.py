@@ -23,8 +23,9 @@ from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
 from referee.run.agent import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import apply_gates, validate_gates
-from referee.run.session import RunOptions, run_stored
+from referee.run.gates import gate
+from referee.run.options import RunOptions
+from referee.run.session import run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
 
@@ -249,7 +250,9 @@ class UserSimulator:
                        formats: Sequence[str] = (), fail_threshold: float | None = None,
                        max_error_rate: float | None = None) -> EvalReport:
         """Every scenario as one case of a stored run, with the usual report and gates."""
-        validate_gates(fail_threshold, max_error_rate)
+        options = RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
+                             save=save, runs_dir=runs_dir, resume=resume, formats=formats,
+                             fail_threshold=fail_threshold, max_error_rate=max_error_rate)
         scenarios = [s if isinstance(s, ConversationScenario)
                      else ConversationScenario.model_validate(s) for s in scenarios]
         cases = [s.to_case() for s in scenarios]
@@ -258,15 +261,13 @@ class UserSimulator:
         async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, by_case[id(case)], caller)
 
-        options = RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
-                             save=save, runs_dir=runs_dir, resume=resume, formats=tuple(formats))
         report = await run_stored(name=name, model_id=getattr(agent, "__name__", ""),
                                   cases=cases, criteria=self.criteria, execute=execute,
                                   options=options,
                                   config_used={"user_simulator": {
                                       "model": self.model, "temperature": self.temperature,
                                       "max_turns": self.max_turns}})
-        apply_gates(report, fail_threshold, max_error_rate)
+        gate(report, options)
         return report
 
 

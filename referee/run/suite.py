@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from referee.case import EvalCase
 from referee.errors import InputError
 from referee.execution import ExecutionResult
 from referee.record import EvalReport
-from referee.run.case_retry import JudgeRetry
-from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
-from referee.run.gates import apply_gates, validate_gates
-from referee.run.judge_gate import JudgeGate
+from referee.run.engine import ModelCaller
+from referee.run.gates import gate
 from referee.run.model_factory import with_model_factory
-from referee.run.session import RunOptions, run_stored
+from referee.run.options import RunOptions
+from referee.run.session import run_stored
 from referee.run.sync import run_sync
 
 
@@ -25,12 +23,6 @@ def _as_case(value: Any, where: str) -> EvalCase:
     if isinstance(value, dict):
         return EvalCase.model_validate(value)
     raise InputError(f"got {type(value).__name__}", field=where, expected="an EvalCase")
-
-
-def _check_judge_retry(policy: Any) -> JudgeRetry | None:
-    if policy is not None and not isinstance(policy, JudgeRetry):
-        raise TypeError(f"judge_retry must be a JudgeRetry, got {type(policy).__name__}")
-    return policy
 
 
 def _check_evaluator(evaluator: Any) -> Any:
@@ -177,16 +169,13 @@ class EvalSuite:
     # Running ------------------------------------------------------------------------------
     def run(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
             fail_threshold: float | None = None, max_error_rate: float | None = None, *,
-            workers: int | None = None, concurrency: int | None = None,
-            timeout: float | None = None, save: bool = True, runs_dir: str | Path | None = None,
-            resume: str | Path | None = None, retry_errors: bool = False,
-            rescore: bool = False, formats: Sequence[str] = (),
-            metadata: dict[str, Any] | None = None, backend: Any = None,
+            options: RunOptions | None = None,
             model_factory: str | Callable[[], Any] | None = None,
-            judge_retry: JudgeRetry | None = None, runs: int = 1,
-            evaluator_concurrency: int | None = None, early_stop: bool = False,
-            judge_gate: JudgeGate | None = None) -> EvalReport:
+            **settings: Any) -> EvalReport:
         """Run ``model_fn`` on every case and score it; raise EvalGateFailure if a gate rejects it.
+
+        The settings are keyword arguments (below) or one ``options=RunOptions(...)``; either
+        way they are checked before anything runs.
 
         ``concurrency`` (alias ``workers``) bounds how many cases run at once (default 8; use 1
         for a model that is not thread-safe). ``timeout`` is per case (per run, with ``runs``),
@@ -218,68 +207,49 @@ class EvalSuite:
         ``min_kappa``) and gates ``fail_threshold`` on pass rates corrected for judge error
         (docs/calibration.md).
         """
-        return run_sync(self.run_async(
-            model_fn, verbose, fail_threshold, max_error_rate, workers=workers,
-            concurrency=concurrency, timeout=timeout, save=save, runs_dir=runs_dir,
-            resume=resume, retry_errors=retry_errors, rescore=rescore, formats=formats,
-            metadata=metadata, backend=backend, model_factory=model_factory,
-            judge_retry=judge_retry, runs=runs, evaluator_concurrency=evaluator_concurrency,
-            early_stop=early_stop, judge_gate=judge_gate))
+        options = self.run_options(verbose, fail_threshold, max_error_rate, options=options,
+                                   **settings)
+        return run_sync(self.run_async(model_fn, options=options, model_factory=model_factory))
 
     async def run_async(self, model_fn: Callable[[str], Any] | None = None, verbose: bool = True,
                         fail_threshold: float | None = None, max_error_rate: float | None = None,
-                        *, workers: int | None = None, concurrency: int | None = None,
-                        timeout: float | None = None, save: bool = True,
-                        runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                        retry_errors: bool = False, rescore: bool = False,
-                        formats: Sequence[str] = (),
-                        metadata: dict[str, Any] | None = None, backend: Any = None,
+                        *, options: RunOptions | None = None,
                         model_factory: str | Callable[[], Any] | None = None,
-                        judge_retry: JudgeRetry | None = None, runs: int = 1,
-                        evaluator_concurrency: int | None = None,
-                        early_stop: bool = False,
-                        judge_gate: JudgeGate | None = None) -> EvalReport:
+                        **settings: Any) -> EvalReport:
+        """``run`` for async code."""
+        options = self.run_options(verbose, fail_threshold, max_error_rate, options=options,
+                                   **settings)
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
-        validate_gates(fail_threshold, max_error_rate, judge_gate)
 
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
             return await caller.call(model_fn, case.input or "")
 
-        options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, rescore, formats, metadata, judge_retry)
-        options.backend = backend
-        options.runs = runs
-        options.criterion_concurrency = evaluator_concurrency
-        options.early_stop = early_stop
         report = await run_stored(
             name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,
             criteria=self._evaluators, execute=execute, options=options)
-        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
+        gate(report, options)
         return report
 
     def run_on_cases(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
                      fail_threshold: float | None = None, max_error_rate: float | None = None,
-                     **kwargs: Any) -> EvalReport:
+                     **settings: Any) -> EvalReport:
         """Score outputs produced elsewhere (traces, logs): ``[(case, output), ...]``."""
         return run_sync(self.run_on_cases_async(pairs, verbose, fail_threshold, max_error_rate,
-                                                **kwargs))
+                                                **settings))
 
     async def run_on_cases_async(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
                                  fail_threshold: float | None = None,
                                  max_error_rate: float | None = None, *,
-                                 workers: int | None = None, concurrency: int | None = None,
-                                 timeout: float | None = None, save: bool = True,
-                                 runs_dir: str | Path | None = None,
-                                 resume: str | Path | None = None,
-                                 retry_errors: bool = False, rescore: bool = False,
-                                 formats: Sequence[str] = (),
-                                 metadata: dict[str, Any] | None = None,
-                                 judge_retry: JudgeRetry | None = None,
-                                 judge_gate: JudgeGate | None = None) -> EvalReport:
-        validate_gates(fail_threshold, max_error_rate, judge_gate)
+                                 options: RunOptions | None = None,
+                                 **settings: Any) -> EvalReport:
+        if "backend" in settings or (options is not None and options.backend is not None):
+            # The outputs are matched to their cases in this process.
+            raise TypeError("run_on_cases scores outputs given here; it takes no backend")
+        options = self.run_options(verbose, fail_threshold, max_error_rate, options=options,
+                                   **settings)
         cases: list[EvalCase] = []
         outputs: list[ExecutionResult] = []
         for i, pair in enumerate(pairs):
@@ -298,26 +268,30 @@ class EvalSuite:
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
             return by_case[id(case)]
 
-        options = self._options(verbose, workers, concurrency, timeout, save, runs_dir, resume,
-                                retry_errors, rescore, formats, metadata, judge_retry)
         report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
                                   criteria=self._evaluators, execute=execute, options=options)
-        apply_gates(report, fail_threshold, max_error_rate, judge_gate=judge_gate)
+        gate(report, options)
         return report
 
     @staticmethod
-    def _options(verbose: bool, workers: int | None, concurrency: int | None,
-                 timeout: float | None, save: bool, runs_dir: str | Path | None,
-                 resume: str | Path | None, retry_errors: bool, rescore: bool,
-                 formats: Sequence[str], metadata: dict[str, Any] | None,
-                 judge_retry: JudgeRetry | None = None) -> RunOptions:
+    def run_options(verbose: bool = True, fail_threshold: float | None = None,
+                    max_error_rate: float | None = None, *, options: RunOptions | None = None,
+                    workers: int | None = None, evaluator_concurrency: int | None = None,
+                    **settings: Any) -> RunOptions:
+        """The ``RunOptions`` that ``run``'s arguments spell (multivon's names: ``workers`` for
+        ``concurrency``, ``evaluator_concurrency``), or ``options`` when it is given alone."""
+        if options is not None:
+            if settings or workers is not None or evaluator_concurrency is not None \
+                    or fail_threshold is not None or max_error_rate is not None or not verbose:
+                raise TypeError("give the run's settings either as options=RunOptions(...) or "
+                                "as keyword arguments, not both")
+            return options
+        concurrency = settings.pop("concurrency", None)
         if workers is not None and concurrency is not None and workers != concurrency:
             raise ValueError("pass either workers= or concurrency=, not both")
-        return RunOptions(concurrency=concurrency or workers or DEFAULT_CONCURRENCY,
-                          timeout=timeout, verbose=verbose, save=save, runs_dir=runs_dir,
-                          resume=resume, retry_errors=retry_errors, rescore=rescore,
-                          formats=tuple(formats), metadata=dict(metadata or {}),
-                          judge_retry=_check_judge_retry(judge_retry))
+        return RunOptions(verbose=verbose, fail_threshold=fail_threshold,
+                          max_error_rate=max_error_rate, concurrency=concurrency or workers,
+                          criterion_concurrency=evaluator_concurrency, **settings)
 
     def __repr__(self) -> str:
         return (f"EvalSuite(name={self.name!r}, cases={len(self.cases)}, "

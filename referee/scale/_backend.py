@@ -19,7 +19,7 @@ import asyncio
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +82,8 @@ def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys:
 
     engine = Engine(spec.criteria, concurrency=spec.concurrency, timeout=spec.timeout,
                     case_retry=spec.case_retry, runs=spec.runs,
-                    criterion_concurrency=spec.criterion_concurrency, early_stop=spec.early_stop)
+                    criterion_concurrency=spec.criterion_concurrency, early_stop=spec.early_stop,
+                    stored_outputs=outputs)
     # prepare() ran once, on the driver; its failures travel with the criteria.
     engine._prepared = True
     engine._prepare_failures = dict(spec.prepare_failures)
@@ -95,8 +96,7 @@ def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys:
 
     def runner() -> None:
         try:
-            run_sync(engine.stream(cases, spec.execute, keys=keys, on_result=collect,
-                                   outputs=outputs))
+            run_sync(engine.stream(cases, spec.execute, keys=keys, on_result=collect))
         except BaseException as exc:  # handed to the generator, which raises it in the task
             finished.put(exc)
         finally:
@@ -220,15 +220,14 @@ class RayBackend:
 
     async def stream(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str], skip: Container[str],
-                     on_result: Callable[[CaseResult], None],
-                     outputs: Mapping[str, StoredOutput] | None = None) -> int:
+                     on_result: Callable[[CaseResult], None]) -> int:
         await engine.prepare()  # once, here: the workers get the prepared criteria
         todo = [i for i, key in enumerate(keys) if key not in skip]
         engine.progress.start(len(keys), len(keys) - len(todo))
         stop = threading.Event()
         try:
             await asyncio.to_thread(self._drive, engine, cases, execute, keys, todo,
-                                    on_result, stop, outputs or {})
+                                    on_result, stop)
         finally:
             stop.set()  # a cancelled run (Ctrl-C) stops handing out shards and cancels tasks
             engine.progress.stop()
@@ -236,11 +235,11 @@ class RayBackend:
 
     def _drive(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
                keys: Sequence[str], todo: list[int], on_result: Callable[[CaseResult], None],
-               stop: threading.Event, outputs: Mapping[str, StoredOutput]) -> None:
+               stop: threading.Event) -> None:
         ray = self.ray
         connected_here = self._connect()
         try:
-            self._drive_shards(engine, cases, execute, keys, todo, on_result, stop, outputs)
+            self._drive_shards(engine, cases, execute, keys, todo, on_result, stop)
         finally:
             if connected_here:
                 # No process may outlive the run that started it: a local cluster started here
@@ -249,9 +248,9 @@ class RayBackend:
 
     def _drive_shards(self, engine: Engine, cases: Sequence[EvalCase], execute: Execute,
                       keys: Sequence[str], todo: list[int],
-                      on_result: Callable[[CaseResult], None], stop: threading.Event,
-                      outputs: Mapping[str, StoredOutput]) -> None:
+                      on_result: Callable[[CaseResult], None], stop: threading.Event) -> None:
         ray = self.ray
+        outputs = engine.stored_outputs
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,

@@ -18,6 +18,8 @@ import pytest
 import ray
 from scale_models import Logged, answer, suite
 
+from referee import EvalSuite
+from referee.evaluators.deterministic import Contains
 from referee.report.store import load_run
 from referee.scale import RayBackend
 
@@ -101,6 +103,21 @@ def test_a_killed_driver_resumes_to_a_complete_run(ray_cluster: str, tmp_path: P
     assert load_run(run_dir).summary == resumed.summary
     rerun = {int(line.split()[0]) for line in (tmp_path / "resume.log").read_text().splitlines()}
     assert len(rerun) <= 300 - before + 10  # only what was not recorded (and in flight) ran again
+
+
+def test_a_rescore_on_ray_scores_the_stored_outputs_without_calling_the_model(
+        ray_cluster: str, tmp_path: Path) -> None:
+    first = suite(40).run(Logged(tmp_path / "first.log"), verbose=False, runs_dir=tmp_path,
+                          backend=RayBackend(shard_size=10, task_cpus=0.5))
+    assert (first.total, first.passed) == (40, 34)
+    # The resume plan's stored outputs reach the workers through the engine it was built with.
+    other = EvalSuite("sharded").add_cases(suite(40).cases).add_evaluator(Contains(["for"]))
+    rescored = other.run(Logged(tmp_path / "again.log"), verbose=False,
+                         resume=first.metadata["run_dir"], rescore=True,
+                         backend=RayBackend(shard_size=10, task_cpus=0.5))
+    assert not (tmp_path / "again.log").exists()
+    assert (rescored.total, rescored.passed) == (40, 6)  # "nothing for n", every seventh
+    assert rescored.metadata["rescored"] is True
 
 
 def test_a_model_that_cannot_be_pickled_is_built_on_each_worker(ray_cluster: str,

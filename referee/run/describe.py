@@ -1,0 +1,335 @@
+"""The criteria and judges of a run, described once for its record.
+
+``describe_run`` resolves each criterion's judge once and keeps what meta.json, the report and
+the before-the-first-case announcement say about it: ``criteria`` (what each criterion is and
+how it is set up, which a resume compares) and ``judges`` (the judge each judged criterion
+will call, by criterion label). Nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import IO, Any
+
+from referee.case import canonical_json
+from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
+from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
+from referee.result import unique_labels
+from referee.terminal import terminal_safe
+
+NO_PROVIDER = "no provider available"
+
+# Each criterion's resolved judge (None: it has none, or it cannot be resolved), in order.
+Resolved = Sequence["dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    """What the run record says about the criteria and their judges, each judge resolved once."""
+
+    criteria: list[dict[str, Any]]  # describe_criteria: meta.json's "criteria", resume compares it
+    judges: dict[str, dict[str, Any]]  # judges_by_criterion: by criterion label
+
+    @property
+    def judge(self) -> dict[str, Any]:
+        """The judge of the run for meta.json and the report (secrets are removed by the store).
+
+        One judge shared by every judged criterion is reported as that config; several are
+        reported per criterion under ``per_criterion``.
+        """
+        distinct = {canonical_json(v) for v in self.judges.values()}
+        if len(distinct) == 1:
+            return dict(next(iter(self.judges.values())))
+        return {"per_criterion": self.judges} if self.judges else {}
+
+    def announce(self, stream: IO[str] | None = None) -> None:
+        """Say, before the first case, which judge each judged criterion will use: a judge
+        that is not the one the user meant (or none at all) should not take a whole run to
+        notice."""
+        _announce(self.judges, stream)
+
+
+def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
+    resolved = [_resolved_judge(c) for c in criteria]
+    return RunDescription(criteria=describe_criteria(criteria, resolved),
+                          judges=judges_by_criterion(criteria, resolved))
+
+
+def judges_by_criterion(criteria: Sequence[Criterion],
+                        resolved: Resolved | None = None) -> dict[str, dict[str, Any]]:
+    """The judge each judged criterion will call (provider, model, endpoint; no secrets).
+
+    An AgentEvaluator-style criterion whose ``judge_model`` no provider can serve is listed with
+    ``"judge": "no provider available"``: it will score the 10xgraph-style API's 0.5 placeholder.
+    """
+    per: dict[str, dict[str, Any]] = {}
+    labels = unique_labels([criterion_label(c) for c in criteria])
+    if resolved is None:
+        resolved = [_resolved_judge(c) for c in criteria]
+    for name, criterion, judge in zip(labels, criteria, resolved):
+        if judge is not None:
+            per[name] = judge
+            continue
+        model = getattr(getattr(criterion, "config", None), "judge_model", None)
+        if model and judge_surface(criterion) == "AgentEvaluator":
+            per[name] = {"model": model, "judge": NO_PROVIDER}
+    return per
+
+
+def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
+    """``RunDescription.judge`` of these criteria."""
+    return RunDescription(criteria=[], judges=judges_by_criterion(criteria)).judge
+
+
+_JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "max_tokens")
+
+
+def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
+    """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
+    default)."""
+    panel = getattr(criterion, "judge_panel", None)
+    panel = panel() if callable(panel) else None
+    if panel is not None:  # every member, resolved, and how their answers combine
+        try:
+            # An AgentEvaluator-style criterion calls its members as given (no resolution).
+            members = [_judge_fields(m) for m in (
+                panel.members if judge_surface(criterion) == "AgentEvaluator"
+                else panel.resolved_members())]
+        except ValueError:  # as below: an unresolvable judge shows up as the case errors
+            return None
+        return {"members": members, "aggregate": panel.aggregate,
+                "quorum": panel.effective_quorum,
+                **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
+    config = None
+    if isinstance(criterion, JudgedCriterion):
+        try:
+            config = criterion.judge_config()
+        except Exception:  # an unresolvable judge shows up as the case errors, not here
+            config = None
+    if config is None:
+        config = getattr(criterion, "judge", None)
+    if config is None or not hasattr(config, "model_dump"):
+        return None
+    return _judge_fields(config)
+
+
+def _judge_fields(config: Any) -> dict[str, Any]:
+    data = config.model_dump(mode="json")
+    if data.get("base_url"):
+        data["base_url"] = mask_url(data["base_url"])
+    return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
+
+
+# How the judge line names the OpenAI API a judge is called through (a local server may serve
+# only one of them, or serve JSON mode on only one).
+_API_NAMES = {"chat": "Chat Completions (/chat/completions)",
+              "responses": "the Responses API (/responses)"}
+
+
+def announce_judges(criteria: Sequence[Criterion], stream: IO[str] | None = None) -> None:
+    """``RunDescription.announce`` for these criteria."""
+    _announce(judges_by_criterion(criteria), stream)
+
+
+def _announce(per: dict[str, dict[str, Any]], stream: IO[str] | None) -> None:
+    for name, judge in per.items():
+        if judge.get("judge") == NO_PROVIDER:
+            what = f"{judge['model']}: {NO_PROVIDER} (see below)"
+        else:
+            what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
+            if judge.get("base_url"):
+                what += f" at {judge['base_url']}"
+            if judge.get("provider") == "openai" and judge.get("api_style") in _API_NAMES:
+                what += f" via {_API_NAMES[judge['api_style']]}"
+        line = f"referee: judge for {name}: {what}"
+        print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+    unreachable = dict.fromkeys(judge["model"] for judge in per.values()
+                                if judge.get("judge") == NO_PROVIDER)
+    for line in _no_judge_reachable(list(unreachable)):
+        print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
+
+
+# Each provider's name and where its credentials come from, for the "no judge is reachable"
+# advice.
+_CREDENTIALS = {"google": ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)"),
+                "openai": ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)"),
+                "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
+
+
+def _no_judge_reachable(models: list[str]) -> list[str]:
+    """Before the first case: why no judge can be reached, and how to pick one, or to go
+    without. Nothing changes in the run itself (its judged scores stay the documented 0.5
+    placeholder, counted as JUDGE_ERROR)."""
+    if not models:
+        return []
+    from referee.judge.config import split_judge_model
+
+    reasons = []
+    for model in models:
+        provider, _ = split_judge_model(model)
+        if provider is None:
+            reasons.append(f"{model}: no provider follows from the name (write it as "
+                           f"openai/{model} for an OpenAI-compatible server)")
+        else:
+            name, credentials = _CREDENTIALS.get(provider, (provider, "its key"))
+            reasons.append(f"{model}: a {name} model, and {credentials} is not set")
+    return [
+        f"referee: no judge is reachable ({'; '.join(reasons)}): each score of those criteria "
+        "will be the 0.5 placeholder \"No LLM provider available\", counted as JUDGE_ERROR, "
+        "not a verdict",
+        "referee: to pick a judge, set that variable, or name one you can reach as judge_model "
+        "in an EvalConfig (referee run --config EVAL_CONFIG.json), e.g. openai/gpt-4o-mini with "
+        "OPENAI_API_KEY, or openai/MODEL with OPENAI_BASE_URL=http://localhost:11434/v1 for a "
+        "local server (Ollama, vLLM); or run deterministic criteria only (trajectory, "
+        "node_order, rouge_match, contains_keywords: see examples/quickstart/eval_config.json)",
+    ]
+
+
+def describe_criteria(criteria: Sequence[Criterion],
+                      resolved: Resolved | None = None) -> list[dict[str, Any]]:
+    """What each criterion is and how it is set up, for meta.json: resume compares it.
+
+    A criterion's public attributes (its config, substrings, rubric questions, judge...) are
+    its settings; private ones are state it builds (generated questions, locks).
+    """
+    if resolved is None:
+        resolved = [_resolved_judge(c) for c in criteria]
+    return [{"name": criterion_label(c),
+             "class": f"{type(c).__module__}.{type(c).__qualname__}",
+             "settings": _settings(c, judge=judge)} for c, judge in zip(criteria, resolved)]
+
+
+_UNRESOLVED: Any = object()  # a criterion inside a criterion: its judge is resolved on the way
+
+
+def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[str, Any]:
+    try:
+        attrs = vars(criterion)
+    except TypeError:  # __slots__ or a C type: nothing to compare but the class
+        attrs = {}
+    settings = {k: _plain(v, depth) for k, v in sorted(attrs.items()) if not k.startswith("_")}
+    threshold = getattr(criterion, "threshold", None)
+    if isinstance(threshold, (int, float)):
+        settings["threshold"] = threshold
+    if judge_surface(criterion) == "EvalSuite":
+        _record_resolved_judge(criterion, settings,
+                               _resolved_judge(criterion) if judge is _UNRESOLVED else judge)
+    return redact_secrets(settings)
+
+
+def _record_resolved_judge(criterion: Criterion, settings: dict[str, Any],
+                           resolved: dict[str, Any] | None) -> None:
+    """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
+    environment > default), never by its config's judge_model: record that judge as
+    ``resolved_judge``, and of its config only what was set (the threshold), so meta.json
+    names no judge that does not judge."""
+    config = getattr(criterion, "config", None)
+    if isinstance(settings.get("config"), dict) and config is not None \
+            and hasattr(config, "model_fields_set"):
+        settings["config"] = {k: v for k, v in settings["config"].items()
+                              if k in config.model_fields_set}
+    if resolved is not None:
+        settings["resolved_judge"] = {k: v for k, v in resolved.items() if k not in _OPERATIONAL}
+
+
+# How a judge is reached and paced, not what it judges: a resume may change these freely
+# (a restarted local server, more retries after an outage).
+_OPERATIONAL = frozenset({"base_url", "timeout", "max_concurrency", "max_retries",
+                          "retry_max_total_s", "cache", "cache_path", "rpm", "tpm"})
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON value that names ``value`` the same way in every process."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return mask_url_passwords(value)  # a judge's base_url password never reaches meta.json
+    if hasattr(value, "model_dump"):
+        try:
+            data = value.model_dump(mode="json")
+        except Exception:
+            return type(value).__qualname__
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in _OPERATIONAL}
+        return _plain(data, depth)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_plain(v, depth) for v in value]
+        return sorted(items, key=canonical_json) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, Enum):
+        return _plain(value.value, depth)
+    if callable(getattr(value, "evaluate", None)) and depth < 4:
+        # A criterion inside a criterion (composite, weighted): its own settings count too.
+        return {"class": type(value).__qualname__, "settings": _settings(value, depth + 1)}
+    # Callables and other objects: by name, never by repr (it holds a memory address).
+    return getattr(value, "__qualname__", None) or type(value).__qualname__
+
+
+def criteria_difference(stored: list[dict[str, Any]], current: list[dict[str, Any]]) -> str | None:
+    """The first difference between two ``describe_criteria`` lists, in words; None if equal."""
+    if [c.get("name") for c in stored] != [c.get("name") for c in current]:
+        return (f"the stored run has {len(stored)} criteria "
+                f"({', '.join(str(c.get('name')) for c in stored) or 'none'}), this one has "
+                f"{len(current)} ({', '.join(str(c.get('name')) for c in current) or 'none'})")
+    for before, now in zip(stored, current):
+        name = before.get("name")
+        if before.get("class") != now.get("class"):
+            return f"criterion {name!r} is now a {now.get('class')} (was {before.get('class')})"
+        found = _first_difference(*_comparable(before.get("settings") or {},
+                                                now.get("settings") or {}), "")
+        if found is not None:
+            where, old, new = found
+            return f"criterion {name!r} {where}: {short_json(old)} -> {short_json(new)}"
+    return None
+
+
+def _comparable(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two criteria settings as both record them: a run stored before an EvalSuite-style
+    evaluator's resolved judge was recorded (it has no ``resolved_judge`` and its whole
+    config) resumes as before. The resolved judge is left to the run's judge check, which
+    names a changed judge in its own words."""
+    old, new = dict(old), dict(new)
+    old.pop("resolved_judge", None)
+    new.pop("resolved_judge", None)
+    if isinstance(old.get("config"), dict) and isinstance(new.get("config"), dict):
+        shared = old["config"].keys() & new["config"].keys()
+        old["config"] = {k: v for k, v in old["config"].items() if k in shared}
+        new["config"] = {k: v for k, v in new["config"].items() if k in shared}
+    return old, new
+
+
+def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any] | None:
+    """(dotted path, old, new) of the first setting that differs, going into nested settings."""
+    if canonical_json(old) == canonical_json(new):
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            found = _first_difference(old.get(key), new.get(key), f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    return where, old, new
+
+
+def judge_difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
+    """The first difference between a stored run's judge and this one's, in words; where a
+    judge is reached (base_url) may change."""
+    found = _first_difference(_without_base_url(redact_secrets(stored)),
+                              _without_base_url(redact_secrets(current)), "judge")
+    if found is None:
+        return None
+    where, old, new = found
+    return f"{where.replace('.', ' ')}: {short_json(old)} -> {short_json(new)}"
+
+
+def _without_base_url(judge: Any) -> Any:
+    if not isinstance(judge, dict):
+        return judge
+    return {k: _without_base_url(v) for k, v in judge.items() if k != "base_url"}
+
+
+def short_json(value: Any, limit: int = 80) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
