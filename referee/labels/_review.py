@@ -8,9 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from referee.labels._export import case_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
-from referee.report.model import EvalReport
+from referee.report.model import CaseResult, EvalReport
+from referee.report.versions import version_number
 
 POSTED_FIELDS = {"case_id", "criterion", "verdict", "human", "comment"}
 
@@ -33,19 +35,22 @@ def describe(label: Label | None) -> tuple[str, str]:
     return code, f"{words} ({label.labeller})"
 
 
-def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label]) -> list[dict[str, Any]]:
-    cases = {case.eval_id: case for case in report.cases}
+def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
+                cases: list[CaseResult] | None = None) -> list[dict[str, Any]]:
+    """The queue as the labelling pages show it (``cases``: only these of the report's)."""
+    by_id = {case.eval_id: case for case in (report.cases if cases is None else cases)}
     items = []
-    for item in review_queue(report):
+    for item in review_queue(report, by_id.values()):
         label = labels.get((item.case_id, item.criterion))
         code, words = describe(label)
-        result = cases[item.case_id]
+        result = by_id[item.case_id]
         case = result.case
         output = result.execution.actual_response if result.execution is not None else None
         fields = [] if case is None else [("input", case.input), ("context", case.context),
                                           ("expected output", case.expected_output)]
         fields.append(("output", output))
-        items.append({"case_id": item.case_id, "case_name": item.case_name,
+        items.append({"case_id": item.case_id, "case_index": item.case_index,
+                      "case_name": item.case_name,
                       "criterion": item.criterion, "score": item.score,
                       "threshold": item.threshold, "passed": item.passed, "error": item.error,
                       "unknown": item.unknown, "why": item.why, "reason": item.reason,
@@ -54,6 +59,24 @@ def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label]) -> lis
                       "verdict": (label.verdict if label is not None else None) or "",
                       "human": (label.human if label is not None else None) or ""})
     return items
+
+
+def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, Any]:
+    """What the self-contained report's labelling panel needs: the queue of ``cases`` (the
+    page shows each case once, in its own details), and per case the fields of a labels row
+    (labels/_export.case_fields), from which the page builds its "Download labels" file."""
+    items = queue_items(report, {}, cases=cases)
+    rows = {}
+    for case in cases:
+        fields = case_fields(case)
+        if fields is not None:
+            rows[case.eval_id] = fields
+    for item in items:
+        item["fields"] = []  # the page shows them from ``rows``, once per case
+        item["exportable"] = item["case_id"] in rows
+    run_dir = report.metadata.get("run_dir")
+    return {"run_id": report.run_id, "scoring": version_number(report.metadata),
+            "run": str(run_dir) if run_dir else "", "queue": items, "rows": rows}
 
 
 class RefusedLabel(ValueError):

@@ -643,10 +643,21 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
+    labelling = None
+    if label_href is None:  # a file on its own: the page labels into the browser's storage
+        from referee.labels._review import report_labelling
+
+        labelling = report_labelling(report, shown)
+        rows = json.dumps(labelling["rows"], ensure_ascii=False)
+        # As the case details: packed when they are, else JSON with "<" escaped (no output
+        # can close the <script> that holds it).
+        labelling["rows"] = _packed(rows) if chunks else rows.replace("<", "\\u003c")
+        labelling["packed"] = bool(chunks)
     return _page(
-        "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
-        sample_note=sample_note, page_rows=PAGE_ROWS if chunks else 0, index_href=index_href,
-        label_href=label_href,
+        "report.html.j2", script=_asset("report.js") + "\n" + _asset("labels.js"), r=summary,
+        cases=cases, chunks=chunks, sample_note=sample_note,
+        page_rows=PAGE_ROWS if chunks else 0, index_href=index_href, label_href=label_href,
+        labelling=labelling if labelling and labelling["queue"] else None,
     )
 
 
@@ -660,11 +671,15 @@ def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
     chunks = []
     for start in range(0, len(cases), BODY_CHUNK):
         part = cases[start:start + BODY_CHUNK]
-        markup = "".join(str(case_body(c)) for c in part)
-        chunks.append(base64.b64encode(gzip.compress(markup.encode("utf-8"), mtime=0)).decode("ascii"))
+        chunks.append(_packed("".join(str(case_body(c)) for c in part)))
         for c in part:
             c["chunk"] = start // BODY_CHUNK
     return chunks
+
+
+def _packed(text: str) -> str:
+    """``text`` gzip-compressed and base64-encoded, as the page inflates it."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
 
 
 def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: str,

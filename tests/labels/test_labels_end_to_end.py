@@ -47,7 +47,7 @@ def _run(runs: Path, **options) -> Path:
     report = run_sync(run_stored(
         name="support bot", model_id="replayed answers", cases=_cases(),
         criteria=[Faithfulness(judge=JudgeConfig(provider="openai", model="gpt-4o-mini"))],
-        execute=answer, options=RunOptions(runs_dir=runs, formats=("json",), **options)))
+        execute=answer, options=RunOptions(**{"runs_dir": runs, "formats": ("json",), **options})))
     return Path(report.metadata["run_dir"]) if "run_dir" in report.metadata else next(
         p for p in runs.iterdir() if p.is_dir())
 

@@ -1,21 +1,178 @@
 (function () {
   "use strict";
-  document.body.setAttribute("data-js", "on");
+  // Labelling verdicts by keyboard, on two pages: the viewer's labelling page, which stores each
+  // label through the viewer (data-post, with its per-session token), and the self-contained
+  // report's panel (data-store="local"), which keeps labels in the browser's local storage under
+  // the run id and downloads them as the rows `referee labels export` writes.
   var root = document.getElementById("labelling");
-  var items = Array.prototype.slice.call(document.querySelectorAll("section.item"));
+  if (!root) { return; }
+  document.body.setAttribute("data-js", "on");
+  var local = root.getAttribute("data-store") === "local";
+  var panel = document.getElementById("label-panel");
+  var items = Array.prototype.slice.call(root.querySelectorAll("section.item"));
   var status = document.getElementById("label-status");
   var count = document.getElementById("labelled-count");
   var current = 0;
-  // Start at the first result nobody has labelled yet.
-  for (var i = 0; i < items.length; i += 1) {
-    if (!items[i].getAttribute("data-label")) { current = i; break; }
+
+  function fieldText(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
+
+  // The report's store ------------------------------------------------------------------------
+  var runId = root.getAttribute("data-run-id");
+  var storeKey = "referee-labels:" + runId;
+  var storage = null;
+  var saved = {};       // "case id\ncriterion" -> label, as labels.jsonl keeps one (labels/_store.py)
+  var rows = {};        // case id -> the case part of a labels row (labels/_export.case_fields)
+  var labellerInput = document.getElementById("labeller");
+  var download = document.getElementById("download-labels");
+  if (local) {
+    try {
+      storage = window.localStorage;
+      storage.setItem("referee-probe", "1");
+      storage.removeItem("referee-probe");
+      saved = JSON.parse(storage.getItem(storeKey) || "{}") || {};
+      labellerInput.value = storage.getItem("referee-labeller") || "";
+    } catch (error) {  // file:// pages in some browsers, sandboxed frames, storage turned off
+      storage = null;
+      document.getElementById("label-storage-off").hidden = false;
+    }
+    var packed = document.getElementById("label-rows");
+    if (packed.hasAttribute("data-packed")) {  // a large report's rows, gzip like its case details
+      window.refereeUnpack(packed.textContent).then(function (text) {
+        rows = JSON.parse(text);
+        refreshDownload();
+        show(current);
+      });
+    } else {
+      rows = JSON.parse(packed.textContent);
+    }
+    labellerInput.addEventListener("change", function () {
+      if (storage) { try { storage.setItem("referee-labeller", labellerInput.value.trim()); } catch (e) { /* kept in memory */ } }
+    });
+  }
+
+  function keyOf(item) { return item.getAttribute("data-case") + "\n" + item.getAttribute("data-criterion"); }
+
+  // The words of labels/_review.py's describe(), for a label made in the browser.
+  function describe(label) {
+    var parts = [];
+    if (label.verdict) { parts.push("judge " + label.verdict); }
+    if (label.human) { parts.push("person says " + label.human); }
+    if (label.comment) { parts.push("comment: " + label.comment); }
+    var summary = (label.verdict || label.human) ? (label.verdict || "-") + "/" + (label.human || "-") : "";
+    return {summary: summary, text: (parts.join("; ") || "no verdict") + " (" + (label.labeller || "unnamed") + ")",
+            verdict: label.verdict || "", human: label.human || ""};
+  }
+
+  // The person's pass/fail, as Label.human_passed reads it.
+  function humanPassed(label) {
+    if (label.human) { return label.human === "pass"; }
+    if (!label.verdict || label.judge_passed === null || label.judge_passed === undefined) { return null; }
+    return label.verdict === "right" ? label.judge_passed : !label.judge_passed;
+  }
+
+  function keep() {
+    if (!storage) { return; }
+    try { storage.setItem(storeKey, JSON.stringify(saved)); } catch (error) {
+      storage = null;
+      document.getElementById("label-storage-off").hidden = false;
+    }
+  }
+
+  // The rows of `referee labels export`, from the labels made here.
+  function exportText() {
+    var labels = items.map(function (item) { return saved[keyOf(item)]; }).filter(function (label) {
+      return label && humanPassed(label) !== null && rows[label.case_id];
+    });
+    var criteria = {};
+    labels.forEach(function (label) { criteria[label.criterion] = true; });
+    var several = Object.keys(criteria).length > 1;
+    return labels.map(function (label) {
+      var fields = rows[label.case_id];
+      var metadata = {run: root.getAttribute("data-run"), run_id: runId, case_id: label.case_id,
+                      criterion: label.criterion, scoring: label.scoring};
+      if (label.labeller) { metadata.labeller = label.labeller; }
+      metadata.at = label.at;
+      ["verdict", "human", "judge_passed", "judge_score"].forEach(function (key) {
+        if (label[key] !== null && label[key] !== undefined && label[key] !== "") { metadata[key] = label[key]; }
+      });
+      if (label.comment) { metadata.comment = label.comment; }
+      var row = {id: several ? label.case_id + "#" + label.criterion : label.case_id,
+                 input: fields.input, output: fields.output,
+                 label: humanPassed(label) ? "pass" : "fail", metadata: metadata};
+      if ("context" in fields) { row.context = fields.context; }
+      if ("expected_output" in fields) { row.expected_output = fields.expected_output; }
+      return JSON.stringify(row) + "\n";
+    }).join("");
+  }
+
+  function refreshDownload() {
+    if (!download) { return ""; }
+    var text = exportText();
+    download.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(text);
+    download.setAttribute("data-rows", String(text ? text.split("\n").length - 1 : 0));
+    return text;
+  }
+
+  function storeLocally(item, body) {
+    var label = {case_id: body.case_id, criterion: body.criterion,
+                 scoring: Number(root.getAttribute("data-scoring")),
+                 verdict: body.verdict || null, human: body.human || null, comment: body.comment || "",
+                 judge_passed: item.getAttribute("data-judge-passed") === "true",
+                 judge_score: Number(item.getAttribute("data-judge-score")),
+                 labeller: labellerInput.value.trim(), at: Date.now() / 1000};
+    saved[keyOf(item)] = label;
+    keep();
+    refreshDownload();
+    return Promise.resolve(describe(label));
+  }
+
+  // The viewer's store -------------------------------------------------------------------------
+  function storeOnServer(item, body) {
+    return fetch(root.getAttribute("data-post"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-Referee-Token": root.getAttribute("data-token")},
+      body: JSON.stringify(body)
+    }).then(function (response) {
+      return response.json().then(function (answer) {
+        if (!response.ok) { throw new Error(answer.error || ("HTTP " + response.status)); }
+        return answer;
+      });
+    });
+  }
+
+  // The page ---------------------------------------------------------------------------------
+  function showLabel(item, answer) {
+    item.setAttribute("data-label", answer.summary);
+    item.setAttribute("data-verdict", answer.verdict || "");
+    item.setAttribute("data-human", answer.human || "");
+    item.querySelector(".label-text").textContent = answer.text;
+  }
+
+  function fill(item) {
+    var box = item.querySelector(".fields");
+    var fields = rows[item.getAttribute("data-case")];
+    if (!local || !box || box.childElementCount || !fields) { return; }
+    [["input", "input"], ["context", "context"], ["expected output", "expected_output"], ["output", "output"]].forEach(function (pair) {
+      if (!(pair[1] in fields) || fields[pair[1]] === null) { return; }
+      var field = document.createElement("div");
+      field.className = "field";
+      var name = document.createElement("b");
+      name.textContent = pair[0];
+      var pre = document.createElement("pre");
+      pre.textContent = fieldText(fields[pair[1]]);
+      field.appendChild(name);
+      field.appendChild(pre);
+      box.appendChild(field);
+    });
   }
 
   function show(n) {
     if (!items.length) { return; }
     current = Math.max(0, Math.min(items.length - 1, n));
     items.forEach(function (item, k) { item.classList.toggle("current", k === current); });
-    items[current].scrollIntoView({block: "nearest"});
+    fill(items[current]);
+    if (!panel || panel.open) { items[current].scrollIntoView({block: "nearest"}); }
     document.body.setAttribute("data-current", String(current));
   }
 
@@ -37,21 +194,8 @@
     if (item.getAttribute("data-human")) { body.human = item.getAttribute("data-human"); }
     Object.keys(change).forEach(function (key) { body[key] = change[key]; });
     status.textContent = "saving…";
-    fetch(root.getAttribute("data-post"), {
-      method: "POST",
-      credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "X-Referee-Token": root.getAttribute("data-token")},
-      body: JSON.stringify(body)
-    }).then(function (response) {
-      return response.json().then(function (answer) {
-        if (!response.ok) { throw new Error(answer.error || ("HTTP " + response.status)); }
-        return answer;
-      });
-    }).then(function (answer) {
-      item.setAttribute("data-label", answer.summary);
-      item.setAttribute("data-verdict", answer.verdict || "");
-      item.setAttribute("data-human", answer.human || "");
-      item.querySelector(".label-text").textContent = answer.text;
+    (local ? storeLocally(item, body) : storeOnServer(item, body)).then(function (answer) {
+      showLabel(item, answer);
       status.textContent = "saved: " + answer.text;
       counted();
       if (change.verdict || change.human) { show(current + 1); }
@@ -60,17 +204,37 @@
     });
   }
 
+  if (local) {
+    items.forEach(function (item) {
+      var label = saved[keyOf(item)];
+      if (!label) { return; }
+      showLabel(item, describe(label));
+      item.querySelector("textarea.comment").value = label.comment || "";
+    });
+    refreshDownload();
+    download.addEventListener("click", function (event) {
+      if (!refreshDownload()) {
+        event.preventDefault();
+        status.textContent = "no pass/fail labels to download yet";
+      }
+    });
+    panel.addEventListener("toggle", function () { if (panel.open) { show(current); } });
+  }
+
   document.addEventListener("keydown", function (event) {
-    var inComment = event.target && event.target.classList && event.target.classList.contains("comment");
+    if (panel && !panel.open) { return; }  // the report's keys are its own until labelling opens
+    var target = event.target;
+    var inComment = target && target.classList && target.classList.contains("comment");
     if (inComment) {
-      if (event.key === "Escape") { event.target.blur(); }
+      if (event.key === "Escape") { target.blur(); }
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
-        event.target.blur();
+        target.blur();
         save({});
       }
       return;
     }
+    if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) { return; }  // typing elsewhere
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
     var key = event.key;
     if (key === "j" || key === "ArrowDown") { show(current + 1); }
@@ -88,5 +252,10 @@
   items.forEach(function (item, k) {
     item.addEventListener("click", function () { show(k); });
   });
+  // Start at the first result nobody has labelled yet.
+  for (var i = 0; i < items.length; i += 1) {
+    if (!items[i].getAttribute("data-label")) { current = i; break; }
+  }
+  counted();
   show(current);
 }());
