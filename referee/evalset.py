@@ -408,6 +408,16 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
         raise beyond_python_limits(exc, source=source, text=text, line=line) from None
 
 
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a JSONL text, blank lines left out. Lines end at "\\n" only:
+    str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON writers
+    (``ensure_ascii=False``, a browser's JSON.stringify) leave unescaped inside strings."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if line.strip():
+            yield number, line
+
+
 def parse_yaml(text: str, source: str) -> Any:
     """A YAML document, read as :func:`parse_json` reads JSON."""
     try:
@@ -459,9 +469,7 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
 
 def _read_jsonl(text: str, source: str) -> list[tuple[Any, int | None, Loc]]:
     located: list[tuple[Any, int | None, Loc]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         located.append((parse_json(line, source, number), number, ()))
     return located
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
 from referee.errors import InputError, beyond_python_limits
-from referee.evalset import parse_json, parse_yaml
+from referee.evalset import jsonl_lines, parse_json, parse_yaml
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 DEFAULT_CUTOFF = 0.5
@@ -145,9 +145,7 @@ def read_text(path: Path) -> str:
 
 def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         rows.append((parse_json(line, source, number), number))
     return rows
 

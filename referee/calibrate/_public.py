@@ -22,6 +22,7 @@ from typing import Any
 
 from referee.calibrate._labels import LabelledCase, read_text
 from referee.errors import InputError, beyond_python_limits
+from referee.evalset import jsonl_lines
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 SUMMARISE = "Summarise the document."
@@ -129,9 +130,7 @@ def load_halueval(path: str | Path) -> list[LabelledCase]:
     """HaluEval qa/dialogue/summarization: each record gives a right row and a hallucinated one."""
     source = Path(path)
     rows = []
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(read_text(source)):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:

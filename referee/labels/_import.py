@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.errors import InputError
-from referee.evalset import parse_json
+from referee.evalset import jsonl_lines, parse_json
 from referee.labels._export import case_fields, run_root
 from referee.labels._store import Label, LabelStore, now
 from referee.report.model import EvalReport
@@ -56,9 +56,7 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
     fallback_labeller = labeller or default_labeller()
     labels: list[Label] = []
     problems: list[InputError] = []
-    for number, line in enumerate(_read(source).splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(_read(source)):
         try:
             row = parse_json(line, str(source), number)
             labels.append(_label_from_row(row, report, scoring=scoring,

@@ -93,7 +93,7 @@ def test_label_the_report_file_reload_download_import_and_calibrate(tmp_path, ca
         href = page.evaluate("document.getElementById('download-labels').href")
     # The file the browser saved is the link's data, and calibrate reads it as it is.
     assert urllib.parse.unquote(href.split(",", 1)[1]) == text
-    rows = [json.loads(line) for line in text.splitlines()]
+    rows = [json.loads(line) for line in text.split("\n") if line]
     assert [row["id"] for row in rows] == [first.case_id, second.case_id]
     assert [row["label"] for row in rows] == [
         "pass" if truth[first.case_id] else "fail", "pass" if truth[second.case_id] else "fail"]
@@ -121,7 +121,7 @@ def test_label_the_report_file_reload_download_import_and_calibrate(tmp_path, ca
     exported = tmp_path / "exported.jsonl"
     assert main(["labels", "export", str(run_dir), "-o", str(exported)]) == 0
     capsys.readouterr()
-    again = [json.loads(line) for line in exported.read_text().splitlines()]
+    again = [json.loads(line) for line in exported.read_text().split("\n") if line]
     for row in rows + again:
         row["metadata"].pop("run")
     assert again == rows
@@ -204,9 +204,10 @@ def test_import_checks_every_line_and_stores_nothing_from_a_bad_file(tmp_path, c
     run_dir = _store(tmp_path / "runs", sample_report())
     report = load_run(run_dir)
     cases = {c.eval_id: c for c in report.cases}
-    item = next(i for i in review_queue(report) if cases[i.case_id].execution is not None
-                and cases[i.case_id].case.input)
+    # The hostile case: its output holds markup and a raw U+2028, which is no line end.
+    item = next(i for i in review_queue(report) if i.case_id == "hostile")
     case = cases[item.case_id]
+    assert "\u2028" in case.execution.actual_response
     good = {"id": item.case_id, "input": case.case.input,
             "output": case.execution.actual_response, "label": "fail",
             "metadata": {"case_id": item.case_id, "criterion": item.criterion,
@@ -230,7 +231,7 @@ def test_import_checks_every_line_and_stores_nothing_from_a_bad_file(tmp_path, c
          "disagrees", "label"),
     ]
     for number, (line, words, field) in enumerate(bad, start=1):
-        path = _labels_file(tmp_path, [good, line])
+        path = _labels_file(tmp_path, [json.dumps(good, ensure_ascii=False), line])
         assert main(["labels", "import", str(run_dir), str(path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         # One line per bad line, naming the file, the line and the field; then nothing stored.
@@ -248,10 +249,42 @@ def test_import_checks_every_line_and_stores_nothing_from_a_bad_file(tmp_path, c
     assert f"{path}:1: " in err and f"{path}:3: " in err and "2 bad line(s)" in err
     # A hand-written row (no verdict in metadata) is the person's own verdict, named by
     # --labeller, at the time of the import.
-    path = _labels_file(tmp_path, [good])
+    path = _labels_file(tmp_path, [json.dumps(good, ensure_ascii=False)])
     assert main(["labels", "import", str(run_dir), str(path), "--labeller", "bo"]) == 0
     [label] = LabelStore(run_dir).all()
     assert (label.human, label.verdict, label.labeller, label.judge_passed) == (
         "fail", None, "bo", item.passed)
     assert main(["labels", "import", str(run_dir), str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl: file not found" in capsys.readouterr().err
+
+
+def test_a_large_report_labels_from_its_packed_rows(tmp_path):
+    """Past COMPRESS_CASES_OVER cases the panel's rows ship gzip-packed like the case details;
+    the page unpacks them to show a result and to build the download, text exact."""
+    from test_report_views import _large_report
+
+    report = _large_report(250, hostile_at=0)
+    page_file = tmp_path / "report.html"
+    html = render_html(report)
+    assert "zebra0x" not in html.split('id="label-rows"', 1)[1]  # packed, not plain
+    page_file.write_text(html, encoding="utf-8")
+    with Browser(tmp_path) as page:
+        page.goto(page_file.as_uri())
+        _open_panel(page)
+        page.wait_for("document.querySelector('#item-0 .fields').textContent.includes('zebra0x')")
+        page.press("p")
+        page.wait_for("document.getElementById('download-labels').dataset.rows === '1'")
+        href = page.evaluate("document.getElementById('download-labels').href")
+    [row] = [json.loads(line) for line in urllib.parse.unquote(href.split(",", 1)[1]).split("\n")
+                              if line]
+    case = report.cases[0]
+    assert (row["id"], row["label"]) == ("c0", "pass")
+    assert row["output"] == case.execution.actual_response  # the hostile payload, exact
+    assert row["input"] == case.case.input and row["expected_output"] == case.case.expected_output
+
+
+def test_the_viewer_run_page_links_to_its_labelling_page_instead_of_a_panel(tmp_path):
+    report = sample_report()
+    served = render_html(report, index_href="/", run_key="r", label_href="/run/r/label")
+    assert 'id="label-panel"' not in served and 'href="/run/r/label"' in served
+    assert 'id="label-panel"' in render_html(report)
