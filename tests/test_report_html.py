@@ -44,7 +44,7 @@ def test_html_is_one_file_with_no_external_resources() -> None:
     # One script runs; any other <script> is data it reads (the labelling panel's rows).
     assert page.count("<script>") == 1 and page.count("<style") == 1
     assert re.findall(r"<script[^>]*>", page) == ["<script type=\"application/json\" "
-                                                    "id=\"label-rows\">", "<script>"]
+                                                    "id=\"label-data\">", "<script>"]
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
     assert csp is not None
     policy = csp.group(1)

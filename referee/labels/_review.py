@@ -36,28 +36,34 @@ def describe(label: Label | None) -> tuple[str, str]:
 
 
 def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
-                cases: list[CaseResult] | None = None) -> list[dict[str, Any]]:
-    """The queue as the labelling pages show it (``cases``: only these of the report's)."""
+                cases: list[CaseResult] | None = None,
+                with_fields: bool = True) -> list[dict[str, Any]]:
+    """The queue as the labelling pages' script (labels.js) builds it: one entry per result,
+    with its current label; ``cases``: only these of the report's; ``with_fields``: the case's
+    input, context, expected output and output, as (name, value) pairs."""
     by_id = {case.eval_id: case for case in (report.cases if cases is None else cases)}
     items = []
     for item in review_queue(report, by_id.values()):
+        entry: dict[str, Any] = {
+            "case_id": item.case_id, "case_index": item.case_index, "case_name": item.case_name,
+            "criterion": item.criterion, "score": item.score, "threshold": item.threshold,
+            "passed": item.passed, "why": item.why}
+        for key in ("error", "unknown", "reason"):
+            if getattr(item, key):
+                entry[key] = getattr(item, key)
+        if with_fields:
+            result = by_id[item.case_id]
+            case = result.case
+            output = result.execution.actual_response if result.execution is not None else None
+            fields = [] if case is None else [("input", case.input), ("context", case.context),
+                                              ("expected output", case.expected_output)]
+            entry["fields"] = [*fields, ("output", output)]
         label = labels.get((item.case_id, item.criterion))
-        code, words = describe(label)
-        result = by_id[item.case_id]
-        case = result.case
-        output = result.execution.actual_response if result.execution is not None else None
-        fields = [] if case is None else [("input", case.input), ("context", case.context),
-                                          ("expected output", case.expected_output)]
-        fields.append(("output", output))
-        items.append({"case_id": item.case_id, "case_index": item.case_index,
-                      "case_name": item.case_name,
-                      "criterion": item.criterion, "score": item.score,
-                      "threshold": item.threshold, "passed": item.passed, "error": item.error,
-                      "unknown": item.unknown, "why": item.why, "reason": item.reason,
-                      "fields": fields, "label": code, "label_text": words,
-                      "comment": label.comment if label is not None else "",
-                      "verdict": (label.verdict if label is not None else None) or "",
-                      "human": (label.human if label is not None else None) or ""})
+        if label is not None:
+            code, words = describe(label)
+            entry.update(label=code, label_text=words, comment=label.comment,
+                         verdict=label.verdict or "", human=label.human or "")
+        items.append(entry)
     return items
 
 
@@ -65,18 +71,15 @@ def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, A
     """What the self-contained report's labelling panel needs: the queue of ``cases`` (the
     page shows each case once, in its own details), and per case the fields of a labels row
     (labels/_export.case_fields), from which the page builds its "Download labels" file."""
-    items = queue_items(report, {}, cases=cases)
     rows = {}
     for case in cases:
         fields = case_fields(case)
         if fields is not None:
             rows[case.eval_id] = fields
-    for item in items:
-        item["fields"] = []  # the page shows them from ``rows``, once per case
-        item["exportable"] = item["case_id"] in rows
     run_dir = report.metadata.get("run_dir")
     return {"run_id": report.run_id, "scoring": version_number(report.metadata),
-            "run": str(run_dir) if run_dir else "", "queue": items, "rows": rows}
+            "run": str(run_dir) if run_dir else "",
+            "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows}
 
 
 class RefusedLabel(ValueError):

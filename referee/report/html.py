@@ -648,10 +648,9 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
         from referee.labels._review import report_labelling
 
         labelling = report_labelling(report, shown)
-        rows = json.dumps(labelling["rows"], ensure_ascii=False)
-        # As the case details: packed when they are, else JSON with "<" escaped (no output
-        # can close the <script> that holds it).
-        labelling["rows"] = _packed(rows) if chunks else rows.replace("<", "\\u003c")
+        # Packed as the case details are: the queue names every judged result of the run.
+        labelling["data"] = _page_data({"queue": labelling["queue"], "rows": labelling["rows"]},
+                                       packed=bool(chunks))
         labelling["packed"] = bool(chunks)
     return _page(
         "report.html.j2", script=_asset("report.js") + "\n" + _asset("labels.js"), r=summary,
@@ -677,6 +676,13 @@ def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
     return chunks
 
 
+def _page_data(data: Any, *, packed: bool = False) -> str:
+    """``data`` as the text of a <script type="application/json">: "<" escaped, so that no
+    value can close the element; or gzip-packed (base64 has no "<")."""
+    text = json.dumps(data, ensure_ascii=False)
+    return _packed(text) if packed else text.replace("<", "\\u003c")
+
+
 def _packed(text: str) -> str:
     """``text`` gzip-compressed and base64-encoded, as the page inflates it."""
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
@@ -684,14 +690,14 @@ def _packed(text: str) -> str:
 
 def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: str,
                           post_href: str, run_href: str, items: list[dict[str, Any]]) -> str:
-    """The viewer's labelling page: the review queue, one section per criterion result, with
-    the per-session token its script sends back with every label."""
+    """The viewer's labelling page: the review queue (labels.js builds a section per
+    criterion result), with the per-session token its script sends back with every label."""
     for item in items:
         item["fields"] = [(name, clipped.text) for name, value in item.get("fields", [])
                           if (clipped := _clip(value)) is not None]
     return _page("labels.html.j2", script=_asset("labels.js"), connect=True, run_name=run_name,
                  scoring=scoring, labeller=labeller, token=token, post_href=post_href,
-                 run_href=run_href, items=items,
+                 run_href=run_href, count=len(items), data=_page_data({"queue": items}),
                  labelled=sum(1 for item in items if item.get("label")))
 
 

@@ -34,7 +34,7 @@ ORDER = ("Array.from(document.querySelectorAll('#labelling section.item'))"
 
 def _open_panel(page) -> None:
     page.evaluate("document.querySelector('#label-panel > summary').click()")
-    page.wait_for("document.getElementById('label-panel').open")
+    page.wait_for("document.body.dataset.labelling === 'ready'")  # built when first opened
 
 
 def _downloaded(page, folder: Path) -> str:
@@ -58,13 +58,14 @@ def test_label_the_report_file_reload_download_import_and_calibrate(tmp_path, ca
     truth = {case.eval_id: case.metadata["right"] for case in _cases()}
     with Browser(tmp_path) as page:
         page.goto(report_file.as_uri())
+        assert page.evaluate("document.getElementById('label-storage-off').hidden") is True
+        # Closed, the panel leaves the report's keys alone (its queue is not even built).
+        page.press("y")
+        assert page.evaluate(ORDER) == []
+        _open_panel(page)
         # The report's own queue is the viewer's: the same results in the same order.
         assert page.evaluate(ORDER) == [f"{i.case_id}|{i.criterion}" for i in queue]
-        assert page.evaluate("document.getElementById('label-storage-off').hidden") is True
-        # Closed, the panel leaves the report's keys alone.
-        page.press("y")
         assert page.evaluate("document.querySelector('#item-0').dataset.label") == ""
-        _open_panel(page)
         page.evaluate("document.getElementById('labeller').focus()")
         page.type_text("ana")
         page.evaluate("document.getElementById('labeller').blur()")
@@ -141,9 +142,9 @@ def test_the_report_panel_runs_none_of_the_outputs_and_matches_the_viewer_queue(
     page_file.write_text(render_html(report), encoding="utf-8")
     with Browser(tmp_path) as page:
         page.goto(page_file.as_uri())
+        _open_panel(page)
         assert page.evaluate(ORDER) == [f"{i.case_id}|{i.criterion}" for i in
                                         review_queue(report)]
-        _open_panel(page)
         for _ in range(len(review_queue(report))):  # every result's fields shown once
             page.press("j")
         assert "pwned" not in page.evaluate("document.title")
@@ -266,7 +267,7 @@ def test_a_large_report_labels_from_its_packed_rows(tmp_path):
     report = _large_report(250, hostile_at=0)
     page_file = tmp_path / "report.html"
     html = render_html(report)
-    assert "zebra0x" not in html.split('id="label-rows"', 1)[1]  # packed, not plain
+    assert "zebra0x" not in html.split('id="label-data"', 1)[1]  # packed, not plain
     page_file.write_text(html, encoding="utf-8")
     with Browser(tmp_path) as page:
         page.goto(page_file.as_uri())

@@ -3,25 +3,106 @@
   // Labelling verdicts by keyboard, on two pages: the viewer's labelling page, which stores each
   // label through the viewer (data-post, with its per-session token), and the self-contained
   // report's panel (data-store="local"), which keeps labels in the browser's local storage under
-  // the run id and downloads them as the rows `referee labels export` writes.
+  // the run id and downloads them as the rows `referee labels export` writes. Both pages carry
+  // the queue (labels/_review.queue_items, in review order) as JSON; this script builds its
+  // sections, text only.
   var root = document.getElementById("labelling");
   if (!root) { return; }
   document.body.setAttribute("data-js", "on");
   var local = root.getAttribute("data-store") === "local";
-  var panel = document.getElementById("label-panel");
-  var items = Array.prototype.slice.call(root.querySelectorAll("section.item"));
+  var panel = document.getElementById("label-panel");  // the report's; the viewer's page is all labelling
   var status = document.getElementById("label-status");
   var count = document.getElementById("labelled-count");
+  var items = [];
   var current = 0;
+  var loading = null;   // Promise of the page's queue, read once
+  var rows = {};        // case id -> the case part of a labels row (labels/_export.case_fields)
+
+  function loadQueue() {
+    if (!loading) {
+      var block = document.getElementById("label-data");
+      var text = block.hasAttribute("data-packed") ? window.refereeUnpack(block.textContent)
+        : Promise.resolve(block.textContent);
+      loading = text.then(function (json) { return JSON.parse(json); });
+    }
+    return loading;
+  }
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
 
   function fieldText(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
+
+  // One queue entry as a section (the attributes the rest of the script and the tests read).
+  function build(it, i) {
+    var section = el("section", "item");
+    section.id = "item-" + i;
+    var data = {i: String(i), "case": it.case_id, criterion: it.criterion,
+                "judge-passed": it.passed ? "true" : "false", "judge-score": String(it.score),
+                label: it.label || "", verdict: it.verdict || "", human: it.human || ""};
+    Object.keys(data).forEach(function (key) { section.setAttribute("data-" + key, data[key]); });
+    var head = el("h2", "", (i + 1) + ". ");
+    if (root.getAttribute("data-case-links")) {
+      var link = el("a", "", it.case_name);
+      link.href = "#case-" + it.case_index;
+      head.appendChild(link);
+    } else {
+      head.appendChild(document.createTextNode(it.case_name));
+    }
+    head.appendChild(document.createTextNode(" — " + it.criterion + " "));
+    head.appendChild(el("span", "why muted", "(" + it.why + ")"));
+    section.appendChild(head);
+    var meta = el("div", "meta");
+    var verdict = el("span", "", "judge: ");
+    verdict.appendChild(el("b", "", it.passed ? "pass" : "fail"));
+    meta.appendChild(verdict);
+    meta.appendChild(el("span", "", "score " + it.score.toFixed(3) + " (threshold " + it.threshold.toFixed(3) + ")"));
+    if (it.unknown) { meta.appendChild(el("span", "", it.unknown + " UNKNOWN")); }
+    if (it.error) { meta.appendChild(el("span", "", "error: " + it.error)); }
+    section.appendChild(meta);
+    if (it.reason) { section.appendChild(el("p", "reason", it.reason)); }
+    var fields = el("div", "fields");
+    (it.fields || []).forEach(function (pair) { addField(fields, pair[0], pair[1]); });
+    section.appendChild(fields);
+    var line = el("p", "", "label: ");
+    line.appendChild(el("span", "label-text", it.label_text || "none yet"));
+    section.appendChild(line);
+    var comment = el("textarea", "comment");
+    comment.rows = 2;
+    comment.cols = 80;
+    comment.setAttribute("aria-label", "comment");
+    comment.value = it.comment || "";
+    section.appendChild(comment);
+    return section;
+  }
+
+  function addField(box, name, value) {
+    if (value === null || value === undefined) { return; }
+    var field = el("div", "field");
+    field.appendChild(el("b", "", name));
+    field.appendChild(el("pre", "", fieldText(value)));
+    box.appendChild(field);
+  }
+
+  // The report shows a result's case from its row, when the result is first shown.
+  function fill(item) {
+    var box = item.querySelector(".fields");
+    var fields = rows[item.getAttribute("data-case")];
+    if (!local || box.childElementCount || !fields) { return; }
+    [["input", "input"], ["context", "context"], ["expected output", "expected_output"], ["output", "output"]].forEach(function (pair) {
+      addField(box, pair[0], fields[pair[1]]);
+    });
+  }
 
   // The report's store ------------------------------------------------------------------------
   var runId = root.getAttribute("data-run-id");
   var storeKey = "referee-labels:" + runId;
   var storage = null;
   var saved = {};       // "case id\ncriterion" -> label, as labels.jsonl keeps one (labels/_store.py)
-  var rows = {};        // case id -> the case part of a labels row (labels/_export.case_fields)
   var labellerInput = document.getElementById("labeller");
   var download = document.getElementById("download-labels");
   if (local) {
@@ -34,16 +115,6 @@
     } catch (error) {  // file:// pages in some browsers, sandboxed frames, storage turned off
       storage = null;
       document.getElementById("label-storage-off").hidden = false;
-    }
-    var packed = document.getElementById("label-rows");
-    if (packed.hasAttribute("data-packed")) {  // a large report's rows, gzip like its case details
-      window.refereeUnpack(packed.textContent).then(function (text) {
-        rows = JSON.parse(text);
-        refreshDownload();
-        show(current);
-      });
-    } else {
-      rows = JSON.parse(packed.textContent);
     }
     labellerInput.addEventListener("change", function () {
       if (storage) { try { storage.setItem("referee-labeller", labellerInput.value.trim()); } catch (e) { /* kept in memory */ } }
@@ -78,7 +149,7 @@
     }
   }
 
-  // The rows of `referee labels export`, from the labels made here.
+  // The rows of `referee labels export` (labels/_export.py), from the labels made here.
   function exportText() {
     var labels = items.map(function (item) { return saved[keyOf(item)]; }).filter(function (label) {
       return label && humanPassed(label) !== null && rows[label.case_id];
@@ -106,7 +177,6 @@
   }
 
   function refreshDownload() {
-    if (!download) { return ""; }
     var text = exportText();
     download.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(text);
     download.setAttribute("data-rows", String(text ? text.split("\n").length - 1 : 0));
@@ -141,7 +211,7 @@
     });
   }
 
-  // The page ---------------------------------------------------------------------------------
+  // The queue ----------------------------------------------------------------------------------
   function showLabel(item, answer) {
     item.setAttribute("data-label", answer.summary);
     item.setAttribute("data-verdict", answer.verdict || "");
@@ -149,30 +219,12 @@
     item.querySelector(".label-text").textContent = answer.text;
   }
 
-  function fill(item) {
-    var box = item.querySelector(".fields");
-    var fields = rows[item.getAttribute("data-case")];
-    if (!local || !box || box.childElementCount || !fields) { return; }
-    [["input", "input"], ["context", "context"], ["expected output", "expected_output"], ["output", "output"]].forEach(function (pair) {
-      if (!(pair[1] in fields) || fields[pair[1]] === null) { return; }
-      var field = document.createElement("div");
-      field.className = "field";
-      var name = document.createElement("b");
-      name.textContent = pair[0];
-      var pre = document.createElement("pre");
-      pre.textContent = fieldText(fields[pair[1]]);
-      field.appendChild(name);
-      field.appendChild(pre);
-      box.appendChild(field);
-    });
-  }
-
   function show(n) {
     if (!items.length) { return; }
     current = Math.max(0, Math.min(items.length - 1, n));
     items.forEach(function (item, k) { item.classList.toggle("current", k === current); });
     fill(items[current]);
-    if (!panel || panel.open) { items[current].scrollIntoView({block: "nearest"}); }
+    items[current].scrollIntoView({block: "nearest"});
     document.body.setAttribute("data-current", String(current));
   }
 
@@ -204,25 +256,52 @@
     });
   }
 
-  if (local) {
-    items.forEach(function (item) {
-      var label = saved[keyOf(item)];
-      if (!label) { return; }
-      showLabel(item, describe(label));
-      item.querySelector("textarea.comment").value = label.comment || "";
+  function start(data) {
+    if (items.length || !data.queue.length) { return; }
+    rows = data.rows || {};
+    var sections = document.createDocumentFragment();
+    items = data.queue.map(function (it, i) {
+      var item = build(it, i);
+      item.addEventListener("click", function () { show(i); });
+      sections.appendChild(item);
+      return item;
     });
-    refreshDownload();
+    root.appendChild(sections);
+    if (local) {
+      items.forEach(function (item) {
+        var label = saved[keyOf(item)];
+        if (!label) { return; }
+        showLabel(item, describe(label));
+        item.querySelector("textarea.comment").value = label.comment || "";
+      });
+      refreshDownload();
+    }
+    // Start at the first result nobody has labelled yet.
+    current = 0;
+    for (var i = 0; i < items.length; i += 1) {
+      if (!items[i].getAttribute("data-label")) { current = i; break; }
+    }
+    counted();
+    show(current);
+    document.body.setAttribute("data-labelling", "ready");
+  }
+
+  if (panel) {  // the report builds its queue when the panel is first opened
+    panel.addEventListener("toggle", function () {
+      if (panel.open) { loadQueue().then(start).then(function () { show(current); }); }
+    });
     download.addEventListener("click", function (event) {
-      if (!refreshDownload()) {
+      if (!items.length || !refreshDownload()) {
         event.preventDefault();
         status.textContent = "no pass/fail labels to download yet";
       }
     });
-    panel.addEventListener("toggle", function () { if (panel.open) { show(current); } });
+  } else {
+    loadQueue().then(start);
   }
 
   document.addEventListener("keydown", function (event) {
-    if (panel && !panel.open) { return; }  // the report's keys are its own until labelling opens
+    if (!items.length || (panel && !panel.open)) { return; }  // the report's page keys stay its own
     var target = event.target;
     var inComment = target && target.classList && target.classList.contains("comment");
     if (inComment) {
@@ -249,13 +328,4 @@
     } else { return; }
     event.preventDefault();
   });
-  items.forEach(function (item, k) {
-    item.addEventListener("click", function () { show(k); });
-  });
-  // Start at the first result nobody has labelled yet.
-  for (var i = 0; i < items.length; i += 1) {
-    if (!items[i].getAttribute("data-label")) { current = i; break; }
-  }
-  counted();
-  show(current);
 }());
