@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -91,9 +90,7 @@ def test_label_the_report_file_reload_download_import_and_calibrate(tmp_path, ca
         assert page.evaluate("document.body.dataset.current") == "2"
         assert page.evaluate("document.getElementById('labeller').value") == "ana"
         text = _downloaded(page, tmp_path / "downloads")
-        href = page.evaluate("document.getElementById('download-labels').href")
-    # The file the browser saved is the link's data, and calibrate reads it as it is.
-    assert urllib.parse.unquote(href.split(",", 1)[1]) == text
+    # The file the browser saved, which calibrate reads as it is.
     rows = [json.loads(line) for line in text.split("\n") if line]
     assert [row["id"] for row in rows] == [first.case_id, second.case_id]
     assert [row["label"] for row in rows] == [
@@ -275,9 +272,8 @@ def test_a_large_report_labels_from_its_packed_rows(tmp_path):
         page.wait_for("document.querySelector('#item-0 .fields').textContent.includes('zebra0x')")
         page.press("p")
         page.wait_for("document.getElementById('download-labels').dataset.rows === '1'")
-        href = page.evaluate("document.getElementById('download-labels').href")
-    [row] = [json.loads(line) for line in urllib.parse.unquote(href.split(",", 1)[1]).split("\n")
-                              if line]
+        text = _downloaded(page, tmp_path / "downloads")
+    [row] = [json.loads(line) for line in text.split("\n") if line]
     case = report.cases[0]
     assert (row["id"], row["label"]) == ("c0", "pass")
     assert row["output"] == case.execution.actual_response  # the hostile payload, exact
@@ -289,3 +285,29 @@ def test_the_viewer_run_page_links_to_its_labelling_page_instead_of_a_panel(tmp_
     served = render_html(report, index_href="/", run_key="r", label_href="/run/r/label")
     assert 'id="label-panel"' not in served and 'href="/run/r/label"' in served
     assert 'id="label-panel"' in render_html(report)
+
+
+def test_a_large_download_is_saved_whole(tmp_path):
+    """1,200 labelled rows of 2,000-character outputs (labels kept from an earlier visit)."""
+    from test_report_views import _large_report
+
+    report = _large_report(1200)
+    for case in report.cases:
+        case.execution.actual_response += " " + "x" * 2000
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(report), encoding="utf-8")
+    labels = {f"c{i}\ncontains": {"case_id": f"c{i}", "criterion": "contains", "scoring": 1,
+                                   "verdict": "right", "human": None, "comment": "",
+                                   "judge_passed": True, "judge_score": 1.0, "labeller": "ana",
+                                   "at": 1.0} for i in range(1200)}
+    with Browser(tmp_path) as page:
+        page.goto(page_file.as_uri())
+        page.evaluate(f"localStorage.setItem('referee-labels:{report.run_id}', "
+                      f"{json.dumps(json.dumps(labels))})")
+        page.reload()
+        _open_panel(page)
+        assert page.evaluate("document.getElementById('download-labels').dataset.rows") == "1200"
+        text = _downloaded(page, tmp_path / "downloads")
+    assert len(text) > 2 * 1024 * 1024
+    rows = [json.loads(line) for line in text.split("\n") if line]
+    assert len(rows) == 1200 and rows[-1]["output"] == report.cases[-1].execution.actual_response

@@ -176,9 +176,11 @@
     }).join("");
   }
 
+  // A blob URL: megabytes of rows are not copied into a URL-encoded href at every label.
   function refreshDownload() {
     var text = exportText();
-    download.href = "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(text);
+    if (download.href.indexOf("blob:") === 0) { URL.revokeObjectURL(download.href); }
+    download.href = URL.createObjectURL(new Blob([text], {type: "application/x-ndjson"}));
     download.setAttribute("data-rows", String(text ? text.split("\n").length - 1 : 0));
     return text;
   }
