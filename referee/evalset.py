@@ -144,15 +144,7 @@ class EvalSet(StrictModel):
         path = Path(path)
         source = str(path)
         kind = _kind(path)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise InputError("file not found", source=source) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             source=source) from None
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", source=source) from None
+        text = read_text(path)
         default_id = path.name.split(".")[0]
         try:
             if kind == "jsonl":
@@ -406,6 +398,20 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
                          "would be lost", source=source, line=line) from None
     except (ValueError, RecursionError) as exc:
         raise beyond_python_limits(exc, source=source, text=text, line=line) from None
+
+
+def read_text(path: Path) -> str:
+    """A user's file as text (a byte order mark dropped: spreadsheets save one), or an
+    InputError naming the file."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         source=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
 
 
 def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
 from referee.errors import InputError, beyond_python_limits
-from referee.evalset import jsonl_lines, parse_json, parse_yaml
+from referee.evalset import jsonl_lines, parse_json, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 DEFAULT_CUTOFF = 0.5
@@ -129,18 +129,6 @@ def load_labels(path: str | Path, *, cutoff: float | None = None) -> list[Labell
         raise InputError("no labelled rows", source=str(source),
                          expected="at least one row with an output and a label")
     return rows
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # spreadsheets save CSV with a BOM
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
 
 
 def _jsonl_rows(text: str, source: str) -> list[tuple[Any, int]]:

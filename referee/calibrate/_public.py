@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.calibrate._labels import LabelledCase, read_text
+from referee.calibrate._labels import LabelledCase
 from referee.errors import InputError, beyond_python_limits
-from referee.evalset import jsonl_lines
+from referee.evalset import jsonl_lines, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 SUMMARISE = "Summarise the document."

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.errors import InputError
-from referee.evalset import jsonl_lines, parse_json
+from referee.evalset import jsonl_lines, parse_json, read_text
 from referee.labels._export import case_fields, run_root
 from referee.labels._store import Label, LabelStore, now
 from referee.report.model import EvalReport
@@ -56,7 +56,7 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
     fallback_labeller = labeller or default_labeller()
     labels: list[Label] = []
     problems: list[InputError] = []
-    for number, line in jsonl_lines(_read(source)):
+    for number, line in jsonl_lines(read_text(source)):
         try:
             row = parse_json(line, str(source), number)
             labels.append(_label_from_row(row, report, scoring=scoring,
@@ -80,18 +80,6 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
         stored.append(label)
         added += 1
     return Imported(added=added, already=len(labels) - added)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         source=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=str(path)) from None
 
 
 class _BadField(Exception):

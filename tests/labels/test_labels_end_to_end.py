@@ -137,37 +137,12 @@ def test_calibrate_from_run_without_labels_is_a_one_line_error(tmp_path, capsys,
 def test_labels_made_on_a_killed_run_survive_its_resume(tmp_path, capsys):
     """A person labels the finished cases of a run that was killed mid-way; resuming it writes
     the rest of the run and leaves the labels as they were, still on the same outputs."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from test_run_store import CHILD, _wait_for_lines
+    from test_run_store import killed_run
 
     from referee import EvalCase, EvalSuite
     from referee.evaluators.deterministic import Contains
 
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, str(script), str(runs)], stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not runs.is_dir() or not any(runs.iterdir()):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
-        run_dir = next(runs.iterdir())
-        _wait_for_lines(run_dir / "cases.jsonl", 3, proc)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
-        proc.stderr.close()
-
+    run_dir = killed_run(tmp_path)
     interrupted = load_run(run_dir)
     assert interrupted.metadata["interrupted"] is True
     labelled = interrupted.cases[:2]
