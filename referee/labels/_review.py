@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from referee.labels._export import case_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
+from referee.redact import redact_secrets
 from referee.report.model import CaseResult, EvalReport
 from referee.report.versions import version_number
 
@@ -74,8 +75,8 @@ def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, A
     rows = {}
     for case in cases:
         fields = case_fields(case)
-        if fields is not None:
-            rows[case.eval_id] = fields
+        if fields is not None:  # the page is a report: no key reaches it, even in an output
+            rows[case.eval_id] = redact_secrets(fields)
     run_dir = report.metadata.get("run_dir")
     return {"run_id": report.run_id, "scoring": version_number(report.metadata),
             "run": str(run_dir) if run_dir else "",

@@ -311,3 +311,24 @@ def test_a_large_download_is_saved_whole(tmp_path):
     assert len(text) > 2 * 1024 * 1024
     rows = [json.loads(line) for line in text.split("\n") if line]
     assert len(rows) == 1200 and rows[-1]["output"] == report.cases[-1].execution.actual_response
+
+
+def test_a_key_in_an_output_is_masked_in_the_report_and_its_label_still_imports(
+        tmp_path, monkeypatch, capsys):
+    key = "gwkey-CANARY-3b5d7f9a1c2e4f6a8b0d2f4a6c8e0b2d4f"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    report = sample_report()
+    refund = next(c for c in report.cases if c.eval_id == "refund")
+    refund.execution.actual_response += f" (sent with {key})"
+    run_dir = _store(tmp_path / "runs", report)
+    page = render_html(load_run(run_dir))
+    data = page.split('id="label-data">', 1)[1].split("</script>", 1)[0]
+    assert key[:12] not in data  # the labelling data carries no key, nor a piece of one
+    rows = json.loads(data)["rows"]
+    assert key not in rows["refund"]["output"] and "(sent with " in rows["refund"]["output"]
+    # The row as the page downloads it (masked output) still fits the run.
+    path = _labels_file(tmp_path, [{"input": rows["refund"]["input"],
+                                    "output": rows["refund"]["output"], "label": "pass",
+                                    "metadata": {"case_id": "refund", "criterion": "contains"}}])
+    assert main(["labels", "import", str(run_dir), str(path)]) == 0, capsys.readouterr().err
+    assert len(LabelStore(run_dir).all()) == 1
