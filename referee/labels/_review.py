@@ -4,6 +4,7 @@ current label, and a posted label checked against the run before it is stored.""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,8 +48,8 @@ def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
     for item in review_queue(report, by_id.values()):
         entry: dict[str, Any] = {
             "case_id": item.case_id, "case_index": item.case_index, "case_name": item.case_name,
-            "criterion": item.criterion, "score": item.score, "threshold": item.threshold,
-            "passed": item.passed, "why": item.why}
+            "criterion": item.criterion, "score": _number(item.score),
+            "threshold": _number(item.threshold), "passed": item.passed, "why": item.why}
         for key in ("error", "unknown", "reason"):
             if getattr(item, key):
                 entry[key] = getattr(item, key)
@@ -66,6 +67,11 @@ def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
                          verdict=label.verdict or "", human=label.human or "")
         items.append(entry)
     return items
+
+
+def _number(value: float) -> float | None:
+    """A score as the page's JSON can hold it (a criterion's NaN would make it unreadable)."""
+    return value if math.isfinite(value) else None
 
 
 def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, Any]:

@@ -332,3 +332,26 @@ def test_a_key_in_an_output_is_masked_in_the_report_and_its_label_still_imports(
                                     "metadata": {"case_id": "refund", "criterion": "contains"}}])
     assert main(["labels", "import", str(run_dir), str(path)]) == 0, capsys.readouterr().err
     assert len(LabelStore(run_dir).all()) == 1
+
+
+def test_a_score_json_cannot_hold_leaves_the_page_data_readable(tmp_path):
+    """A criterion that scored NaN: the page's JSON stays strict JSON, which browsers parse."""
+    from referee.report.model import CaseResult, CaseStatus, EvalReport
+    from referee.result import CriterionResult
+
+    def strict(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    odd = CriterionResult(criterion="mine", score=float("nan"), passed=False, threshold=0.5)
+    report = EvalReport(cases=[CaseResult(eval_id="a", status=CaseStatus.FAILED,
+                                          criterion_results=[odd])])
+    page = render_html(report)
+    data = json.loads(page.split('id="label-data">', 1)[1].split("</script>", 1)[0],
+                      parse_constant=strict)
+    assert data["queue"][0]["score"] is None
+    page_file = tmp_path / "report.html"
+    page_file.write_text(page, encoding="utf-8")
+    with Browser(tmp_path) as browser:
+        browser.goto(page_file.as_uri())
+        _open_panel(browser)
+        assert "score none" in browser.evaluate("document.querySelector('#item-0').textContent")

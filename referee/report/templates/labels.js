@@ -35,6 +35,8 @@
     return node;
   }
 
+  function fixed(number) { return typeof number === "number" ? number.toFixed(3) : "none"; }
+
   function fieldText(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
 
   // One queue entry as a section (the attributes the rest of the script and the tests read).
@@ -60,7 +62,7 @@
     var verdict = el("span", "", "judge: ");
     verdict.appendChild(el("b", "", it.passed ? "pass" : "fail"));
     meta.appendChild(verdict);
-    meta.appendChild(el("span", "", "score " + it.score.toFixed(3) + " (threshold " + it.threshold.toFixed(3) + ")"));
+    meta.appendChild(el("span", "", "score " + fixed(it.score) + " (threshold " + fixed(it.threshold) + ")"));
     if (it.unknown) { meta.appendChild(el("span", "", it.unknown + " UNKNOWN")); }
     if (it.error) { meta.appendChild(el("span", "", "error: " + it.error)); }
     section.appendChild(meta);
@@ -190,7 +192,8 @@
                  scoring: Number(root.getAttribute("data-scoring")),
                  verdict: body.verdict || null, human: body.human || null, comment: body.comment || "",
                  judge_passed: item.getAttribute("data-judge-passed") === "true",
-                 judge_score: Number(item.getAttribute("data-judge-score")),
+                 judge_score: item.getAttribute("data-judge-score") === "null" ? null
+                   : Number(item.getAttribute("data-judge-score")),
                  labeller: labellerInput.value.trim(), at: Date.now() / 1000};
     saved[keyOf(item)] = label;
     keep();
