@@ -43,10 +43,10 @@ def _downloaded(page, folder: Path) -> str:
     name = page.evaluate("document.getElementById('download-labels').getAttribute('download')")
     target = folder / name
     deadline = time.monotonic() + 20
-    while not (target.is_file() and target.stat().st_size):
+    # The browser writes a temporary file and gives it this name once the download is whole.
+    while not target.is_file():
         assert time.monotonic() < deadline, "the browser saved no labels file"
         time.sleep(0.05)
-    time.sleep(0.2)  # the browser renames the file into place once written
     return target.read_text(encoding="utf-8")
 
 
