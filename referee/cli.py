@@ -569,6 +569,22 @@ def cmd_labels_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_labels_import(args: argparse.Namespace) -> int:
+    from referee.labels._import import LabelImportError, import_labels
+
+    try:
+        imported = import_labels(args.run_dir, args.file, labeller=args.labeller)
+    except LabelImportError as exc:
+        for problem in exc.problems:  # every bad line, so one pass fixes them all
+            _say(f"referee: error: {problem}", sys.stderr)
+        _say(f"referee: {len(exc.problems)} bad line(s) in {args.file}; nothing was imported",
+             sys.stderr)
+        return EXIT_INPUT
+    _say(f"{imported.added} label(s) added to {args.run_dir}/labels.jsonl"
+         + (f"; {imported.already} already there" if imported.already else ""), sys.stderr)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.compare import compare_reports
     from referee.store import load_run
@@ -838,6 +854,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--criterion", metavar="NAME",
                         help="only the labels on this criterion (ids are then the case ids)")
     export.set_defaults(func=cmd_labels_export)
+    imports = labels_sub.add_parser(
+        "import", help="add labels from a file (a report's \"Download labels\") to a run",
+        description="Append the labels of FILE (the self-contained report's \"Download "
+                    "labels\", or `referee labels export` output) to RUN_DIR/labels.jsonl. "
+                    "Every line is checked against the run first; with a bad line nothing "
+                    "is imported. Lines already stored are skipped.")
+    imports.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    imports.add_argument("file", metavar="FILE", help="the labels file (JSONL)")
+    imports.add_argument("--labeller", metavar="NAME",
+                         help="who made the labels whose line names nobody (default: the OS "
+                              "user)")
+    imports.set_defaults(func=cmd_labels_import)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)

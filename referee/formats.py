@@ -99,14 +99,19 @@ def parse_yaml(text: str, source: str) -> Any:
         raise beyond_python_limits(exc, source=source, text=text) from None
 
 
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a JSONL text, blank lines left out. Lines end at "\\n" only:
+    str.splitlines() would also cut at U+2028, U+0085 and the like, which JSON writers
+    (``ensure_ascii=False``, a browser's JSON.stringify) leave unescaped inside strings."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if line.strip():
+            yield number, line
+
+
 def jsonl_values(text: str, source: str) -> list[tuple[Any, int]]:
     """Each non-blank line's JSON value with its line number."""
-    values: list[tuple[Any, int]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        values.append((parse_json(line, source, number), number))
-    return values
+    return [(parse_json(line, source, number), number) for number, line in jsonl_lines(text)]
 
 
 def csv_rows(text: str, source: str,

@@ -76,6 +76,15 @@ def test_jsonl_skips_blank_lines_and_reports_line_of_bad_field(tmp_path):
     assert (info.value.line, info.value.field) == (7, "expected_output")
 
 
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+    """JSON writers leave U+2028, U+2029 and U+0085 raw inside strings; they are no line end."""
+    path = tmp_path / "cases.jsonl"
+    odd = "one\u2028two\u2029three\x85four\x0bfive"
+    path.write_text(json.dumps({"input": odd}, ensure_ascii=False) + "\r\n"
+                    + json.dumps({"input": "b"}) + "\n", encoding="utf-8")
+    assert [case.input for case in EvalSet.load(path).eval_cases] == [odd, "b"]
+
+
 def test_jsonl_invalid_json_names_line(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text('{"input": "a"}\n{"input": "b",}\n')

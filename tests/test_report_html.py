@@ -41,7 +41,10 @@ def test_html_is_one_file_with_no_external_resources() -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"""(src|href|action)\s*=\s*["']?(https?:)?//""", page, re.I)
     assert "@import" not in page and "url(" not in page
-    assert page.count("<script") == 1 and page.count("<style") == 1
+    # One script runs; any other <script> is data it reads (the labelling panel's rows).
+    assert page.count("<script>") == 1 and page.count("<style") == 1
+    assert re.findall(r"<script[^>]*>", page) == ["<script type=\"application/json\" "
+                                                    "id=\"label-data\">", "<script>"]
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
     assert csp is not None
     policy = csp.group(1)
@@ -132,7 +135,9 @@ def test_a_criterion_error_shows_once_and_unmarked() -> None:
     assert result.reason == "[judge unavailable: timed out after 3 attempt(s)]"  # multivon's mark
     case = CaseResult(eval_id="j", status=CaseStatus.JUDGE_ERROR, criterion_results=[result])
     page = render_html(EvalReport(cases=[case]))
-    assert page.count("timed out after 3 attempt(s)") == 1 and "judge unavailable:" not in page
+    # Once in the case (the labelling panel names it again beside the verdict to label).
+    case_part = page.split('<details class="case', 1)[1]
+    assert case_part.count("timed out after 3 attempt(s)") == 1 and "judge unavailable:" not in page
 
 
 def test_question_lists_of_other_shapes_render_as_rows() -> None:

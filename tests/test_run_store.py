@@ -50,7 +50,8 @@ def _wait_for_lines(path, n, proc, deadline_s=60.0):
     raise AssertionError("child never finished its first cases")
 
 
-def test_killed_run_keeps_finished_cases_and_resume_finishes_it(tmp_path):
+def killed_run(tmp_path):
+    """The directory of CHILD's run, killed (SIGKILL) after its first three cases."""
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     runs = tmp_path / "runs"
@@ -70,6 +71,12 @@ def test_killed_run_keeps_finished_cases_and_resume_finishes_it(tmp_path):
             proc.kill()
             proc.wait(30)
         proc.stderr.close()
+    return run_dir
+
+
+def test_killed_run_keeps_finished_cases_and_resume_finishes_it(tmp_path):
+    run_dir = killed_run(tmp_path)
+    runs = run_dir.parent
 
     # A kill in the middle of a write leaves a torn last line; it must not cost anything.
     with open(run_dir / "cases.jsonl", "a") as fh:

@@ -22,7 +22,7 @@ from typing import Any
 
 from referee.calibrate._labels import LabelledCase
 from referee.errors import InputError, beyond_python_limits
-from referee.formats import read_text
+from referee.formats import jsonl_lines, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 SUMMARISE = "Summarise the document."
@@ -130,9 +130,7 @@ def load_halueval(path: str | Path) -> list[LabelledCase]:
     """HaluEval qa/dialogue/summarization: each record gives a right row and a hallucinated one."""
     source = Path(path)
     rows = []
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(read_text(source)):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:

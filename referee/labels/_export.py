@@ -1,5 +1,8 @@
 """Labels as the rows ``referee calibrate`` reads (docs/calibration.md, "Labelled data"): the
 case's input, context and expected output, the output the run stored, and the person's verdict.
+
+The self-contained report builds the same rows in the browser from ``case_fields`` and
+``label_metadata``'s keys (labels.js), so a downloaded file and an export read alike.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.errors import InputError
-from referee.labels._store import LabelStore
+from referee.labels._store import Label, LabelStore
+from referee.record import CaseResult
 from referee.store import load_run
 
 
@@ -21,13 +25,44 @@ def run_root(run_dir: str | Path) -> Path:
     return path
 
 
-def export_rows(run_dir: str | Path, *, criterion: str | None = None) -> list[dict[str, Any]]:
-    """One labelled row per (case, criterion) whose latest label says pass or fail.
+def case_fields(result: CaseResult) -> dict[str, Any] | None:
+    """The row's case part: input, output, and context and expected output where the case has
+    them; None for a case without a text input (nothing a calibration could replay)."""
+    case = result.case
+    if case is None or case.input is None:
+        return None
+    output = result.execution.actual_response if result.execution is not None else ""
+    fields: dict[str, Any] = {"input": case.input, "output": output}
+    if case.context is not None:
+        fields["context"] = case.context
+    if case.expected_output is not None:
+        fields["expected_output"] = case.expected_output
+    return fields
 
-    A row's id is the case id; with labels on several criteria it is ``case id#criterion``, so
-    each row stays unique. Cases without a text input (nothing a calibration could replay)
-    are left out.
-    """
+
+def label_metadata(label: Label, *, run: str, run_id: str) -> dict[str, Any]:
+    """Where a row's label came from, with all that ``referee labels import`` needs to store
+    the same label again (the verdict as given, and the judge's verdict it was given on)."""
+    metadata: dict[str, Any] = {"run": run, "run_id": run_id, "case_id": label.case_id,
+                                "criterion": label.criterion, "scoring": label.scoring,
+                                "labeller": label.labeller, "at": label.at}
+    for key in ("verdict", "human", "judge_passed", "judge_score"):
+        value = getattr(label, key)
+        if value is not None:
+            metadata[key] = value
+    if label.comment:
+        metadata["comment"] = label.comment
+    return metadata
+
+
+def row_id(case_id: str, criterion: str, *, several_criteria: bool) -> str:
+    """A row's id: the case id, or ``case id#criterion`` when labels span several criteria
+    (each row stays unique)."""
+    return f"{case_id}#{criterion}" if several_criteria else case_id
+
+
+def export_rows(run_dir: str | Path, *, criterion: str | None = None) -> list[dict[str, Any]]:
+    """One labelled row per (case, criterion) whose latest label says pass or fail."""
     root = run_root(run_dir)
     labels = [label for label in LabelStore(root).latest().values()
               if label.human_passed is not None
@@ -40,24 +75,14 @@ def export_rows(run_dir: str | Path, *, criterion: str | None = None) -> list[di
     rows = []
     for label in labels:
         result = cases.get(label.case_id)
-        if result is None or result.case is None or result.case.input is None:
+        fields = case_fields(result) if result is not None else None
+        if fields is None:
             continue
-        case = result.case
-        output = result.execution.actual_response if result.execution is not None else ""
-        metadata: dict[str, Any] = {"run": str(root), "case_id": label.case_id,
-                                    "criterion": label.criterion, "scoring": label.scoring,
-                                    "labeller": label.labeller, "at": label.at}
-        if label.comment:
-            metadata["comment"] = label.comment
-        row: dict[str, Any] = {
-            "id": f"{label.case_id}#{label.criterion}" if several else label.case_id,
-            "input": case.input, "output": output,
-            "label": "pass" if label.human_passed else "fail", "metadata": metadata}
-        if case.context is not None:
-            row["context"] = case.context
-        if case.expected_output is not None:
-            row["expected_output"] = case.expected_output
-        rows.append(row)
+        rows.append({"id": row_id(label.case_id, label.criterion, several_criteria=several),
+                     "input": fields.pop("input"), "output": fields.pop("output"),
+                     "label": "pass" if label.human_passed else "fail",
+                     "metadata": label_metadata(label, run=str(root), run_id=report.run_id),
+                     **fields})
     return rows
 
 
@@ -69,4 +94,3 @@ def write_export(run_dir: str | Path, out: str | Path | None = None, *,
     if out is not None:
         Path(out).write_text(text, encoding="utf-8")
     return text, len(rows)
-

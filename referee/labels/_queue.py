@@ -7,9 +7,10 @@ then the rest in case order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from referee.record import CaseStatus, EvalReport
+from referee.record import CaseResult, CaseStatus, EvalReport
 
 NEAR_THRESHOLD = 0.15  # how far from its threshold a score still counts as a close call
 _JUDGE_TROUBLE = (CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR)
@@ -40,10 +41,12 @@ def _unknown_count(details: dict) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def review_queue(report: EvalReport) -> list[QueueItem]:
-    """Every criterion result that a person could label (skips have no verdict), in review order."""
+def review_queue(report: EvalReport, cases: Iterable[CaseResult] | None = None
+                 ) -> list[QueueItem]:
+    """Every criterion result that a person could label (skips have no verdict), in review
+    order; ``cases``: only these of the report's cases (a large report's page shows a sample)."""
     items: list[tuple[tuple[int, float, int, int], QueueItem]] = []
-    for case in report.cases:
+    for case in report.cases if cases is None else cases:
         for position, result in enumerate(case.criterion_results):
             if result.skipped:
                 continue

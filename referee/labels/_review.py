@@ -4,13 +4,17 @@ current label, and a posted label checked against the run before it is stored.""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import ValidationError
 
+from referee.labels._export import case_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
-from referee.record import EvalReport
+from referee.record import CaseResult, EvalReport
+from referee.redact import redact_secrets
+from referee.store import version_number
 
 POSTED_FIELDS = {"case_id", "criterion", "verdict", "human", "comment"}
 
@@ -33,27 +37,56 @@ def describe(label: Label | None) -> tuple[str, str]:
     return code, f"{words} ({label.labeller})"
 
 
-def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label]) -> list[dict[str, Any]]:
-    cases = {case.eval_id: case for case in report.cases}
+def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
+                cases: list[CaseResult] | None = None,
+                with_fields: bool = True) -> list[dict[str, Any]]:
+    """The queue as the labelling pages' script (labels.js) builds it: one entry per result,
+    with its current label; ``cases``: only these of the report's; ``with_fields``: the case's
+    input, context, expected output and output, as (name, value) pairs."""
+    by_id = {case.eval_id: case for case in (report.cases if cases is None else cases)}
     items = []
-    for item in review_queue(report):
+    for item in review_queue(report, by_id.values()):
+        entry: dict[str, Any] = {
+            "case_id": item.case_id, "case_index": item.case_index, "case_name": item.case_name,
+            "criterion": item.criterion, "score": _number(item.score),
+            "threshold": _number(item.threshold), "passed": item.passed, "why": item.why}
+        for key in ("error", "unknown", "reason"):
+            if getattr(item, key):
+                entry[key] = getattr(item, key)
+        if with_fields:
+            result = by_id[item.case_id]
+            case = result.case
+            output = result.execution.actual_response if result.execution is not None else None
+            fields = [] if case is None else [("input", case.input), ("context", case.context),
+                                              ("expected output", case.expected_output)]
+            entry["fields"] = [*fields, ("output", output)]
         label = labels.get((item.case_id, item.criterion))
-        code, words = describe(label)
-        result = cases[item.case_id]
-        case = result.case
-        output = result.execution.actual_response if result.execution is not None else None
-        fields = [] if case is None else [("input", case.input), ("context", case.context),
-                                          ("expected output", case.expected_output)]
-        fields.append(("output", output))
-        items.append({"case_id": item.case_id, "case_name": item.case_name,
-                      "criterion": item.criterion, "score": item.score,
-                      "threshold": item.threshold, "passed": item.passed, "error": item.error,
-                      "unknown": item.unknown, "why": item.why, "reason": item.reason,
-                      "fields": fields, "label": code, "label_text": words,
-                      "comment": label.comment if label is not None else "",
-                      "verdict": (label.verdict if label is not None else None) or "",
-                      "human": (label.human if label is not None else None) or ""})
+        if label is not None:
+            code, words = describe(label)
+            entry.update(label=code, label_text=words, comment=label.comment,
+                         verdict=label.verdict or "", human=label.human or "")
+        items.append(entry)
     return items
+
+
+def _number(value: float) -> float | None:
+    """A score as the page's JSON can hold it (a criterion's NaN would make it unreadable)."""
+    return value if math.isfinite(value) else None
+
+
+def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, Any]:
+    """What the self-contained report's labelling panel needs: the queue of ``cases`` (the
+    page shows each case once, in its own details), and per case the fields of a labels row
+    (labels/_export.case_fields), from which the page builds its "Download labels" file."""
+    rows = {}
+    for case in cases:
+        fields = case_fields(case)
+        if fields is not None:  # the page is a report: no key reaches it, even in an output
+            rows[case.eval_id] = redact_secrets(fields)
+    run_dir = report.metadata.get("run_dir")
+    return {"run_id": report.run_id, "scoring": version_number(report.metadata),
+            "run": str(run_dir) if run_dir else "",
+            "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows}
 
 
 class RefusedLabel(ValueError):

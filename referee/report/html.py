@@ -682,10 +682,20 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
+    labelling = None
+    if label_href is None:  # a file on its own: the page labels into the browser's storage
+        from referee.labels._review import report_labelling
+
+        labelling = report_labelling(report, shown)
+        # Packed as the case details are: the queue names every judged result of the run.
+        labelling["data"] = _page_data({"queue": labelling["queue"], "rows": labelling["rows"]},
+                                       packed=bool(chunks))
+        labelling["packed"] = bool(chunks)
     return _page(
-        "report.html.j2", script=_asset("report.js"), r=summary, cases=cases, chunks=chunks,
-        sample_note=sample_note, page_rows=PAGE_ROWS if chunks else 0, index_href=index_href,
-        label_href=label_href,
+        "report.html.j2", script=_asset("report.js") + "\n" + _asset("labels.js"), r=summary,
+        cases=cases, chunks=chunks, sample_note=sample_note,
+        page_rows=PAGE_ROWS if chunks else 0, index_href=index_href, label_href=label_href,
+        labelling=labelling if labelling and labelling["queue"] else None,
     )
 
 
@@ -699,23 +709,34 @@ def _compressed_bodies(cases: list[dict[str, Any]]) -> list[str]:
     chunks = []
     for start in range(0, len(cases), BODY_CHUNK):
         part = cases[start:start + BODY_CHUNK]
-        markup = "".join(str(case_body(c)) for c in part)
-        chunks.append(base64.b64encode(gzip.compress(markup.encode("utf-8"), mtime=0)).decode("ascii"))
+        chunks.append(_packed("".join(str(case_body(c)) for c in part)))
         for c in part:
             c["chunk"] = start // BODY_CHUNK
     return chunks
 
 
+def _page_data(data: Any, *, packed: bool = False) -> str:
+    """``data`` as the text of a <script type="application/json">: "<" escaped, so that no
+    value can close the element; or gzip-packed (base64 has no "<")."""
+    text = json.dumps(data, ensure_ascii=False)
+    return _packed(text) if packed else text.replace("<", "\\u003c")
+
+
+def _packed(text: str) -> str:
+    """``text`` gzip-compressed and base64-encoded, as the page inflates it."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
 def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: str,
                           post_href: str, run_href: str, items: list[dict[str, Any]]) -> str:
-    """The viewer's labelling page: the review queue, one section per criterion result, with
-    the per-session token its script sends back with every label."""
+    """The viewer's labelling page: the review queue (labels.js builds a section per
+    criterion result), with the per-session token its script sends back with every label."""
     for item in items:
         item["fields"] = [(name, clipped.text) for name, value in item.get("fields", [])
                           if (clipped := _clip(value)) is not None]
     return _page("labels.html.j2", script=_asset("labels.js"), connect=True, run_name=run_name,
                  scoring=scoring, labeller=labeller, token=token, post_href=post_href,
-                 run_href=run_href, items=items,
+                 run_href=run_href, count=len(items), data=_page_data({"queue": items}),
                  labelled=sum(1 for item in items if item.get("label")))
 
 

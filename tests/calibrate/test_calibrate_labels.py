@@ -21,6 +21,17 @@ def write(tmp_path, name: str, text: str):
     return path
 
 
+def test_a_jsonl_row_keeps_line_separators_inside_its_strings(tmp_path):
+    """`referee labels export` and the report's download write outputs as they are: U+2028 and
+    U+0085 stay raw inside a JSON string and must not split the row."""
+    odd = "Refunds\u2028within\x8530 days"
+    path = tmp_path / "l.jsonl"
+    path.write_text(json.dumps({"input": "q", "output": odd, "label": "pass"},
+                               ensure_ascii=False) + "\n", encoding="utf-8")
+    [row] = load_labels(path)
+    assert row.output == odd
+
+
 def test_jsonl_csv_and_yaml_read_the_same_rows(tmp_path):
     jsonl = write(tmp_path, "l.jsonl", """
         {"id": "a", "input": "q1", "context": ["c1", "c2"], "output": "o1", "label": "pass"}

@@ -47,7 +47,7 @@ def _run(runs: Path, **options) -> Path:
     report = run_sync(run_stored(
         name="support bot", model_id="replayed answers", cases=_cases(),
         criteria=[Faithfulness(judge=JudgeConfig(provider="openai", model="gpt-4o-mini"))],
-        execute=answer, options=RunOptions(runs_dir=runs, formats=("json",), **options)))
+        execute=answer, options=RunOptions(**{"runs_dir": runs, "formats": ("json",), **options})))
     return Path(report.metadata["run_dir"]) if "run_dir" in report.metadata else next(
         p for p in runs.iterdir() if p.is_dir())
 
@@ -132,3 +132,35 @@ def test_calibrate_from_run_without_labels_is_a_one_line_error(tmp_path, capsys,
     code = main(["calibrate", str(tmp_path / "x.jsonl"), "--from-run", str(run_dir),
                  "--evaluator", "faithfulness"])
     assert code == 2 and "either LABELS or --from-run" in capsys.readouterr().err
+
+
+def test_labels_made_on_a_killed_run_survive_its_resume(tmp_path, capsys):
+    """A person labels the finished cases of a run that was killed mid-way; resuming it writes
+    the rest of the run and leaves the labels as they were, still on the same outputs."""
+    from test_run_store import killed_run
+
+    from referee import EvalCase, EvalSuite
+    from referee.evaluators.deterministic import Contains
+
+    run_dir = killed_run(tmp_path)
+    interrupted = load_run(run_dir)
+    assert interrupted.metadata["interrupted"] is True
+    labelled = interrupted.cases[:2]
+    person = tmp_path / "person.jsonl"
+    person.write_text("".join(json.dumps({
+        "label": verdict, "metadata": {"case_id": case.eval_id, "criterion": "contains"}}) + "\n"
+        for case, verdict in zip(labelled, ("pass", "fail"))))
+    assert main(["labels", "import", str(run_dir), str(person), "--labeller", "ana"]) == 0
+    labels_before = (run_dir / LABELS_FILE).read_bytes()
+
+    suite = EvalSuite("killed").add_cases([EvalCase(input=f"q{i}") for i in range(10)])
+    suite.add_evaluator(Contains(["answer"]))
+    report = suite.run(lambda prompt: "answer to " + prompt, verbose=False, resume=run_dir)
+    assert report.total == 10 and not report.metadata.get("interrupted")
+    assert (run_dir / LABELS_FILE).read_bytes() == labels_before
+    capsys.readouterr()
+    assert main(["labels", "export", str(run_dir)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(row["id"], row["label"], row["output"]) for row in rows] == [
+        (case.eval_id, verdict, case.execution.actual_response)
+        for case, verdict in zip(labelled, ("pass", "fail"))]

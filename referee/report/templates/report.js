@@ -18,17 +18,22 @@
   var inflated = {};   // chunk id -> Promise, for reports whose case details ship compressed
   var compressed = document.querySelector("script[type='application/gzip']") !== null;
 
-  // A large report carries its case details as gzip blocks; a block is inflated (with the
-  // browser's own DecompressionStream) the first time one of its cases is needed.
+  // base64 gzip text (html.py's _packed) inflated with the browser's own DecompressionStream;
+  // labels.js unpacks the labelling panel's rows of a large report with it too.
+  function unpack(text) {
+    var binary = atob(text.trim());
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i += 1) { bytes[i] = binary.charCodeAt(i); }
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+  }
+  window.refereeUnpack = unpack;
+
+  // A large report carries its case details as gzip blocks; a block is inflated the first time
+  // one of its cases is needed.
   function inflate(chunk) {
     if (chunk === null || chunk === undefined) { return Promise.resolve(); }
     if (!inflated[chunk]) {
-      var block = document.getElementById("bodies-" + chunk);
-      var binary = atob(block.textContent.trim());
-      var bytes = new Uint8Array(binary.length);
-      for (var i = 0; i < binary.length; i += 1) { bytes[i] = binary.charCodeAt(i); }
-      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-      inflated[chunk] = new Response(stream).text().then(function (markup) {
+      inflated[chunk] = unpack(document.getElementById("bodies-" + chunk).textContent).then(function (markup) {
         var holder = document.createElement("template");
         holder.innerHTML = markup;
         Array.prototype.slice.call(holder.content.querySelectorAll("div.body[data-for]")).forEach(function (b) {

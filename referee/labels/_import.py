@@ -1,0 +1,137 @@
+"""``referee labels import``: labels made elsewhere (the self-contained report's "Download
+labels", or another copy's ``referee labels export``) appended to a run's labels.jsonl.
+
+Every line is checked against the run before anything is written: a bad line is a one-line
+error naming the file, the line and the field, and then nothing is stored, so the file can be
+fixed and imported again without doubling the good lines. A line equal to a label already
+stored is skipped, so importing the same file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from referee.errors import InputError
+from referee.formats import jsonl_lines, parse_json, read_text
+from referee.labels._export import case_fields, run_root
+from referee.labels._store import Label, LabelStore, now
+from referee.record import EvalReport
+from referee.redact import redact
+from referee.store import load_run, version_number
+
+_EXPECTED_ROW = "one labels row a line, as `referee labels export` writes"
+_LABEL_KEYS = ("scoring", "verdict", "human", "comment", "judge_passed", "judge_score",
+               "labeller", "at")
+
+
+class LabelImportError(InputError):
+    """Some lines of a labels file do not fit the run; ``problems`` has one line each."""
+
+    def __init__(self, problems: list[InputError]) -> None:
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more bad line(s))" if len(problems) > 1 else ""
+        super().__init__(f"{problems[0]}{more}; nothing was imported")
+
+
+@dataclass(frozen=True)
+class Imported:
+    added: int
+    already: int  # lines equal to a label the run already had
+
+
+def import_labels(run_dir: str | Path, labels_file: str | Path, *,
+                  labeller: str | None = None) -> Imported:
+    """Append the labels of ``labels_file`` to the run's labels.jsonl; ``labeller`` names the
+    labels whose line names nobody (default: the OS user)."""
+    from referee.labels._store import default_labeller
+
+    root = run_root(run_dir)
+    source = Path(labels_file)
+    report = load_run(root)
+    scoring = version_number(report.metadata)
+    fallback_labeller = labeller or default_labeller()
+    labels: list[Label] = []
+    problems: list[InputError] = []
+    for number, line in jsonl_lines(read_text(source)):
+        try:
+            row = parse_json(line, str(source), number)
+            labels.append(_label_from_row(row, report, scoring=scoring,
+                                          labeller=fallback_labeller))
+        except _BadField as bad:
+            problems.append(InputError(bad.message, source=str(source), line=number,
+                                       field=bad.field, expected=bad.expected))
+        except InputError as exc:
+            problems.append(exc)
+    if problems:
+        raise LabelImportError(problems)
+    if not labels:
+        raise InputError("no labels", source=str(source), expected=_EXPECTED_ROW)
+    store = LabelStore(root)
+    stored = store.all()
+    added = 0
+    for label in labels:
+        if label in stored:
+            continue
+        store.append(label)
+        stored.append(label)
+        added += 1
+    return Imported(added=added, already=len(labels) - added)
+
+
+class _BadField(Exception):
+    def __init__(self, field: str | None, message: str, expected: str | None = None) -> None:
+        super().__init__(message)
+        self.field, self.message, self.expected = field, message, expected
+
+
+def _label_from_row(row: Any, report: EvalReport, *, scoring: int, labeller: str) -> Label:
+    if not isinstance(row, dict):
+        raise _BadField(None, f"a JSON {type(row).__name__}, not an object", _EXPECTED_ROW)
+    verdict = row.get("label")
+    if verdict not in ("pass", "fail"):
+        raise _BadField("label", f"{verdict!r} is not a label", "pass or fail")
+    metadata = row.get("metadata")
+    if not isinstance(metadata, dict):
+        raise _BadField("metadata", "missing" if metadata is None else "not an object",
+                        "the case_id and criterion the label is on")
+    run_id = metadata.get("run_id")
+    if run_id is not None and run_id != report.run_id:
+        raise _BadField("metadata.run_id", f"labels of run {run_id!r}, not of this run "
+                        f"{report.run_id!r}")
+    case_id = metadata.get("case_id")
+    case = next((c for c in report.cases if c.eval_id == case_id), None)
+    if case is None:
+        raise _BadField("metadata.case_id", f"the run has no case {case_id!r}")
+    criterion = metadata.get("criterion")
+    result = next((r for r in case.criterion_results
+                   if r.criterion == criterion and not r.skipped), None)
+    if result is None:
+        raise _BadField("metadata.criterion", f"case {case_id!r} has no judged criterion "
+                        f"{criterion!r}")
+    fields = case_fields(case)
+    # A report's download carries the output with any key masked (referee.redact).
+    if (fields is not None and "output" in row
+            and row["output"] not in (fields["output"], redact(fields["output"]))):
+        raise _BadField("output", f"not the output the run stored for case {case_id!r}: the "
+                        "label was made on another run")
+    given = {key: metadata[key] for key in _LABEL_KEYS if key in metadata}
+    values: dict[str, Any] = {"scoring": scoring, "labeller": labeller, "at": now(),
+                              "judge_passed": result.passed, "judge_score": result.score,
+                              **given}
+    if values.get("verdict") is None and values.get("human") is None:
+        values["human"] = verdict  # a hand-written row: its label is the person's own verdict
+    try:
+        label = Label(case_id=case.eval_id, criterion=result.criterion, **values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "metadata." + ".".join(str(part) for part in first["loc"])
+        raise _BadField(field, first["msg"]) from None
+    if label.human_passed != (verdict == "pass"):
+        raise _BadField("label", f"{verdict!r} disagrees with the label's own verdict in "
+                        f"metadata (verdict {label.verdict!r}, human {label.human!r}, "
+                        f"judge_passed {label.judge_passed!r})")
+    return label
