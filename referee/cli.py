@@ -573,6 +573,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _compare_pairwise(args, run_a, run_b, comparison)
 
 
+def _comparison_home(run_b: str) -> Path | None:
+    """Where ``compare --judge`` keeps its pairs: run B's directory (none for a report file)."""
+    from referee.report.versions import split_ref
+
+    path = split_ref(run_b)[0]
+    return path if path.is_dir() else None
+
+
 def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparison: Any) -> int:
     """``compare --judge``: the regressions as usual, then each pair judged side by side."""
     import json
@@ -595,7 +603,7 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     pairwise = compare_runs(run_a, run_b, criterion, questions=args.question,
                             judge=JudgeConfig(provider=provider, model=model),
                             both_orders=not args.one_order, label_a=str(args.a),
-                            label_b=str(args.b))
+                            label_b=str(args.b), store_in=_comparison_home(args.b))
     saved = []
     if args.html:
         html = Path(args.html)

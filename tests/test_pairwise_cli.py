@@ -5,14 +5,19 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from test_pairwise import shown
 from test_pairwise_models import checking_judge, number, right
 from test_report_samples import PAYLOAD, chromium_dom
 
 from referee import EvalCase, EvalSuite
 from referee.cli import main
+from referee.pairwise._store import COMPARISONS_DIR
 from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
 
 CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
@@ -72,7 +77,7 @@ def test_compare_with_a_judge_counts_wins_ties_and_losses(tmp_path, capsys, serv
     assert json.loads(out)["pairwise"]["summary"]["losses"] == 4
 
 
-def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
+def test_a_repeated_comparison_is_taken_from_the_stored_pairs_or_the_reply_cache(
         tmp_path, capsys, server, monkeypatch):
     monkeypatch.setenv("REFEREE_CACHE", "1")
     monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
@@ -80,10 +85,55 @@ def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
     argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
     first = compare(capsys, *argv)[1]
     assert server.request_count == 8
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    assert f"stored in {stored}" in first
     again = compare(capsys, *argv)[1]
-    assert server.request_count == 8  # every ordered pair came from the cache
+    assert server.request_count == 8  # every pair came from the stored comparison
     assert "B won 4, tied 2, lost 0" in again and "8 request(s)" in first
-    assert "0 request(s)" in again and "8 repl(ies) from the reply cache" in again
+    assert "0 request(s)" in again and "6 pair(s) taken from the stored comparison" in again
+    # Without the stored comparison, every ordered pair is replayed from the reply cache.
+    stored.unlink()
+    third = compare(capsys, *argv)[1]
+    assert server.request_count == 8
+    assert "B won 4, tied 2, lost 0" in third and "8 repl(ies) from the reply cache" in third
+
+
+def test_an_interrupted_comparison_resumes_without_asking_finished_pairs_again(
+        tmp_path, capsys, server):
+    """Killed half-way (SIGKILL, the reply cache off): the rerun asks only the unfinished pairs."""
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    late = {"What is 4 + 4?", "What is 5 + 5?"}
+
+    def finishes_half(request):
+        if shown(request.prompt, "USER INPUT") in late:
+            return Fault.hang()  # until the comparison is killed
+        return checking_judge(request)
+
+    server.set_reply(finishes_half)
+    argv = [str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum."]
+    proc = subprocess.Popen([sys.executable, "-m", "referee", "compare", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            files = list((b / COMPARISONS_DIR).glob("*.jsonl"))
+            # The header, two identical pairs (ties without asking) and sum-1, sum-2.
+            if files and len(files[0].read_text().splitlines()) == 5 and server.request_count == 8:
+                break
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    server.set_reply(checking_judge)
+    asked_before = server.request_count
+    code, out, err = compare(capsys, *argv)
+    assert code == 0, err
+    resumed = server.requests[asked_before:]
+    assert len(resumed) == 4  # sum-4 and sum-5, both orders; sum-1 and sum-2 were not asked
+    assert {shown(r.prompt, "USER INPUT") for r in resumed} == late
+    assert "B won 4, tied 2, lost 0 of 6" in out
+    assert "4 pair(s) taken from the stored comparison" in out
 
 
 def test_a_question_set_from_the_command_line(tmp_path, capsys, server):
