@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
+from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
 from referee.redact import redact
 from referee.terminal import terminal_safe
 
@@ -91,8 +92,6 @@ COMPARE_DESCRIPTION = (
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
     "orders (a preference that flips with the order is a tie); exit 3 when the judge judged "
     "no pair.")
-DEFAULT_PAIRWISE_CRITERION = ("The response answers the user's input correctly, completely "
-                              "and helpfully.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
     "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
