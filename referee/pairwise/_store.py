@@ -86,7 +86,8 @@ class ComparisonFile:
     def read(cls, path: str | Path) -> ComparisonFile:
         path = Path(path)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            # Only "\n" ends a line: an output may hold U+2028 and the like, kept as they are.
+            lines = path.read_text(encoding="utf-8").removesuffix("\n").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read the stored comparison: {exc}", source=str(path)) from exc
         header: dict[str, Any] | None = None
