@@ -83,7 +83,9 @@ VIEW_DESCRIPTION = (
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
     "directory or report file to open it directly. A run's 'label verdicts' page lets a person "
     "mark each judged verdict right or wrong (or give pass/fail and a comment) from the "
-    "keyboard; labels go to the run's labels.jsonl (see `referee labels export`). "
+    "keyboard; labels go to the run's labels.jsonl (see `referee labels export`). On the "
+    "compare page a judge can say, case by case, which run's output is better (as `referee "
+    "compare --judge`, with the configured judge by default); the result is kept beside run B. "
     "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "

@@ -423,7 +423,8 @@ def serve(target: Path | None, runs_dir: Path, host: str = "127.0.0.1", port: in
           labeller: str | None = None) -> None:
     """Run the viewer until Ctrl-C."""
     server, _base, url = _make_server(target, runs_dir, host, port, labeller)
-    print(f"referee viewer on {url} (labels go beside each run; Ctrl-C to stop)",
+    print(f"referee viewer on {url} (labels and judged comparisons go beside the runs; "
+          "Ctrl-C to stop)",
           file=sys.stderr, flush=True)
     try:
         server.serve_forever()
