@@ -5,14 +5,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from test_pairwise import shown
-from test_pairwise_models import checking_judge, number, right
+from test_pairwise_models import HANGING, checking_judge, killed_while_judging, number, right
 from test_report_samples import PAYLOAD, chromium_dom
 
 from referee import EvalCase, EvalSuite
@@ -102,36 +100,22 @@ def test_an_interrupted_comparison_resumes_without_asking_finished_pairs_again(
         tmp_path, capsys, server):
     """Killed half-way (SIGKILL, the reply cache off): the rerun asks only the unfinished pairs."""
     a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
-    late = {"What is 4 + 4?", "What is 5 + 5?"}
-
-    def finishes_half(request):
-        if shown(request.prompt, "USER INPUT") in late:
-            return Fault.hang()  # until the comparison is killed
-        return checking_judge(request)
-
-    server.set_reply(finishes_half)
     argv = [str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum."]
-    proc = subprocess.Popen([sys.executable, "-m", "referee", "compare", *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            files = list((b / COMPARISONS_DIR).glob("*.jsonl"))
-            # The header, two identical pairs (ties without asking) and sum-1, sum-2.
-            if files and len(files[0].read_text().splitlines()) == 5 and server.request_count == 8:
-                break
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    server.set_reply(checking_judge)
+
+    def judged_all_but_two() -> bool:
+        files = list((b / COMPARISONS_DIR).glob("*.jsonl"))
+        # The description, two identical pairs (ties without asking) and 2 of the 4 asked.
+        return bool(files) and len(files[0].read_text().splitlines()) == 5 and (
+            server.request_count == 8)
+
+    killed_while_judging(server, [sys.executable, "-m", "referee", "compare", *argv],
+                         judged_all_but_two)
     asked_before = server.request_count
     code, out, err = compare(capsys, *argv)
     assert code == 0, err
     resumed = server.requests[asked_before:]
-    assert len(resumed) == 4  # sum-4 and sum-5, both orders; sum-1 and sum-2 were not asked
-    assert {shown(r.prompt, "USER INPUT") for r in resumed} == late
+    assert len(resumed) == 4  # the two hanging pairs, both orders; the others were not asked
+    assert {number(shown(r.prompt, "USER INPUT")) for r in resumed} == HANGING
     assert "B won 4, tied 2, lost 0 of 6" in out
     assert "4 pair(s) taken from the stored comparison" in out
 

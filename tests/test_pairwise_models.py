@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from test_pairwise import shown
 
 from referee import EvalCase, EvalSuite, compare_models, rank_models
 from referee.evaluators.deterministic import ExactMatch
-from referee.pairwise import bradley_terry, rank
+from referee.pairwise import COMPARISONS_DIR, bradley_terry, rank
 from referee.testing import Fault, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
@@ -122,47 +127,51 @@ compare_models(suite, half, right, "The sum is correct.", judge=judge, save=True
 """
 
 
-def test_an_interrupted_compare_models_resumes_without_running_or_asking_twice(server, tmp_path):
-    """Killed while judging (SIGKILL, the reply cache off): resume=(run A, run B) calls neither
-    model again and asks only the pairs that had no verdict."""
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    from referee.pairwise import COMPARISONS_DIR
-
-    late = {"What is 9 + 9?", "What is 11 + 11?"}
-
-    def finishes_half(request):
-        if shown(request.prompt, "USER INPUT") in late:
-            return Fault.hang()  # until the call is killed
+def killed_while_judging(server, argv: list[str], ready) -> None:
+    """Run ``argv`` with the judge answering every case but two (those hang), and SIGKILL it
+    once ``ready()``: a crash or a CI timeout half-way through the judging."""
+    def finishes_all_but_two(request):
+        if number(shown(request.prompt, "USER INPUT")) in HANGING:
+            return Fault.hang()  # until the process is killed
         return checking_judge(request)
 
-    server.set_reply(finishes_half)
-    runs = tmp_path / "runs"
-    script = tmp_path / "call.py"
-    script.write_text(_INTERRUPTED_CALL)
-    proc = subprocess.Popen([sys.executable, str(script), server.base_url("openai"), str(runs),
-                             str(Path(__file__).parent)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server.set_reply(finishes_all_but_two)
+    # A loopback judge's adaptive window starts at 2 requests, which the hanging ones could fill.
+    env = {**os.environ, "REFEREE_JUDGE_CONCURRENCY": "16"}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 120
-        while True:
-            stored = list(runs.glob(f"*/{COMPARISONS_DIR}/*.jsonl")) if runs.is_dir() else []
-            # Its description, 6 identical pairs (ties unasked) and 4 of the 6 asked pairs.
-            if stored and len(stored[0].read_text().splitlines()) == 11 and (
-                    server.request_count == 12):
-                break
+        while not ready():
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
     finally:
         proc.kill()
         proc.wait(timeout=30)
+    server.set_reply(checking_judge)
+
+
+HANGING = {1, 5}  # cases whose outputs differ in both files of tests
+
+
+def test_an_interrupted_compare_models_resumes_without_running_or_asking_twice(server, tmp_path):
+    """Killed while judging (SIGKILL, the reply cache off): resume=(run A, run B) calls neither
+    model again and asks only the pairs that had no verdict."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "call.py"
+    script.write_text(_INTERRUPTED_CALL)
+
+    def judged_all_but_two() -> list[Path]:
+        stored = list(runs.glob(f"*/{COMPARISONS_DIR}/*.jsonl")) if runs.is_dir() else []
+        # Its description, 6 identical pairs (ties unasked) and 4 of the 6 asked pairs.
+        return stored if (stored and len(stored[0].read_text().splitlines()) == 11
+                          and server.request_count == 12) else []
+
+    killed_while_judging(server, [sys.executable, str(script), server.base_url("openai"),
+                                  str(runs), str(Path(__file__).parent)], judged_all_but_two)
+    stored = judged_all_but_two()
     run_b = stored[0].parent.parent
     [run_a] = [p for p in runs.iterdir() if p != run_b]
 
-    server.set_reply(checking_judge)
     asked_before = server.request_count
     calls: list[str] = []
 
@@ -179,7 +188,8 @@ def test_an_interrupted_compare_models_resumes_without_running_or_asking_twice(s
                             resume=(run_a, run_b), runs_dir=runs)
     assert calls == []  # both runs were complete: no model is called again
     resumed = server.requests[asked_before:]
-    assert len(resumed) == 4 and {shown(r.prompt, "USER INPUT") for r in resumed} == late
+    assert len(resumed) == 4
+    assert {number(shown(r.prompt, "USER INPUT")) for r in resumed} == HANGING
     assert (result.win_rate.wins, result.win_rate.ties, result.win_rate.losses) == (6, 6, 0)
     assert len(result.resumed) == 10 and result.stored_at == stored[0]
     with pytest.raises(ValueError, match=r"resume must be \(RUN_A_DIR, RUN_B_DIR\)"):

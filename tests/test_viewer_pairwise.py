@@ -179,8 +179,10 @@ def test_a_judging_that_cannot_run_says_why_on_the_page(runs, tmp_path, server):
         assert status == 200
 
 
-def test_the_viewer_answers_while_a_judging_runs(runs, server):
+def test_the_viewer_answers_while_a_judging_runs(runs, server, monkeypatch):
     a, b = runs
+    # A loopback judge's adaptive window starts at 2 requests, which the held pair could fill.
+    monkeypatch.setenv("REFEREE_JUDGE_CONCURRENCY", "16")
     release = threading.Event()
 
     def slow_for_one_case(r):
