@@ -120,7 +120,7 @@ class PairwiseComparison:
                             model=header.get("judge_model") or "")
         return cls(label_a=header.get("a") or "A", label_b=header.get("b") or "B",
                    criterion=criterion, judge=judge, both_orders=bool(header.get("both_orders")),
-                   pairs=[PairOutcome.from_dict(p.data) for p in stored.pairs.values()],
+                   pairs=[PairOutcome.from_dict(p.data) for p in stored.in_case_order()],
                    stored_at=stored.path, expected_pairs=header.get("total_pairs"))
 
     def render_text(self) -> str:
@@ -209,13 +209,18 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
     return pairs
 
 
+def _shown(pair: _Pair) -> dict[str, Any]:
+    """What a PairOutcome says of its pair, whatever the judge made of it."""
+    return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
+            "user_input": pair.case.input if pair.case is not None else None,
+            "output_a": pair.output_a, "output_b": pair.output_b}
+
+
 async def _judged(pair: _Pair, cfg: JudgeConfig, criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
     user_input = case.input if case is not None else None
-    common: dict[str, Any] = {"eval_id": pair.eval_id, "name": pair.name,
-                              "user_input": user_input, "output_a": pair.output_a,
-                              "output_b": pair.output_b, "pair_key": pair.key}
+    common = _shown(pair)
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
     async with gate:
@@ -259,26 +264,23 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
     resumed: set[str] = set()
 
-    async def one(pair: _Pair) -> PairOutcome:
+    async def one(position: int, pair: _Pair) -> PairOutcome:
         earlier = stored.reusable(pair.key, pair.output_a, pair.output_b) if stored else None
         if earlier is not None:
             resumed.add(pair.key)
-            verdict = earlier.data["verdict"]
-            outcome = PairOutcome(
-                eval_id=pair.eval_id, name=pair.name,
-                user_input=pair.case.input if pair.case is not None else None,
-                output_a=pair.output_a, output_b=pair.output_b, status=earlier.data["status"],
-                reason=earlier.data.get("reason") or "", verdict=pair_verdict_from(verdict),
-                pair_key=pair.key)
+            outcome = PairOutcome(**_shown(pair), status=earlier.data["status"],
+                                  reason=earlier.data.get("reason") or "",
+                                  verdict=pair_verdict_from(earlier.data["verdict"]))
         else:
             outcome = await _judged(pair, cfg, spec, both_orders, gate)
             if stored is not None:
-                stored.record(outcome.to_dict(), output_a=pair.output_a, output_b=pair.output_b)
+                stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
+                              output_b=pair.output_b)
         if on_pair is not None:
             on_pair(outcome, len(pairs))
         return outcome
 
-    outcomes = await asyncio.gather(*(one(p) for p in pairs))
+    outcomes = await asyncio.gather(*(one(i, p) for i, p in enumerate(pairs)))
     return PairwiseComparison(label_a=label_a, label_b=label_b, criterion=spec, judge=cfg,
                               both_orders=both_orders, pairs=list(outcomes),
                               resumed=frozenset(resumed),

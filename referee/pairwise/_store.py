@@ -138,12 +138,17 @@ class ComparisonFile:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)  # flushed on close: a killed process keeps every finished pair
 
-    def record(self, data: dict[str, Any], *, output_a: str | None, output_b: str | None) -> None:
-        """Store one judged pair (``PairOutcome.to_dict()`` plus its ``pair_key``) at once."""
-        pair = StoredPair({**data, "hash_a": output_hash(output_a),
+    def record(self, data: dict[str, Any], *, position: int, output_a: str | None,
+               output_b: str | None) -> None:
+        """Store one judged pair (``PairOutcome.to_dict()``; ``position``: its case's place in
+        the runs, as pairs are stored in the order they finish) at once."""
+        pair = StoredPair({**data, "position": position, "hash_a": output_hash(output_a),
                            "hash_b": output_hash(output_b), "stored_at": time.time()})
         self._append(pair.data)
         self.pairs[pair.key] = pair
+
+    def in_case_order(self) -> list[StoredPair]:
+        return sorted(self.pairs.values(), key=lambda p: p.data.get("position", 0))
 
     def reusable(self, key: str, output_a: str | None, output_b: str | None) -> StoredPair | None:
         pair = self.pairs.get(key)

@@ -27,11 +27,11 @@ import secrets
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from referee.errors import InputError
@@ -296,7 +296,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                             "viewer; reload the page"})
             return
         status = job.status()
-        self._send_json(HTTPStatus.OK, {**status, "href": compare_href(*job.runs,
+        a_key, b_key = job.runs
+        self._send_json(HTTPStatus.OK, {**status, "href": compare_href(a_key, b_key,
                                                                       status["result"] or None)})
 
     def _stored_run(self, key: str) -> Any:
@@ -314,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
         a_key = (query.get("a") or [""])[0]
         b_key = (query.get("b") or [""])[0]
         run_a, run_b = self._stored_run(a_key), self._stored_run(b_key)
-        page = judged_page(run_a, run_b, shown_key=(query.get("c") or [None])[0],
+        page = judged_page(run_a, run_b, shown_key=(query.get("c") or [""])[0] or None,
                            jobs=self.judging, token=self.token, post_href="/compare/judge",
                            status_href="/compare/status")
         self._send_page(render_judged_compare_html(
