@@ -181,3 +181,25 @@ def test_the_html_shows_the_pairs_side_by_side_in_chromium(tmp_path, capsys, ser
     assert "judge preferred" in first and "B shown first" in first
     assert re.search(r'id="wins"><b>\d+</b>', dom)
     assert "0 regression(s)" in dom
+
+
+def test_a_torn_last_pair_is_judged_again_and_a_garbled_file_is_a_one_line_error(
+        tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
+    assert compare(capsys, *argv)[0] == 0
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    lines = stored.read_text().splitlines(keepends=True)
+    # Killed while writing the last pair: that pair is asked again, the others are not.
+    last = json.loads(lines[-1])
+    stored.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    code, out, err = compare(capsys, *argv)
+    assert code == 0, err
+    assert server.request_count == 8 + (2 if last["status"] != "tie" else 0)
+    assert "B won 4, tied 2, lost 0" in out
+    # A damaged line in the middle is not skipped silently.
+    lines = stored.read_text().splitlines(keepends=True)
+    stored.write_text("".join(lines[:2]) + "{not json\n" + "".join(lines[2:]))
+    code, _, err = compare(capsys, *argv)
+    assert code == 2
+    assert f"{stored}:3: not a JSON line" in err and len(err.strip().splitlines()) == 1
