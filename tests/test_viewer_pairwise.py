@@ -168,16 +168,28 @@ def test_a_judging_that_cannot_run_says_why_on_the_page(runs, tmp_path, server):
         settle(page, "document.getElementById('judge-status').dataset.state === 'failed'")
         assert "expected PROVIDER/MODEL" in page.evaluate(
             "document.getElementById('judge-status').textContent")
-        # A provider the judge layer does not know fails the job, not the viewer.
         page.evaluate("document.querySelector('#judge-form [name=judge]').value = "
                       "'nosuch/model-x'")
         page.evaluate("document.querySelector('#judge-form button').click()")
-        settle(page, "document.getElementById('judge-status').dataset.state === 'failed'")
+        settle(page, "document.getElementById('judge-status').textContent.includes('nosuch')")
+        assert "unknown provider 'nosuch' (expected one of" in page.evaluate(
+            "document.getElementById('judge-status').textContent")
+        # A judging that fails once started (here nothing can be written beside run B) ends
+        # the job with its reason on the page, not the viewer.
+        (b / COMPARISONS_DIR).write_text("in the way")
+        page.evaluate("document.querySelector('#judge-form [name=judge]').value = "
+                      f"'{server.judge_config().provider}/{server.judge_config().model}'")
+        page.evaluate("document.querySelector('#judge-form button').click()")
+        settle(page, "document.getElementById('judge-status').textContent"
+                     ".includes('comparisons')")
         message = page.evaluate("document.getElementById('judge-status').textContent")
-        assert message.startswith("The judged comparison failed: ") and "nosuch" in message
+        assert message.startswith("The judged comparison failed: ") and "Errno" in message
+        assert page.evaluate("document.getElementById('judge-status').dataset.state") == "failed"
         assert server.request_count == 0
-        status, _ = request(handle, "GET", "/")
-        assert status == 200
+        # Reopened, the page still says why the last judging of these runs failed.
+        page.reload()
+        assert page.evaluate("document.getElementById('judge-status').textContent") == message
+        assert request(handle, "GET", "/")[0] == 200
 
 
 def test_the_viewer_answers_while_a_judging_runs(runs, server, monkeypatch):

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from referee.judge import JudgeConfig, resolve_judge_config, split_judge_model
+from referee.judge.config import BUILTIN_PROVIDERS
 from referee.pairwise._compare import PairwiseComparison, compare_runs
 from referee.pairwise._html import JudgedPage, JudgeForm
 from referee.pairwise._jobs import JobRefused, PairwiseJob, PairwiseJobs
@@ -56,8 +57,13 @@ def _judge_from(value: Any) -> JudgeConfig | None:
     if text == configured_judge():
         return None
     provider, model = split_judge_model(text)
-    if provider is None or "/" not in text or not model.strip():
+    prefix, slash, rest = text.partition("/")
+    if not slash or not rest.strip():
         raise RefusedJudging(f"judge {text!r}: expected PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
+    if provider is None:
+        raise RefusedJudging(f"judge {text!r}: unknown provider {prefix.strip()!r} (expected "
+                             f"one of {', '.join(sorted(BUILTIN_PROVIDERS))} or a registered "
+                             "one)")
     return JudgeConfig(provider=provider, model=model.strip())
 
 
