@@ -328,6 +328,22 @@ def test_a_panel_comparison_resumes_from_its_stored_pairs_with_each_members_verd
     assert len(list((b / COMPARISONS_DIR).iterdir())) == 2
 
 
+def test_a_stored_panel_that_cannot_be_rebuilt_is_a_one_line_error(tmp_path, capsys, server):
+    server.set_reply(panel_judge)
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), *judges("good-1", "good-2"))
+    assert compare(capsys, *argv)[0] == 0
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    header, *rest = stored.read_text().splitlines(keepends=True)
+    described = json.loads(header)
+    described["panel"]["quorum"] = 5
+    stored.write_text(json.dumps(described) + "\n" + "".join(rest))
+    code, _, err = compare(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{stored}: field 'judge'" in err and "quorum must be between 1 and" in err
+    assert stored_comparisons(b) == []  # left out where comparisons are listed (the viewer)
+
+
 def test_a_torn_last_pair_is_judged_again_and_a_garbled_file_is_a_one_line_error(
         tmp_path, capsys, server):
     a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
