@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from referee import __version__
 from referee.errors import EvalGateFailure, InputError
+from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
 from referee.redact import redact
 from referee.terminal import terminal_safe
 
@@ -83,7 +84,9 @@ VIEW_DESCRIPTION = (
     "(error rate >= 10% flagged), each run in detail, and two runs side by side. Give a run "
     "directory or report file to open it directly. A run's 'label verdicts' page lets a person "
     "mark each judged verdict right or wrong (or give pass/fail and a comment) from the "
-    "keyboard; labels go to the run's labels.jsonl (see `referee labels export`). "
+    "keyboard; labels go to the run's labels.jsonl (see `referee labels export`). On the "
+    "compare page a judge can say, case by case, which run's output is better (as `referee "
+    "compare --judge`, with the configured judge by default); the result is kept beside run B. "
     "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
@@ -92,9 +95,8 @@ COMPARE_DESCRIPTION = (
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
     "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
     "panel, each member judging every pair and the majority deciding (a split is a tie); "
-    "exit 3 when the judge judged no pair.")
-DEFAULT_PAIRWISE_CRITERION = ("The response answers the user's input correctly, completely "
-                              "and helpfully.")
+    "exit 3 when the judge judged no pair. The judged pairs are kept beside run B and a "
+    "comparison run again asks only the pairs not judged yet.")
 LIST_DESCRIPTION = (
     "List the runs stored under a runs directory, newest first, with pass rate, error rate "
     "(error rate >= 10% flagged), whether the run was interrupted, and what is damaged in a "
@@ -610,6 +612,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _compare_pairwise(args, run_a, run_b, comparison)
 
 
+def _comparison_home(run_b: str) -> Path | None:
+    """Where ``compare --judge`` keeps its pairs: run B's directory (none for a report file)."""
+    from referee.store import split_ref
+
+    path = split_ref(run_b)[0]
+    return path if path.is_dir() else None
+
+
 def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparison: Any) -> int:
     """``compare --judge``: the regressions as usual, then each pair judged side by side."""
     import json
@@ -629,7 +639,7 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
         raise CliError("--question: expected a non-empty yes/no question")
     pairwise = compare_runs(run_a, run_b, criterion, questions=args.question,
                             judge=judge, both_orders=not args.one_order, label_a=str(args.a),
-                            label_b=str(args.b))
+                            label_b=str(args.b), store_in=_comparison_home(args.b))
     saved = []
     if args.html:
         html = Path(args.html)

@@ -5,14 +5,20 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
-from test_pairwise_models import checking_judge, number, right
+from test_pairwise import shown
+from test_pairwise_models import HANGING, checking_judge, killed_while_judging, number, right
 from test_report_samples import PAYLOAD, chromium_dom
 
 from referee import EvalCase, EvalSuite
 from referee.cli import main
+from referee.judge.panel import JudgePanel
+from referee.pairwise import PairwiseComparison, stored_comparisons
+from referee.pairwise._html import render_pairwise_html
+from referee.pairwise._store import COMPARISONS_DIR
 from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
 
 CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
@@ -72,7 +78,7 @@ def test_compare_with_a_judge_counts_wins_ties_and_losses(tmp_path, capsys, serv
     assert json.loads(out)["pairwise"]["summary"]["losses"] == 4
 
 
-def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
+def test_a_repeated_comparison_is_taken_from_the_stored_pairs_or_the_reply_cache(
         tmp_path, capsys, server, monkeypatch):
     monkeypatch.setenv("REFEREE_CACHE", "1")
     monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache"))
@@ -80,10 +86,41 @@ def test_an_interrupted_or_repeated_comparison_is_replayed_from_the_reply_cache(
     argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
     first = compare(capsys, *argv)[1]
     assert server.request_count == 8
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    assert f"stored in {stored}" in first
     again = compare(capsys, *argv)[1]
-    assert server.request_count == 8  # every ordered pair came from the cache
+    assert server.request_count == 8  # every pair came from the stored comparison
     assert "B won 4, tied 2, lost 0" in again and "8 request(s)" in first
-    assert "0 request(s)" in again and "8 repl(ies) from the reply cache" in again
+    assert "0 request(s)" in again and "6 pair(s) taken from the stored comparison" in again
+    # Without the stored comparison, every ordered pair is replayed from the reply cache.
+    stored.unlink()
+    third = compare(capsys, *argv)[1]
+    assert server.request_count == 8
+    assert "B won 4, tied 2, lost 0" in third and "8 repl(ies) from the reply cache" in third
+
+
+def test_an_interrupted_comparison_resumes_without_asking_finished_pairs_again(
+        tmp_path, capsys, server):
+    """Killed half-way (SIGKILL, the reply cache off): the rerun asks only the unfinished pairs."""
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = [str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum."]
+
+    def judged_all_but_two() -> bool:
+        files = list((b / COMPARISONS_DIR).glob("*.jsonl"))
+        # The description, two identical pairs (ties without asking) and 2 of the 4 asked.
+        return bool(files) and len(files[0].read_text().splitlines()) == 5 and (
+            server.request_count == 8)
+
+    killed_while_judging(server, [sys.executable, "-m", "referee", "compare", *argv],
+                         judged_all_but_two)
+    asked_before = server.request_count
+    code, out, err = compare(capsys, *argv)
+    assert code == 0, err
+    resumed = server.requests[asked_before:]
+    assert len(resumed) == 4  # the two hanging pairs, both orders; the others were not asked
+    assert {number(shown(r.prompt, "USER INPUT")) for r in resumed} == HANGING
+    assert "B won 4, tied 2, lost 0 of 6" in out
+    assert "4 pair(s) taken from the stored comparison" in out
 
 
 def test_a_question_set_from_the_command_line(tmp_path, capsys, server):
@@ -224,3 +261,106 @@ def test_compare_with_a_split_panel_is_a_tie_and_below_quorum_a_judge_error(
                            "--judge-quorum", "2")
     assert code == 3
     assert "4 JUDGE_ERROR" in out and "below its quorum — 1 of 3 judge(s) answered" in out
+
+
+def _verdicts_of(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "token_usage"} for r in records]
+
+
+def test_a_panel_comparison_resumes_from_its_stored_pairs_with_each_members_verdicts(
+        tmp_path, capsys, server):
+    """The stored pairs keep every member's verdict: resumed or reopened, a panel comparison
+    has the same member records, kappa and page, and a finished one asks nothing again."""
+    server.set_reply(panel_judge)
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    page = tmp_path / "pairwise.html"
+    argv = (str(a), str(b), *judges("good-1", "good-2", "biased"), "--judge-quorum", "2")
+    code, out, err = compare(capsys, *argv, "--html", str(page))
+    assert code == 0, err
+    assert server.request_count == 24
+    first = json.loads(page.with_suffix(".json").read_text())
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+
+    # Interrupted after four pairs: the last two stored lines never written.
+    lines = stored.read_text().splitlines(keepends=True)
+    lost = [json.loads(line) for line in lines[-2:]]
+    stored.write_text("".join(lines[:-2]))
+    code, out, err = compare(capsys, *argv, "--json")
+    assert code == 0, err
+    asked = sum(p["verdict"]["token_usage"]["requests"] for p in lost)
+    assert asked and server.request_count == 24 + asked  # only the two lost pairs, each member
+    resumed = json.loads(out)["pairwise"]
+    assert _verdicts_of(resumed["judges"]) == _verdicts_of(first["judges"])
+    assert resumed["judge_agreement"] == pytest.approx(first["judge_agreement"])
+    assert [[m["preferred"] for m in (p["verdict"] or {}).get("judges", [])]
+            for p in resumed["pairs"]] == [[m["preferred"] for m in (p["verdict"] or {}).get(
+                "judges", [])] for p in first["pairs"]]
+
+    # Finished: run again, nothing is asked; each member's spend is this run's (none).
+    before = server.request_count
+    code, out, err = compare(capsys, *argv)
+    assert code == 0, err
+    assert server.request_count == before
+    assert "6 pair(s) taken from the stored comparison" in out
+    assert "judge panel of 3 (majority, quorum 2)" in out
+    assert ("openai:biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
+            "4 position-inconsistent; 0 request(s)") in out
+
+    # Reopened as stored (the viewer's way): the panel, its records, kappa and page as first.
+    reopened = PairwiseComparison.from_stored(stored_comparisons(b)[0])
+    assert isinstance(reopened.judge, JudgePanel) and reopened.judge.quorum == 2
+    assert reopened.judge_label == re.search(r"judge (panel of .*?), both orders", out).group(1)
+    assert [r.to_dict() for r in reopened.member_records()] == first["judges"]
+    assert reopened.judge_agreement == pytest.approx(first["judge_agreement"])
+    again = render_pairwise_html(reopened)
+    original = page.read_text()
+    for block in (r'<ul id="judges">.*?</ul>', r'<div class="meta">.*?</div>'):
+        assert re.search(block, again, re.S).group(0) == re.search(block, original,
+                                                                   re.S).group(0)
+    assert re.findall(r'<div class="muted order">(.*?)</div>', again) == re.findall(
+        r'<div class="muted order">(.*?)</div>', original)
+    assert "openai:good-2: A shown first: judge preferred B" in html.unescape(again)
+
+    # Other panel rules are another comparison, asked afresh.
+    code, out, err = compare(capsys, *argv[:-1], "3")
+    assert code == 0, err
+    assert server.request_count == before + 24
+    assert len(list((b / COMPARISONS_DIR).iterdir())) == 2
+
+
+def test_a_stored_panel_that_cannot_be_rebuilt_is_a_one_line_error(tmp_path, capsys, server):
+    server.set_reply(panel_judge)
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), *judges("good-1", "good-2"))
+    assert compare(capsys, *argv)[0] == 0
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    header, *rest = stored.read_text().splitlines(keepends=True)
+    described = json.loads(header)
+    described["panel"]["quorum"] = 5
+    stored.write_text(json.dumps(described) + "\n" + "".join(rest))
+    code, _, err = compare(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{stored}: field 'judge'" in err and "quorum must be between 1 and" in err
+    assert stored_comparisons(b) == []  # left out where comparisons are listed (the viewer)
+
+
+def test_a_torn_last_pair_is_judged_again_and_a_garbled_file_is_a_one_line_error(
+        tmp_path, capsys, server):
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    argv = (str(a), str(b), "--judge", "openai/gpt-4o-mini", "--criterion", "Correct sum.")
+    assert compare(capsys, *argv)[0] == 0
+    [stored] = (b / COMPARISONS_DIR).iterdir()
+    lines = stored.read_text().splitlines(keepends=True)
+    # Killed while writing the last pair: that pair is asked again, the others are not.
+    last = json.loads(lines[-1])
+    stored.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    code, out, err = compare(capsys, *argv)
+    assert code == 0, err
+    assert server.request_count == 8 + (2 if last["status"] != "tie" else 0)
+    assert "B won 4, tied 2, lost 0" in out
+    # A damaged line in the middle is not skipped silently.
+    lines = stored.read_text().splitlines(keepends=True)
+    stored.write_text("".join(lines[:2]) + "{not json\n" + "".join(lines[2:]))
+    code, _, err = compare(capsys, *argv)
+    assert code == 2
+    assert f"{stored}:3: not a JSON line" in err and len(err.strip().splitlines()) == 1

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from test_pairwise import shown
 
 from referee import EvalCase, EvalSuite, compare_models, rank_models
 from referee.evaluators.deterministic import ExactMatch
-from referee.pairwise import bradley_terry, rank
-from referee.testing import ScriptedJudgeServer
+from referee.pairwise import COMPARISONS_DIR, bradley_terry, rank
+from referee.testing import Fault, ScriptedJudgeServer
 
 pytestmark = pytest.mark.usefixtures("isolated_judge")
 
@@ -103,3 +108,89 @@ def test_rank_models_refuses_fewer_than_two_models():
     with pytest.raises(TypeError, match=r"models\['b'\] must be callable"):
         rank_models(CASES, {"a": right, "b": 3}, "x")
     assert rank(["a", "b"], []).variants[0].rating == 1000
+
+
+_INTERRUPTED_CALL = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from test_pairwise_models import CASES, half, right
+from referee import EvalSuite, compare_models
+from referee.evaluators.deterministic import ExactMatch
+from referee.judge import JudgeConfig
+from referee.testing import DUMMY_API_KEY
+
+judge = JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=sys.argv[1],
+                    api_key=DUMMY_API_KEY, cache=False)
+suite = EvalSuite("sums").add_cases(CASES).add_evaluator(ExactMatch())
+compare_models(suite, half, right, "The sum is correct.", judge=judge, save=True,
+               runs_dir=sys.argv[2])
+"""
+
+
+def killed_while_judging(server, argv: list[str], ready) -> None:
+    """Run ``argv`` with the judge answering every case but two (those hang), and SIGKILL it
+    once ``ready()``: a crash or a CI timeout half-way through the judging."""
+    def finishes_all_but_two(request):
+        if number(shown(request.prompt, "USER INPUT")) in HANGING:
+            return Fault.hang()  # until the process is killed
+        return checking_judge(request)
+
+    server.set_reply(finishes_all_but_two)
+    # A loopback judge's adaptive window starts at 2 requests, which the hanging ones could fill.
+    env = {**os.environ, "REFEREE_JUDGE_CONCURRENCY": "16"}
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    server.set_reply(checking_judge)
+
+
+HANGING = {1, 5}  # cases whose outputs differ in both files of tests
+
+
+def test_an_interrupted_compare_models_resumes_without_running_or_asking_twice(server, tmp_path):
+    """Killed while judging (SIGKILL, the reply cache off): resume=(run A, run B) calls neither
+    model again and asks only the pairs that had no verdict."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "call.py"
+    script.write_text(_INTERRUPTED_CALL)
+
+    def judged_all_but_two() -> list[Path]:
+        stored = list(runs.glob(f"*/{COMPARISONS_DIR}/*.jsonl")) if runs.is_dir() else []
+        # Its description, 6 identical pairs (ties unasked) and 4 of the 6 asked pairs.
+        return stored if (stored and len(stored[0].read_text().splitlines()) == 11
+                          and server.request_count == 12) else []
+
+    killed_while_judging(server, [sys.executable, str(script), server.base_url("openai"),
+                                  str(runs), str(Path(__file__).parent)], judged_all_but_two)
+    stored = judged_all_but_two()
+    run_b = stored[0].parent.parent
+    [run_a] = [p for p in runs.iterdir() if p != run_b]
+
+    asked_before = server.request_count
+    calls: list[str] = []
+
+    def counted(model):
+        def call(question: str) -> str:
+            calls.append(question)
+            return model(question)
+        call.__name__ = model.__name__
+        return call
+
+    suite = EvalSuite("sums").add_cases(CASES).add_evaluator(ExactMatch())
+    result = compare_models(suite, counted(half), counted(right), "The sum is correct.",
+                            judge=server.judge_config(model="gpt-4o-mini"),
+                            resume=(run_a, run_b), runs_dir=runs)
+    assert calls == []  # both runs were complete: no model is called again
+    resumed = server.requests[asked_before:]
+    assert len(resumed) == 4
+    assert {number(shown(r.prompt, "USER INPUT")) for r in resumed} == HANGING
+    assert (result.win_rate.wins, result.win_rate.ties, result.win_rate.losses) == (6, 6, 0)
+    assert len(result.resumed) == 10 and result.stored_at == stored[0]
+    with pytest.raises(ValueError, match=r"resume must be \(RUN_A_DIR, RUN_B_DIR\)"):
+        compare_models(suite, half, right, "x", resume=str(run_a))

@@ -2,49 +2,47 @@
 
 Each pair is asked in both orders by default; a preference that flips with the order is a tie,
 counted as position-inconsistent. Every request goes through the judge layer (cache per ordered
-pair, retries, concurrency, cost). See docs/judge.md.
+pair, retries, concurrency, cost). A comparison of two stored runs is kept beside the later
+run, pair by pair, and resumes where it stopped. See docs/judge.md.
+
+Names load on first use, so the CLI and the viewer can name the defaults without the judge layer.
 """
 
-from referee.pairwise._compare import (
-    PairOutcome,
-    PairwiseComparison,
-    compare_models,
-    compare_runs,
-    compare_runs_async,
-)
-from referee.pairwise._evaluator import PairwiseJudge, PairwisePreferenceCriterion
-from referee.pairwise._judging import (
-    OrderedVerdict,
-    PairCriterion,
-    PairVerdict,
-    judge_pair,
-)
-from referee.pairwise._ranking import (
-    RankedVariant,
-    Ranking,
-    bradley_terry,
-    rank,
-    rank_models,
-)
-from referee.pairwise._stats import WinRate, sign_test_p
+from __future__ import annotations
 
-__all__ = [
-    "OrderedVerdict",
-    "PairCriterion",
-    "PairOutcome",
-    "PairVerdict",
-    "PairwiseComparison",
-    "PairwiseJudge",
-    "PairwisePreferenceCriterion",
-    "RankedVariant",
-    "Ranking",
-    "WinRate",
-    "bradley_terry",
-    "compare_models",
-    "compare_runs",
-    "compare_runs_async",
-    "judge_pair",
-    "rank",
-    "rank_models",
-    "sign_test_p",
-]
+from typing import Any
+
+_EXPORTS = {
+    "PairOutcome": "referee.pairwise._compare",
+    "PairwiseComparison": "referee.pairwise._compare",
+    "compare_models": "referee.pairwise._compare",
+    "compare_runs": "referee.pairwise._compare",
+    "compare_runs_async": "referee.pairwise._compare",
+    "PairwiseJudge": "referee.pairwise._evaluator",
+    "PairwisePreferenceCriterion": "referee.pairwise._evaluator",
+    "OrderedVerdict": "referee.pairwise._judging",
+    "PairCriterion": "referee.pairwise._judging",
+    "PairVerdict": "referee.pairwise._judging",
+    "judge_pair": "referee.pairwise._judging",
+    "RankedVariant": "referee.pairwise._ranking",
+    "Ranking": "referee.pairwise._ranking",
+    "bradley_terry": "referee.pairwise._ranking",
+    "rank": "referee.pairwise._ranking",
+    "rank_models": "referee.pairwise._ranking",
+    "WinRate": "referee.pairwise._stats",
+    "sign_test_p": "referee.pairwise._stats",
+    "COMPARISONS_DIR": "referee.pairwise._store",
+    "stored_comparisons": "referee.pairwise._store",
+    "DEFAULT_PAIRWISE_CRITERION": "referee.pairwise._defaults",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'referee.pairwise' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,13 @@ from referee.pairwise._judging import (
     judge_pair_by_panel,
 )
 from referee.pairwise._stats import WinRate
+from referee.pairwise._store import (
+    ComparisonFile,
+    comparison_key,
+    judge_from_header,
+    judge_header,
+    pair_verdict_from,
+)
 from referee.record import CaseResult, EvalReport, fleiss_kappa
 from referee.redact import redact_secrets
 from referee.usage import TokenUsage
@@ -49,6 +57,8 @@ class PairOutcome:
     status: PairStatus
     reason: str
     verdict: PairVerdict | None = None
+    # Unique within the comparison: the case id, and which occurrence of a repeated id.
+    pair_key: str = ""
 
     @property
     def position_inconsistent(self) -> bool:
@@ -57,8 +67,18 @@ class PairOutcome:
     def to_dict(self) -> dict[str, Any]:
         return {"eval_id": self.eval_id, "name": self.name, "input": self.user_input,
                 "output_a": self.output_a, "output_b": self.output_b, "status": self.status,
-                "reason": self.reason,
+                "reason": self.reason, "pair_key": self.pair_key or self.eval_id,
                 "verdict": self.verdict.to_dict() if self.verdict is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PairOutcome:
+        verdict = data.get("verdict")
+        return cls(eval_id=data["eval_id"], name=data.get("name") or data["eval_id"],
+                   user_input=data.get("input"), output_a=data.get("output_a"),
+                   output_b=data.get("output_b"), status=data["status"],
+                   reason=data.get("reason") or "",
+                   verdict=pair_verdict_from(verdict) if isinstance(verdict, dict) else None,
+                   pair_key=data.get("pair_key") or data["eval_id"])
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,11 @@ class PairwiseComparison:
     # The runs behind the comparison, when it ran the models itself (compare_models).
     report_a: EvalReport | None = None
     report_b: EvalReport | None = None
+    # Pairs taken from the stored comparison instead of asking the judge again (their spend is
+    # not counted again), where it is stored, and how many pairs it has in all.
+    resumed: frozenset[str] = frozenset()
+    stored_at: Path | None = None
+    expected_pairs: int | None = None
 
     @property
     def win_rate(self) -> WinRate:
@@ -126,7 +151,26 @@ class PairwiseComparison:
     @property
     def token_usage(self) -> TokenUsage:
         return TokenUsage.total([p.verdict.token_usage for p in self.pairs
-                                 if p.verdict is not None]) or TokenUsage()
+                                 if p.verdict is not None and p.pair_key not in self.resumed]
+                                ) or TokenUsage()
+
+    @property
+    def complete(self) -> bool:
+        """False for a stored comparison that was interrupted before every pair was judged."""
+        return self.expected_pairs is None or len(self.pairs) >= self.expected_pairs
+
+    @classmethod
+    def from_stored(cls, stored: ComparisonFile) -> PairwiseComparison:
+        """A comparison as it was stored (``stored_comparisons``), without asking the judge."""
+        header = stored.header
+        criterion = PairCriterion(text=header.get("criterion") or "",
+                                  rubric=tuple(header.get("rubric") or ()),
+                                  questions=tuple(header.get("questions") or ()))
+        judge = judge_from_header(header, str(stored.path))
+        return cls(label_a=header.get("a") or "A", label_b=header.get("b") or "B",
+                   criterion=criterion, judge=judge, both_orders=bool(header.get("both_orders")),
+                   pairs=[PairOutcome.from_dict(p.data) for p in stored.in_case_order()],
+                   stored_at=stored.path, expected_pairs=header.get("total_pairs"))
 
     @property
     def judge_label(self) -> str:
@@ -146,9 +190,10 @@ class PairwiseComparison:
         """Each panel member over every pair it was asked about (none without a panel)."""
         records = []
         for index, name in enumerate(self.member_names):
-            said = [(p.verdict.preferred, p.verdict.members[index]) for p in self.pairs
+            said = [(p.verdict.preferred, p.verdict.members[index], p.pair_key in self.resumed)
+                    for p in self.pairs
                     if p.verdict is not None and len(p.verdict.members) > index]
-            answered = [(panel, m) for panel, m in said if m.preferred is not None]
+            answered = [(panel, m) for panel, m, _ in said if m.preferred is not None]
             records.append(MemberRecord(
                 judge=name, wins=sum(1 for _, m in answered if m.preferred == "b"),
                 losses=sum(1 for _, m in answered if m.preferred == "a"),
@@ -157,7 +202,9 @@ class PairwiseComparison:
                                           if m.position_consistent is False),
                 no_answer=len(said) - len(answered),
                 agrees_with_panel=sum(1 for panel, m in answered if m.preferred == panel),
-                token_usage=TokenUsage.total([m.token_usage for _, m in said]) or TokenUsage()))
+                # like the comparison's spend: what this member was asked now, not earlier
+                token_usage=TokenUsage.total([m.token_usage for _, m, resumed in said
+                                              if not resumed]) or TokenUsage()))
         return records
 
     @property
@@ -192,6 +239,11 @@ class PairwiseComparison:
                          "the most votes): agreement between them (Fleiss' kappa) "
                          + ("n/a" if kappa is None else f"{kappa:.2f}"))
             lines.extend(f"    {record.describe()}" for record in records)
+        if self.stored_at is not None:
+            lines.append(f"  stored in {self.stored_at} (run it again to resume)")
+        if self.resumed:
+            lines.append(f"  {len(self.resumed)} pair(s) taken from the stored comparison "
+                         "(not asked again)")
         for pair in self.pairs:
             reason = " ".join(pair.reason.split())
             named = pair.name if pair.name == pair.eval_id else f"{pair.name} ({pair.eval_id})"
@@ -226,6 +278,7 @@ class _Pair:
     output_a: str | None
     output_b: str | None
     missing: str | None  # why the pair cannot be judged
+    key: str
 
 
 def _output(case: CaseResult) -> str | None:
@@ -258,8 +311,17 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
             missing = f"no output in {side} ({case.status.value})"
         present = ca if ca is not None else cb
         assert present is not None
-        pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing))
+        key_text = present.eval_id if key[1] == 1 else f"{present.eval_id}#{key[1]}"
+        pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing,
+                           key_text))
     return pairs
+
+
+def _shown(pair: _Pair) -> dict[str, Any]:
+    """What a PairOutcome says of its pair, whatever the judge made of it."""
+    return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
+            "user_input": pair.case.input if pair.case is not None else None,
+            "output_a": pair.output_a, "output_b": pair.output_b}
 
 
 async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]],
@@ -267,9 +329,7 @@ async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[Judge
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
     user_input = case.input if case is not None else None
-    common: dict[str, Any] = {"eval_id": pair.eval_id, "name": pair.name,
-                              "user_input": user_input, "output_a": pair.output_a,
-                              "output_b": pair.output_b}
+    common = _shown(pair)
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
     async with gate:
@@ -294,10 +354,18 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
                              questions: Sequence[str] | None = None,
                              judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
                              both_orders: bool = True, label_a: str | None = None,
-                             label_b: str | None = None) -> PairwiseComparison:
+                             label_b: str | None = None, store_in: str | Path | None = None,
+                             on_pair: Callable[[PairOutcome, int], None] | None = None,
+                             ) -> PairwiseComparison:
     """Judge run ``b``'s output against run ``a``'s, case by case; ``judge`` may be a panel
     (a JudgePanel or a list of JudgeConfigs; also configure()'s or JUDGE_PANEL's), whose
-    members each judge every pair."""
+    members each judge every pair.
+
+    With ``store_in`` (run B's directory) each pair is stored as it is judged, under
+    ``store_in/comparisons/``, and pairs the judge decided before over the same outputs are
+    taken from there instead of asked again. ``on_pair(outcome, total)`` is called as each pair
+    is done.
+    """
     spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
     panel = effective_panel(check_judge("compare", judge))
     chosen: JudgeConfig | JudgePanel
@@ -307,12 +375,40 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
         asking: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]] = (panel, members)
     else:
         chosen = asking = resolve_judge_config(judge)  # type: ignore[arg-type]
+    label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
+    pairs = _paired(a, b)
+    stored = None
+    if store_in is not None:
+        stored = ComparisonFile.open(store_in, {
+            "key": comparison_key(a.run_id, b.run_id, spec, chosen, both_orders),
+            "run_a": a.run_id, "run_b": b.run_id, "a": label_a, "b": label_b, **spec.to_dict(),
+            **judge_header(chosen), "both_orders": both_orders, "total_pairs": len(pairs),
+            "created_at": time.time()})
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
-    outcomes = await asyncio.gather(*(_judged(p, asking, spec, both_orders, gate)
-                                      for p in _paired(a, b)))
-    return PairwiseComparison(label_a=label_a or a.name or "A", label_b=label_b or b.name or "B",
-                              criterion=spec, judge=chosen, both_orders=both_orders,
-                              pairs=list(outcomes))
+    resumed: set[str] = set()
+
+    async def one(position: int, pair: _Pair) -> PairOutcome:
+        earlier = stored.reusable(pair.key, pair.output_a, pair.output_b) if stored else None
+        if earlier is not None:
+            resumed.add(pair.key)
+            outcome = PairOutcome(**_shown(pair), status=earlier.data["status"],
+                                  reason=earlier.data.get("reason") or "",
+                                  verdict=pair_verdict_from(earlier.data["verdict"]))
+        else:
+            outcome = await _judged(pair, asking, spec, both_orders, gate)
+            if stored is not None:
+                stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
+                              output_b=pair.output_b)
+        if on_pair is not None:
+            on_pair(outcome, len(pairs))
+        return outcome
+
+    outcomes = await asyncio.gather(*(one(i, p) for i, p in enumerate(pairs)))
+    return PairwiseComparison(label_a=label_a, label_b=label_b, criterion=spec, judge=chosen,
+                              both_orders=both_orders, pairs=list(outcomes),
+                              resumed=frozenset(resumed),
+                              stored_at=stored.path if stored is not None else None,
+                              expected_pairs=len(pairs))
 
 
 def compare_runs(a: EvalReport, b: EvalReport, criterion: str | None = None,
@@ -328,12 +424,15 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
                    questions: Sequence[str] | None = None,
                    judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
                    both_orders: bool = True, save: bool = False, runs_dir: str | Path | None = None,
-                   verbose: bool = False) -> PairwiseComparison:
+                   verbose: bool = False,
+                   resume: Sequence[str | Path] | None = None) -> PairwiseComparison:
     """Run two model functions over the same cases (an ``EvalSuite``, whose evaluators score
     each run too, or an iterable of ``EvalCase``) and judge their outputs pairwise.
 
     Each model's run is an ordinary run (stored when ``save=True``), kept on the result as
-    ``report_a`` and ``report_b``.
+    ``report_a`` and ``report_b``; the comparison is then stored beside run B, pair by pair.
+    ``resume=(RUN_A_DIR, RUN_B_DIR)`` finishes an interrupted call: each run resumes (only its
+    unfinished cases run) and only the pairs not judged yet are asked.
     """
     from referee.run.sync import run_sync
 
@@ -341,16 +440,22 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
     spec = PairCriterion.of(criterion, rubric, questions,
                             owner="compare_models")  # fail before running
 
+    if resume is not None and (isinstance(resume, (str, bytes, Path)) or len(resume) != 2):
+        raise ValueError("compare_models: resume must be (RUN_A_DIR, RUN_B_DIR), the two run "
+                         f"directories of the interrupted call; got {resume!r}")
+
     async def both() -> PairwiseComparison:
         reports = []
-        for model in (model_a, model_b):
-            reports.append(await suite.run_async(model, verbose=verbose, save=save,
-                                                 runs_dir=runs_dir))
+        for index, model in enumerate((model_a, model_b)):
+            reports.append(await suite.run_async(
+                model, verbose=verbose, save=save or resume is not None, runs_dir=runs_dir,
+                resume=resume[index] if resume is not None else None))
+        stored_b = reports[1].metadata.get("run_dir")
         result = await compare_runs_async(
             reports[0], reports[1], spec.text or None, rubric=spec.rubric, questions=spec.questions,
             judge=judge,
             both_orders=both_orders, label_a=getattr(model_a, "__name__", "A"),
-            label_b=getattr(model_b, "__name__", "B"))
+            label_b=getattr(model_b, "__name__", "B"), store_in=stored_b)
         result.report_a, result.report_b = reports
         return result
 

@@ -1,18 +1,26 @@
-"""A pairwise comparison as one self-contained HTML page: the summary, then each pair side by
-side with the judge's reason. It uses the run report's layout, stylesheet and
-Content-Security-Policy (no script); every value reaches the page through Jinja2's escaping."""
+"""Pairwise comparisons as HTML: one section (the numbers, then each pair side by side with the
+judge's reasons), rendered alike on the standalone page of ``compare --judge --html`` and on the
+viewer's compare page. Both use the run report's layout, stylesheet and
+Content-Security-Policy; every value reaches the page through Jinja2's escaping."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
+from referee.judge import JudgeConfig
+from referee.judge.panel import JudgePanel
 from referee.pairwise._compare import PairwiseComparison
+from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
+from referee.pairwise._ranking import rank
 from referee.redact import redact
-from referee.report.html import content_security_policy
+from referee.report.compare import Comparison
+from referee.report.html import compare_page_context, content_security_policy
 
 OUTCOME = {"b": "B better", "a": "A better", "tie": "tie", "judge_error": "JUDGE_ERROR",
            "not_compared": "not compared"}
@@ -26,8 +34,45 @@ def _env() -> Environment:
                        trim_blocks=True, lstrip_blocks=True)
 
 
-def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] = ()) -> str:
-    """The page; ``runs`` are lines about the two runs (their summaries, their regressions)."""
+def _asset(package: str, name: str) -> str:
+    return resources.files(package).joinpath(f"templates/{name}").read_text(encoding="utf-8")
+
+
+def _notes(comparison: PairwiseComparison) -> list[dict[str, Any]]:
+    """What a reader must know before the numbers: an unfinished or failing comparison."""
+    rate = comparison.win_rate
+    notes = []
+    if not comparison.complete:
+        notes.append({"kind": "interrupted", "flag": True, "text": (
+            f"Interrupted: {len(comparison.pairs)} of {comparison.expected_pairs} pair(s) "
+            "judged. Ask again with the same settings to judge the rest; the judged pairs are "
+            "not asked again.")})
+    if rate.judge_errors:
+        first = next(p for p in comparison.pairs if p.status == "judge_error")
+        notes.append({"kind": "judge-error", "flag": True, "text": (
+            f"{rate.judge_errors} pair(s) got no verdict from the judge (JUDGE_ERROR), e.g. "
+            f"{first.name}: {redact(first.reason)}. They count in no number below; ask again "
+            "to retry them (decided pairs are kept).")})
+    if comparison.resumed:
+        notes.append({"kind": "resumed", "flag": False, "text": (
+            f"{len(comparison.resumed)} pair(s) taken from the stored comparison, not asked "
+            "again.")})
+    return notes
+
+
+def _bradley_terry(comparison: PairwiseComparison) -> str:
+    """The two-variant Bradley-Terry estimate (ties half a win), Elo scale, with its interval."""
+    if not comparison.win_rate.judged:
+        return ""
+    ranking = rank(["A", "B"], [(0, 1, comparison)])
+    by_name = {v.name: v for v in ranking.variants}
+    return "Bradley-Terry (Elo scale, a tie half a win, 95% bootstrap interval over cases): " + (
+        ", ".join(f"{name} {by_name[name].rating:.0f} ({by_name[name].ci_low:.0f} to "
+                  f"{by_name[name].ci_high:.0f})" for name in ("A", "B")))
+
+
+def pairwise_view(comparison: PairwiseComparison) -> dict[str, Any]:
+    """What pairwise_section.html.j2 shows of a comparison, secrets removed."""
     rate = comparison.win_rate
     usage = comparison.token_usage
     pairs = []
@@ -40,17 +85,79 @@ def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] 
                   for o in (pair.verdict.orders if pair.verdict is not None else ())]
         pairs.append({"eval_id": pair.eval_id, "name": pair.name, "status": pair.status,
                       "outcome": OUTCOME[pair.status], "reason": redact(pair.reason),
-                      "input": redact(pair.user_input or ""), "output_a": redact(pair.output_a or ""),
-                      "output_b": redact(pair.output_b or ""), "orders": [redact(o) for o in orders]})
-    css = resources.files("referee.report").joinpath("templates/report.css").read_text(
-        encoding="utf-8")
+                      "input": redact(pair.user_input or ""),
+                      "output_a": redact(pair.output_a or ""),
+                      "output_b": redact(pair.output_b or ""),
+                      "orders": [redact(o) for o in orders]})
+    return {
+        "c": comparison, "judge": comparison.judge_label,
+        "judges": [record.describe() for record in comparison.member_records()],
+        "judge_agreement": comparison.judge_agreement,
+        "orders": "both orders asked" if comparison.both_orders else "one order asked",
+        "spend": (f"{usage.requests} judge request(s), {usage.input_tokens} input / "
+                  f"{usage.output_tokens} output tokens"),
+        "criterion": comparison.criterion.render(), "s": rate.to_dict(),
+        "win_rate": "n/a" if rate.rate is None else f"{rate.rate:.0%}",
+        "summary": rate.describe(), "bradley_terry": _bradley_terry(comparison),
+        "notes": _notes(comparison), "pairs": pairs}
+
+
+def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] = ()) -> str:
+    """The standalone page; ``runs`` are lines about the two runs (summaries, regressions)."""
     return _env().get_template("pairwise.html.j2").render(
-        csp=content_security_policy(None), css=css, script=None, c=comparison,
-        judge=comparison.judge_label, judges=[r.describe() for r in comparison.member_records()],
-        judge_agreement=comparison.judge_agreement,
-        orders="both orders asked" if comparison.both_orders else "one order asked",
-        spend=(f"{usage.requests} judge request(s), {usage.input_tokens} input / "
-               f"{usage.output_tokens} output tokens"),
-        runs=[redact(line) for line in runs], criterion=comparison.criterion.render(), s=rate.to_dict(),
-        win_rate="n/a" if rate.rate is None else f"{rate.rate:.0%}",
-        summary=rate.describe(), pairs=pairs)
+        csp=content_security_policy(None), css=_asset("referee.report", "report.css"),
+        script=None, p=pairwise_view(comparison), runs=[redact(line) for line in runs])
+
+
+def judge_text(judge: JudgeConfig | JudgePanel) -> str:
+    """The judge as the viewer's form spells it: PROVIDER/MODEL, a panel's comma-separated."""
+    members = judge.members if isinstance(judge, JudgePanel) else [judge]
+    return ", ".join(f"{m.provider}/{m.model}" for m in members)
+
+
+@dataclass(frozen=True)
+class JudgeForm:
+    """What the viewer's judging form holds: the shown comparison's settings, or the defaults."""
+
+    criterion: str
+    questions: str
+    judge: str
+    both_orders: bool
+
+    @classmethod
+    def of(cls, shown: PairwiseComparison | None, default_judge: str) -> JudgeForm:
+        if shown is None:
+            return cls(DEFAULT_PAIRWISE_CRITERION, "", default_judge, True)
+        spec = shown.criterion
+        return cls(spec.text if not spec.questions else "", "\n".join(spec.questions),
+                   judge_text(shown.judge), shown.both_orders)
+
+
+@dataclass(frozen=True)
+class JudgedPage:
+    """The viewer's side of its compare page: where the form posts, what it shows."""
+
+    token: str
+    post_href: str
+    status_href: str
+    a_key: str
+    b_key: str
+    form: JudgeForm
+    shown: PairwiseComparison | None
+    # (link, description) of the other comparisons stored for these two runs
+    others: Sequence[tuple[str, str]] = ()
+    job: dict[str, Any] | None = None  # the latest judging of these runs in this viewer
+    unstorable: str = ""  # why these runs cannot be judged here (B is a report file)
+
+
+def render_judged_compare_html(comparison: Comparison, page: JudgedPage, *,
+                               a_href: str | None = None, b_href: str | None = None,
+                               index_href: str | None = None) -> str:
+    """The viewer's compare page: the regressions, then the judged comparison of the two runs
+    (the latest stored, or the one asked for) and the form that asks for one."""
+    script = _asset("referee.pairwise", "judge_form.js")
+    return _env().get_template("compare_judged.html.j2").render(
+        csp=content_security_policy(script, connect=True),
+        css=_asset("referee.report", "report.css"), script=script,
+        **compare_page_context(comparison, a_href=a_href, b_href=b_href, index_href=index_href),
+        judged=page, p=pairwise_view(page.shown) if page.shown is not None else None)

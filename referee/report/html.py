@@ -760,6 +760,14 @@ _KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unc
 
 def render_compare_html(comparison: Comparison, *, a_href: str | None = None,
                         b_href: str | None = None, index_href: str | None = None) -> str:
+    return _page("compare.html.j2", **compare_page_context(
+        comparison, a_href=a_href, b_href=b_href, index_href=index_href))
+
+
+def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
+                         b_href: str | None = None,
+                         index_href: str | None = None) -> dict[str, Any]:
+    """What compare.html.j2 shows of a comparison (also for pages that extend it)."""
     a, b = _summary_view(comparison.a), _summary_view(comparison.b)
     a["href"], b["href"] = a_href, b_href
     changes = sorted(comparison.changes, key=lambda c: _KIND_ORDER[c.kind])
@@ -773,8 +781,8 @@ def render_compare_html(comparison: Comparison, *, a_href: str | None = None,
     def case_href(run_href: str | None, index: int | None) -> str | None:
         return f"{run_href}#case-{index}" if run_href and index is not None else None
 
-    return _page(
-        "compare.html.j2", a=a, b=b, counts=counts, index_href=index_href, chart=chart,
+    return dict(
+        a=a, b=b, counts=counts, index_href=index_href, chart=chart,
         deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
                  "mean_b": f"{d.mean_b:.3f}", "delta": f"{d.delta:+.3f}",
                  "ci": f"{d.ci_low:+.3f} to {d.ci_high:+.3f}", "hint": d.hint,

@@ -1,4 +1,5 @@
-"""A local web viewer over stored runs; its one write is a person's label on a verdict.
+"""A local web viewer over stored runs; its writes are a person's label on a verdict and a
+judged (pairwise) comparison of two runs that a person asks for on the compare page.
 
 It listens on 127.0.0.1 only and answers only requests that are plainly its own: the Host
 header must name the loopback address and this port (a DNS-rebinding page presents its own
@@ -6,10 +7,13 @@ host name), and a request that a browser marks as coming from another origin (Or
 Sec-Fetch-Site) is refused. Runs are addressed by the name of their directory under the
 runs directory, never by a path, so nothing outside it can be read.
 
-Labels (``/run/NAME/label``, referee.labels) are the only write. Beyond the checks above, each
-write carries the per-session token that the labelling page embeds (random at server start,
-compared in constant time), so a page of another origin that guessed the port still cannot
-store one. Labels go to the run's labels.jsonl, never into the run's own records.
+Labels (``/run/NAME/labels``, referee.labels) and judged comparisons (``/compare/judge``,
+referee.pairwise) are the only writes. Beyond the checks above, each write carries the
+per-session token that the page embeds (random at server start, compared in constant time), so
+a page of another origin that guessed the port still cannot store one or spend judge requests.
+Labels go to the run's labels.jsonl, judged comparisons to run B's comparisons/, never into the
+runs' own records. A judged comparison runs in a background thread; the page polls
+``/compare/status?job=ID`` and the viewer keeps answering meanwhile.
 """
 
 from __future__ import annotations
@@ -27,13 +31,13 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from referee.errors import InputError
 from referee.record import EvalReport
 from referee.report.compare import compare_reports
 from referee.report.html import (
-    render_compare_html,
     render_html,
     render_index_html,
     render_labelling_html,
@@ -64,7 +68,7 @@ _SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 TOKEN_HEADER = "X-Referee-Token"
-MAX_LABEL_BYTES = 64 * 1024
+MAX_POST_BYTES = 64 * 1024
 
 
 class _NotFound(Exception):
@@ -155,6 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
     catalog: RunCatalog
     token: str  # the per-session write token
     labeller: str
+    judging: Any  # referee.pairwise._jobs.PairwiseJobs: the judged comparisons this viewer runs
 
     # Plumbing ----------------------------------------------------------------------------
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
@@ -214,19 +219,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_only(self) -> None:
         if self._trusted():
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels")
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels and "
+                                                       "judged comparisons")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
 
-    def _send_json(self, status: int, value: dict[str, str]) -> None:
+    def _send_json(self, status: int, value: dict[str, Any]) -> None:
         self._send(status, json.dumps(value), content_type="application/json; charset=utf-8")
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         if not self._trusted():
             return
         parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
-        if len(parts) != 3 or parts[0] != "run" or parts[2] != "labels":
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels")
+        labels = len(parts) == 3 and parts[0] == "run" and parts[2] == "labels"
+        if not labels and parts != ["compare", "judge"]:
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer only stores labels and "
+                                                       "judged comparisons")
             return
         sent = self.headers.get(TOKEN_HEADER, "")
         if not hmac.compare_digest(sent.encode("utf-8", "replace"), self.token.encode("utf-8")):
@@ -240,16 +248,22 @@ class _Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or "0")
         except ValueError:
             length = -1
-        if not 0 < length <= MAX_LABEL_BYTES:
-            self._send_json(HTTPStatus.BAD_REQUEST, {"error": "a label is a JSON body of at most "
-                                                              f"{MAX_LABEL_BYTES} bytes"})
+        if not 0 < length <= MAX_POST_BYTES:
+            self._send_json(HTTPStatus.BAD_REQUEST, {"error": "send a JSON body of at most "
+                                                              f"{MAX_POST_BYTES} bytes"})
             return
         body = self.rfile.read(length)
+        if labels:
+            self._store_label(parts[1], body)
+        else:
+            self._start_judging(body)
+
+    def _store_label(self, key: str, body: bytes) -> None:
         from referee.labels._review import RefusedLabel, describe, label_from_post
         from referee.labels._store import LabelStore
 
         try:
-            run_dir, scoring, report = self._labelled_run(parts[1])
+            run_dir, scoring, report = self._labelled_run(key)
             label = label_from_post(body, report, scoring=scoring, labeller=self.labeller)
             LabelStore(run_dir).append(label)
         except _NotFound:
@@ -264,6 +278,57 @@ class _Handler(BaseHTTPRequestHandler):
         summary, text = describe(label)
         self._send_json(HTTPStatus.OK, {"summary": summary, "text": text,
                                         "verdict": label.verdict or "", "human": label.human or ""})
+
+    def _start_judging(self, body: bytes) -> None:
+        from referee.pairwise._viewer import RefusedJudging, compare_href, start_judging
+
+        try:
+            job = start_judging(body, self._stored_run, self.judging)
+        except _NotFound:
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": "no such run"})
+            return
+        except RefusedJudging as exc:
+            self._send_json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+            return
+        except (InputError, OSError) as exc:
+            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"not started: {exc}"})
+            return
+        self._send_json(HTTPStatus.ACCEPTED, {**job.status(), "href": compare_href(*job.runs)})
+
+    def _judging_status(self, query: dict[str, list[str]]) -> None:
+        from referee.pairwise._viewer import compare_href
+
+        job = self.judging.get((query.get("job") or [""])[0])
+        if job is None:
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": "no such judged comparison in this "
+                                                            "viewer; reload the page"})
+            return
+        status = job.status()
+        a_key, b_key = job.runs
+        self._send_json(HTTPStatus.OK, {**status, "href": compare_href(a_key, b_key,
+                                                                      status["result"] or None)})
+
+    def _stored_run(self, key: str) -> Any:
+        """The run a URL names, with the directory its comparisons are kept in (none for a
+        report file)."""
+        from referee.pairwise._viewer import StoredRun
+
+        path = self.catalog.path_of(key.partition("@")[0])
+        return StoredRun(key, self.catalog.load(key), path if path.is_dir() else None)
+
+    def _compare_page(self, query: dict[str, list[str]]) -> None:
+        from referee.pairwise._html import render_judged_compare_html
+        from referee.pairwise._viewer import judged_page
+
+        a_key = (query.get("a") or [""])[0]
+        b_key = (query.get("b") or [""])[0]
+        run_a, run_b = self._stored_run(a_key), self._stored_run(b_key)
+        page = judged_page(run_a, run_b, shown_key=(query.get("c") or [""])[0] or None,
+                           jobs=self.judging, token=self.token, post_href="/compare/judge",
+                           status_href="/compare/status")
+        self._send_page(render_judged_compare_html(
+            compare_reports(run_a.report, run_b.report), page, a_href="/run/" + quote(a_key),
+            b_href="/run/" + quote(b_key), index_href="/"))
 
     def _labelled_run(self, key: str) -> tuple[Path, int, EvalReport]:
         """The run directory labels go to, the number of the scoring ``key`` names, and it."""
@@ -304,14 +369,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
                        content_type="application/json; charset=utf-8")
         elif parts == ["compare"]:
-            query = parse_qs(url.query)
-            a_key = (query.get("a") or [""])[0]
-            b_key = (query.get("b") or [""])[0]
-            comparison = compare_reports(catalog.load(a_key), catalog.load(b_key))
-            self._send_page(render_compare_html(
-                comparison, a_href="/run/" + quote(a_key), b_href="/run/" + quote(b_key),
-                index_href="/",
-            ))
+            self._compare_page(parse_qs(url.query))
+        elif parts == ["compare", "status"]:
+            self._judging_status(parse_qs(url.query))
         else:
             raise _NotFound(url.path)
 
@@ -343,11 +403,12 @@ def _make_server(target: Path | None, runs_dir: Path, host: str, port: int,
     if host not in LOOPBACK_HOSTS:
         raise ValueError(f"the viewer listens on 127.0.0.1 only; got host {host!r}")
     from referee.labels._store import default_labeller
+    from referee.pairwise._jobs import PairwiseJobs
 
     catalog = RunCatalog(Path(runs_dir), Path(target) if target is not None else None)
     handler: Callable[..., _Handler] = type("_BoundHandler", (_Handler,), {
         "catalog": catalog, "token": secrets.token_urlsafe(32),
-        "labeller": labeller or default_labeller()})
+        "labeller": labeller or default_labeller(), "judging": PairwiseJobs()})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -371,7 +432,8 @@ def serve(target: Path | None, runs_dir: Path, host: str = "127.0.0.1", port: in
           labeller: str | None = None) -> None:
     """Run the viewer until Ctrl-C."""
     server, _base, url = _make_server(target, runs_dir, host, port, labeller)
-    print(f"referee viewer on {url} (labels go beside each run; Ctrl-C to stop)",
+    print(f"referee viewer on {url} (labels and judged comparisons go beside the runs; "
+          "Ctrl-C to stop)",
           file=sys.stderr, flush=True)
     try:
         server.serve_forever()
