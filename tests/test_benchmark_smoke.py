@@ -240,5 +240,5 @@ def test_micro_costs_prints_each_per_call_cost(capsys):
 
     assert micro_costs.main() == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 6 and all(line.endswith(" us") and float(line.split()[-2]) > 0
+    assert len(lines) == 8 and all(line.endswith(" us") and float(line.split()[-2]) > 0
                                    for line in lines)
