@@ -94,8 +94,11 @@ def test_the_run_record_resolves_each_criterion_judge_once(tmp_path, capsys):
     counted = _CountedJudge()
     suite = EvalSuite("judged").add_case(EvalCase(input="q")).add_evaluator(counted)
     report = suite.run(lambda prompt: "answer", verbose=True, runs_dir=tmp_path)
-    # meta.json's criteria, the report's judge and the announcement share one resolution.
+    # meta.json's criteria, the report's judge, the announcement and the calibration record
+    # after the run share one resolution.
     assert counted.asked_before_first_case == 1
+    assert counted.asked == 1
+    assert report.judge_calibration["contains"].judge == "openai/gpt-4o-mini"
     assert report.judge == {"provider": "openai", "model": "gpt-4o-mini"} | {
         k: v for k, v in report.judge.items() if k not in ("provider", "model")}
     assert "referee: judge for contains: openai/gpt-4o-mini" in capsys.readouterr().err
@@ -133,3 +136,29 @@ def test_a_resume_plan_decides_once_what_is_kept_and_what_runs_again(tmp_path):
     # Stored outputs are scored again; the cases without one (model errors) are kept.
     assert set(plan.outputs) == {"c0", "c2"} and plan.finished == {"c1", "c3"}
     assert plan.rescore and plan.meta["case_ids"] == keys
+
+
+def test_a_stored_run_checks_its_settings_and_judge_environment_once(tmp_path, monkeypatch):
+    import referee.run.engine as engine_module
+
+    calls = {"ranges": 0, "prices": 0}
+    ranges, prices = engine_module.check_engine_settings, engine_module.load_env_price_file
+
+    def counted_ranges(**kwargs):
+        calls["ranges"] += 1
+        return ranges(**kwargs)
+
+    def counted_prices():
+        calls["prices"] += 1
+        return prices()
+
+    monkeypatch.setattr(engine_module, "check_engine_settings", counted_ranges)
+    monkeypatch.setattr(engine_module, "load_env_price_file", counted_prices)
+    suite = EvalSuite("checked").add_case(EvalCase(input="q")).add_evaluator(Contains(["a"]))
+    suite.run(lambda prompt: "a", verbose=False, runs_dir=tmp_path)
+    # RunOptions checked the ranges when it was built (with its own reference to the check);
+    # run_stored checked the judge environment before opening the run: the engine repeats
+    # neither.
+    assert calls == {"ranges": 0, "prices": 1}
+    engine_module.Engine([Contains(["a"])])  # an engine built by hand still checks both
+    assert calls == {"ranges": 1, "prices": 2}

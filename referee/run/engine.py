@@ -374,10 +374,14 @@ class Engine:
                  store: RunStore | None = None, case_retry: JudgeRetry | None = None,
                  runs: int = 1, criterion_concurrency: int | None = None,
                  early_stop: bool = False,
-                 stored_outputs: Mapping[str, StoredOutput] | None = None) -> None:
-        check_engine_settings(concurrency=concurrency, timeout=timeout, runs=runs,
-                              criterion_concurrency=criterion_concurrency)
-        check_judge_environment()
+                 stored_outputs: Mapping[str, StoredOutput] | None = None,
+                 settings_checked: bool = False) -> None:
+        # run_stored builds its engine from a RunOptions, which checked the ranges when it was
+        # built, after checking the judge environment itself: neither is checked twice.
+        if not settings_checked:
+            check_engine_settings(concurrency=concurrency, timeout=timeout, runs=runs,
+                                  criterion_concurrency=criterion_concurrency)
+            check_judge_environment()
         self.criteria = list(criteria)
         self.concurrency = concurrency
         self.timeout = timeout

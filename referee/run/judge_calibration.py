@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from referee.criteria.base import Criterion, JudgedCriterion
+from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
 from referee.errors import InputError
 from referee.evaluators.calibration import (
     NO_QUESTION_SET,
@@ -34,17 +34,20 @@ def is_judged(criterion: object) -> bool:
 
 
 def calibration_records(criteria: Sequence[Criterion], path: str | Path | None = None, *,
-                        served: ServedLog | None = None) -> dict[str, JudgeCalibration]:
+                        served: ServedLog | None = None,
+                        judges: dict[str, dict[str, Any]] | None = None,
+                        ) -> dict[str, JudgeCalibration]:
     """By criterion label (as the report keys them): the calibration of each judged criterion.
 
     Looked up after the run, when every criterion has prepared (a CheckEvaluator's questions,
     and so its question set, exist only then). A broken calibration file never stops a run:
     each judged criterion is recorded as uncalibrated, with the file's error as the reason.
     ``served``: the model versions the run's judge replies named; a matched entry calibrated
-    against another version is marked as drifted.
+    against another version is marked as drifted. ``judges``: by label, each criterion's judge
+    as the run described it before its first case (not resolved again here).
     """
     location = calibration_file_path(path)
-    labels = unique_labels([str(getattr(c, "name", type(c).__name__)) for c in criteria])
+    labels = unique_labels([criterion_label(c) for c in criteria])
     judged = [(label, c) for label, c in zip(labels, criteria) if is_judged(c)]
     if not judged:
         return {}
@@ -54,7 +57,8 @@ def calibration_records(criteria: Sequence[Criterion], path: str | Path | None =
         table = read_calibration_file(location)
     except InputError as exc:
         unreadable = f"the calibration file cannot be read: {exc}"
-    records = {label: _record(criterion, table, location, unreadable)
+    records = {label: _record(criterion, table, location, unreadable,
+                              (judges or {}).get(label))
                for label, criterion in judged}
     for record in records.values():
         record.served_models = served.models(record.judge) if served is not None else []
@@ -75,15 +79,22 @@ def drift_between(calibrated: str | None, served: Sequence[str]) -> str | None:
             f"'referee calibrate --recheck', or calibrate again)")
 
 
-def _identity(criterion: Any) -> tuple[str, str, str, str, float | None]:
-    """(evaluator, provider, model, question set, threshold) as calibrate keys them."""
+def _identity(criterion: Any, described: dict[str, Any] | None = None,
+              ) -> tuple[str, str, str, str, float | None]:
+    """(evaluator, provider, model, question set, threshold) as calibrate keys them.
+
+    ``described``: the criterion's judge as the run described it (run/describe.py), resolved
+    once for the whole run; without it (or for a panel) the judge is resolved here."""
     name = str(getattr(criterion, "name", type(criterion).__name__))
-    try:
-        config = criterion.judge_config()
-    except Exception:  # an unresolvable judge shows up as the case errors, not here
-        config = None
-    provider = str(getattr(config, "provider", "") or "")
-    model = str(getattr(config, "model", "") or "")
+    if described and described.get("provider") and described.get("model"):
+        provider, model = str(described["provider"]), str(described["model"])
+    else:
+        try:
+            config = criterion.judge_config()
+        except Exception:  # an unresolvable judge shows up as the case errors, not here
+            config = None
+        provider = str(getattr(config, "provider", "") or "")
+        model = str(getattr(config, "model", "") or "")
     describe = getattr(criterion, "question_set", None)
     try:
         question_set = str(describe()) if callable(describe) else NO_QUESTION_SET
@@ -95,8 +106,8 @@ def _identity(criterion: Any) -> tuple[str, str, str, str, float | None]:
 
 
 def _record(criterion: Any, table: CalibrationFile | None, location: Path,
-            unreadable: str) -> JudgeCalibration:
-    name, provider, model, question_set, threshold = _identity(criterion)
+            unreadable: str, described: dict[str, Any] | None = None) -> JudgeCalibration:
+    name, provider, model, question_set, threshold = _identity(criterion, described)
     record = JudgeCalibration(evaluator=name, judge=f"{provider}/{model}" if provider else "none",
                               question_set=question_set, threshold=threshold, file=str(location))
     if unreadable:

@@ -66,6 +66,7 @@ class _OpenRun:
     resume: ResumePlan | None
     keys: list[str]
     run_meta: dict[str, Any]  # meta.json's run fields (criteria, runs, scoring number)
+    judges: dict[str, dict[str, Any]]  # each judged criterion's judge, resolved once
 
 
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
@@ -127,7 +128,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
                         case_retry=options.judge_retry, runs=options.runs,
                         criterion_concurrency=options.criterion_concurrency,
                         early_stop=options.early_stop,
-                        stored_outputs=plan.outputs if plan is not None else None)
+                        stored_outputs=plan.outputs if plan is not None else None,
+                        settings_checked=True)
     except BaseException:
         if store is not None:
             store.release()
@@ -137,7 +139,7 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     if options.verbose:
         description.announce()
     return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan,
-                    keys=keys, run_meta=run_meta)
+                    keys=keys, run_meta=run_meta, judges=description.judges)
 
 
 async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
@@ -168,7 +170,8 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
     report = run.report
     report.finished_at = time.time()
     report.preparation_token_usage = dict(run.engine.preparation_usage)
-    report.judge_calibration = calibration_records(run.engine.criteria, served=served)
+    report.judge_calibration = calibration_records(run.engine.criteria, served=served,
+                                                   judges=run.judges)
     if run.store is None:
         report.cases = sorted(in_memory, key=lambda c: c.index)
     else:
