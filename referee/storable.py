@@ -1,4 +1,5 @@
-"""Every value can be stored (design decision 13).
+"""Every value can be stored: whatever a model or criterion returns is kept, never a reason
+to abort a run.
 
 A model, an agent or a criterion may hand back values that JSON cannot hold: arbitrary
 objects, bytes, strings with lone surrogates, NaN or infinities. None of them may abort a run

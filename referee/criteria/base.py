@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Criterion(Protocol):
-    """The one criterion protocol (design decision 3): a name, a threshold and
-    ``async evaluate(actual, expected) -> CriterionResult``. The 10xgraph-style criteria, the
+    """The one criterion protocol, so that one engine serves every check: a name, a threshold
+    and ``async evaluate(actual, expected) -> CriterionResult``. The 10xgraph-style criteria, the
     multivon-style evaluators and a user's own checks all meet it; the engine and the run
     session are typed with it. Of an object that only has ``evaluate`` (all the run's front
     doors check for), the engine reads the class name as its name and 0.0 as its threshold

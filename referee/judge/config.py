@@ -49,7 +49,7 @@ DEFAULT_MODELS = {
 
 @dataclass(frozen=True)
 class DefaultJudge:
-    """The judge an API surface calls when the user names none (design decision 4)."""
+    """The judge an API surface calls when the user names none (each API keeps its own documented default)."""
 
     model: str
     provider: str  # empty: inferred from the model's name (``gemini*`` is Google, ...)

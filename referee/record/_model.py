@@ -248,8 +248,8 @@ class CaseResult(BaseModel):
 
     def storable(self) -> CaseResult:
         """This case with stand-ins for anything JSON cannot hold, each listed in
-        ``converted`` (design decision 13): one odd value stays in its case instead of
-        failing the run store or a report."""
+        ``converted``: whatever a model returns is stored, never a reason to abort, so one
+        odd value stays in its case instead of failing the run store or a report."""
         stored, converted = make_storable(self)
         if converted:
             stored = stored.model_copy(update={"converted": [*stored.converted, *converted]})
