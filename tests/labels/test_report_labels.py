@@ -355,3 +355,51 @@ def test_a_score_json_cannot_hold_leaves_the_page_data_readable(tmp_path):
         browser.goto(page_file.as_uri())
         _open_panel(browser)
         assert "score none" in browser.evaluate("document.querySelector('#item-0').textContent")
+
+
+def test_a_huge_output_is_cut_in_the_panel_marked_imported_and_refused_by_calibrate(
+        tmp_path, capsys):
+    """A runaway 1 MB output: the panel's row holds the page's cut of it and says so; the row
+    as "Download labels" writes it imports into the run (only the label is stored), and
+    `referee calibrate` refuses to judge the cut text, pointing at import and --from-run."""
+    from referee.report.html import MAX_FIELD_CHARS
+
+    report = sample_report()
+    refund = next(c for c in report.cases if c.eval_id == "refund")
+    refund.execution.actual_response = ("Refunds take 30 days. " + "x" * 1000 + "\n") * 1000
+    huge = refund.execution.actual_response
+    run_dir = _store(tmp_path / "runs", report)
+    page = render_html(load_run(run_dir))
+    assert len(page) < len(huge)
+    row = json.loads(page.split('id="label-data">', 1)[1].split("</script>", 1)[0])["rows"][
+        "refund"]
+    assert row["output"] == huge[:MAX_FIELD_CHARS]
+    assert row["cut_fields"] == {"output": len(huge) - MAX_FIELD_CHARS}
+    assert "input" not in row["cut_fields"]
+    assert 'id="label-cut-note"' in page and "--from-run" in page
+    assert 'id="label-cut-note"' not in render_html(sample_report())  # nothing cut, no note
+
+    # The row as labels.js's exportText builds it from the panel's data.
+    downloaded = {"id": "refund", "input": row["input"], "output": row["output"],
+                  "label": "pass",
+                  "metadata": {"run_id": report.run_id, "case_id": "refund",
+                               "criterion": "contains", "human": "pass", "labeller": "ana",
+                               "at": 1.0, "cut_fields": row["cut_fields"]}}
+    unmarked = {**downloaded, "metadata": {k: v for k, v in downloaded["metadata"].items()
+                                           if k != "cut_fields"}}
+    path = _labels_file(tmp_path, [unmarked])
+    assert main(["labels", "import", str(run_dir), str(path)]) == 2  # a prefix must be marked
+    assert "not the output the run stored" in capsys.readouterr().err
+    path = _labels_file(tmp_path, [downloaded])
+    assert main(["labels", "import", str(run_dir), str(path)]) == 0, capsys.readouterr().err
+    [label] = LabelStore(run_dir).all()
+    assert (label.case_id, label.criterion, label.human, label.labeller) == (
+        "refund", "contains", "pass", "ana")
+
+    capsys.readouterr()
+    assert main(["calibrate", str(path), "--judge", "openai/gpt-4o-mini", "--evaluator",
+                 "faithfulness", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"referee: error: {path}:1: field 'output': ")
+    assert "labels import" in err[0] and "--from-run" in err[0]
