@@ -282,7 +282,8 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
 def _cut_row(cut_fields: Any, source: str, line: int) -> InputError:
     """The error for a row the self-contained report cut (its "Download labels" marks it in
     metadata.cut_fields): a cut output would calibrate the judge on text it never saw."""
-    names = list(cut_fields) if isinstance(cut_fields, (dict, list)) else []
+    names = ([cut_fields] if isinstance(cut_fields, str)  # a CSV's metadata.cut_fields cell
+             else list(cut_fields) if isinstance(cut_fields, (dict, list)) else [])
     field = str(names[0]) if names else "metadata.cut_fields"
     return InputError("was cut by the report it was labelled in (metadata.cut_fields), and a "
                       "cut field would calibrate the judge on text it never saw",
