@@ -122,6 +122,16 @@ def redact(text: str) -> str:
     return _KEY_SHAPED.sub(MASK, mask_url_passwords(text))
 
 
+def redacted_head(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to its first ``limit`` characters, and how many characters were left out
+    (0: nothing was cut). A text that is cut is masked first: a key cut in half would no longer
+    match, and its first half would be shown."""
+    if len(text) <= limit:
+        return text, 0
+    text = redact(text)
+    return text[:limit], max(len(text) - limit, 0)
+
+
 # The type of an error text (a case's, a run's, a criterion's): whatever raised it (the model
 # under test, a user's criterion, an SDK echoing its key in a 401) never knew to keep keys out.
 RedactedText = Annotated[str, AfterValidator(redact)]

@@ -256,6 +256,8 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
     if not isinstance(metadata, dict):
         raise InputError(f"is a {type(metadata).__name__}", source=source, line=line,
                          field="metadata", expected="an object")
+    if metadata.get("cut_fields"):
+        raise _cut_row(metadata["cut_fields"], source, line)
     conversation = raw.get("conversation")
     try:
         if conversation is not None:
@@ -275,6 +277,20 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
         where = ".".join(str(p) for p in first["loc"]) or None
         raise InputError(str(first["msg"]).removeprefix("Value error, "), source=source,
                          line=line, field=where) from None
+
+
+def _cut_row(cut_fields: Any, source: str, line: int) -> InputError:
+    """The error for a row the self-contained report cut (its "Download labels" marks it in
+    metadata.cut_fields): a cut output would calibrate the judge on text it never saw."""
+    names = ([cut_fields] if isinstance(cut_fields, str)  # a CSV's metadata.cut_fields cell
+             else list(cut_fields) if isinstance(cut_fields, (dict, list)) else [])
+    field = str(names[0]) if names else "metadata.cut_fields"
+    return InputError("was cut by the report it was labelled in (metadata.cut_fields), and a "
+                      "cut field would calibrate the judge on text it never saw",
+                      source=source, line=line, field=field,
+                      expected="the whole row: import the file into its run with `referee "
+                      "labels import RUN_DIR FILE` and calibrate with `--from-run RUN_DIR`, or "
+                      "export the run's rows with `referee labels export RUN_DIR`")
 
 
 def _text(value: Any, source: str, line: int, field: str) -> str | None:

@@ -2,7 +2,8 @@
 case's input, context and expected output, the output the run stored, and the person's verdict.
 
 The self-contained report builds the same rows in the browser from ``case_fields`` and
-``label_metadata``'s keys (labels.js), so a downloaded file and an export read alike.
+``label_metadata``'s keys (labels.js), so a downloaded file and an export read alike; only a
+field the page cut differs (its beginning, named in metadata.cut_fields).
 """
 
 from __future__ import annotations

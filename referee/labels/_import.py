@@ -82,6 +82,26 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
     return Imported(added=added, already=len(labels) - added)
 
 
+def _cut_fields(metadata: dict[str, Any]) -> Any:
+    """The fields a report cut in this row (its download names them in metadata.cut_fields)."""
+    cut = metadata.get("cut_fields")
+    if cut is None or isinstance(cut, (dict, list)):
+        return cut or ()
+    raise _BadField("metadata.cut_fields", f"a JSON {type(cut).__name__}",
+                    "the names of the fields the report cut")
+
+
+def _same_output(given: Any, stored: str, *, cut: bool) -> bool:
+    """Whether a row's output is the one the run stored: a report's download carries it with
+    any key masked (referee.redact), and, where the page cut it, only its beginning. Only the
+    label is stored, so the beginning is enough to know the row is this run's."""
+    if not isinstance(given, str):
+        return False
+    if cut:
+        return stored.startswith(given) or redact(stored).startswith(given)
+    return given in (stored, redact(stored))
+
+
 class _BadField(Exception):
     def __init__(self, field: str | None, message: str, expected: str | None = None) -> None:
         super().__init__(message)
@@ -113,9 +133,8 @@ def _label_from_row(row: Any, report: EvalReport, *, scoring: int, labeller: str
         raise _BadField("metadata.criterion", f"case {case_id!r} has no judged criterion "
                         f"{criterion!r}")
     fields = case_fields(case)
-    # A report's download carries the output with any key masked (referee.redact).
-    if (fields is not None and "output" in row
-            and row["output"] not in (fields["output"], redact(fields["output"]))):
+    if fields is not None and "output" in row and not _same_output(
+            row["output"], fields["output"], cut="output" in _cut_fields(metadata)):
         raise _BadField("output", f"not the output the run stored for case {case_id!r}: the "
                         "label was made on another run")
     given = {key: metadata[key] for key in _LABEL_KEYS if key in metadata}

@@ -13,7 +13,7 @@ from referee.labels._export import case_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
 from referee.record import CaseResult, EvalReport
-from referee.redact import redact_secrets
+from referee.redact import redact_secrets, redacted_head
 from referee.store import version_number
 
 POSTED_FIELDS = {"case_id", "criterion", "verdict", "human", "comment"}
@@ -74,19 +74,44 @@ def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def report_labelling(report: EvalReport, cases: list[CaseResult]) -> dict[str, Any]:
+def report_labelling(report: EvalReport, cases: list[CaseResult], *,
+                     max_field_chars: int) -> dict[str, Any]:
     """What the self-contained report's labelling panel needs: the queue of ``cases`` (the
     page shows each case once, in its own details), and per case the fields of a labels row
-    (labels/_export.case_fields), from which the page builds its "Download labels" file."""
+    (labels/_export.case_fields), from which the page builds its "Download labels" file.
+
+    A text field longer than ``max_field_chars`` is cut as the rest of the page cuts it, and
+    the row's ``cut_fields`` says how many characters of which field were left out: a runaway
+    output must not make the page bigger than it, and the mark rides along into the
+    downloaded rows (metadata.cut_fields), which calibrate refuses and import accepts."""
     rows = {}
     for case in cases:
         fields = case_fields(case)
-        if fields is not None:  # the page is a report: no key reaches it, even in an output
-            rows[case.eval_id] = redact_secrets(fields)
+        if fields is None:
+            continue
+        row = redact_secrets(fields)  # the page is a report: no key reaches it, even in an output
+        cut_fields = {}
+        for name, value in row.items():
+            if isinstance(value, str):
+                row[name], left_out = redacted_head(value, max_field_chars)
+            elif isinstance(value, list):  # a context of several passages: each is cut alone
+                heads = [redacted_head(v, max_field_chars) if isinstance(v, str) else (v, 0)
+                         for v in value]
+                row[name] = [head for head, _ in heads]
+                left_out = sum(n for _, n in heads)
+            else:
+                left_out = 0
+            if left_out:
+                cut_fields[name] = left_out
+        if cut_fields:
+            row["cut_fields"] = cut_fields
+        rows[case.eval_id] = row
     run_dir = report.metadata.get("run_dir")
     return {"run_id": report.run_id, "scoring": version_number(report.metadata),
             "run": str(run_dir) if run_dir else "",
-            "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows}
+            "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows,
+            "cut": any("cut_fields" in row for row in rows.values()),
+            "max_field_chars": max_field_chars}
 
 
 class RefusedLabel(ValueError):

@@ -35,7 +35,7 @@ from referee.record import (
     describe_member_usage,
     format_rate,
 )
-from referee.redact import redact
+from referee.redact import redacted_head
 from referee.report import charts
 from referee.report.console import judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
@@ -128,17 +128,12 @@ def _clip(value: Any) -> Clipped | None:
     text = value if isinstance(value, str) else _json(value)
     if text == "":
         return None
-    if len(text) > MAX_FIELD_CHARS:
-        text = redact(text)  # before the cut: a key cut in half would no longer match
-        return Clipped(text[:MAX_FIELD_CHARS], len(text) - MAX_FIELD_CHARS)
-    return Clipped(text, 0)
+    return Clipped(*redacted_head(text, MAX_FIELD_CHARS))
 
 
 def _cut(text: str) -> str:
-    if len(text) > MAX_FIELD_CHARS:
-        text = redact(text)  # before the cut: a key cut in half would no longer match
-        return text[:MAX_FIELD_CHARS] + f"\n… {len(text) - MAX_FIELD_CHARS} more character(s) not shown"
-    return text
+    shown, left_out = redacted_head(text, MAX_FIELD_CHARS)
+    return shown + f"\n… {left_out} more character(s) not shown" if left_out else shown
 
 
 def _json(value: Any) -> str:
@@ -686,7 +681,7 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     if label_href is None:  # a file on its own: the page labels into the browser's storage
         from referee.labels._review import report_labelling
 
-        labelling = report_labelling(report, shown)
+        labelling = report_labelling(report, shown, max_field_chars=MAX_FIELD_CHARS)
         # Packed as the case details are: the queue names every judged result of the run.
         labelling["data"] = _page_data({"queue": labelling["queue"], "rows": labelling["rows"]},
                                        packed=bool(chunks))

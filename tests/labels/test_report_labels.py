@@ -355,3 +355,63 @@ def test_a_score_json_cannot_hold_leaves_the_page_data_readable(tmp_path):
         browser.goto(page_file.as_uri())
         _open_panel(browser)
         assert "score none" in browser.evaluate("document.querySelector('#item-0').textContent")
+
+
+def test_a_huge_output_is_cut_in_the_panel_marked_imported_and_refused_by_calibrate(
+        tmp_path, capsys):
+    """A runaway 1 MB output: the panel's row holds the page's cut of it and says so; the row
+    the browser downloads keeps the mark and imports into the run (only the label is stored),
+    and `referee calibrate` refuses to judge the cut text, pointing at import and --from-run."""
+    from referee.report.html import MAX_FIELD_CHARS
+
+    report = sample_report()
+    refund = next(c for c in report.cases if c.eval_id == "refund")
+    refund.execution.actual_response = ("Refunds take 30 days. " + "x" * 1000 + "\n") * 1000
+    huge = refund.execution.actual_response
+    run_dir = _store(tmp_path / "runs", report)
+    page = render_html(load_run(run_dir))
+    assert len(page) < len(huge)
+    row = json.loads(page.split('id="label-data">', 1)[1].split("</script>", 1)[0])["rows"][
+        "refund"]
+    assert row["output"] == huge[:MAX_FIELD_CHARS]
+    assert row["cut_fields"] == {"output": len(huge) - MAX_FIELD_CHARS}
+    assert "input" not in row["cut_fields"]
+    assert 'id="label-cut-note"' in page and "--from-run" in page
+    assert 'id="label-cut-note"' not in render_html(sample_report())  # nothing cut, no note
+
+    # In the browser: the result shows the cut and how much was left out, and "Download
+    # labels" keeps the mark on the row.
+    page_file = tmp_path / "report.html"
+    page_file.write_text(page, encoding="utf-8")
+    with Browser(tmp_path) as browser:
+        browser.goto(page_file.as_uri())
+        _open_panel(browser)
+        order = browser.evaluate(ORDER)
+        target = order.index("refund|contains")
+        while browser.evaluate("Number(document.body.dataset.current)") < target:
+            browser.press("j")
+        shown = browser.evaluate(f"document.querySelector('#item-{target} .fields').textContent")
+        assert f"… {len(huge) - MAX_FIELD_CHARS} more character(s) not shown" in shown
+        browser.press("p")
+        browser.wait_for("document.getElementById('download-labels').dataset.rows === '1'")
+        [downloaded] = [json.loads(line) for line in
+                        _downloaded(browser, tmp_path / "downloads").split("\n") if line]
+    assert downloaded["output"] == row["output"]
+    assert downloaded["metadata"]["cut_fields"] == row["cut_fields"]
+    unmarked = {**downloaded, "metadata": {k: v for k, v in downloaded["metadata"].items()
+                                           if k != "cut_fields"}}
+    path = _labels_file(tmp_path, [unmarked])
+    assert main(["labels", "import", str(run_dir), str(path)]) == 2  # a prefix must be marked
+    assert "not the output the run stored" in capsys.readouterr().err
+    path = _labels_file(tmp_path, [downloaded])
+    assert main(["labels", "import", str(run_dir), str(path)]) == 0, capsys.readouterr().err
+    [label] = LabelStore(run_dir).all()
+    assert (label.case_id, label.criterion, label.human) == ("refund", "contains", "pass")
+
+    capsys.readouterr()
+    assert main(["calibrate", str(path), "--judge", "openai/gpt-4o-mini", "--evaluator",
+                 "faithfulness", "--no-write"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"referee: error: {path}:1: field 'output': ")
+    assert "labels import" in err[0] and "--from-run" in err[0]

@@ -82,11 +82,12 @@
     return section;
   }
 
-  function addField(box, name, value) {
+  function addField(box, name, value, leftOut) {
     if (value === null || value === undefined) { return; }
     var field = el("div", "field");
     field.appendChild(el("b", "", name));
-    field.appendChild(el("pre", "", fieldText(value)));
+    // Cut as the case details below cut it (labels/_review.py report_labelling).
+    field.appendChild(el("pre", "", fieldText(value) + (leftOut ? "\n… " + leftOut + " more character(s) not shown" : "")));
     box.appendChild(field);
   }
 
@@ -96,7 +97,7 @@
     var fields = rows[item.getAttribute("data-case")];
     if (!local || box.childElementCount || !fields) { return; }
     [["input", "input"], ["context", "context"], ["expected output", "expected_output"], ["output", "output"]].forEach(function (pair) {
-      addField(box, pair[0], fields[pair[1]]);
+      addField(box, pair[0], fields[pair[1]], (fields.cut_fields || {})[pair[1]]);
     });
   }
 
@@ -169,6 +170,8 @@
         if (label[key] !== null && label[key] !== undefined && label[key] !== "") { metadata[key] = label[key]; }
       });
       if (label.comment) { metadata.comment = label.comment; }
+      // Which fields the page cut: import accepts them, calibrate refuses to judge them.
+      if (fields.cut_fields) { metadata.cut_fields = fields.cut_fields; }
       var row = {id: several ? label.case_id + "#" + label.criterion : label.case_id,
                  input: fields.input, output: fields.output,
                  label: humanPassed(label) ? "pass" : "fail", metadata: metadata};
