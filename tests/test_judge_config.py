@@ -282,14 +282,12 @@ def test_a_judge_named_by_model_is_built_once_per_setting(monkeypatch: pytest.Mo
     assert judge_config_for_model("gpt-4o-mini") is None  # availability is asked every time
 
 
-def test_reliability_check_warns_that_no_rejudging_pass_runs() -> None:
+def test_reliability_check_is_acted_on_so_it_no_longer_warns() -> None:
     import warnings
 
-    # multivon re-judges a sample of cases when it is on; referee accepts it and says it does not.
-    with pytest.warns(DeprecationWarning, match="runs no re-judging pass") as caught:
-        JudgeConfig(reliability_check=True)
-    assert caught[0].filename == __file__  # pointed at the caller, not at pydantic
+    # The check runs after an EvalSuite-style run (tests/test_judge_reliability.py), so turning
+    # it on is no longer deprecated.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert JudgeConfig(reliability_sample=9).effective_reliability_sample == 9
-        assert JudgeConfig(reliability_check=False).reliability_check is False
+        cfg = JudgeConfig(reliability_check=True, reliability_sample=9)
+    assert cfg.reliability_check is True and cfg.effective_reliability_sample == 9

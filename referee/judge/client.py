@@ -76,6 +76,22 @@ def trial_scope(index: int) -> Iterator[None]:
         _TRIAL.reset(token)
 
 
+# Whether requests are re-asks that must reach the judge itself (the reliability check asks
+# a sample again to see whether the judge repeats its verdict): the reply cache is neither read
+# nor written, and no in-flight request is shared, or every re-ask would repeat its original.
+_FRESH: ContextVar[bool] = ContextVar("referee_judge_fresh", default=False)
+
+
+@contextlib.contextmanager
+def fresh_replies() -> Iterator[None]:
+    """Judge requests made inside go to the judge, never to the reply cache."""
+    token = _FRESH.set(True)
+    try:
+        yield
+    finally:
+        _FRESH.reset(token)
+
+
 # How much of a reply that yielded no verdict is kept as evidence (after redaction).
 EVIDENCE_CHARS = 300
 
@@ -388,7 +404,8 @@ class Judge:
             cache_key=cache_group if cacheable else None)
         if self._reply_cache is False:
             self._reply_cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
-        cache = self._reply_cache if isinstance(self._reply_cache, JudgeCache) else None
+        cache = (self._reply_cache if isinstance(self._reply_cache, JudgeCache)
+                 and not _FRESH.get() else None)
         key = ""
         flights: dict[str, asyncio.Future[str]] = {}
         if cache is not None:

@@ -7,7 +7,6 @@ import importlib.util
 import os
 import re
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,20 +75,14 @@ def _register_provider_name(name: str) -> None:
     _extra_providers.add(name)
 
 
-RELIABILITY_CHECK_NOT_RUN = (
-    "JudgeConfig(reliability_check=True) is accepted for the multivon-style EvalSuite API, but "
-    "referee runs no re-judging pass and reports no judge_reliability; measure judge agreement "
-    "with `referee calibrate` or a JudgePanel (docs/judge.md)")
-
-
 class JudgeConfig(StrictModel):
     """Which model judges, and how it is called.
 
     ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
     ("inherit"): an explicit value, including ``0.0``, always wins over a lower layer.
-    ``reliability_check``/``reliability_sample`` (multivon's re-judging of a sample of cases to
-    measure agreement) are accepted and resolved, but nothing in referee acts on them:
-    ``reliability_check=True`` warns (DeprecationWarning) and docs/judge.md says what to use.
+    ``reliability_check=True`` asks the judge again on ``reliability_sample`` cases after an
+    EvalSuite-style run and reports how often it repeated its verdicts
+    (``EvalReport.judge_reliability``; referee/run/reliability.py).
     """
 
     # NaN passes every range check ("nan <= 0" is false), so it is refused outright, as is inf.
@@ -186,15 +179,6 @@ class JudgeConfig(StrictModel):
     def _sample_count(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
             raise ValueError(f"reliability_sample must be at least 1, got {value}")
-        return value
-
-    @field_validator("reliability_check")
-    @classmethod
-    def _reliability_check_not_run(cls, value: bool) -> bool:
-        if value:
-            # multivon re-judges a sample of cases after a run and reports the agreement;
-            # referee accepts the flag so that such configs load, but runs no such pass.
-            warnings.warn(RELIABILITY_CHECK_NOT_RUN, DeprecationWarning, stacklevel=3)
         return value
 
     # Effective values: what a call actually uses when the field was left to inherit.

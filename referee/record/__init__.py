@@ -43,6 +43,7 @@ from referee.record._model import (
     prevailing_status,
     runs_status,
 )
+from referee.record._reliability import CriterionReliability, JudgeReliabilityCheck
 from referee.record._rendering import ReportViews, install_views
 from referee.record._statistics import (
     BOOTSTRAP_RESAMPLES,
@@ -65,6 +66,8 @@ from referee.record._trial_stats import (
 from referee.record._trials import combine_runs
 
 __all__ = [
+    "CriterionReliability",
+    "JudgeReliabilityCheck",
     "describe_member_usage",
     "panel_member_usage",
     "STATUS_PRECEDENCE",

@@ -27,6 +27,7 @@ from referee.execution import ExecutionResult, stored_trace
 from referee.record._agreement import JudgeAgreement, KappaTally, panel_member_usage
 from referee.record._analysis import ReportAnalysis
 from referee.record._correction import NO_RUN_CORRECTION, CorrectedRate, JudgeCalibration, correct
+from referee.record._reliability import JudgeReliabilityCheck
 from referee.record._rendering import report_views
 from referee.record._trial_stats import trial_counts
 from referee.redact import RedactedText
@@ -776,6 +777,11 @@ class EvalReport(ReportAnalysis, BaseModel):
     # By criterion label: the calibration the run found for each judged criterion (the entry's
     # measured TPR/TNR, or why there is none); corrected_pass_rates() builds on it.
     judge_calibration: dict[str, JudgeCalibration] = Field(default_factory=dict)
+    # multivon's judge_reliability: the share of re-asked (case, judged criterion) pairs whose
+    # pass/fail the judge repeated, when its config has reliability_check; None when off or
+    # when nothing could be compared. Its counts and spend: judge_reliability_check.
+    judge_reliability: float | None = None
+    judge_reliability_check: JudgeReliabilityCheck | None = None
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -909,9 +915,12 @@ class EvalReport(ReportAnalysis, BaseModel):
     @property
     def token_usage(self) -> TokenUsage:
         """What the judge spent: every judged criterion of every case, and what criteria
-        spent preparing the run (``preparation_token_usage``)."""
+        spent preparing the run (``preparation_token_usage``) or re-asking a sample of it
+        (``judge_reliability_check``)."""
+        check = self.judge_reliability_check
         return TokenUsage.total([self._tally().token_usage or TokenUsage(),
-                                 *self.preparation_token_usage.values()]) or TokenUsage()
+                                 *self.preparation_token_usage.values(),
+                                 None if check is None else check.token_usage]) or TokenUsage()
 
     @property
     def model_token_usage(self) -> TokenUsage | None:
@@ -960,7 +969,13 @@ class EvalReport(ReportAnalysis, BaseModel):
     @property
     def summary(self) -> EvalSummary:
         summary = self._tally().summary()
-        for label, usage in self.preparation_token_usage.items():
+        # Judge spend of no single case: preparing the run, and re-asking a sample of it.
+        extra = list(self.preparation_token_usage.items())
+        if self.judge_reliability_check is not None:
+            extra += [(label, c.token_usage)
+                      for label, c in self.judge_reliability_check.criteria.items()
+                      if c.token_usage is not None]
+        for label, usage in extra:
             summary.total_token_usage = summary.total_token_usage + usage
             stats = summary.criterion_stats.get(label)
             if stats is not None:

@@ -137,6 +137,18 @@ def _traceback_lines(traceback: str) -> list[str]:
             f"(REFEREE_DEBUG=1 prints the traceback)"]
 
 
+def judge_consistency_line(report: EvalReport) -> str:
+    """multivon's line for the reliability check (JudgeConfig(reliability_check=True)); empty
+    when the run made no such check or could compare nothing."""
+    check = report.judge_reliability_check
+    if report.judge_reliability is None or check is None:
+        return ""
+    left_out = f", {check.left_out} left out" if check.left_out else ""
+    return (f"Judge consistency: {report.judge_reliability:.0%} agreement across repeated calls "
+            f"(sampled {len(check.sampled_cases)} cases; {check.agreed}/{check.compared} "
+            f"verdicts repeated{left_out})")
+
+
 def corrected_lines(report: EvalReport) -> list[str]:
     """Pass rates corrected for judge error, when a calibration entry was found for some judged
     criterion; nothing otherwise (a run with no calibration has nothing to say here)."""
@@ -300,6 +312,11 @@ def render_console(report: EvalReport, console: Console | None = None, *,
         console.print(Text(f"  … and {listed_count - shown} more "
                            "(see the HTML or JSON report)"))
 
+    consistency = judge_consistency_line(report)
+    if consistency:
+        agreement = report.judge_reliability or 0.0
+        colour = "green" if agreement >= 0.85 else "yellow" if agreement >= 0.70 else "red"
+        console.print(Text(consistency, style=colour))
     usage = report.token_usage
     if usage.requests or usage.cached_requests or usage.total_tokens:
         console.print(Text(f"Judge spend: {usage.describe()}"))

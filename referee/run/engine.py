@@ -612,6 +612,19 @@ class Engine:
         result.scoring_seconds = scoring_seconds
         return result
 
+    async def score_again(self, case: EvalCase, execution: ExecutionResult,
+                          indices: Sequence[int]) -> list[CriterionResult]:
+        """The criteria at ``indices`` score a stored output once more, as a case scores them
+        (the reliability check's re-asks)."""
+        await self.prepare()
+        chosen = [(i, self.criteria[i]) for i in indices]
+        scope = CURRENT_CASE.set(CaseScope(tuple(c for _, c in chosen)))
+        try:
+            return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
+                                               for i, criterion in chosen)))
+        finally:
+            CURRENT_CASE.reset(scope)
+
     async def _score(self, i: int, criterion: Criterion, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:
         if not is_enabled(criterion):

@@ -1,7 +1,8 @@
 """One stored run from start to finish: shared by every front door.
 
 ``run_stored`` opens the run (a new run directory, or the stored one a ``ResumePlan`` reopens),
-drives the engine over the cases, and finishes: report.json and the requested formats are
+drives the engine over the cases, re-asks a sample of them when the judge config has
+``reliability_check`` (run/reliability.py), and finishes: report.json and the requested formats are
 written and the summary printed. The options arrive checked (``RunOptions``) and the criteria
 and judges are described once (``describe_run``). Gates are applied by the caller afterwards,
 so a rejected run is still fully stored and reported.
@@ -39,6 +40,7 @@ from referee.run.engine import Engine, Execute, case_keys, check_judge_environme
 from referee.run.judge_calibration import calibration_records
 from referee.run.options import RunOptions
 from referee.run.progress import make_progress
+from referee.run.reliability import check_judge_reliability
 from referee.run.resume import ResumePlan
 from referee.store import DEFAULT_RUNS_DIR, VERSION_KEY, RunStore, StoredCases
 from referee.store import describe as describe_versions
@@ -81,6 +83,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 config_used=config_used, metadata={**options.metadata, **(metadata or {})})
     try:
         await _drive(run, cases, execute, options)
+        await check_judge_reliability(run.report, run.engine)
         _finish(run, options)
     finally:
         if run.store is not None:
