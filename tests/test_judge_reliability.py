@@ -7,16 +7,19 @@ request per case, so every count below is exact.
 
 from __future__ import annotations
 
+import html
 import json
 import random
 import threading
 from collections import Counter
 
 import pytest
+from test_report_samples import chromium_dom
 
 from referee import Contains, EvalCase, EvalSuite, GEval
 from referee.judge import configure
 from referee.report.console import render_text
+from referee.report.html import render_html
 from referee.store import load_run
 from referee.testing import Fault, ScriptedJudgeServer
 
@@ -93,9 +96,12 @@ def test_the_value_survives_load_run_and_is_printed(server, tmp_path):
     assert loaded.judge_reliability_check == report.judge_reliability_check
     assert loaded.token_usage.requests == 10
 
-    text = render_text(loaded, soft_wrap=False)
-    assert ("Judge consistency: 60% agreement across repeated calls (sampled 5 cases; "
-            "3/5 verdicts repeated)") in text
+    line = ("Judge consistency: 60% agreement across repeated calls (sampled 5 cases; "
+            "3/5 verdicts repeated)")
+    assert line in render_text(loaded, soft_wrap=False)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(loaded), encoding="utf-8")
+    assert line in html.unescape(chromium_dom(page.as_uri(), tmp_path))
 
 
 def test_a_consistent_judge_agrees_fully_though_the_reply_cache_is_on(server, tmp_path):

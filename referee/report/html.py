@@ -37,7 +37,7 @@ from referee.record import (
 )
 from referee.redact import redacted_head
 from referee.report import charts
-from referee.report.console import judge_label, repeated_runs_line
+from referee.report.console import judge_consistency_line, judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
 from referee.result import CriterionResult
@@ -577,6 +577,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "error_rate": format_rate(report.error_rate, report.total),
         "criterion_errors": criterion_errors_line(report) if report.criterion_errors else "",
         "repeated_runs": repeated_runs_line(report) if report.runs_per_case > 1 else "",
+        "judge_consistency": judge_consistency_line(report),
         "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
         "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),
         "counts": [(name, n) for name, n in counts if n],
