@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
 from referee.case import canonical_json
 from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
+from referee.judge.config import EFFECTIVE_RELIABILITY_SAMPLE
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.result import unique_labels
 from referee.terminal import terminal_safe
@@ -32,6 +33,9 @@ class RunDescription:
 
     criteria: list[dict[str, Any]]  # describe_criteria: meta.json's "criteria", resume compares it
     judges: dict[str, dict[str, Any]]  # judges_by_criterion: by criterion label
+    # By criterion label: the reliability_sample of each judged criterion whose judge has
+    # reliability_check (run/reliability.py re-asks a sample of the run for it).
+    reliability_samples: dict[str, int] = field(default_factory=dict)
 
     @property
     def judge(self) -> dict[str, Any]:
@@ -53,9 +57,13 @@ class RunDescription:
 
 
 def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
-    resolved = [_resolved_judge(c) for c in criteria]
+    resolutions = [_resolution(c) for c in criteria]
+    resolved = [judge for judge, _ in resolutions]
+    labels = unique_labels([criterion_label(c) for c in criteria])
     return RunDescription(criteria=describe_criteria(criteria, resolved),
-                          judges=judges_by_criterion(criteria, resolved))
+                          judges=judges_by_criterion(criteria, resolved),
+                          reliability_samples={label: sample for label, (_, sample)
+                                               in zip(labels, resolutions) if sample is not None})
 
 
 def judges_by_criterion(criteria: Sequence[Criterion],
@@ -90,19 +98,32 @@ _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "m
 def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
     """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
     default)."""
+    return _resolution(criterion)[0]
+
+
+def _reliability_sample(configs: Sequence[Any]) -> int | None:
+    """The largest reliability_sample among judges that have reliability_check; None if none."""
+    samples = [getattr(c, "effective_reliability_sample", EFFECTIVE_RELIABILITY_SAMPLE)
+               for c in configs if getattr(c, "reliability_check", False)]
+    return max(samples) if samples else None
+
+
+def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None]:
+    """``_resolved_judge``, and the reliability sample its judge asks for (None: no check)."""
     panel = getattr(criterion, "judge_panel", None)
     panel = panel() if callable(panel) else None
     if panel is not None:  # every member, resolved, and how their answers combine
         try:
             # An AgentEvaluator-style criterion calls its members as given (no resolution).
-            members = [_judge_fields(m) for m in (
-                panel.members if judge_surface(criterion) == "AgentEvaluator"
-                else panel.resolved_members())]
+            configs = (panel.members if judge_surface(criterion) == "AgentEvaluator"
+                       else panel.resolved_members())
+            members = [_judge_fields(m) for m in configs]
         except ValueError:  # as below: an unresolvable judge shows up as the case errors
-            return None
-        return {"members": members, "aggregate": panel.aggregate,
-                "quorum": panel.effective_quorum,
-                **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
+            return None, None
+        return ({"members": members, "aggregate": panel.aggregate,
+                 "quorum": panel.effective_quorum,
+                 **({"weights": panel.weights} if panel.aggregate == "weighted" else {})},
+                _reliability_sample(configs))
     config = None
     if isinstance(criterion, JudgedCriterion):
         try:
@@ -112,8 +133,8 @@ def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
     if config is None:
         config = getattr(criterion, "judge", None)
     if config is None or not hasattr(config, "model_dump"):
-        return None
-    return _judge_fields(config)
+        return None, None
+    return _judge_fields(config), _reliability_sample([config])
 
 
 def _judge_fields(config: Any) -> dict[str, Any]:

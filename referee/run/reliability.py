@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
+from referee.criteria.base import Criterion, criterion_label
 from referee.judge.client import fresh_replies
 from referee.record import (
     CaseResult,
@@ -38,22 +38,10 @@ class _Checked:
     label: str
 
 
-def _checked_criteria(criteria: Sequence[Criterion]) -> tuple[list[_Checked], int]:
-    """The judged criteria whose judge asks for the check, and the largest sample they ask."""
+def _checked_criteria(criteria: Sequence[Criterion],
+                      samples: Mapping[str, int]) -> list[_Checked]:
     labels = unique_labels([criterion_label(c) for c in criteria])
-    checked: list[_Checked] = []
-    sample = 0
-    for i, (criterion, label) in enumerate(zip(criteria, labels)):
-        if not isinstance(criterion, JudgedCriterion):
-            continue
-        try:
-            config = criterion.judge_config()
-        except Exception:  # an unresolvable judge errored the criterion on every case already
-            continue
-        if config is not None and config.reliability_check:
-            checked.append(_Checked(i, label))
-            sample = max(sample, config.effective_reliability_sample)
-    return checked, sample
+    return [_Checked(i, label) for i, label in enumerate(labels) if label in samples]
 
 
 def _comparable(result: CriterionResult | None) -> bool:
@@ -61,10 +49,16 @@ def _comparable(result: CriterionResult | None) -> bool:
             and not criterion_status(result).is_error)
 
 
-async def check_judge_reliability(report: EvalReport, engine: Engine) -> None:
+async def check_judge_reliability(report: EvalReport, engine: Engine,
+                                  samples: Mapping[str, int]) -> None:
     """Re-ask a seeded sample of ``report``'s cases and set ``judge_reliability`` and
-    ``judge_reliability_check`` on it; nothing when no criterion's judge asks for the check."""
-    checked, sample_size = _checked_criteria(engine.criteria)
+    ``judge_reliability_check`` on it; nothing when no criterion's judge asks for the check.
+
+    ``samples``: by criterion label, the reliability_sample of each criterion whose judge has
+    reliability_check, as the run resolved it (``RunDescription.reliability_samples``); the
+    largest is drawn."""
+    checked = _checked_criteria(engine.criteria, samples)
+    sample_size = max(samples.values(), default=0)
     cases = report.cases
     if not checked or not len(cases):
         return

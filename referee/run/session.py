@@ -69,6 +69,7 @@ class _OpenRun:
     keys: list[str]
     run_meta: dict[str, Any]  # meta.json's run fields (criteria, runs, scoring number)
     judges: dict[str, dict[str, Any]]  # each judged criterion's judge, resolved once
+    reliability_samples: dict[str, int]  # the criteria the reliability check re-asks
 
 
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
@@ -83,7 +84,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 config_used=config_used, metadata={**options.metadata, **(metadata or {})})
     try:
         await _drive(run, cases, execute, options)
-        await check_judge_reliability(run.report, run.engine)
+        await check_judge_reliability(run.report, run.engine, run.reliability_samples)
         _finish(run, options)
     finally:
         if run.store is not None:
@@ -142,7 +143,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     if options.verbose:
         description.announce()
     return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan,
-                    keys=keys, run_meta=run_meta, judges=description.judges)
+                    keys=keys, run_meta=run_meta, judges=description.judges,
+                    reliability_samples=description.reliability_samples)
 
 
 async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
