@@ -175,3 +175,15 @@ def test_a_run_with_no_judged_criterion_makes_no_check(tmp_path):
     suite = EvalSuite("deterministic").add_cases([EvalCase(input="q")])
     report = suite.add_evaluators(Contains("q")).run(answer, verbose=False, runs_dir=tmp_path)
     assert report.judge_reliability is None and report.judge_reliability_check is None
+
+
+def test_a_case_run_several_times_is_compared_with_its_first_run(server, tmp_path):
+    flip_on_second_ask(server)
+    configure(server.judge_config(reliability_check=True))
+    report = suite_of(["a", "b-flip", "c"]).run(answer, verbose=False, runs_dir=tmp_path,
+                                                runs=2)
+    assert server.request_count == 3 * 2 + 3
+    check = report.judge_reliability_check
+    assert check.sample_size == 5 and len(check.sampled_cases) == 3  # the effective default
+    # b-flip passed its first run and fails when asked again; a and c repeat.
+    assert report.judge_reliability == round(2 / 3, 4) == 0.6667

@@ -66,8 +66,14 @@ async def check_judge_reliability(report: EvalReport, engine: Engine,
     drawn = sorted(random.Random(seed).sample(range(len(cases)), min(sample_size, len(cases))))
     tallies = {c.label: CriterionReliability() for c in checked}
     sampled = [cases[i] for i in drawn]
+    slots = asyncio.Semaphore(engine.concurrency)  # as many cases at once as the run scored
+
+    async def ask(case: CaseResult) -> list[CriterionResult | None]:
+        async with slots:
+            return await _ask_again(engine, case, checked)
+
     with fresh_replies():  # the tasks below copy this context: none of them reads the cache
-        again = await asyncio.gather(*(_ask_again(engine, case, checked) for case in sampled))
+        again = await asyncio.gather(*(ask(case) for case in sampled))
     for case, results in zip(sampled, again):
         first = _first_results(case)
         for item, second in zip(checked, results):
