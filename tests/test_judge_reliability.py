@@ -187,3 +187,28 @@ def test_a_case_run_several_times_is_compared_with_its_first_run(server, tmp_pat
     assert check.sample_size == 5 and len(check.sampled_cases) == 3  # the effective default
     # b-flip passed its first run and fails when asked again; a and c repeat.
     assert report.judge_reliability == round(2 / 3, 4) == 0.6667
+
+
+def test_a_panel_is_asked_again_member_by_member(server, tmp_path):
+    from referee import JudgePanel
+
+    asked: Counter[tuple[str, str]] = Counter()
+    lock = threading.Lock()
+
+    def answer_by_member(request):
+        case = request.prompt.split("question ", 1)[1].split()[0]
+        with lock:
+            asked[request.model, case] += 1
+            again = asked[request.model, case] > 1
+        return FAIL if again and "flip" in case and request.model == "judge-b" else PASS
+    server.set_reply(answer_by_member)
+    panel = JudgePanel(members=[server.judge_config(model="judge-a", reliability_check=True),
+                                server.judge_config(model="judge-b")])
+    report = suite_of(["a", "b-flip", "c"], judge=panel).run(answer, verbose=False,
+                                                            runs_dir=tmp_path)
+    assert server.request_count == 3 * 2 + 3 * 2  # each member of each sampled case, again
+    assert report.judge_reliability_check.token_usage.requests == 6
+    first = {c.case.input: c.passed for c in report.cases}
+    assert first == {"question a": True, "question b-flip": True, "question c": True}
+    # judge-b's second verdict on b-flip pulls the panel's under the threshold.
+    assert report.judge_reliability == round(2 / 3, 4)
