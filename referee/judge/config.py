@@ -80,8 +80,8 @@ class JudgeConfig(StrictModel):
 
     ``temperature``, ``max_tokens``, ``timeout`` and ``reliability_sample`` default to ``None``
     ("inherit"): an explicit value, including ``0.0``, always wins over a lower layer.
-    ``reliability_check=True`` asks the judge again on ``reliability_sample`` cases after an
-    EvalSuite-style run and reports how often it repeated its verdicts
+    ``reliability_check=True`` asks the judge again on ``reliability_sample`` cases after a run
+    (``suite.run()``, a resume or re-score) and reports how often it repeated its verdicts
     (``EvalReport.judge_reliability``; referee/run/reliability.py).
     """
 
