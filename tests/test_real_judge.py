@@ -28,12 +28,12 @@ WIRES = ("chat", "responses")
 
 def test_ci_has_the_real_judge() -> None:
     """CI runs these tests, never skips them: with CI set, a missing server or model fails."""
-    import os
+    from chromium_support import in_ci
 
     try:
         check_installed()
     except RealJudgeUnavailable as exc:
-        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        if in_ci():
             pytest.fail(f"CI is set and the real judge is missing: {exc}", pytrace=False)
         pytest.skip(f"real judge unavailable: {exc}")
 JUDGED = {CaseStatus.PASSED, CaseStatus.FAILED}
