@@ -34,6 +34,18 @@ def isolated_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
+def reply_cache_in_tmp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No global judge and no judge settings from the environment; the judge cache on, its
+    default directory (yielded) under ``tmp_path``."""
+    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    cache_dir = tmp_path / "cache-dir"
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_dir))
+    configure(None)
+    yield cache_dir
+    configure(None)
+
+@pytest.fixture
 def openai_judge_server(isolated_judge: None, monkeypatch: pytest.MonkeyPatch
                         ) -> Iterator[Callable[..., ScriptedJudgeServer]]:
     """Starts a scripted judge server (``ScriptedJudgeServer``'s arguments) that the OpenAI
