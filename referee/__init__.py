@@ -9,9 +9,7 @@ its subpackage (``referee.judge``, ``referee.run``, ``referee.report``, ``refere
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from referee._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -179,18 +177,7 @@ _EXPORTS: dict[str, str] = {**_OWN, **_MULTIVON, **_TENXGRAPH}
 __all__ = [*_OWN, *sorted({*_MULTIVON, *_TENXGRAPH} - set(_OWN)), "__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        module_name = _MOVED.get(name)
-        if module_name is None:
-            raise AttributeError(f"module 'referee' has no attribute {name!r}")
-        warnings.warn(f"referee.{name} has moved: import it from {module_name}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(module_name), name)
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS, moved=_MOVED)
 
 
 def __dir__() -> list[str]:

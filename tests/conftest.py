@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chromium_support import BROWSER_MISSING
 
 from referee.judge import configure
 from referee.run.session import default_runs_dir
+from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
 
 # Settings a developer's shell may carry that would re-route or re-shape the tests' judges.
 JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
@@ -28,6 +31,33 @@ def isolated_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     configure(None)
     yield
     configure(None)
+
+
+@pytest.fixture
+def reply_cache_in_tmp_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No global judge and no judge settings from the environment; the judge cache on, its
+    default directory (yielded) under ``tmp_path``."""
+    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    cache_dir = tmp_path / "cache-dir"
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(cache_dir))
+    configure(None)
+    yield cache_dir
+    configure(None)
+
+@pytest.fixture
+def openai_judge_server(isolated_judge: None, monkeypatch: pytest.MonkeyPatch
+                        ) -> Iterator[Callable[..., ScriptedJudgeServer]]:
+    """Starts a scripted judge server (``ScriptedJudgeServer``'s arguments) that the OpenAI
+    SDK reaches through the environment, for a test's isolated judge; stopped after the test."""
+    with ExitStack() as servers:
+        def start(reply: Any, **options: Any) -> ScriptedJudgeServer:
+            server = servers.enter_context(ScriptedJudgeServer(reply=reply, **options))
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url("openai"))
+            monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+            return server
+
+        yield start
 
 
 # Where a run goes when a test gives no runs_dir: the repository's .referee/runs (or the

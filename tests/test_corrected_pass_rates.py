@@ -27,7 +27,7 @@ from referee.report.correction import corrected_pass_rate, rogan_gladen
 from referee.report.model import EvalReport
 from referee.run.judge_gate import JudgeGate
 from referee.run.suite import EvalSuite
-from referee.testing import DUMMY_API_KEY, RecordedRequest, ScriptedJudgeServer
+from referee.testing import RecordedRequest, ScriptedJudgeServer
 
 CRITERIA = "Does the answer resolve the customer's question correctly?"
 JUDGE_PASS, JUDGE_FAIL = "[looks-right]", "[looks-wrong]"
@@ -108,11 +108,8 @@ def simulated_judge(request: RecordedRequest) -> str:
 
 
 @pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply=simulated_judge) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
+def server(openai_judge_server):
+    return openai_judge_server(simulated_judge)
 
 
 def simulate(rng: random.Random, n: int, true_rate: float, tpr: float, tnr: float, tag: str

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from referee.errors import JudgeUnavailable
-from referee.judge import configure, default_cache_path, get_judge
+from referee.judge import default_cache_path, get_judge
 from referee.judge import retry as retry_module
 from referee.judge.reply_cache import JudgeCache, flush_caches
 from referee.testing import FakeJudge, Fault, Reply, ScriptedJudgeServer
@@ -20,18 +20,11 @@ SECRET = "sk-live-SECRET-9f8e7d6c5b4a"
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache-dir"))
-
+def _no_retry_waits(reply_cache_in_tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def no_wait(seconds: float) -> None:
         return None
 
     monkeypatch.setattr(retry_module, "sleep", no_wait)
-    configure(None)
-    yield
-    configure(None)
 
 
 def _cached_cfg(server: ScriptedJudgeServer, tmp_path: Path, **overrides):

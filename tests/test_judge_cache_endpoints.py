@@ -10,21 +10,14 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.judge import configure, get_judge
+from referee.judge import get_judge
 from referee.judge.reply_cache import CacheFilter, cache_key, cache_stats, clear_cache, flush_caches
 from referee.testing import ScriptedJudgeServer
 
 SECRET = "sk-live-SECRET-5e4d3c2b1a09"
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "cache-dir"))
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("reply_cache_in_tmp_path")
 
 
 def cached(server: ScriptedJudgeServer, cache: Path, model: str = "llama3", **overrides):

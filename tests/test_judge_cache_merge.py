@@ -8,19 +8,11 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.judge import configure, get_judge
+from referee.judge import get_judge
 from referee.judge.reply_cache import JudgeCache, merge_caches
 from referee.testing import Reply, ScriptedJudgeServer
 
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    for name in ("JUDGE_PROVIDER", "JUDGE_MODEL", "OPENAI_BASE_URL", "REFEREE_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path / "default-cache"))
-    configure(None)
-    yield
-    configure(None)
+pytestmark = pytest.mark.usefixtures("reply_cache_in_tmp_path")
 
 
 def _put(path: Path, key: str, text: str) -> None:
@@ -76,7 +68,7 @@ def test_cache_merge_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         f"merged 2 cache file(s) into {tmp_path / 'm'}: 2 replies added, 1 already there; 2 in all")
     # Without --into: this machine's cache ($REFEREE_CACHE_DIR here).
     assert main(["cache", "merge", str(node_b)]) == 0
-    assert _rows(tmp_path / "default-cache" / "judge_cache.sqlite3") == {"k1": "Yes", "k2": "No"}
+    assert _rows(tmp_path / "cache-dir" / "judge_cache.sqlite3") == {"k1": "Yes", "k2": "No"}
 
 
 @pytest.mark.parametrize("make,expected", [

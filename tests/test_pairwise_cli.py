@@ -19,7 +19,7 @@ from referee.judge.panel import JudgePanel
 from referee.pairwise import PairwiseComparison, stored_comparisons
 from referee.pairwise._html import render_pairwise_html
 from referee.pairwise._store import COMPARISONS_DIR
-from referee.testing import DUMMY_API_KEY, Fault, ScriptedJudgeServer
+from referee.testing import Fault
 
 CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
 
@@ -30,11 +30,8 @@ def wrong(question: str) -> str:
 
 
 @pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply=checking_judge) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
+def server(openai_judge_server):
+    return openai_judge_server(checking_judge)
 
 
 def stored_run(tmp_path: Path, name: str, model) -> Path:

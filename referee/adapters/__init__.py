@@ -10,8 +10,7 @@ Everything here returns ``EvalCase``/``ExecutionResult``s (or scores them throug
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from referee._lazy import lazy_getattr
 
 _EXPORTS = {
     "RecordedRun": "referee.adapters._base",
@@ -34,11 +33,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'referee.adapters' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)

@@ -9,8 +9,7 @@ questions that disagree with people most. The statistics need numpy (``referee[c
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from referee._lazy import lazy_getattr
 
 _EXPORTS = {
     "calibrate": "referee.calibrate._run",
@@ -25,11 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'referee.calibrate' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)

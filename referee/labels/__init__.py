@@ -3,7 +3,7 @@ ordered into a review queue for the viewer, and exported as rows ``referee calib
 
 from __future__ import annotations
 
-from typing import Any
+from referee._lazy import lazy_getattr
 
 _EXPORTS = {
     "LABELS_FILE": "referee.labels._store",
@@ -17,11 +17,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'referee.labels' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)

@@ -10,7 +10,7 @@ Names load on first use, so the CLI and the viewer can name the defaults without
 
 from __future__ import annotations
 
-from typing import Any
+from referee._lazy import lazy_getattr
 
 _EXPORTS = {
     "PairOutcome": "referee.pairwise._compare",
@@ -38,11 +38,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'referee.pairwise' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)

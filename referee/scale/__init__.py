@@ -10,8 +10,7 @@ Nothing here is imported by ``import referee``; Ray is imported when a backend i
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from referee._lazy import lazy_getattr
 
 _EXPORTS = {
     "RayBackend": "referee.scale._backend",
@@ -21,9 +20,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'referee.scale' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, globals(), _EXPORTS)

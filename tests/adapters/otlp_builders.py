@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType
+
+# Scores a recorded run's tool calls (with their arguments) and its nodes, each in exact order.
+EXACT_TOOLS_AND_NODES = EvalConfig(criteria=CriteriaConfig(
+    trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
+    node_order=CriterionConfig.node_order(match_type=MatchType.EXACT)))
 
 
 def any_value(value: Any) -> dict[str, Any]:
@@ -46,6 +54,12 @@ def export(*spans: dict[str, Any], service: str = "agent") -> dict[str, Any]:
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
         "scopeSpans": [{"scope": {"name": "tests"}, "spans": list(spans)}],
     }]}
+
+
+def write_export(path: Path, *spans: dict[str, Any]) -> Path:
+    """``spans`` as one OTLP/JSON export file at ``path``."""
+    path.write_text(json.dumps(export(*spans)), encoding="utf-8")
+    return path
 
 
 def messages_json(*messages: dict[str, Any]) -> str:

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from otlp_builders import current_genai_trace, export, span
+from otlp_builders import EXACT_TOOLS_AND_NODES, current_genai_trace, span, write_export
 
 from referee.adapters import TRACE_NOTES_KEY, read_traces, score_traces
-from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType
 from referee.report.model import CaseStatus
-
-TRAJECTORY_AND_NODES = EvalConfig(criteria=CriteriaConfig(
-    trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
-    node_order=CriterionConfig.node_order(match_type=MatchType.EXACT)))
-
-
-def _write(path: Path, *spans: dict) -> Path:
-    path.write_text(json.dumps(export(*spans)), encoding="utf-8")
-    return path
 
 
 def test_current_genai_spans_give_tools_nodes_usage_and_turns(tmp_path):
-    traces = _write(tmp_path / "otel.json",
-                    *current_genai_trace("a" * 32, user="Weather in Paris?", city="Paris"),
-                    *current_genai_trace("b" * 32, user="And in Rome?", city="Rome"))
+    traces = write_export(tmp_path / "otel.json",
+                          *current_genai_trace("a" * 32, user="Weather in Paris?", city="Paris"),
+                          *current_genai_trace("b" * 32, user="And in Rome?", city="Rome"))
     (run,) = read_traces(traces)  # one gen_ai.conversation.id: one run of two turns
 
     execution = run.execution
@@ -48,7 +37,7 @@ def test_missing_opt_in_attributes_come_from_the_models_call_or_are_noted(tmp_pa
     no_model_call = current_genai_trace("d" * 32, conversation="conv-2", with_arguments=False)
     no_model_call[1]["attributes"] = [a for a in no_model_call[1]["attributes"]
                                       if a["key"] != "gen_ai.output.messages"]
-    traces = _write(tmp_path / "optin.json", *trace, *no_model_call)
+    traces = write_export(tmp_path / "optin.json", *trace, *no_model_call)
     from_model, unknown = read_traces(traces)
 
     assert from_model.execution.tool_calls[0].args == {"city": "Paris"}  # the model's call
@@ -63,7 +52,7 @@ def test_pre_1_37_genai_spans_read_too(tmp_path):
     """gen_ai.system, flattened gen_ai.prompt/completion, prompt/completion token names and an
     execute_tool span with no arguments (that version had none)."""
     t = "e" * 32
-    traces = _write(
+    traces = write_export(
         tmp_path / "old.json",
         span(t, "11", "invoke_agent planner", 0, end=50, gen_ai__operation__name="invoke_agent",
              gen_ai__agent__name="planner", gen_ai__system="openai"),
@@ -99,7 +88,7 @@ def test_pre_1_37_genai_spans_read_too(tmp_path):
 
 def test_openinference_spans_read(tmp_path):
     t = "f" * 32
-    traces = _write(
+    traces = write_export(
         tmp_path / "phoenix.json",
         span(t, "21", "support_agent", 0, end=40, openinference__span__kind="AGENT",
              session__id="session-9", input__value="Refund order 7",
@@ -141,9 +130,9 @@ def test_a_broken_span_fails_its_own_run_in_one_line(tmp_path):
     bad_count = current_genai_trace("8" * 32, conversation="bad-count")
     bad_count[3]["attributes"].append({"key": "gen_ai.usage.input_tokens",
                                        "value": {"intValue": "many"}})
-    traces = _write(tmp_path / "mixed.json", *good, *nameless, *bad_count)
+    traces = write_export(tmp_path / "mixed.json", *good, *nameless, *bad_count)
 
-    report = score_traces(traces, config=TRAJECTORY_AND_NODES, save=False, verbose=False)
+    report = score_traces(traces, config=EXACT_TOOLS_AND_NODES, save=False, verbose=False)
     by_id = {c.eval_id: c for c in report.cases}
     assert by_id["fine"].status == CaseStatus.FAILED  # scored: no expectations, visits made
     assert by_id["nameless"].status == by_id["bad-count"].status == CaseStatus.MODEL_ERROR
@@ -159,7 +148,7 @@ def test_a_broken_span_fails_its_own_run_in_one_line(tmp_path):
 
 def test_an_openinference_tool_input_that_is_not_json_is_noted(tmp_path):
     t = "7" * 32
-    traces = _write(
+    traces = write_export(
         tmp_path / "text_tool.json",
         span(t, "31", "search", 0, end=3, openinference__span__kind="TOOL", tool__name="search",
              input__value="cheap flights to Lisbon", output__value="3 results"))
@@ -175,7 +164,7 @@ def test_model_only_spans_with_content_events_give_the_trajectory(tmp_path):
     t = "6" * 32
     call = {"id": "ev-1", "type": "function",
             "function": {"name": "convert", "arguments": '{"amount": 5, "to": "EUR"}'}}
-    traces = _write(
+    traces = write_export(
         tmp_path / "events.json",
         span(t, "41", "chat gpt-4", 0, end=4, gen_ai__system="openai",
              gen_ai__operation__name="chat",

@@ -4,24 +4,22 @@ cannot carry (skipped with its reason, never failed)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from otlp_builders import any_value, current_genai_trace, export, messages_json, span
+from otlp_builders import (
+    EXACT_TOOLS_AND_NODES,
+    any_value,
+    current_genai_trace,
+    export,
+    messages_json,
+    span,
+    write_export,
+)
 
 from referee.adapters import TRACE_NOTES_KEY, read_traces, score_traces
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType
 from referee.execution import UNRECORDED_KEY
 from referee.report.model import CaseStatus
-
-NODES_AND_TOOLS = EvalConfig(criteria=CriteriaConfig(
-    trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
-    node_order=CriterionConfig.node_order(match_type=MatchType.EXACT)))
-
-
-def _write(path: Path, *spans: dict) -> Path:
-    path.write_text(json.dumps(export(*spans)), encoding="utf-8")
-    return path
 
 
 def test_two_top_level_agent_spans_in_one_trace_are_two_turns(tmp_path):
@@ -46,7 +44,7 @@ def test_two_top_level_agent_spans_in_one_trace_are_two_turns(tmp_path):
             span(trace, chat, "chat m", base + 1, parent=agent, gen_ai__operation__name="chat",
                  gen_ai__usage__prompt_tokens=10, gen_ai__usage__completion_tokens=2),
         ]
-    (run,) = read_traces(_write(tmp_path / "two.json", *turns))
+    (run,) = read_traces(write_export(tmp_path / "two.json", *turns))
 
     assert run.user_turns == ["Weather in Paris?", "And Rome?"]
     execution = run.execution
@@ -71,7 +69,7 @@ def test_openinference_tool_id_redaction_and_cached_tokens(tmp_path):
              tool__name="lookup", tool__id="call-7", input__value='{"q": "x"}',
              output__value="__REDACTED__"),
     ]
-    (run,) = read_traces(_write(tmp_path / "oi.json", *spans))
+    (run,) = read_traces(write_export(tmp_path / "oi.json", *spans))
 
     (call,) = run.execution.tool_calls
     assert (call.call_id, call.args, call.result) == ("call-7", {"q": "x"}, None)
@@ -96,7 +94,7 @@ def test_a_format_without_nodes_skips_node_order_with_the_reason(tmp_path):
         expected_tool_trajectory=[ToolCall(name="get_weather", args={"city": "Paris"})])],
         eval_id="paris")
 
-    report = score_traces(traces, cases=[case], config=NODES_AND_TOOLS, save=False,
+    report = score_traces(traces, cases=[case], config=EXACT_TOOLS_AND_NODES, save=False,
                           verbose=False)
 
     (result,) = report.cases
@@ -178,7 +176,7 @@ def test_a_handoff_span_is_no_tool_call_and_a_workflow_span_no_node(tmp_path):
              openinference__span__kind="AGENT", agent__name="billing"),
         span(trace, "5" * 16, "mystery", 30, parent="4" * 16, openinference__span__kind="TOOL"),
     ]
-    (run,) = read_traces(_write(tmp_path / "handoff.json", *spans))
+    (run,) = read_traces(write_export(tmp_path / "handoff.json", *spans))
 
     assert run.execution.tool_calls == []
     assert run.execution.node_visits == ["triage", "billing"]
@@ -192,7 +190,7 @@ def test_unknown_arguments_skip_an_argument_check_and_keep_the_name_check(tmp_pa
     trace = current_genai_trace("c" * 32, conversation="weather-1", with_arguments=False)
     trace[1]["attributes"] = [a for a in trace[1]["attributes"]  # no model call to borrow from
                               if a["key"] != "gen_ai.output.messages"]
-    traces = _write(tmp_path / "optin.json", *trace)
+    traces = write_export(tmp_path / "optin.json", *trace)
     case = EvalCase.single_turn("Weather in Paris?", eval_id="weather-1",
                                 expected_tool_trajectory=[ToolCall(name="get_weather",
                                                                    args={"city": "Paris"})])
@@ -233,7 +231,7 @@ def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_pat
         span(trace, "4" * 16, "lookup", 3, parent="1" * 16, openinference__span__kind="TOOL",
              tool__name="lookup", input__value='{"order": 1}', output__value="one"),
     ]
-    (run,) = read_traces(_write(tmp_path / "ids.json", *spans))
+    (run,) = read_traces(write_export(tmp_path / "ids.json", *spans))
 
     assert [(c.args, c.call_id, c.result) for c in run.execution.tool_calls] == [
         ({"order": 2}, "c2", "two"), ({"order": 1}, "c1", "one")]
@@ -266,7 +264,7 @@ def test_an_agent_inside_a_tool_span_is_that_calls_inner_run(tmp_path):
         tool("t4", "verify", 23, 30, "a3", "c4", {"claim": "42"}, "verified"),
         tool("t5", "write", 70, 80, "a1", "c5", {"text": "42"}, "written"),
     ]
-    (run,) = read_traces(_write(tmp_path / "nested.json", *spans))
+    (run,) = read_traces(write_export(tmp_path / "nested.json", *spans))
 
     execution = run.execution
     assert execution.node_visits == ["orchestrator"]

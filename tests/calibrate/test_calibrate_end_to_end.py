@@ -60,11 +60,8 @@ def labelled_file(tmp_path: Path, rows: int = 24, down: int = 0, disagree: int =
 
 
 @pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply=scripted_answer) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
+def server(openai_judge_server):
+    return openai_judge_server(scripted_answer)
 
 
 def run_calibrate(capsys, *argv: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ from referee.calibrate import calibrate, load_labels  # noqa: E402
 from referee.cli import main  # noqa: E402
 from referee.evaluators import Faithfulness  # noqa: E402
 from referee.judge import JudgeConfig, JudgePanel  # noqa: E402
-from referee.testing import DUMMY_API_KEY, Fault, RecordedRequest, ScriptedJudgeServer  # noqa: E402
+from referee.testing import Fault, RecordedRequest  # noqa: E402
 
 JUDGES = ("judge-a", "judge-b", "judge-c")
 ROWS = 24
@@ -51,11 +51,8 @@ def scripted_answer(request: RecordedRequest) -> str | Fault:
 
 
 @pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply=scripted_answer) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
+def server(openai_judge_server):
+    return openai_judge_server(scripted_answer)
 
 
 def test_cli_calibrates_a_panel_beside_each_member_asking_each_member_once(

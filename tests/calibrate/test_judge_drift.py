@@ -24,7 +24,7 @@ from referee.judge import JudgeConfig, get_judge  # noqa: E402
 from referee.judge.served import SERVED_KEY, recording_served  # noqa: E402
 from referee.report.model import EvalReport  # noqa: E402
 from referee.run.suite import EvalSuite  # noqa: E402
-from referee.testing import DUMMY_API_KEY, RecordedRequest, ScriptedJudgeServer  # noqa: E402
+from referee.testing import RecordedRequest, ScriptedJudgeServer  # noqa: E402
 
 CONTRADICTS = "Does the model output state anything that contradicts the context?"
 OUTSIDE = "Does the model output present outside knowledge"
@@ -53,11 +53,8 @@ def judge():
 
 
 @pytest.fixture
-def server(isolated_judge, monkeypatch, judge):
-    with ScriptedJudgeServer(reply=judge, served_model="a-2024-01") as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url("openai"))
-        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
-        yield srv
+def server(openai_judge_server, judge):
+    return openai_judge_server(judge, served_model="a-2024-01")
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
