@@ -107,16 +107,14 @@ def _failure_lines(case: CaseResult) -> list[str]:
     """Why a case did not pass: the case error, then each failing or errored criterion."""
     lines: list[str] = []
     for r in case.criterion_results:
-        if r.skipped or (r.passed and r.error is None and r.error_kind is None):
+        if r.skipped or (r.passed and not r.is_error):
             continue
         reason = r.explanation or "no reason given"
         # An error kind without an error text is the 10xgraph-style 0.5 placeholder: no score.
-        errored = r.error is not None or r.error_kind is not None
-        lines.append(f"{r.criterion}: {reason}" if errored
+        lines.append(f"{r.criterion}: {reason}" if r.is_error
                      else f"{r.criterion} ({r.score:.2f} < {r.threshold:.2f}): {reason}")
     # The case error of a judge/evaluator error only joins its criteria's errors listed above.
-    if case.error and not any(r.error is not None or r.error_kind is not None
-                              for r in case.criterion_results):
+    if case.error and not any(r.is_error for r in case.criterion_results):
         lines.insert(0, case.error)
     unique = list(dict.fromkeys(lines))
     return unique or [f"status {case.status.value}"]

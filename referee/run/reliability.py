@@ -70,12 +70,12 @@ async def check_judge_reliability(report: EvalReport, engine: Engine,
 
     async def ask(case: CaseResult) -> list[CriterionResult | None]:
         async with slots:
-            return await _ask_again(engine, case, checked)
+            return await _ask_again(engine, case, _first_run(case), checked)
 
     with fresh_replies():  # the tasks below copy this context: none of them reads the cache
         again = await asyncio.gather(*(ask(case) for case in sampled))
     for case, results in zip(sampled, again):
-        first = _first_results(case)
+        first = {r.criterion: r for r in _first_run(case).criterion_results}
         for item, second in zip(checked, results):
             tally = tallies[item.label]
             if second is not None:
@@ -96,18 +96,16 @@ async def check_judge_reliability(report: EvalReport, engine: Engine,
         report.preparation_token_usage.setdefault(label, usage)
 
 
-def _first_results(case: CaseResult) -> dict[str, CriterionResult]:
-    """The verdicts the run recorded for a case, by criterion label: its first run's, for a
-    case run several times."""
-    first = case.run_results[0] if case.run_results else case
-    return {r.criterion: r for r in first.criterion_results}
+def _first_run(case: CaseResult) -> CaseResult:
+    """The run whose output is judged again and whose verdicts the re-asks are compared with:
+    the case itself, or its first run for a case run several times."""
+    return case.run_results[0] if case.run_results else case
 
 
-async def _ask_again(engine: Engine, case: CaseResult,
+async def _ask_again(engine: Engine, case: CaseResult, first: CaseResult,
                      checked: list[_Checked]) -> list[CriterionResult | None]:
-    """Each checked criterion's verdict asked again on the case's stored output; None for
+    """Each checked criterion's verdict asked again on ``first``'s stored output; None for
     each when the case has no output to judge (its model failed)."""
-    first = case.run_results[0] if case.run_results else case
     execution = first.execution or case.execution
     if case.case is None or execution is None or execution.error:
         return [None] * len(checked)

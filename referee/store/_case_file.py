@@ -122,11 +122,6 @@ class StoredCases(Sequence[CaseResult]):
             self._tally = RunTally.of(self)
         return self._tally
 
-    def ids(self) -> Iterator[tuple[str, bool]]:
-        """(eval_id, ended in an error) per case, streamed: what resume needs, nothing more."""
-        for case in self:
-            yield case.eval_id, case.status.is_error
-
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
