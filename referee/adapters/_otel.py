@@ -385,13 +385,8 @@ def _agent_name(span: _Span) -> str | None:
 
 def _graph_node(span: _Span) -> str | None:
     """LangGraph's ``langgraph_node``, which LangChain instrumentations copy into ``metadata``."""
-    metadata = span.attrs.get("metadata")
-    if isinstance(metadata, str):
-        try:
-            metadata = json.loads(metadata)
-        except (ValueError, RecursionError):
-            metadata = None
-    node = metadata.get("langgraph_node") if isinstance(metadata, Mapping) else None
+    metadata = _as_object(span.attrs.get("metadata"))
+    node = metadata.get("langgraph_node") if metadata is not None else None
     node = node if node is not None else span.attrs.get("metadata.langgraph_node")
     return str(node) if node not in (None, "") else None
 
@@ -433,12 +428,8 @@ def _redacted(value: Any, what: str, where: str, notes: list[str]) -> bool:
 
 def _tool_message(value: Any) -> tuple[Any, str | None] | None:
     """(content, tool_call_id) of a LangChain ``ToolMessage`` serialised as a tool's output."""
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return None
-    if not isinstance(value, Mapping):
+    value = _as_object(value)
+    if value is None:
         return None
     try:
         message = message_dict(value, "", 0)
