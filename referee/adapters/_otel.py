@@ -463,13 +463,13 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     message = _tool_message(raw_result) if raw_result is not None else None
     if message is not None:  # LangChain records the ToolMessage it built, id and all
         raw_result, call_id = message[0], call_id or message[1]
+    found_args = span.first(_TOOL_ARGUMENT_KEYS)
     by_id = next((c for c in model_calls if call_id is not None and c.call_id == call_id), None)
     if by_id is None and call_id is None:
         # No id on the span (the Agents SDK's function spans): the model's next call of this
         # tool not yet matched is the one this span ran; same name, and same arguments when
         # the span has them.
         untaken = [c for c in model_calls if not c.taken and c.name == name]
-        found_args = span.first(_TOOL_ARGUMENT_KEYS)
         shown = _as_object(found_args[1]) if found_args is not None else None
         by_id = next((c for c in untaken if shown is not None
                       and _as_object(c.arguments) == shown), untaken[0] if untaken else None)
@@ -478,7 +478,6 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     if by_id is not None:
         by_id.taken = True
 
-    found_args = span.first(_TOOL_ARGUMENT_KEYS)
     if found_args is not None and _redacted(found_args[1], f"arguments of {name!r}",
                                             span.where, notes):
         found_args = None
