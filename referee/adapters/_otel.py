@@ -369,8 +369,12 @@ def _usage(spans: list[_Span], tree: _Tree) -> TokenUsage | None:
         return TokenUsage.total(usages)
 
     return of([s for s in spans if s.kind == "llm"]) or of(
-        [s for s in spans if s.kind == "agent"
-         and not any(a.kind == "agent" for a in tree.ancestors(s))])
+        [s for s in spans if _outermost_agent(s, tree)])
+
+
+def _outermost_agent(span: _Span, tree: _Tree) -> bool:
+    """An agent span inside no other agent span."""
+    return span.kind == "agent" and not any(a.kind == "agent" for a in tree.ancestors(span))
 
 
 def _agent_name(span: _Span) -> str | None:
@@ -628,8 +632,7 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
 def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
     """A trace's turns: one per outermost agent span (a trace holding two top-level
     ``invoke_agent`` spans holds two turns of the conversation); the whole trace without."""
-    outermost = sorted((s for s in spans if s.kind == "agent"
-                        and not any(a.kind == "agent" for a in tree.ancestors(s))),
+    outermost = sorted((s for s in spans if _outermost_agent(s, tree)),
                        key=lambda s: (s.start, s.order))
     if len(outermost) < 2:
         return [spans]
