@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from referee._strict import move_alias
+from referee.execution import add_visit
 from referee.messages import MessageContent, ToolCall, content_text
 
 if TYPE_CHECKING:
@@ -83,9 +84,8 @@ def authors(intermediate: Any) -> list[str]:
     events = _get(intermediate, "invocation_events")
     for event in events if isinstance(events, list) else []:
         author = _get(event, "author")
-        if isinstance(author, str) and author and author != "user" and (
-                not order or order[-1] != author):
-            order.append(author)
+        if isinstance(author, str) and author and author != "user":
+            add_visit(order, author)
     return order
 
 

@@ -18,6 +18,13 @@ from referee.usage import TokenUsage
 # ``reads`` names one of them is skipped with the reason instead of scoring what is not there.
 UNRECORDED_KEY = "unrecorded"
 
+
+def add_visit(visits: list[str], node: str) -> None:
+    """Record that ``node`` held control: a stretch of messages or events by the node already
+    in control is one visit, not one per message."""
+    if not visits or visits[-1] != node:
+        visits.append(node)
+
 # The keys a model's dict may carry its response under, preferred first.
 RESPONSE_KEYS = ("actual_response", "output", "response", "content", "text")
 

@@ -15,7 +15,7 @@ from typing import Any
 from referee.adapters._base import with_notes
 from referee.case import ToolCall, content_text
 from referee.errors import InputError
-from referee.execution import ExecutionResult, TurnResult
+from referee.execution import ExecutionResult, TurnResult, add_visit
 from referee.usage import TokenUsage
 
 # LangChain names a message by type (model_dump, messages_to_dict) or by class (dumpd).
@@ -197,9 +197,8 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
             name = message.get("name")
             # A multi-agent graph names each agent's messages: the agents that spoke are the
             # node visits, one per stretch of messages from the same agent.
-            if isinstance(name, str) and name and (
-                    not current.node_visits or current.node_visits[-1] != name):
-                current.node_visits.append(name)
+            if isinstance(name, str) and name:
+                add_visit(current.node_visits, name)
             for j, raw_call in enumerate(message.get("tool_calls") or []):
                 call = _tool_call(raw_call, where, f"messages[{index}].tool_calls[{j}]")
                 current.tool_calls.append(call)

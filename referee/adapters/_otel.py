@@ -369,8 +369,12 @@ def _usage(spans: list[_Span], tree: _Tree) -> TokenUsage | None:
         return TokenUsage.total(usages)
 
     return of([s for s in spans if s.kind == "llm"]) or of(
-        [s for s in spans if s.kind == "agent"
-         and not any(a.kind == "agent" for a in tree.ancestors(s))])
+        [s for s in spans if _outermost_agent(s, tree)])
+
+
+def _outermost_agent(span: _Span, tree: _Tree) -> bool:
+    """An agent span inside no other agent span."""
+    return span.kind == "agent" and not any(a.kind == "agent" for a in tree.ancestors(span))
 
 
 def _agent_name(span: _Span) -> str | None:
@@ -385,13 +389,8 @@ def _agent_name(span: _Span) -> str | None:
 
 def _graph_node(span: _Span) -> str | None:
     """LangGraph's ``langgraph_node``, which LangChain instrumentations copy into ``metadata``."""
-    metadata = span.attrs.get("metadata")
-    if isinstance(metadata, str):
-        try:
-            metadata = json.loads(metadata)
-        except (ValueError, RecursionError):
-            metadata = None
-    node = metadata.get("langgraph_node") if isinstance(metadata, Mapping) else None
+    metadata = _as_object(span.attrs.get("metadata"))
+    node = metadata.get("langgraph_node") if metadata is not None else None
     node = node if node is not None else span.attrs.get("metadata.langgraph_node")
     return str(node) if node not in (None, "") else None
 
@@ -433,12 +432,8 @@ def _redacted(value: Any, what: str, where: str, notes: list[str]) -> bool:
 
 def _tool_message(value: Any) -> tuple[Any, str | None] | None:
     """(content, tool_call_id) of a LangChain ``ToolMessage`` serialised as a tool's output."""
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return None
-    if not isinstance(value, Mapping):
+    value = _as_object(value)
+    if value is None:
         return None
     try:
         message = message_dict(value, "", 0)
@@ -472,13 +467,13 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     message = _tool_message(raw_result) if raw_result is not None else None
     if message is not None:  # LangChain records the ToolMessage it built, id and all
         raw_result, call_id = message[0], call_id or message[1]
+    found_args = span.first(_TOOL_ARGUMENT_KEYS)
     by_id = next((c for c in model_calls if call_id is not None and c.call_id == call_id), None)
     if by_id is None and call_id is None:
         # No id on the span (the Agents SDK's function spans): the model's next call of this
         # tool not yet matched is the one this span ran; same name, and same arguments when
         # the span has them.
         untaken = [c for c in model_calls if not c.taken and c.name == name]
-        found_args = span.first(_TOOL_ARGUMENT_KEYS)
         shown = _as_object(found_args[1]) if found_args is not None else None
         by_id = next((c for c in untaken if shown is not None
                       and _as_object(c.arguments) == shown), untaken[0] if untaken else None)
@@ -487,7 +482,6 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     if by_id is not None:
         by_id.taken = True
 
-    found_args = span.first(_TOOL_ARGUMENT_KEYS)
     if found_args is not None and _redacted(found_args[1], f"arguments of {name!r}",
                                             span.where, notes):
         found_args = None
@@ -638,8 +632,7 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
 def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
     """A trace's turns: one per outermost agent span (a trace holding two top-level
     ``invoke_agent`` spans holds two turns of the conversation); the whole trace without."""
-    outermost = sorted((s for s in spans if s.kind == "agent"
-                        and not any(a.kind == "agent" for a in tree.ancestors(s))),
+    outermost = sorted((s for s in spans if _outermost_agent(s, tree)),
                        key=lambda s: (s.start, s.order))
     if len(outermost) < 2:
         return [spans]

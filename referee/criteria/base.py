@@ -66,6 +66,12 @@ class JudgedCriterion(Protocol):
         ...
 
 
+def output_run(output: Any, latency_ms: float | None = None) -> ExecutionResult:
+    """The run a multivon-style call describes: the model's ``output`` text, and its latency."""
+    latency_s = latency_ms / 1000.0 if latency_ms is not None else None
+    return ExecutionResult(actual_response=output, latency_s=latency_s)
+
+
 def criterion_label(criterion: object) -> str:
     """A criterion's name, or its class name when it has none."""
     return str(getattr(criterion, "name", None) or type(criterion).__name__)
@@ -141,9 +147,7 @@ class BaseCriterion(ABC):
                         latency_ms: float | None = None) -> CriterionResult:
         """multivon's spelling of one scoring: ``output`` (the model's text) for ``case``.
         The same as ``await evaluate(ExecutionResult(actual_response=output), case)``."""
-        latency_s = latency_ms / 1000.0 if latency_ms is not None else None
-        return await self.evaluate(ExecutionResult(actual_response=output, latency_s=latency_s),
-                                   case)
+        return await self.evaluate(output_run(output, latency_ms), case)
 
     def validate_config(self) -> list[str]:
         errors: list[str] = []

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from referee.case import EvalCase
-from referee.criteria.base import SyncCriterion
-from referee.execution import ExecutionResult
+from referee.criteria.base import SyncCriterion, output_run
 from referee.result import CriterionResult
 
 __all__ = ["MultivonSurface"]
@@ -59,9 +58,7 @@ class MultivonSurface:
                             f"as the case, got {type(case).__name__}")
         protocol = getattr(type(self).evaluate, "__wrapped__", None)  # type: ignore[attr-defined]
         if protocol is SyncCriterion.evaluate:  # pure computation: no event loop needed
-            latency_s = latency_ms / 1000.0 if latency_ms is not None else None
-            run = ExecutionResult(actual_response=output, latency_s=latency_s)
-            return self.evaluate_sync(run, case)  # type: ignore[attr-defined]
+            return self.evaluate_sync(output_run(output, latency_ms), case)  # type: ignore[attr-defined]
         # run/ sits above evaluators/; imported here, where only a by-hand call reaches it.
         from referee.run.sync import run_sync
 

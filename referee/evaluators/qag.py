@@ -197,9 +197,9 @@ def omission(missing: Sequence[int], count: int) -> str | None:
     did not answer each question, as copying an example of the reply does); None if none."""
     if not missing:
         return None
-    asked = "1" if count == 1 else f"1-{count}"
     return (f"the reply leaves out question id(s) {_shown_ids(list(missing))} of the {count} "
-            f"asked ({asked}): it answers {count - len(missing)} of {count}, not each question")
+            f"asked ({_asked_ids(count)}): it answers {count - len(missing)} of {count}, not "
+            "each question")
 
 
 # A reply holding one of these repeats the prompt instead of answering it.
@@ -207,6 +207,10 @@ _PROMPT_ECHOES = ("<<<begin", "<<<end", "questions:\n1. ", "question(s), each on
 
 
 _SHAPE_PLACEHOLDERS = re.compile(r"<\s*(?:question\s+id|yes\s+or\s+no)\s*>", re.IGNORECASE)
+
+
+def _asked_ids(count: int) -> str:
+    return "1" if count == 1 else f"1-{count}"
 
 
 def _shown_ids(keys: Sequence[Any]) -> str:
@@ -276,9 +280,8 @@ def read_batch_reply(text: str, count: int) -> BatchReading:
         elif ident not in found:
             found[ident] = value
     if unasked:
-        asked = "1" if count == 1 else f"1-{count}"
         return BatchReading({}, f"the reply answers question id(s) {_shown_ids(unasked)} that "
-                                f"were not asked (asked: {asked})")
+                                f"were not asked (asked: {_asked_ids(count)})")
     missing = tuple(ident for ident in range(1, count + 1) if ident not in found)
     return BatchReading(found, missing=missing if found else ())
 
@@ -381,14 +384,13 @@ async def ask_panel_questions(owner: str, panel: JudgePanel, questions: Sequence
             records, replies = await ask_each(cfg, questions, cache_group=cache_group)
         if case_answer is None:
             usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
+        problem = None
         if rejected is not None:  # a copied example or an echo: this member did not answer
-            error = unreadable_replies(replies, f"batched judge reply rejected: {rejected}",
-                                       owner=owner)
-            error.token_usage = usage
-            raise error
-        if all(r["matched"] is None for r in records):  # a member that gave no verdict at all
-            error = unreadable_replies(replies, f"every verdict of {len(records)} question(s) "
-                                       "was unparseable", owner=owner)
+            problem = f"batched judge reply rejected: {rejected}"
+        elif all(r["matched"] is None for r in records):  # a member that gave no verdict at all
+            problem = f"every verdict of {len(records)} question(s) was unparseable"
+        if problem is not None:
+            error = unreadable_replies(replies, problem, owner=owner)
             error.token_usage = usage
             raise error
         return records, usage

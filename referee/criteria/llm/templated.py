@@ -29,6 +29,11 @@ from referee.usage import TokenUsage
 ALL_SAMPLES_FAILED = "All LLM samples failed"
 
 
+def _in_range(scores: list[float]) -> list[float]:
+    """Sample scores held to [0, 1]: a subclass's own reading of a reply may leave one outside."""
+    return [min(1.0, max(0.0, float(s))) for s in scores]
+
+
 class SampleBatch(tuple):  # type: ignore[type-arg]
     """``(scores, reasonings, per_sample_extras, token_usage)`` as 10xgraph returns it,
     plus what ``evaluate`` needs to classify outcomes: the dropped samples' exceptions and
@@ -207,7 +212,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             samples: list[dict[str, Any]] = getattr(batch, "sample_replies", [])
             if not scores:
                 return self._all_samples_failed(failures, token_usage, samples)
-            scores = [min(1.0, max(0.0, float(s))) for s in scores]
+            scores = _in_range(scores)
             final_score = math.fsum(scores) / len(scores)
             details = self._build_details(scores, reasonings,
                                           self._aggregate_extras(extras), final_score)
@@ -246,7 +251,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                                          + (f" ({batch.failures[0]})" if batch.failures else ""))
                 error.token_usage = usage
                 raise error
-            clamped = [min(1.0, max(0.0, float(s))) for s in scores]
+            clamped = _in_range(scores)
             return (math.fsum(clamped) / len(clamped), reasonings), usage
 
         answers = await ask_panel(self.name, panel, ask, members=panel.members)
