@@ -15,15 +15,13 @@ from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
 from referee.evaluators.calibration import NO_QUESTION_SET
 from referee.judge import JudgeConfig
-from referee.judge.panel import JudgePanel, check_judge, member_labels
+from referee.judge.panel import PANEL, JudgePanel, check_judge, panel_model_name
 from referee.record import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
 NO_JUDGE = "none"
-# The judge provider a calibration by a judge panel names (its model: the members' names).
-PANEL = "panel"
 # What judge= takes: "provider/model", a JudgeConfig, or a panel (a JudgePanel, or a list of
 # JudgeConfigs or "provider/model" texts).
 JudgeSpec = str | JudgeConfig | JudgePanel | Sequence[Any] | None
@@ -105,7 +103,7 @@ def _judge_identity(evaluator: Any) -> tuple[str, str]:
     if panel is not None:
         members = (panel.members if hasattr(evaluator, "panel")
                    else panel.resolved_members())
-        return PANEL, ", ".join(member_labels(members))
+        return PANEL, panel_model_name(members)
     resolve = getattr(evaluator, "judge_config", None)
     if callable(resolve):
         cfg = resolve()

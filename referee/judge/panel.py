@@ -92,6 +92,16 @@ def member_labels(members: Sequence[JudgeConfig]) -> list[str]:
             for index, name in enumerate(plain)]
 
 
+# The judge_provider a result or a stored comparison names when a panel judged it; its
+# judge_model is then the members' labels (``panel_model_name``).
+PANEL = "panel"
+
+
+def panel_model_name(members: Sequence[JudgeConfig]) -> str:
+    """The judge_model a panel's result names: its members' labels, comma-separated."""
+    return ", ".join(member_labels(members))
+
+
 def as_panel(judge: Any) -> JudgePanel | None:
     """The panel ``judge=`` names (a JudgePanel or a list of JudgeConfigs), else None."""
     if isinstance(judge, JudgePanel):

@@ -19,9 +19,15 @@ from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
-from referee.judge.panel import JudgePanel, check_judge, effective_panel, member_labels
-from referee.pairwise._judging import (
+from referee.judge.panel import (
     PANEL,
+    JudgePanel,
+    check_judge,
+    effective_panel,
+    member_labels,
+    panel_model_name,
+)
+from referee.pairwise._judging import (
     PairCriterion,
     PairVerdict,
     judge_pair,
@@ -252,12 +258,13 @@ class PairwiseComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-ready data, secrets removed (outputs may quote a key)."""
-        panel = isinstance(self.judge, JudgePanel)
-        judge = ({"judge_provider": PANEL, "judge_model": ", ".join(self.member_names),
-                  "judges": [r.to_dict() for r in self.member_records()],
-                  "judge_agreement": self.judge_agreement}
-                 if panel else {"judge_provider": self.judge.provider,  # type: ignore[union-attr]
-                                "judge_model": self.judge.model})  # type: ignore[union-attr]
+        judge: dict[str, Any]
+        if isinstance(self.judge, JudgePanel):
+            judge = {"judge_provider": PANEL, "judge_model": panel_model_name(self.judge.members),
+                     "judges": [r.to_dict() for r in self.member_records()],
+                     "judge_agreement": self.judge_agreement}
+        else:
+            judge = {"judge_provider": self.judge.provider, "judge_model": self.judge.model}
         return redact_secrets({"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
                 **judge, "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
                 "token_usage": self.token_usage.model_dump(),
