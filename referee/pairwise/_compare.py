@@ -331,7 +331,7 @@ def _shown(pair: _Pair) -> dict[str, Any]:
             "output_a": pair.output_a, "output_b": pair.output_b}
 
 
-async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]],
+async def _judged(pair: _Pair, judge: JudgeConfig | JudgePanel,
                   criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
@@ -345,8 +345,8 @@ async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[Judge
             "user_input": user_input, "both_orders": both_orders,
             "cache_group": case_cache_group(case) if case is not None else None}
         try:
-            if isinstance(judge, tuple):
-                verdict = await judge_pair_by_panel(judge[0], criterion, members=judge[1],
+            if isinstance(judge, JudgePanel):  # its members resolved already
+                verdict = await judge_pair_by_panel(judge, criterion, members=judge.members,
                                                     owner="compare", **asked)
             else:
                 verdict = await judge_pair(judge, criterion, **asked)
@@ -377,11 +377,9 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     panel = effective_panel(check_judge("compare", judge))
     chosen: JudgeConfig | JudgePanel
     if panel is not None:
-        members = panel.resolved_members()
-        chosen = panel.model_copy(update={"members": members})
-        asking: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]] = (panel, members)
+        chosen = panel.model_copy(update={"members": panel.resolved_members()})
     else:
-        chosen = asking = resolve_judge_config(judge)  # type: ignore[arg-type]
+        chosen = resolve_judge_config(judge)  # type: ignore[arg-type]
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
     pairs = _paired(a, b)
     stored = None
@@ -402,7 +400,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
                                   reason=earlier.data.get("reason") or "",
                                   verdict=pair_verdict_from(earlier.data["verdict"]))
         else:
-            outcome = await _judged(pair, asking, spec, both_orders, gate)
+            outcome = await _judged(pair, chosen, spec, both_orders, gate)
             if stored is not None:
                 stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
                               output_b=pair.output_b)
