@@ -144,6 +144,7 @@ def run_command(args: argparse.Namespace,
     from referee.calibrate._render import print_console
     from referee.calibrate._run import calibrate, evaluator_by_name
     from referee.judge.panel import judge_from_cli
+    from referee.store import LABELS_FILE
 
     if args.recheck:
         return run_recheck(args, load_module_of)
@@ -186,7 +187,7 @@ def run_command(args: argparse.Namespace,
                        resume=args.resume, retry_errors=args.retry_errors,
                        concurrency=args.concurrency,
                        labels=str(args.labels) if args.from_run is None
-                       else f"{args.from_run}/labels.jsonl",
+                       else f"{args.from_run}/{LABELS_FILE}",
                        judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
     refused = report.fit_problem is not None and not args.force
