@@ -230,6 +230,16 @@ def question_agreement(votes: dict[tuple[str, str], list[tuple[bool | None, bool
     return rows
 
 
+def _fitted(scores: list[float], labels: list[bool], metric: str, *, resamples: int,
+            seed: int) -> tuple[Estimate, Agreement]:
+    """The threshold fitted to the labels, and agreement with them there (at 0.5 when no
+    threshold could be fitted)."""
+    threshold = _stats.fitted_threshold_interval(scores, labels, metric, resamples=resamples,
+                                                 seed=seed)
+    at = threshold.value if threshold.value is not None else 0.5
+    return threshold, _stats.agreement_at(scores, labels, at, resamples=resamples, seed=seed)
+
+
 def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_model: str,
                  question_set: str, metric: str, folds: int | None, resamples: int, seed: int,
                  labels: str, data_fingerprint: str) -> CalibrationReport:
@@ -269,10 +279,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
             if isinstance(record, dict) and isinstance(record.get("question"), str):
                 key = (record["question"], str(record.get("expected", "yes")))
                 votes.setdefault(key, []).append((record.get("matched"), human))
-    threshold = _stats.fitted_threshold_interval(scores, passed, metric, resamples=resamples,
-                                                 seed=seed)
-    at = threshold.value if threshold.value is not None else 0.5
-    agreement = _stats.agreement_at(scores, passed, at, resamples=resamples, seed=seed)
+    threshold, agreement = _fitted(scores, passed, metric, resamples=resamples, seed=seed)
     cross = None
     if folds:
         cross = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples,
@@ -322,10 +329,7 @@ def member_agreements(rows: list[tuple[list[dict[str, Any]], bool]], *, metric: 
                 labels.append(human)
     members = []
     for label, (scores, labels) in scored.items():
-        threshold = _stats.fitted_threshold_interval(scores, labels, metric,
-                                                     resamples=resamples, seed=seed)
-        at = threshold.value if threshold.value is not None else 0.5
-        agreement = _stats.agreement_at(scores, labels, at, resamples=resamples, seed=seed)
+        threshold, agreement = _fitted(scores, labels, metric, resamples=resamples, seed=seed)
         members.append(MemberAgreement(
             judge=label, provider=names[label][0], model=names[label][1], scored=len(scores),
             no_score=len(rows) - len(scores), threshold=threshold,
