@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import platformdirs
 
+from referee.judge.config import env_switch
+
 logger = logging.getLogger("referee.judge")
 
 _SCHEMA = """
@@ -74,15 +76,7 @@ def default_cache_path() -> Path:
 
 
 def cache_enabled_by_env() -> bool | None:
-    raw = os.environ.get("REFEREE_CACHE", "").strip().lower()
-    if not raw:
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"environment variable REFEREE_CACHE={raw!r} is not a boolean "
-                     "(expected 0/1, true/false, on/off)")
+    return env_switch("REFEREE_CACHE")
 
 
 # The key's JSON is the stdlib's with these options: caches written by earlier releases are
