@@ -198,6 +198,11 @@ def criterion_result(case: CaseResult, evaluator: str) -> Any:
     return next((r for r in case.criterion_results if r.criterion == evaluator), None)
 
 
+def compared_score(score: float) -> float:
+    """A score as calibration sets it beside a label: clamped into 0.0-1.0."""
+    return min(1.0, max(0.0, float(score)))
+
+
 def exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
     """(status, why) when the row has no score to compare, else None."""
     if result is None:
@@ -272,7 +277,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         panel = result.details.get("panel")
         if isinstance(panel, dict):
             panel_rows.append((panel.get("members") or [], human))
-        scores.append(min(1.0, max(0.0, float(result.score))))
+        scores.append(compared_score(result.score))
         passed.append(human)
         scored_rows.append(_canary_row(case, label, scores[-1]))
         for record in result.details.get("questions") or []:
@@ -325,7 +330,7 @@ def member_agreements(rows: list[tuple[list[dict[str, Any]], bool]], *, metric: 
             scores, labels = scored.setdefault(label, ([], []))
             score = entry.get("score") if entry.get("answered") else None
             if isinstance(score, (int, float)):
-                scores.append(min(1.0, max(0.0, float(score))))
+                scores.append(compared_score(score))
                 labels.append(human)
     members = []
     for label, (scores, labels) in scored.items():
