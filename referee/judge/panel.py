@@ -30,7 +30,9 @@ from referee.judge.verdict import Verdict
 from referee.usage import TokenUsage
 
 Aggregate = Literal["majority", "mean", "median", "weighted"]
-AGGREGATES = ("majority", "mean", "median", "weighted")
+# What text settings (the environment, the CLI) may choose: a weighted vote needs weights, which
+# only Python and criteria files give.
+TEXT_AGGREGATES = ("majority", "mean", "median")
 
 T = TypeVar("T")
 
@@ -159,7 +161,7 @@ def build_panel(members: list[JudgeConfig], aggregate: str | None, quorum: int |
     """A panel from text settings (environment, CLI); a weighted vote needs weights, which
     only Python and criteria files give."""
     aggregate = aggregate or "majority"
-    if aggregate not in AGGREGATES or aggregate == "weighted":
+    if aggregate not in TEXT_AGGREGATES:
         raise ValueError(f"{source}: aggregate expected majority, mean or median, got "
                          f"{aggregate!r}")
     try:
@@ -181,7 +183,7 @@ def panel_from_env() -> JudgePanel | None:
     except ValueError as exc:
         raise ValueError(f"{exc}; expected a comma-separated list of them") from None
     aggregate = os.environ.get("JUDGE_PANEL_AGGREGATE", "").strip() or None
-    if aggregate is not None and (aggregate not in AGGREGATES or aggregate == "weighted"):
+    if aggregate is not None and aggregate not in TEXT_AGGREGATES:
         raise ValueError(f"JUDGE_PANEL_AGGREGATE: expected majority, mean or median, got "
                          f"{aggregate!r}")
     quorum_text = os.environ.get("JUDGE_PANEL_QUORUM", "").strip()
