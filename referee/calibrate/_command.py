@@ -242,7 +242,7 @@ def run_recheck(args: argparse.Namespace,
     import json
 
     from referee.calibrate._recheck import DEFAULT_TOLERANCE, entries_to_recheck, recheck
-    from referee.calibrate._run import evaluator_by_name
+    from referee.calibrate._run import criterion_name, evaluator_by_name
     from referee.evaluators.calibration import calibration_file_path, read_calibration_file
     from referee.terminal import terminal_safe
 
@@ -257,7 +257,7 @@ def run_recheck(args: argparse.Namespace,
     custom = None
     if args.evaluator and ":" in args.evaluator:
         custom = _load_object(args.evaluator, load_module_of)
-    wanted = (str(getattr(custom, "name", type(custom).__name__)) if custom is not None
+    wanted = (criterion_name(custom) if custom is not None
               else _evaluator_name(args.evaluator) if args.evaluator else None)
     entries = entries_to_recheck(read_calibration_file(location).entries, evaluator=wanted,
                                  judge=args.judge)

@@ -97,6 +97,11 @@ def evaluator_by_name(name: str) -> Any:
     return cls()
 
 
+def criterion_name(evaluator: Any) -> str:
+    """The criterion name ``evaluator``'s results carry in a run."""
+    return str(getattr(evaluator, "name", type(evaluator).__name__))
+
+
 def _judge_identity(evaluator: Any) -> tuple[str, str]:
     panel = getattr(evaluator, "judge_panel", None)
     panel = panel() if callable(panel) else None
@@ -146,7 +151,7 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
         concurrency=concurrency, timeout=timeout, judge_timeout=judge_timeout,
         judge_max_tokens=judge_max_tokens, verbose=verbose, labels=labels,
         purpose={"metric": metric, "folds": folds})
-    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    name = criterion_name(evaluator)
     report = build_report(
         run, evaluator=name, judge_provider=provider, judge_model=model,
         question_set=_question_set(evaluator), metric=metric, folds=folds,
@@ -180,7 +185,7 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
     if config is not None or settings:
         evaluator = _with_judge(evaluator, config, settings)
     provider, model = _judge_identity(evaluator)
-    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    name = criterion_name(evaluator)
     cases: list[EvalCase] = [row.labelled_case() for row in rows]
 
     async def replay(case: EvalCase, caller: ModelCaller) -> Any:
