@@ -144,6 +144,7 @@ def run_command(args: argparse.Namespace,
     from referee.calibrate._render import print_console
     from referee.calibrate._run import calibrate, evaluator_by_name
     from referee.judge.panel import judge_from_cli
+    from referee.store import LABELS_FILE
 
     if args.recheck:
         return run_recheck(args, load_module_of)
@@ -186,7 +187,7 @@ def run_command(args: argparse.Namespace,
                        resume=args.resume, retry_errors=args.retry_errors,
                        concurrency=args.concurrency,
                        labels=str(args.labels) if args.from_run is None
-                       else f"{args.from_run}/labels.jsonl",
+                       else f"{args.from_run}/{LABELS_FILE}",
                        judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
     written = None
     refused = report.fit_problem is not None and not args.force
@@ -241,7 +242,7 @@ def run_recheck(args: argparse.Namespace,
     import json
 
     from referee.calibrate._recheck import DEFAULT_TOLERANCE, entries_to_recheck, recheck
-    from referee.calibrate._run import evaluator_by_name
+    from referee.calibrate._run import criterion_name, evaluator_by_name
     from referee.evaluators.calibration import calibration_file_path, read_calibration_file
     from referee.terminal import terminal_safe
 
@@ -256,7 +257,7 @@ def run_recheck(args: argparse.Namespace,
     custom = None
     if args.evaluator and ":" in args.evaluator:
         custom = _load_object(args.evaluator, load_module_of)
-    wanted = (str(getattr(custom, "name", type(custom).__name__)) if custom is not None
+    wanted = (criterion_name(custom) if custom is not None
               else _evaluator_name(args.evaluator) if args.evaluator else None)
     entries = entries_to_recheck(read_calibration_file(location).entries, evaluator=wanted,
                                  judge=args.judge)

@@ -9,6 +9,7 @@ from referee.calibrate._labels import LabelledCase, row_from_mapping
 from referee.errors import InputError
 from referee.labels._export import export_rows, run_root
 from referee.labels._store import LabelStore
+from referee.store import LABELS_FILE
 
 
 def labelled_cases_from_run(run_dir: str | Path, *, criterion: str | None = None,
@@ -19,7 +20,9 @@ def labelled_cases_from_run(run_dir: str | Path, *, criterion: str | None = None
     else the one named like the evaluator.
     """
     root = run_root(run_dir)
-    labelled = sorted({label.criterion for label in LabelStore(root).latest().values()
+    store = LabelStore(root)
+    source = str(store.path)
+    labelled = sorted({label.criterion for label in store.latest().values()
                        if label.human_passed is not None})
     if criterion is None:
         if len(labelled) == 1:
@@ -27,13 +30,13 @@ def labelled_cases_from_run(run_dir: str | Path, *, criterion: str | None = None
         elif evaluator_name is not None and evaluator_name in labelled:
             criterion = evaluator_name
         elif labelled:
-            raise InputError("labels on several criteria", source=str(root / "labels.jsonl"),
+            raise InputError("labels on several criteria", source=source,
                              expected="--criterion, one of " + ", ".join(labelled))
     rows = export_rows(root, criterion=criterion)
     if not rows:
         raise InputError("no pass/fail labels" + (f" on criterion {criterion!r}" if criterion
                                                   else ""),
-                         source=str(root / "labels.jsonl"),
+                         source=source,
                          expected="labels made in `referee view` (right/wrong or pass/fail)")
-    source = f"{root}/labels.jsonl"
-    return [row_from_mapping(row, source, number) for number, row in enumerate(rows, start=1)]
+    return [row_from_mapping(row, f"{root}/{LABELS_FILE}", number)
+            for number, row in enumerate(rows, start=1)]

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from referee.calibrate._labels import LabelledCase
-from referee.calibrate._report import criterion_result, exclusion
-from referee.calibrate._run import _question_set, score_labelled
+from referee.calibrate._report import compared_score, criterion_result, exclusion
+from referee.calibrate._run import _question_set, criterion_name, score_labelled
 from referee.case import EvalCase
 from referee.evaluators.calibration import CalibrationEntry
 from referee.judge import JudgeConfig
@@ -185,7 +185,7 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
         concurrency=concurrency, judge_timeout=judge_timeout,
         judge_max_tokens=judge_max_tokens, labels=f"canary of the {entry.date} calibration",
         purpose={"recheck": True})
-    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    name = criterion_name(evaluator)
     by_id = {case.eval_id: case for case in run.cases}
     checked: list[RecheckRow] = []
     judged = []
@@ -198,7 +198,7 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
         checked.append(RecheckRow(
             source=row.source, label=row.passed, score_then=canary.score,
             score_now=None if why is not None or result is None
-            else min(1.0, max(0.0, float(result.score))),
+            else compared_score(result.score),
             error=None if why is None else f"{why[0]}: {why[1]}"))
     return Recheck(
         evaluator=name, judge=f"{provider}/{model}", threshold=entry.threshold,

@@ -198,6 +198,11 @@ def criterion_result(case: CaseResult, evaluator: str) -> Any:
     return next((r for r in case.criterion_results if r.criterion == evaluator), None)
 
 
+def compared_score(score: float) -> float:
+    """A score as calibration sets it beside a label: clamped into 0.0-1.0."""
+    return min(1.0, max(0.0, float(score)))
+
+
 def exclusion(case: CaseResult, result: Any) -> tuple[str, str] | None:
     """(status, why) when the row has no score to compare, else None."""
     if result is None:
@@ -228,6 +233,16 @@ def question_agreement(votes: dict[tuple[str, str], list[tuple[bool | None, bool
     rows.sort(key=lambda q: (q.agreement.value if q.agreement.value is not None else 2.0,
                              q.question))
     return rows
+
+
+def _fitted(scores: list[float], labels: list[bool], metric: str, *, resamples: int,
+            seed: int) -> tuple[Estimate, Agreement]:
+    """The threshold fitted to the labels, and agreement with them there (at 0.5 when no
+    threshold could be fitted)."""
+    threshold = _stats.fitted_threshold_interval(scores, labels, metric, resamples=resamples,
+                                                 seed=seed)
+    at = threshold.value if threshold.value is not None else 0.5
+    return threshold, _stats.agreement_at(scores, labels, at, resamples=resamples, seed=seed)
 
 
 def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_model: str,
@@ -262,17 +277,14 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         panel = result.details.get("panel")
         if isinstance(panel, dict):
             panel_rows.append((panel.get("members") or [], human))
-        scores.append(min(1.0, max(0.0, float(result.score))))
+        scores.append(compared_score(result.score))
         passed.append(human)
         scored_rows.append(_canary_row(case, label, scores[-1]))
         for record in result.details.get("questions") or []:
             if isinstance(record, dict) and isinstance(record.get("question"), str):
                 key = (record["question"], str(record.get("expected", "yes")))
                 votes.setdefault(key, []).append((record.get("matched"), human))
-    threshold = _stats.fitted_threshold_interval(scores, passed, metric, resamples=resamples,
-                                                 seed=seed)
-    at = threshold.value if threshold.value is not None else 0.5
-    agreement = _stats.agreement_at(scores, passed, at, resamples=resamples, seed=seed)
+    threshold, agreement = _fitted(scores, passed, metric, resamples=resamples, seed=seed)
     cross = None
     if folds:
         cross = _stats.cross_validate(scores, passed, folds, metric, resamples=resamples,
@@ -318,14 +330,11 @@ def member_agreements(rows: list[tuple[list[dict[str, Any]], bool]], *, metric: 
             scores, labels = scored.setdefault(label, ([], []))
             score = entry.get("score") if entry.get("answered") else None
             if isinstance(score, (int, float)):
-                scores.append(min(1.0, max(0.0, float(score))))
+                scores.append(compared_score(score))
                 labels.append(human)
     members = []
     for label, (scores, labels) in scored.items():
-        threshold = _stats.fitted_threshold_interval(scores, labels, metric,
-                                                     resamples=resamples, seed=seed)
-        at = threshold.value if threshold.value is not None else 0.5
-        agreement = _stats.agreement_at(scores, labels, at, resamples=resamples, seed=seed)
+        threshold, agreement = _fitted(scores, labels, metric, resamples=resamples, seed=seed)
         members.append(MemberAgreement(
             judge=label, provider=names[label][0], model=names[label][1], scored=len(scores),
             no_score=len(rows) - len(scores), threshold=threshold,

@@ -15,15 +15,13 @@ from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
 from referee.evaluators.calibration import NO_QUESTION_SET
 from referee.judge import JudgeConfig
-from referee.judge.panel import JudgePanel, check_judge, member_labels
+from referee.judge.panel import PANEL, JudgePanel, check_judge, panel_model_name
 from referee.record import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
 from referee.run.session import RunOptions, run_stored
 from referee.run.sync import run_sync
 
 NO_JUDGE = "none"
-# The judge provider a calibration by a judge panel names (its model: the members' names).
-PANEL = "panel"
 # What judge= takes: "provider/model", a JudgeConfig, or a panel (a JudgePanel, or a list of
 # JudgeConfigs or "provider/model" texts).
 JudgeSpec = str | JudgeConfig | JudgePanel | Sequence[Any] | None
@@ -99,13 +97,18 @@ def evaluator_by_name(name: str) -> Any:
     return cls()
 
 
+def criterion_name(evaluator: Any) -> str:
+    """The criterion name ``evaluator``'s results carry in a run."""
+    return str(getattr(evaluator, "name", type(evaluator).__name__))
+
+
 def _judge_identity(evaluator: Any) -> tuple[str, str]:
     panel = getattr(evaluator, "judge_panel", None)
     panel = panel() if callable(panel) else None
     if panel is not None:
         members = (panel.members if hasattr(evaluator, "panel")
                    else panel.resolved_members())
-        return PANEL, ", ".join(member_labels(members))
+        return PANEL, panel_model_name(members)
     resolve = getattr(evaluator, "judge_config", None)
     if callable(resolve):
         cfg = resolve()
@@ -148,7 +151,7 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
         concurrency=concurrency, timeout=timeout, judge_timeout=judge_timeout,
         judge_max_tokens=judge_max_tokens, verbose=verbose, labels=labels,
         purpose={"metric": metric, "folds": folds})
-    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    name = criterion_name(evaluator)
     report = build_report(
         run, evaluator=name, judge_provider=provider, judge_model=model,
         question_set=_question_set(evaluator), metric=metric, folds=folds,
@@ -182,7 +185,7 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
     if config is not None or settings:
         evaluator = _with_judge(evaluator, config, settings)
     provider, model = _judge_identity(evaluator)
-    name = str(getattr(evaluator, "name", type(evaluator).__name__))
+    name = criterion_name(evaluator)
     cases: list[EvalCase] = [row.labelled_case() for row in rows]
 
     async def replay(case: EvalCase, caller: ModelCaller) -> Any:

@@ -487,6 +487,20 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     return resolved
 
 
+def env_switch(name: str, error: type[Exception] = ValueError) -> bool | None:
+    """An on/off environment variable: None when unset or empty, True for 1/true/yes/on, False
+    for 0/false/no/off; any other value raises ``error`` naming the variable."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise error(f"environment variable {name}={raw!r} is not a boolean "
+                "(expected 0/1, true/false, on/off)")
+
+
 def verdict_max_tokens(cfg: JudgeConfig) -> int:
     """max_tokens for a per-question verdict: the judge's when set, else VERDICT_MAX_TOKENS at a
     server that is not the provider's own API, else the effective default."""

@@ -30,7 +30,9 @@ from referee.judge.verdict import Verdict
 from referee.usage import TokenUsage
 
 Aggregate = Literal["majority", "mean", "median", "weighted"]
-AGGREGATES = ("majority", "mean", "median", "weighted")
+# What text settings (the environment, the CLI) may choose: a weighted vote needs weights, which
+# only Python and criteria files give.
+TEXT_AGGREGATES = ("majority", "mean", "median")
 
 T = TypeVar("T")
 
@@ -92,6 +94,16 @@ def member_labels(members: Sequence[JudgeConfig]) -> list[str]:
             for index, name in enumerate(plain)]
 
 
+# The judge_provider a result or a stored comparison names when a panel judged it; its
+# judge_model is then the members' labels (``panel_model_name``).
+PANEL = "panel"
+
+
+def panel_model_name(members: Sequence[JudgeConfig]) -> str:
+    """The judge_model a panel's result names: its members' labels, comma-separated."""
+    return ", ".join(member_labels(members))
+
+
 def as_panel(judge: Any) -> JudgePanel | None:
     """The panel ``judge=`` names (a JudgePanel or a list of JudgeConfigs), else None."""
     if isinstance(judge, JudgePanel):
@@ -149,7 +161,7 @@ def build_panel(members: list[JudgeConfig], aggregate: str | None, quorum: int |
     """A panel from text settings (environment, CLI); a weighted vote needs weights, which
     only Python and criteria files give."""
     aggregate = aggregate or "majority"
-    if aggregate not in AGGREGATES or aggregate == "weighted":
+    if aggregate not in TEXT_AGGREGATES:
         raise ValueError(f"{source}: aggregate expected majority, mean or median, got "
                          f"{aggregate!r}")
     try:
@@ -171,7 +183,7 @@ def panel_from_env() -> JudgePanel | None:
     except ValueError as exc:
         raise ValueError(f"{exc}; expected a comma-separated list of them") from None
     aggregate = os.environ.get("JUDGE_PANEL_AGGREGATE", "").strip() or None
-    if aggregate is not None and (aggregate not in AGGREGATES or aggregate == "weighted"):
+    if aggregate is not None and aggregate not in TEXT_AGGREGATES:
         raise ValueError(f"JUDGE_PANEL_AGGREGATE: expected majority, mean or median, got "
                          f"{aggregate!r}")
     quorum_text = os.environ.get("JUDGE_PANEL_QUORUM", "").strip()

@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import platformdirs
 
+from referee.judge.config import env_switch
+
 logger = logging.getLogger("referee.judge")
 
 _SCHEMA = """
@@ -74,15 +76,7 @@ def default_cache_path() -> Path:
 
 
 def cache_enabled_by_env() -> bool | None:
-    raw = os.environ.get("REFEREE_CACHE", "").strip().lower()
-    if not raw:
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"environment variable REFEREE_CACHE={raw!r} is not a boolean "
-                     "(expected 0/1, true/false, on/off)")
+    return env_switch("REFEREE_CACHE")
 
 
 # The key's JSON is the stdlib's with these options: caches written by earlier releases are
@@ -338,6 +332,11 @@ _caches_lock = threading.Lock()
 _resolved: dict[tuple[str, ...], JudgeCache] = {}
 
 
+def _cache_file(path: str | Path | None) -> Path:
+    """The absolute file a cache path names (None or "": the default cache file)."""
+    return (Path(path).expanduser() if path else default_cache_path()).absolute()
+
+
 def get_cache(path: str | Path | None = None) -> JudgeCache:
     """The shared cache object for a file (default: the user cache dir or REFEREE_CACHE_DIR)."""
     env = os.environ
@@ -346,8 +345,7 @@ def get_cache(path: str | Path | None = None) -> JudgeCache:
     cache = _resolved.get(key)
     if cache is not None:
         return cache
-    resolved = Path(path).expanduser() if path else default_cache_path()
-    resolved = resolved.absolute()
+    resolved = _cache_file(path)
     with _caches_lock:
         cache = _caches.get(resolved)
         if cache is None:
@@ -511,7 +509,7 @@ def _open_existing(path: Path) -> sqlite3.Connection:
 def cache_stats(path: str | Path | None = None, where: CacheFilter = CacheFilter()) -> CacheStats:
     """How many replies a cache file holds, in all and by judge (provider, endpoint, model)."""
     flush_caches()
-    resolved = (Path(path).expanduser() if path else default_cache_path()).absolute()
+    resolved = _cache_file(path)
     if not resolved.is_file():
         return CacheStats(resolved, False, 0, 0, 0, ())
     conn = _open_existing(resolved)
@@ -537,7 +535,7 @@ def clear_cache(path: str | Path | None = None,
     """Delete the replies ``where`` selects (every reply without a filter) from a cache file:
     (removed, left). The next identical request asks the judge again."""
     flush_caches()
-    resolved = (Path(path).expanduser() if path else default_cache_path()).absolute()
+    resolved = _cache_file(path)
     if not resolved.is_file():
         return 0, 0
     with _caches_lock:  # this process's own copy must not serve what was removed

@@ -19,9 +19,15 @@ from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
 from referee.judge import JudgeConfig, resolve_judge_config
-from referee.judge.panel import JudgePanel, check_judge, effective_panel, member_labels
-from referee.pairwise._judging import (
+from referee.judge.panel import (
     PANEL,
+    JudgePanel,
+    check_judge,
+    effective_panel,
+    member_labels,
+    panel_model_name,
+)
+from referee.pairwise._judging import (
     PairCriterion,
     PairVerdict,
     judge_pair,
@@ -252,12 +258,13 @@ class PairwiseComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as JSON-ready data, secrets removed (outputs may quote a key)."""
-        panel = isinstance(self.judge, JudgePanel)
-        judge = ({"judge_provider": PANEL, "judge_model": ", ".join(self.member_names),
-                  "judges": [r.to_dict() for r in self.member_records()],
-                  "judge_agreement": self.judge_agreement}
-                 if panel else {"judge_provider": self.judge.provider,  # type: ignore[union-attr]
-                                "judge_model": self.judge.model})  # type: ignore[union-attr]
+        judge: dict[str, Any]
+        if isinstance(self.judge, JudgePanel):
+            judge = {"judge_provider": PANEL, "judge_model": panel_model_name(self.judge.members),
+                     "judges": [r.to_dict() for r in self.member_records()],
+                     "judge_agreement": self.judge_agreement}
+        else:
+            judge = {"judge_provider": self.judge.provider, "judge_model": self.judge.model}
         return redact_secrets({"a": self.label_a, "b": self.label_b, **self.criterion.to_dict(),
                 **judge, "both_orders": self.both_orders, "summary": self.win_rate.to_dict(),
                 "token_usage": self.token_usage.model_dump(),
@@ -324,7 +331,7 @@ def _shown(pair: _Pair) -> dict[str, Any]:
             "output_a": pair.output_a, "output_b": pair.output_b}
 
 
-async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]],
+async def _judged(pair: _Pair, judge: JudgeConfig | JudgePanel,
                   criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
@@ -338,8 +345,8 @@ async def _judged(pair: _Pair, judge: JudgeConfig | tuple[JudgePanel, list[Judge
             "user_input": user_input, "both_orders": both_orders,
             "cache_group": case_cache_group(case) if case is not None else None}
         try:
-            if isinstance(judge, tuple):
-                verdict = await judge_pair_by_panel(judge[0], criterion, members=judge[1],
+            if isinstance(judge, JudgePanel):  # its members resolved already
+                verdict = await judge_pair_by_panel(judge, criterion, members=judge.members,
                                                     owner="compare", **asked)
             else:
                 verdict = await judge_pair(judge, criterion, **asked)
@@ -370,11 +377,9 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     panel = effective_panel(check_judge("compare", judge))
     chosen: JudgeConfig | JudgePanel
     if panel is not None:
-        members = panel.resolved_members()
-        chosen = panel.model_copy(update={"members": members})
-        asking: JudgeConfig | tuple[JudgePanel, list[JudgeConfig]] = (panel, members)
+        chosen = panel.model_copy(update={"members": panel.resolved_members()})
     else:
-        chosen = asking = resolve_judge_config(judge)  # type: ignore[arg-type]
+        chosen = resolve_judge_config(judge)  # type: ignore[arg-type]
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
     pairs = _paired(a, b)
     stored = None
@@ -395,7 +400,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
                                   reason=earlier.data.get("reason") or "",
                                   verdict=pair_verdict_from(earlier.data["verdict"]))
         else:
-            outcome = await _judged(pair, asking, spec, both_orders, gate)
+            outcome = await _judged(pair, chosen, spec, both_orders, gate)
             if stored is not None:
                 stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
                               output_b=pair.output_b)

@@ -24,7 +24,7 @@ from referee.judge import (
     reply_reason,
     unreadable_replies,
 )
-from referee.judge.panel import JudgePanel, ask_panel, member_labels
+from referee.judge.panel import PANEL, JudgePanel, ask_panel, panel_model_name
 from referee.usage import TokenUsage
 
 Preference = Literal["a", "b", "tie"]
@@ -282,9 +282,6 @@ def _tallied(orders: Sequence[OrderedVerdict],
     return preferred, consistent, reason
 
 
-PANEL = "panel"
-
-
 async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, output_a: str,
                               output_b: str, user_input: str | None = None,
                               reference: str | None = None, both_orders: bool = True,
@@ -295,7 +292,7 @@ async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, ou
     verdict has the most votes. Position-inconsistent when any member's verdict flipped with
     the order. JudgeUnavailable when fewer members than the quorum gave a verdict."""
     members = list(members) if members is not None else panel.resolved_members()
-    names = ", ".join(member_labels(members))
+    names = panel_model_name(members)
     if output_a == output_b:
         return PairVerdict("tie", True, "identical outputs", (), TokenUsage(), PANEL, names)
 

@@ -23,9 +23,8 @@ from pydantic import ValidationError
 
 from referee.errors import InputError
 from referee.judge import JudgeConfig
-from referee.judge.panel import JudgePanel, member_labels
+from referee.judge.panel import PANEL, JudgePanel, panel_model_name
 from referee.pairwise._judging import (
-    PANEL,
     MemberPairVerdict,
     OrderedVerdict,
     PairCriterion,
@@ -64,7 +63,7 @@ def judge_header(judge: JudgeConfig | JudgePanel) -> dict[str, Any]:
     """What the stored comparison's first line says of its judge (enough to show it again)."""
     if not isinstance(judge, JudgePanel):
         return {"judge_provider": judge.provider, "judge_model": judge.model}
-    return {"judge_provider": PANEL, "judge_model": ", ".join(member_labels(judge.members)),
+    return {"judge_provider": PANEL, "judge_model": panel_model_name(judge.members),
             "panel": {"members": [{"provider": m.provider, "model": m.model}
                                   for m in judge.members],
                       "aggregate": judge.aggregate, "weights": judge.weights,

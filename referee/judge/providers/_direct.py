@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from referee.judge.config import env_switch
 from referee.judge.providers._base import ProviderSetupError, json_value
 from referee.judge.retry import MalformedReply
 
@@ -29,20 +30,10 @@ from referee.judge.retry import MalformedReply
 # checks them against the installed ones and names both versions when one is gone).
 SDK_CHECKED_WITH = {"openai": "3.60.0", "anthropic": "2.16.0"}
 
-_OFF = ("0", "false", "no", "off")
-_ON = ("1", "true", "yes", "on")
-
-
 def direct_http_enabled() -> bool:
     """``REFEREE_DIRECT_HTTP``: unset or 1/true/on uses the direct path where it can be set up;
     0/false/off sends every request through the SDK's public ``post()``."""
-    raw = os.environ.get("REFEREE_DIRECT_HTTP", "").strip().lower()
-    if not raw or raw in _ON:
-        return True
-    if raw in _OFF:
-        return False
-    raise ProviderSetupError(f"environment variable REFEREE_DIRECT_HTTP={raw!r} is not a boolean "
-                             "(expected 0/1, true/false, on/off)")
+    return env_switch("REFEREE_DIRECT_HTTP", ProviderSetupError) is not False
 
 
 def shared_tls_context(sdk: Any) -> Any:
