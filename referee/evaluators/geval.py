@@ -23,7 +23,7 @@ from referee.judge import (
     reply_reason,
     unreadable_replies,
 )
-from referee.judge.panel import JudgePanel, ask_panel, combine_member_scores
+from referee.judge.panel import PANEL, JudgePanel, ask_panel, combine_member_scores
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -122,7 +122,7 @@ class GEval(JudgeEvaluator):
             "reason": reason,
             "criteria": self.criteria,
             "scores": [m["score"] for m in summary["members"] if m["answered"]],
-            "judge_provider": "panel",
+            "judge_provider": PANEL,
             "judge_model": ", ".join(m.label for m in answers.members),
             "panel": summary,
         }

@@ -58,6 +58,7 @@ from referee.judge import (
 )
 from referee.judge.config import verdict_max_tokens
 from referee.judge.panel import (
+    PANEL,
     JudgePanel,
     PanelAnswers,
     ask_panel,
@@ -440,7 +441,7 @@ async def run_panel_qag(owner: str, panel: JudgePanel, questions: Sequence[Quest
     mode = ("panel_case_batched" if case_answer is not None else "panel_batched" if batch
             else "panel_per_question")
     outcome = score_records(owner, first, records, [], usage=answers.usage, mode=mode)
-    outcome.details.update(judge_provider="panel",
+    outcome.details.update(judge_provider=PANEL,
                            judge_model=", ".join(m.label for m in answers.members),
                            panel=summary)
     return outcome
