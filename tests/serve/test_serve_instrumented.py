@@ -1,0 +1,121 @@
+"""Real instrumented runs exported live to `referee serve` score as `referee run --traces`.
+
+The OpenAI Agents SDK and LangGraph run against the scripted model server under their real
+instrumentations; one TracerProvider sends every span both to the receiver (the OTel SDK's
+OTLP/HTTP exporter, protobuf or JSON) and to a file (the SDK's OTLP/JSON file exporter). The
+verdicts of the online run, read back from its run directory, equal those of scoring the file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk.trace")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+pytest.importorskip("opentelemetry.exporter.otlp.json.http")
+pytest.importorskip("opentelemetry.exporter.otlp.json.file")
+
+from conftest import exporting, receiver, shut_down  # noqa: E402
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+
+from referee import AgentEvaluator, EvalCase, Invocation, ToolCall  # noqa: E402
+from referee.adapters import score_traces_async  # noqa: E402
+from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType  # noqa: E402
+from referee.criteria.registry import build_criteria  # noqa: E402
+from referee.record import CaseStatus, EvalReport  # noqa: E402
+from referee.store import list_runs, load_run  # noqa: E402
+from referee.testing import DUMMY_API_KEY, RecordedRequest, Reply, ScriptedJudgeServer  # noqa: E402
+
+CONFIG = EvalConfig(criteria=CriteriaConfig(
+    trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
+    node_order=CriterionConfig.node_order(match_type=MatchType.EXACT),
+    rouge_match=CriterionConfig(threshold=0.8)))
+ORDERS = {"1001": "shipped", "1002": "being packed"}
+
+
+def verdicts(report: EvalReport) -> dict[str, Any]:
+    return {case.eval_id: (case.status, [(r.criterion, round(r.score, 6), r.passed, r.skipped)
+                                         for r in case.criterion_results])
+            for case in report.cases}
+
+
+def order_desk(request: RecordedRequest) -> Reply | str:
+    """Triage hands off to orders; orders looks the order up once, then answers."""
+    if "You route" in (request.system or ""):
+        return Reply.calling(("transfer_to_orders", {}))
+    order_id = re.findall(r"\d{4}", request.prompt)[-1]
+    if any(order_id in out and "status" in out for out in request.tool_outputs):
+        return f"Order {order_id} is {ORDERS[order_id]}."
+    return Reply.calling(("lookup_order", {"order_id": order_id}))
+
+
+def order_cases() -> list[EvalCase]:
+    def turn(order_id: str, nodes: list[str]) -> Invocation:
+        return Invocation(user_content=f"Where is order {order_id}?",
+                          expected_final_response=f"Order {order_id} is {ORDERS[order_id]}.",
+                          expected_tool_trajectory=[ToolCall(name="lookup_order",
+                                                             args={"order_id": order_id})],
+                          expected_node_order=nodes)
+
+    return [EvalCase.multi_turn([turn("1001", ["triage", "orders"]),
+                                 turn("1002", ["triage", "orders"])], eval_id="two-orders"),
+            EvalCase.multi_turn([turn("1002", ["orders"])], eval_id="wrong-nodes")]
+
+
+def session_of(case: EvalCase) -> Any:
+    from openinference.instrumentation import using_session
+
+    return using_session(case.eval_id)
+
+
+def online_report(runs_dir: Path) -> EvalReport:
+    (run,) = list_runs(runs_dir)
+    return load_run(run.path)
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+async def test_openai_agents_spans_exported_live_score_like_run_traces(tmp_path, encoding):
+    agents = pytest.importorskip("agents")
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.openai_agents")
+    from openai import AsyncOpenAI
+
+    from referee.adapters import OpenAIAgentsAgent
+
+    @agents.function_tool
+    def lookup_order(order_id: str) -> dict:
+        """The status of an order."""
+        return {"order_id": order_id, "status": ORDERS.get(order_id, "unknown")}
+
+    spans_file = tmp_path / "spans.jsonl"
+    instrumentor = instrumentor_module.OpenAIAgentsInstrumentor()
+    async with receiver(build_criteria(CONFIG), tmp_path, cases=order_cases()) as (scorer, url):
+        with ScriptedJudgeServer(order_desk) as server, exporting(url, encoding) as provider:
+            provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(spans_file))))
+            instrumentor.instrument(tracer_provider=provider)
+            try:
+                model = agents.OpenAIResponsesModel(
+                    "scripted", AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY))
+                orders = agents.Agent(name="orders", instructions="You answer order questions.",
+                                      tools=[lookup_order], model=model)
+                triage = agents.Agent(name="triage", instructions="You route customers.",
+                                      handoffs=[orders], model=model)
+                await AgentEvaluator(OpenAIAgentsAgent(triage), config=CONFIG, save=False,
+                                     case_context=session_of).evaluate(
+                    order_cases(), verbose=False, parallel=False)
+            finally:
+                instrumentor.uninstrument()
+                await shut_down(provider)
+        await scorer.drain()
+        assert scorer.metrics.spans_received == len(spans_file.read_text().splitlines())
+
+    online = online_report(tmp_path / "runs")
+    recorded = await score_traces_async(spans_file, cases=order_cases(), config=CONFIG,
+                                        verbose=False, save=False)
+    assert [c.status for c in recorded.cases] == [CaseStatus.PASSED, CaseStatus.FAILED]
+    assert verdicts(online) == verdicts(recorded)
+    assert online.finished_at is not None and online.model_id == "recorded"
