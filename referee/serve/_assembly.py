@@ -129,6 +129,7 @@ class Assembler:
         self.traces: dict[str, _Trace] = {}
         self.conversations: dict[str, set[str]] = {}
         self.pending_items = 0  # held in memory, open or taken and not yet released
+        self.peak_pending_items = 0
         self.items_received = 0
 
     def add(self, record: SpoolRecord, *, scored: dict[str, int] | None = None,
@@ -176,6 +177,7 @@ class Assembler:
         trace.last_seen = max(trace.last_seen, seen_at)
         trace.max_seq = max(trace.max_seq, seq)
         self.pending_items += 1
+        self.peak_pending_items = max(self.peak_pending_items, self.pending_items)
         self.items_received += 1
         return trace
 

@@ -264,6 +264,8 @@ class OnlineScorer:
         return self.metrics.render(
             {"queue_depth": self.queue.qsize(), "cases_in_flight": self.in_flight,
              "pending_spans": self.assembler.pending_items,
+             "pending_spans_peak": self.assembler.peak_pending_items,
+             "max_pending_spans": self.settings.max_pending_spans,
              "open_traces": len(self.assembler.traces),
              "spool_segments": self.spool.segment_count(),
              "judge_spend_last_hour_usd": self.budget.spent()[0],

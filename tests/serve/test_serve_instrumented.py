@@ -8,7 +8,10 @@ verdicts of the online run, read back from its run directory, equal those of sco
 
 from __future__ import annotations
 
+import contextvars
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +122,145 @@ async def test_openai_agents_spans_exported_live_score_like_run_traces(tmp_path,
     assert [c.status for c in recorded.cases] == [CaseStatus.PASSED, CaseStatus.FAILED]
     assert verdicts(online) == verdicts(recorded)
     assert online.finished_at is not None and online.model_id == "recorded"
+
+
+# LangGraph ------------------------------------------------------------------------------------
+
+STOCK = {"keyboard": 4, "mouse": 0}  # what the example's check_stock tool answers
+
+
+def langgraph_example() -> Any:
+    """examples/langgraph: a stock desk graph (a one-argument tool) and its scripted model."""
+    import importlib.util
+
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langchain_openai")
+    path = Path(__file__).resolve().parents[2] / "examples" / "langgraph" / "eval_langgraph.py"
+    spec = importlib.util.spec_from_file_location("serve_example_langgraph", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stock_cases() -> list[EvalCase]:
+    nodes = ["assistant", "tools", "assistant"]
+
+    def turn(question: str, item: str) -> Invocation:
+        return Invocation(user_content=question,
+                          expected_final_response=f"We have {STOCK[item]} of the {item} in stock.",
+                          expected_tool_trajectory=[ToolCall(name="check_stock",
+                                                             args={"item": item})],
+                          expected_node_order=nodes)
+
+    return [EvalCase.multi_turn([turn("Is the keyboard in stock?", "keyboard"),
+                                 turn("And the mouse?", "mouse")], eval_id="stock-questions"),
+            EvalCase.multi_turn([turn("Is the mouse in stock?", "mouse")], eval_id="one-mouse")]
+
+
+async def test_langgraph_spans_exported_live_score_like_run_traces(tmp_path):
+    example = langgraph_example()
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.langchain")
+    from referee.adapters import LangGraphAgent
+
+    spans_file = tmp_path / "spans.jsonl"
+    instrumentor = instrumentor_module.LangChainInstrumentor()
+    async with receiver(build_criteria(CONFIG), tmp_path, cases=stock_cases()) as (scorer, url):
+        with ScriptedJudgeServer(example.scripted_model) as server, \
+                exporting(url, "protobuf") as provider:
+            provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(spans_file))))
+            instrumentor.instrument(tracer_provider=provider)
+            try:
+                await AgentEvaluator(LangGraphAgent(example.build_graph(server.base_url())),
+                                     config=CONFIG, save=False, case_context=session_of
+                                     ).evaluate(stock_cases(), verbose=False, parallel=False)
+            finally:
+                instrumentor.uninstrument()
+                await shut_down(provider)
+        await scorer.drain()
+
+    online = online_report(tmp_path / "runs")
+    recorded = await score_traces_async(spans_file, cases=stock_cases(), config=CONFIG,
+                                        verbose=False, save=False)
+    assert [c.status for c in recorded.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
+    assert verdicts(online) == verdicts(recorded)
+    first = next(c for c in online.cases if c.eval_id == "stock-questions")
+    assert [t.user_content for t in first.execution.turns] == [
+        "Is the keyboard in stock?", "And the mouse?"]
+
+
+CASE_ID: contextvars.ContextVar[str] = contextvars.ContextVar("case_id", default="")
+
+
+@contextmanager
+def case_id_of(case: EvalCase) -> Iterator[None]:
+    token = CASE_ID.set(case.eval_id)
+    try:
+        yield
+    finally:
+        CASE_ID.reset(token)
+
+
+class PerTurnSpans:
+    """The application's own span around each turn, carrying the conversation id (the model
+    calls' spans are roots otherwise)."""
+
+    def __init__(self, agent: Any, tracer: Any) -> None:
+        self.agent, self.tracer = agent, tracer
+        self.__name__ = "langgraph graph"
+
+    async def __call__(self, message: str, history: list[Any]) -> Any:
+        from opentelemetry import context
+
+        with self.tracer.start_as_current_span("turn", context=context.Context(), attributes={
+                "gen_ai.conversation.id": CASE_ID.get()}):
+            return await self.agent(message, history)
+
+
+async def test_message_content_sent_as_otlp_logs_scores_like_run_traces_with_logs(
+        tmp_path, monkeypatch):
+    """openai-v2 puts the messages in log records (the GenAI conventions before 1.37): the
+    receiver takes them at /v1/logs from the SDK's OTLP/HTTP log exporter and joins them to
+    their spans, as --traces-logs does for files."""
+    instrumentation = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+    from opentelemetry.exporter.otlp.json.file._log_exporter import FileLogExporter
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
+
+    from referee.adapters import LangGraphAgent
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    example = langgraph_example()
+    spans_file, logs_file = tmp_path / "spans.jsonl", tmp_path / "logs.jsonl"
+    cases = stock_cases()
+    async with receiver(build_criteria(CONFIG), tmp_path, cases=cases) as (scorer, url):
+        logger_provider = LoggerProvider()
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(
+            OTLPLogExporter(endpoint=f"{url}/v1/logs"), schedule_delay_millis=50))
+        logger_provider.add_log_record_processor(
+            SimpleLogRecordProcessor(FileLogExporter(str(logs_file))))
+        with ScriptedJudgeServer(example.scripted_model) as server, \
+                exporting(url, "protobuf") as provider:
+            provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(spans_file))))
+            instrumentor = instrumentation.OpenAIInstrumentor()
+            instrumentor.instrument(tracer_provider=provider, logger_provider=logger_provider)
+            agent = PerTurnSpans(LangGraphAgent(example.build_graph(server.base_url())),
+                                 provider.get_tracer("shop-app"))
+            try:
+                await AgentEvaluator(agent, config=CONFIG, save=False,
+                                     case_context=case_id_of).evaluate(
+                    cases, verbose=False, parallel=False)
+            finally:
+                instrumentor.uninstrument()
+                await shut_down(provider)
+                await shut_down(logger_provider)
+        await scorer.drain()
+        assert scorer.metrics.log_records_received > 0
+
+    online = online_report(tmp_path / "runs")
+    recorded = await score_traces_async(spans_file, logs=logs_file, cases=cases, config=CONFIG,
+                                        verbose=False, save=False)
+    assert verdicts(online) == verdicts(recorded)
+    judged = [r for c in online.cases for r in c.criterion_results if not r.skipped]
+    assert judged and all(r.passed for r in judged)  # the logs gave the spans their content
