@@ -81,6 +81,9 @@ def test_kill_9_mid_stream_then_restart_scores_every_accepted_trace_exactly_once
     assert {tid: stored[tid] for tid in whole} == {tid: 1 for tid in whole}
     assert set(stored) == whole and max(stored.values()) == 1
     assert metrics["referee_serve_dropped_total"] == 0
+    # The killed process's segment was replayed, scored and deleted; the live one remains.
+    assert metrics["referee_serve_spool_segments"] == 1
+    assert len(list((tmp_path / "spool").glob("segment-*.jsonl"))) == 1
     # The restarted process went on writing the window's run, and finished it.
     (run_dir,) = (tmp_path / "runs").iterdir()
     report = load_run(run_dir)

@@ -1,0 +1,134 @@
+"""The receiver's answers, /metrics, the spool's torn tail, late spans and rootless traces."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+
+from conftest import receiver  # noqa: E402
+from opentelemetry.exporter.otlp.proto.http import Compression  # noqa: E402
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.export import SpanExportResult  # noqa: E402
+from traffic import make_traces, scrape, trace_id  # noqa: E402
+
+from referee.evaluators.deterministic import Contains  # noqa: E402
+from referee.serve._spool import Spool  # noqa: E402
+from referee.store import list_runs, load_run  # noqa: E402
+
+
+def post(url: str, body: bytes, content_type: str,
+         encoding: str | None = None) -> tuple[int, bytes, dict[str, str]]:
+    headers = {"Content-Type": content_type}
+    if encoding:
+        headers["Content-Encoding"] = encoding
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, reply.read(), dict(reply.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), dict(error.headers)
+
+
+def fetch(url: str) -> tuple[int, bytes, dict[str, str]]:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.status, reply.read(), dict(reply.headers)
+
+
+def export(url: str, spans: list[Any], **options: Any) -> SpanExportResult:
+    exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces", **options)
+    try:
+        return exporter.export(spans)
+    finally:
+        exporter.shutdown()
+
+
+async def test_answers_follow_otlp_http(tmp_path):
+    async with receiver([Contains("answer")], tmp_path) as (_, url):
+        traces = f"{url}/v1/traces"
+        empty = await asyncio.to_thread(post, traces, b'{"resourceSpans": []}',
+                                        "application/json")
+        assert empty[:2] == (200, b"{}")
+        assert (await asyncio.to_thread(post, traces, b"", "application/x-protobuf"))[:2] == (
+            200, b"")
+        bad_json = await asyncio.to_thread(post, traces, b"{not json", "application/json")
+        assert bad_json[0] == 400 and b"not valid JSON" in bad_json[1]
+        no_spans = await asyncio.to_thread(post, traces, b'{"resourceSpans": 3}',
+                                           "application/json")
+        assert no_spans[0] == 400 and b"resourceSpans" in no_spans[1]
+        bad_proto = await asyncio.to_thread(post, traces, b"\xff\xff\xff", "application/x-protobuf")
+        assert bad_proto[0] == 400 and b"not an OTLP protobuf export" in bad_proto[1]
+        other = await asyncio.to_thread(post, traces, b"x", "text/plain")
+        assert other[0] == 415
+        zipped = await asyncio.to_thread(post, traces, gzip.compress(b'{"resourceSpans": []}'),
+                                         "application/json", "gzip")
+        assert zipped[:2] == (200, b"{}")
+
+
+async def test_metrics_are_scraped_in_prometheus_text_format(tmp_path):
+    # "answer 1" is in one answer of four: a pass rate of 0.25.
+    async with receiver([Contains("answer 1"), Contains("answer")], tmp_path) as (scorer, url):
+        spans = [s for t in make_traces(4) for s in t]
+        assert await asyncio.to_thread(export, url, spans,
+                                       compression=Compression.Gzip) == SpanExportResult.SUCCESS
+        await scorer.drain()
+        status, body, headers = await asyncio.to_thread(fetch, f"{url}/metrics")
+        content_type, text = headers["Content-Type"], body.decode()
+        metrics = await asyncio.to_thread(scrape, url)
+    assert status == 200 and content_type.startswith("text/plain; version=0.0.4")
+    assert "# TYPE referee_serve_cases_scored_total counter" in text
+    assert metrics["referee_serve_spans_received_total"] == 8
+    assert metrics['referee_serve_cases_scored_total{status="FAILED"}'] == 3
+    assert metrics['referee_serve_cases_scored_total{status="PASSED"}'] == 1
+    assert metrics['referee_serve_criterion_pass_rate{criterion="contains"}'] == 0.25
+    assert metrics['referee_serve_criterion_pass_rate{criterion="contains#2"}'] == 1.0
+    assert metrics['referee_serve_criterion_results_total{criterion="contains",'
+                   'outcome="failed"}'] == 3
+    assert metrics["referee_serve_queue_depth"] == 0
+    assert metrics["referee_serve_dropped_total"] == 0
+    assert metrics["referee_serve_judge_spend_usd_total"] == 0
+
+
+async def test_late_spans_and_a_trace_without_its_root_are_scored_apart(tmp_path):
+    (trace,) = make_traces(1, children=2)
+    child, late_child, root = trace
+    (rootless,) = make_traces(1, start=5)
+    async with receiver([Contains("answer")], tmp_path, trace_timeout=1.0) as (scorer, url):
+        assert await asyncio.to_thread(export, url, [child, root]) == SpanExportResult.SUCCESS
+        await scorer.drain()
+        assert await asyncio.to_thread(export, url, [late_child]) == SpanExportResult.SUCCESS
+        assert await asyncio.to_thread(export, url, rootless[:1]) == SpanExportResult.SUCCESS
+        await scorer.drain()
+    (run,) = list_runs(tmp_path / "runs")
+    keys = sorted(c.eval_id for c in load_run(run.path).cases)
+    tid = trace_id(trace)
+    assert tid in keys and len(keys) == 3
+    assert [k for k in keys if k.startswith(f"{tid}~")]  # the late span: a case of its own
+    assert trace_id(rootless) in keys  # taken after trace_timeout, root or not
+
+
+def test_a_torn_last_line_of_the_spool_is_cut_off_and_never_replayed(tmp_path):
+    spool = Spool(tmp_path)
+    spool.open()
+
+    async def keep() -> None:
+        await spool.append("traces", {"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": "ab" * 16, "spanId": "cd" * 8}]}]}]})
+
+    asyncio.run(keep())
+    spool.close()
+    (segment,) = tmp_path.glob("segment-*.jsonl")
+    whole = segment.read_bytes()
+    segment.write_bytes(whole + b'{"seq": 1, "signal": "tra')  # killed while writing
+    again = Spool(tmp_path)
+    _, records = again.open()
+    assert [r.seq for r in records] == [0]
+    assert segment.read_bytes() == whole
+    assert again.next_seq == 1
+    again.close()
