@@ -10,7 +10,9 @@ as the receiver answers; a 503 is retried after its Retry-After, as exporters do
 
 Reported: received spans/s (all spans / time to the last 200: each 200 means spooled and
 fsynced), scored cases/s (all cases / time from the first request to the last case scored, read
-from /metrics), the 503s, and the receiver's peak RSS and pending spans (from /metrics).
+from /metrics), the 503s, and the peak of spans held in memory (from /metrics). Receiving and
+scoring share the receiver's one event loop; ``--receive-only`` (``--sample-rate 0``: every
+trace spooled, assembled and sampled out, none scored) measures the intake alone.
 """
 
 from __future__ import annotations
@@ -63,18 +65,11 @@ def _requests(traces: int, spans_per_trace: int, per_request: int) -> list[bytes
             for i in range(0, len(spans), size)]
 
 
-def _metrics(text: str) -> dict[str, float]:
-    values = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
-
-
 async def _drive(url: str, bodies: list[bytes], connections: int,
                  expected_cases: int) -> dict[str, Any]:
     import aiohttp
+
+    from referee.serve._metrics import read_metrics
 
     queue: asyncio.Queue[bytes] = asyncio.Queue()
     for body in bodies:
@@ -100,10 +95,11 @@ async def _drive(url: str, bodies: list[bytes], connections: int,
         peak = 0.0
         while True:
             async with session.get(f"{url}/metrics") as reply:
-                metrics = _metrics(await reply.text())
+                metrics = read_metrics(await reply.text())
             peak = max(peak, metrics["referee_serve_pending_spans"])
             scored = sum(v for k, v in metrics.items()
-                         if k.startswith("referee_serve_cases_scored_total"))
+                         if k.startswith(("referee_serve_cases_scored_total",
+                                          "referee_serve_cases_sampled_out_total")))
             if scored >= expected_cases:
                 break
             await asyncio.sleep(0.05)
@@ -114,7 +110,7 @@ async def _drive(url: str, bodies: list[bytes], connections: int,
 
 
 def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
-        concurrency: int) -> dict[str, Any]:
+        concurrency: int, receive_only: bool = False) -> dict[str, Any]:
     bodies = _requests(traces, spans_per_trace, per_request)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -123,7 +119,8 @@ def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
         process = subprocess.Popen(
             [sys.executable, "-m", "referee", "serve", "suite.py", "--port", "0",
              "--spool", "spool", "--out", "runs", "--quiet-period", "0.2",
-             "--conversation-quiet", "0.2", "--concurrency", str(concurrency)],
+             "--conversation-quiet", "0.2", "--concurrency", str(concurrency),
+             *(["--sample-rate", "0"] if receive_only else [])],
             cwd=work, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")})
         assert process.stderr is not None
@@ -140,6 +137,7 @@ def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
     spans = traces * spans_per_trace
     return {"traces": traces, "spans": spans, "requests": len(bodies),
             "connections": connections, "scoring_concurrency": concurrency,
+            "receive_only": receive_only,
             "spans_per_s_received": round(spans / numbers["received_s"]),
             "cases_per_s_scored": round(traces / numbers["scored_s"], 1), **{
                 k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()}}
@@ -152,10 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces-per-request", type=int, default=50)
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--receive-only", action="store_true",
+                        help="--sample-rate 0: every trace spooled and assembled, none scored")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     result = run(args.traces, args.spans_per_trace, args.traces_per_request, args.connections,
-                 args.concurrency)
+                 args.concurrency, args.receive_only)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out is not None:

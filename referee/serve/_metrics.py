@@ -11,6 +11,16 @@ from referee.serve._budget import BUDGET_KEY
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+def read_metrics(text: str) -> dict[str, float]:
+    """A scrape of ``/metrics`` as ``{'name{labels}': value}`` (benchmarks and tests read it)."""
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 

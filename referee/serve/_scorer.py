@@ -23,12 +23,15 @@ from referee.errors import InputError, describe_exception
 from referee.execution import ExecutionResult
 from referee.record import CaseResult
 from referee.redact import redact
+from referee.run.describe import describe_run
+from referee.run.engine import Engine, ModelCaller
 from referee.serve._assembly import Assembler, ReadyCase
 from referee.serve._budget import SpendCap, capped_criteria
 from referee.serve._metrics import ServeMetrics
 from referee.serve._sampling import Sampler
 from referee.serve._spool import LedgerState, Spool, SpoolRecord
 from referee.serve._windows import RollingRuns
+from referee.store import RunStore
 from referee.terminal import terminal_safe
 
 SERVE_KEY = "serve"  # a case's metadata: the trace items it covers, how it was sampled
@@ -69,9 +72,6 @@ def _count(document: dict[str, Any], outer: str, middle: str, inner: str) -> int
 class OnlineScorer:
     def __init__(self, criteria: Sequence[Any], settings: ServeSettings, *,
                  cases: Sequence[EvalCase] | None = None) -> None:
-        from referee.run.describe import describe_run
-        from referee.run.engine import Engine
-
         self.settings = settings
         self.criteria = list(criteria)
         self.cases = {case.eval_id: case for case in cases or ()}
@@ -98,8 +98,6 @@ class OnlineScorer:
 
     # Lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
-        from referee.run.engine import ModelCaller
-
         state, records = self.spool.open()
         self._reconcile(state)
         for record in records:
@@ -121,8 +119,6 @@ class OnlineScorer:
         """Cases the run store has and the ledger lacks (killed between the two writes)."""
         if state.window is None:
             return
-        from referee.store import RunStore
-
         store = RunStore(self.settings.runs_dir / state.window)
         for case in store.stream_cases():
             covered = (case.metadata.get(SERVE_KEY) or {}).get("scored") or {}

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from referee.record import CaseResult, EvalReport
+from referee.record import CaseResult, EvalReport, RunTally
 from referee.store import RunInUse, RunStore, StoredCases, case_fingerprint
 
 MODEL_ID = "recorded"  # as `referee run --traces`: nothing is re-run
@@ -49,6 +49,8 @@ class RollingRuns:
         self.started = 0.0
         self.keys: set[str] = set()
         self.count = 0  # cases stored in the window
+        self.ids: list[str] = []  # their keys in the order stored (meta.json's case_ids)
+        self.tally: RunTally | None = None  # kept as cases are stored, for report.json
         self.sampled_out = 0
         self.skipped_for_budget = 0
 
@@ -77,12 +79,14 @@ class RollingRuns:
                         suffix += 1
                         continue
                     store = RunStore.reopen(run_dir)
-                    stored = [c.eval_id for c in store.stream_cases()]
-                    self.keys, self.count = set(stored), len(stored)
+                    self.ids = [c.eval_id for c in store.stream_cases()]
+                    self.keys, self.count = set(self.ids), len(self.ids)
+                    self.tally = None  # counted from cases.jsonl when the window finishes
                 else:
                     store = RunStore.create(self.runs_dir, self._report(run_id, start),
                                             case_ids=[], extra_meta=self.run_meta)
-                    self.keys, self.count = set(), 0
+                    self.keys, self.count, self.ids = set(), 0, []
+                    self.tally = RunTally()
             except RunInUse:
                 suffix += 1
                 continue
@@ -100,6 +104,9 @@ class RollingRuns:
         result.index = self.count
         store.append_case(result)
         self.keys.add(result.eval_id)
+        self.ids.append(result.eval_id)
+        if self.tally is not None:
+            self.tally.add(result)
         self.count += 1
 
     def finish(self) -> None:
@@ -115,10 +122,10 @@ class RollingRuns:
                                     "skipped_for_budget": self.skipped_for_budget,
                                     "run_dir": str(store.run_dir)})
             store.close()
-            ids = [c.eval_id for c in store.stream_cases()]
-            store.update_meta(case_ids=ids, case_fingerprint=case_fingerprint(ids))
+            store.update_meta(case_ids=self.ids, case_fingerprint=case_fingerprint(self.ids))
             report.finished_at = time.time()
-            report.cases = StoredCases(store.cases_path)  # type: ignore[assignment]
+            report.cases = StoredCases(  # type: ignore[assignment]
+                store.cases_path, tally=self.tally)
             store.write_report(report)
         finally:
             store.release()

@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-from conftest import receiver  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http import Compression  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExportResult  # noqa: E402
+from otlp_receiver import receiver  # noqa: E402
 from traffic import make_traces, scrape, trace_id  # noqa: E402
 
 from referee.evaluators.deterministic import Contains  # noqa: E402
@@ -132,3 +132,48 @@ def test_a_torn_last_line_of_the_spool_is_cut_off_and_never_replayed(tmp_path):
     assert segment.read_bytes() == whole
     assert again.next_seq == 1
     again.close()
+
+
+def get_page(base: str, path: str) -> tuple[int, str]:
+    with urllib.request.urlopen(f"{base}{path}", timeout=10) as reply:
+        return reply.status, reply.read().decode()
+
+
+async def test_the_open_window_shows_live_in_referee_view_and_finishes_at_stop(tmp_path):
+    from referee.report.viewer import start_viewer
+
+    async with receiver([Contains("answer 1")], tmp_path) as (scorer, url):
+        spans = [s for t in make_traces(3) for s in t]
+        assert await asyncio.to_thread(export, url, spans) == SpanExportResult.SUCCESS
+        await scorer.drain()
+        (live,) = list_runs(tmp_path / "runs")
+        assert live.running and not live.finished
+        with start_viewer(None, tmp_path / "runs") as viewer:
+            status, index = await asyncio.to_thread(get_page, viewer.base_url, "/")
+            assert status == 200 and live.path.name in index and "running" in index
+            status, page = await asyncio.to_thread(get_page, viewer.base_url,
+                                                   f"/run/{live.path.name}")
+            assert status == 200 and "answer 1" in page
+    (done,) = list_runs(tmp_path / "runs")
+    assert done.finished
+    report = load_run(done.path)
+    assert (report.total, report.passed, report.failed) == (3, 1, 2)
+
+
+async def test_two_receivers_sharing_a_runs_directory_each_write_their_own_window_run(
+        tmp_path):
+    first, second = make_traces(4), make_traces(3, start=10)
+    runs = {"runs_dir": tmp_path / "runs"}
+    async with receiver([Contains("answer")], tmp_path / "a", **runs) as (one, url_one), \
+            receiver([Contains("answer")], tmp_path / "b", **runs) as (two, url_two):
+        for url, traces in ((url_one, first), (url_two, second)):
+            spans = [s for t in traces for s in t]
+            assert await asyncio.to_thread(export, url, spans) == SpanExportResult.SUCCESS
+        await one.drain()
+        await two.drain()
+    windows = sorted(list_runs(tmp_path / "runs"), key=lambda run: run.path.name)
+    assert len(windows) == 2 and windows[1].path.name == windows[0].path.name + "-2"
+    assert all(run.finished for run in windows)
+    stored = [{c.eval_id for c in load_run(run.path).cases} for run in windows]
+    assert sorted(stored, key=len) == [{trace_id(t) for t in second},
+                                       {trace_id(t) for t in first}]

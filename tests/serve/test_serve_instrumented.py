@@ -8,12 +8,8 @@ verdicts of the online run, read back from its run directory, equal those of sco
 
 from __future__ import annotations
 
-import contextvars
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,59 +17,30 @@ pytest.importorskip("opentelemetry.sdk.trace")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 pytest.importorskip("opentelemetry.exporter.otlp.json.http")
 pytest.importorskip("opentelemetry.exporter.otlp.json.file")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 
-from conftest import exporting, receiver, shut_down  # noqa: E402
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from otlp_receiver import exporting, receiver, shut_down  # noqa: E402
+from test_instrumented_traces import (  # noqa: E402  # the same runs as the file-based tests
+    CONFIG,
+    ORDERS,
+    PerTurnSpans,
+    case_id_of,
+    langgraph_example,
+    order_cases,
+    order_desk,
+    session_of,
+    stock_cases,
+    verdicts,
+)
 
-from referee import AgentEvaluator, EvalCase, Invocation, ToolCall  # noqa: E402
+from referee import AgentEvaluator  # noqa: E402
 from referee.adapters import score_traces_async  # noqa: E402
-from referee.config import CriteriaConfig, CriterionConfig, EvalConfig, MatchType  # noqa: E402
 from referee.criteria.registry import build_criteria  # noqa: E402
 from referee.record import CaseStatus, EvalReport  # noqa: E402
 from referee.store import list_runs, load_run  # noqa: E402
-from referee.testing import DUMMY_API_KEY, RecordedRequest, Reply, ScriptedJudgeServer  # noqa: E402
-
-CONFIG = EvalConfig(criteria=CriteriaConfig(
-    trajectory=CriterionConfig.trajectory(match_type=MatchType.EXACT, check_args=True),
-    node_order=CriterionConfig.node_order(match_type=MatchType.EXACT),
-    rouge_match=CriterionConfig(threshold=0.8)))
-ORDERS = {"1001": "shipped", "1002": "being packed"}
-
-
-def verdicts(report: EvalReport) -> dict[str, Any]:
-    return {case.eval_id: (case.status, [(r.criterion, round(r.score, 6), r.passed, r.skipped)
-                                         for r in case.criterion_results])
-            for case in report.cases}
-
-
-def order_desk(request: RecordedRequest) -> Reply | str:
-    """Triage hands off to orders; orders looks the order up once, then answers."""
-    if "You route" in (request.system or ""):
-        return Reply.calling(("transfer_to_orders", {}))
-    order_id = re.findall(r"\d{4}", request.prompt)[-1]
-    if any(order_id in out and "status" in out for out in request.tool_outputs):
-        return f"Order {order_id} is {ORDERS[order_id]}."
-    return Reply.calling(("lookup_order", {"order_id": order_id}))
-
-
-def order_cases() -> list[EvalCase]:
-    def turn(order_id: str, nodes: list[str]) -> Invocation:
-        return Invocation(user_content=f"Where is order {order_id}?",
-                          expected_final_response=f"Order {order_id} is {ORDERS[order_id]}.",
-                          expected_tool_trajectory=[ToolCall(name="lookup_order",
-                                                             args={"order_id": order_id})],
-                          expected_node_order=nodes)
-
-    return [EvalCase.multi_turn([turn("1001", ["triage", "orders"]),
-                                 turn("1002", ["triage", "orders"])], eval_id="two-orders"),
-            EvalCase.multi_turn([turn("1002", ["orders"])], eval_id="wrong-nodes")]
-
-
-def session_of(case: EvalCase) -> Any:
-    from openinference.instrumentation import using_session
-
-    return using_session(case.eval_id)
+from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer  # noqa: E402
 
 
 def online_report(runs_dir: Path) -> EvalReport:
@@ -126,38 +93,6 @@ async def test_openai_agents_spans_exported_live_score_like_run_traces(tmp_path,
 
 # LangGraph ------------------------------------------------------------------------------------
 
-STOCK = {"keyboard": 4, "mouse": 0}  # what the example's check_stock tool answers
-
-
-def langgraph_example() -> Any:
-    """examples/langgraph: a stock desk graph (a one-argument tool) and its scripted model."""
-    import importlib.util
-
-    pytest.importorskip("langgraph")
-    pytest.importorskip("langchain_openai")
-    path = Path(__file__).resolve().parents[2] / "examples" / "langgraph" / "eval_langgraph.py"
-    spec = importlib.util.spec_from_file_location("serve_example_langgraph", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def stock_cases() -> list[EvalCase]:
-    nodes = ["assistant", "tools", "assistant"]
-
-    def turn(question: str, item: str) -> Invocation:
-        return Invocation(user_content=question,
-                          expected_final_response=f"We have {STOCK[item]} of the {item} in stock.",
-                          expected_tool_trajectory=[ToolCall(name="check_stock",
-                                                             args={"item": item})],
-                          expected_node_order=nodes)
-
-    return [EvalCase.multi_turn([turn("Is the keyboard in stock?", "keyboard"),
-                                 turn("And the mouse?", "mouse")], eval_id="stock-questions"),
-            EvalCase.multi_turn([turn("Is the mouse in stock?", "mouse")], eval_id="one-mouse")]
-
-
 async def test_langgraph_spans_exported_live_score_like_run_traces(tmp_path):
     example = langgraph_example()
     instrumentor_module = pytest.importorskip("openinference.instrumentation.langchain")
@@ -189,34 +124,6 @@ async def test_langgraph_spans_exported_live_score_like_run_traces(tmp_path):
         "Is the keyboard in stock?", "And the mouse?"]
 
 
-CASE_ID: contextvars.ContextVar[str] = contextvars.ContextVar("case_id", default="")
-
-
-@contextmanager
-def case_id_of(case: EvalCase) -> Iterator[None]:
-    token = CASE_ID.set(case.eval_id)
-    try:
-        yield
-    finally:
-        CASE_ID.reset(token)
-
-
-class PerTurnSpans:
-    """The application's own span around each turn, carrying the conversation id (the model
-    calls' spans are roots otherwise)."""
-
-    def __init__(self, agent: Any, tracer: Any) -> None:
-        self.agent, self.tracer = agent, tracer
-        self.__name__ = "langgraph graph"
-
-    async def __call__(self, message: str, history: list[Any]) -> Any:
-        from opentelemetry import context
-
-        with self.tracer.start_as_current_span("turn", context=context.Context(), attributes={
-                "gen_ai.conversation.id": CASE_ID.get()}):
-            return await self.agent(message, history)
-
-
 async def test_message_content_sent_as_otlp_logs_scores_like_run_traces_with_logs(
         tmp_path, monkeypatch):
     """openai-v2 puts the messages in log records (the GenAI conventions before 1.37): the
@@ -246,7 +153,7 @@ async def test_message_content_sent_as_otlp_logs_scores_like_run_traces_with_log
             instrumentor = instrumentation.OpenAIInstrumentor()
             instrumentor.instrument(tracer_provider=provider, logger_provider=logger_provider)
             agent = PerTurnSpans(LangGraphAgent(example.build_graph(server.base_url())),
-                                 provider.get_tracer("shop-app"))
+                                 provider)
             try:
                 await AgentEvaluator(agent, config=CONFIG, save=False,
                                      case_context=case_id_of).evaluate(

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-from conftest import receiver  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExportResult  # noqa: E402
+from otlp_receiver import receiver  # noqa: E402
 from traffic import make_traces, scrape, trace_id  # noqa: E402
 
 from referee.evaluators.deterministic import Contains  # noqa: E402

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode
 
 import referee
+from referee.serve._metrics import read_metrics
 
 SUITE = '''\
 from referee import EvalSuite
@@ -99,12 +100,7 @@ def scrape(url: str) -> dict[str, float]:
     """/metrics as {name{labels}: value}."""
     with urllib.request.urlopen(f"{url}/metrics", timeout=5) as reply:
         text = reply.read().decode()
-    values = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
+    return read_metrics(text)
 
 
 def wait_until(condition: Any, timeout: float = 30.0, every: float = 0.1) -> None:
