@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import time
 from collections.abc import Callable
@@ -22,8 +23,11 @@ from typing import Any
 
 import orjson
 
+from referee.errors import InputError
+
 SEGMENT_PREFIX = "segment-"
 LEDGER_FILE = "scored.jsonl"
+LOCK_FILE = ".lock"
 DEFAULT_SEGMENT_BYTES = 32 * 1024 * 1024
 # The ledger keeps a day of spend: the daily cap reads it back after a restart.
 SPEND_MEMORY_S = 86_400.0
@@ -79,6 +83,7 @@ class Spool:
         self._unscored: dict[int, dict[str, int]] = {}
         self._segments_of: dict[str, set[int]] = {}
         self.on_durable: Callable[[SpoolRecord], None] = lambda record: None
+        self._lock: int | None = None  # the kernel's lock: it dies with a killed process
 
     # Opening and replay -----------------------------------------------------------------
     def _segments(self) -> list[tuple[int, Path]]:
@@ -90,11 +95,21 @@ class Spool:
         return sorted(found)
 
     def open(self) -> tuple[LedgerState, list[SpoolRecord]]:
-        """Read the ledger and every segment; the records are returned in ``seq`` order.
+        """Take the spool (one process at a time), read the ledger and every segment; the
+        records are returned in ``seq`` order.
 
         A torn last line (killed while writing: never acknowledged) is cut off.
         """
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = os.open(self.directory / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            self._lock = None
+            raise InputError("another referee serve process uses this spool",
+                             source=str(self.directory),
+                             expected="one spool directory per serve process (--spool)") from None
         state = self._read_ledger()
         records: list[SpoolRecord] = []
         segments = self._segments()
@@ -285,3 +300,6 @@ class Spool:
                     os.fsync(fh.fileno())
                 fh.close()
         self._segment = self._ledger = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -177,3 +178,30 @@ async def test_two_receivers_sharing_a_runs_directory_each_write_their_own_windo
     stored = [{c.eval_id for c in load_run(run.path).cases} for run in windows]
     assert sorted(stored, key=len) == [{trace_id(t) for t in second},
                                        {trace_id(t) for t in first}]
+
+
+def test_a_second_process_on_the_same_spool_is_refused(tmp_path):
+    spool = Spool(tmp_path)
+    spool.open()
+    try:
+        with pytest.raises(Exception, match="another referee serve process uses this spool"):
+            Spool(tmp_path).open()
+    finally:
+        spool.close()
+    again = Spool(tmp_path)
+    again.open()  # free again once the first one closed
+    again.close()
+
+
+async def test_each_window_is_a_run_of_its_own_finished_when_the_next_begins(tmp_path):
+    early, late = make_traces(2), make_traces(3, start=10)
+    async with receiver([Contains("answer")], tmp_path, window_s=3.0) as (scorer, url):
+        for traces in (early, late):
+            await asyncio.sleep(3.0 - time.time() % 3.0 + 0.05)  # just into a new window
+            spans = [s for t in traces for s in t]
+            assert await asyncio.to_thread(export, url, spans) == SpanExportResult.SUCCESS
+            await scorer.drain()
+        windows = sorted(list_runs(tmp_path / "runs"), key=lambda run: run.path.name)
+        assert [run.finished for run in windows] == [True, False]
+    cases = [sorted(c.eval_id for c in load_run(run.path).cases) for run in windows]
+    assert cases == [sorted(trace_id(t) for t in early), sorted(trace_id(t) for t in late)]
