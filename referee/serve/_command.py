@@ -27,8 +27,11 @@ gen_ai.conversation.id (or session.id) are one case, scored once none of them ca
 
 Results go to one run per --window under --out, shown live by `referee view`; /metrics serves
 Prometheus counters (cases scored, pass rate per criterion, judge spend, queue depth,
-dropped = 0). Ctrl-C or SIGTERM stops it; the current window's report is written."""
+dropped = 0). --alert CRITERION=RATE reports (and --webhook posts) a window whose pass rate of
+that criterion falls below RATE. Ctrl-C or SIGTERM stops it; the current window's report is
+written. Exit codes: 0 stopped, 1 stopped by --exit-on-alert, 2 bad input."""
 
+EXIT_ALERT = 1  # --exit-on-alert: a criterion's pass rate fell below its gate
 DEFAULT_PORT = 4318  # the OTLP/HTTP port exporters use by default
 DEFAULT_SPOOL = Path(".referee") / "spool"
 
@@ -96,6 +99,17 @@ def add_parser(sub: Any, *, port: Callable[[str], int], positive_int: Callable[[
                              "skipped for budget and deterministic ones still run")
     parser.add_argument("--judge-budget-day", type=_usd, metavar="USD",
                         help="judge spend cap over the last day")
+    parser.add_argument("--alert", action="append", default=[], metavar="CRITERION=RATE",
+                        help="alert when the criterion's pass rate over the current window "
+                             "falls below RATE (once per window), e.g. faithfulness=0.9")
+    parser.add_argument("--alert-min-cases", type=positive_int, default=20, metavar="N",
+                        help="verdicts a window needs before its pass rate can alert "
+                             "(default 20)")
+    parser.add_argument("--webhook", metavar="URL",
+                        help="POST each alert as JSON to this URL")
+    parser.add_argument("--exit-on-alert", action="store_true",
+                        help="stop at the first alert (exit code 1), after writing the "
+                             "window's report")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     return parser
 
@@ -119,6 +133,7 @@ def _criteria_of(module: ModuleType, path: Path,
 
 def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], ModuleType],
               error: Callable[[str], Exception]) -> int:
+    from referee.serve._alerts import AlertRule
     from referee.serve._http import serve
     from referee.serve._sampling import Sampler, SamplingRule
     from referee.serve._scorer import OnlineScorer, ServeSettings
@@ -137,8 +152,16 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
         max_pending_spans=args.max_pending_spans, max_queue=args.max_queue,
         sampler=Sampler(tuple(SamplingRule.parse(rule) for rule in args.sample),
                         args.sample_rate, args.always_errors, args.always_marked),
-        spend_per_hour=args.judge_budget_hour, spend_per_day=args.judge_budget_day)
+        spend_per_hour=args.judge_budget_hour, spend_per_day=args.judge_budget_day,
+        alerts=tuple(AlertRule.parse(rule) for rule in args.alert),
+        alert_min_cases=args.alert_min_cases, webhook=args.webhook)
     scorer = OnlineScorer(criteria, settings, cases=cases)
+    labels = {label for label in _labels(criteria)}
+    unknown = [rule.criterion for rule in settings.alerts if rule.criterion not in labels]
+    if unknown:
+        raise error(f"--alert {unknown[0]}: no such criterion in {path} (its criteria: "
+                    f"{', '.join(sorted(labels))})")
+    alerted: list[Any] = []
 
     def ready(url: str) -> None:
         if not args.quiet:
@@ -151,10 +174,23 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        if args.exit_on_alert:
+            def stop_on(alert: Any) -> None:
+                alerted.append(alert)
+                stop.set()
+
+            scorer.on_alert = stop_on
         await serve(scorer, host=args.host, port=args.port, on_ready=ready, stop=stop)
 
     asyncio.run(main())
     if not args.quiet:
         print("referee serve: stopped; the current window's report is written",
               file=sys.stderr)
-    return 0
+    return EXIT_ALERT if alerted else 0
+
+
+def _labels(criteria: list[Any]) -> list[str]:
+    from referee.criteria.base import criterion_label
+    from referee.result import unique_labels
+
+    return unique_labels([criterion_label(c) for c in criteria])

@@ -37,6 +37,8 @@ class ServeMetrics:
     criterion_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
     judge_requests: int = 0
     scoring_failures: int = 0  # cases left in the spool by a fault (scored after a restart)
+    alerts: Counter[str] = field(default_factory=Counter)  # by criterion
+    webhook_failures: int = 0
 
     def observe(self, result: CaseResult) -> None:
         self.cases_scored[result.status.value] += 1
@@ -95,6 +97,11 @@ class ServeMetrics:
         metric("referee_serve_criterion_pass_rate", "gauge",
                "Passed / (passed + failed) per criterion since start (skips and errors left out).",
                rates)
+        metric("referee_serve_alerts_total", "counter",
+               "Windows in which a criterion's pass rate fell below its --alert gate.",
+               [(f'{{criterion="{_label(c)}"}}', n) for c, n in sorted(self.alerts.items())])
+        metric("referee_serve_webhook_failures_total", "counter",
+               "Alert webhook posts that failed.", [("", self.webhook_failures)])
         metric("referee_serve_judge_spend_usd_total", "counter",
                "Judge spend priced by the judge layer, USD.", [("", spend_usd)])
         metric("referee_serve_judge_requests_total", "counter", "Judge requests made.",

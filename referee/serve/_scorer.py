@@ -10,7 +10,7 @@ import asyncio
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from referee.record import CaseResult
 from referee.redact import redact
 from referee.run.describe import describe_run
 from referee.run.engine import Engine, ModelCaller
+from referee.serve._alerts import Alert, AlertRule, WindowGates
 from referee.serve._assembly import Assembler, ReadyCase
 from referee.serve._budget import SpendCap, capped_criteria
 from referee.serve._metrics import ServeMetrics
@@ -52,6 +53,9 @@ class ServeSettings:
     sampler: Sampler = field(default_factory=Sampler)
     spend_per_hour: float | None = None
     spend_per_day: float | None = None
+    alerts: tuple[AlertRule, ...] = ()
+    alert_min_cases: int = 20
+    webhook: str | None = None
     tick_s: float = 0.1
 
 
@@ -95,6 +99,9 @@ class OnlineScorer:
         self._judge = description.judge
         self._run_meta = {"criteria": description.criteria}
         self.windows: RollingRuns | None = None
+        # Called with each alert after it is reported (the CLI's --exit-on-alert stops here).
+        self.on_alert: Callable[[Alert], None] = lambda alert: None
+        self._webhooks: set[asyncio.Task[None]] = set()
 
     # Lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -108,7 +115,8 @@ class OnlineScorer:
             self.settings.runs_dir, name=self.settings.name, window_s=self.settings.window_s,
             judge=self._judge, run_meta=self._run_meta,
             metadata={"online": True, "spool": str(self.settings.spool)},
-            on_open=self.spool.record_window, resume_window=state.window)
+            on_open=self.spool.record_window, resume_window=state.window,
+            gates=WindowGates(self.settings.alerts, self.settings.alert_min_cases))
         await self.engine.prepare()
         await self._capped_engine.prepare()
         self._caller = ModelCaller()
@@ -130,6 +138,8 @@ class OnlineScorer:
 
     async def stop(self) -> None:
         """Stop scoring; a case cut off mid-way is not recorded and is scored after a restart."""
+        if self._webhooks:  # alerts already fired still reach their webhook
+            await asyncio.wait(list(self._webhooks), timeout=15)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -247,13 +257,39 @@ class OnlineScorer:
             result.metadata = {**result.metadata, SERVE_KEY: {
                 "scored": ready.scored_seqs, "sampling": decision.reason,
                 "received_at": min(t.first_seen for t in ready.traces)}}
-            self.windows.append(result, now)
+            alerts = self.windows.append(result, now)
             if reason is not None:
                 self.windows.skipped_for_budget += 1
             spend = self.budget.add(result)
             self.metrics.observe(result)
             self.spool.record_scored(ready.scored_seqs, case=store_key, outcome="scored",
                                      spend=spend)
+            for alert in alerts:
+                self._fire(alert)
+
+    def _fire(self, alert: Alert) -> None:
+        self.metrics.alerts[alert.criterion] += 1
+        print(terminal_safe(redact(f"referee serve: alert: {alert.describe()}")),
+              file=sys.stderr, flush=True)
+        if self.settings.webhook:
+            task = asyncio.create_task(self._post(self.settings.webhook, alert.payload()))
+            self._webhooks.add(task)
+            task.add_done_callback(self._webhooks.discard)
+        self.on_alert(alert)
+
+    async def _post(self, url: str, payload: dict[str, Any]) -> None:
+        import aiohttp
+
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+                async with session.post(url, json=payload) as reply:
+                    if reply.status >= 300:
+                        raise RuntimeError(f"HTTP {reply.status}")
+        except Exception as exc:
+            self.metrics.webhook_failures += 1
+            print(terminal_safe(redact(f"referee serve: the alert webhook failed "
+                                       f"({describe_exception(exc)})")),
+                  file=sys.stderr, flush=True)
 
     # Reading ------------------------------------------------------------------------------
     def metrics_text(self) -> str:

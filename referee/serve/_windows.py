@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.record import CaseResult, EvalReport, RunTally
+from referee.serve._alerts import Alert, WindowGates
 from referee.store import RunInUse, RunStore, StoredCases, case_fingerprint
 
 MODEL_ID = "recorded"  # as `referee run --traces`: nothing is re-run
@@ -36,7 +37,7 @@ class RollingRuns:
     def __init__(self, runs_dir: Path, *, name: str, window_s: float,
                  judge: dict[str, Any], run_meta: dict[str, Any],
                  metadata: dict[str, Any], on_open: Callable[[str], None],
-                 resume_window: str | None = None) -> None:
+                 resume_window: str | None = None, gates: WindowGates | None = None) -> None:
         self.runs_dir = runs_dir
         self.name = name
         self.window_s = window_s
@@ -45,6 +46,7 @@ class RollingRuns:
         self.metadata = metadata
         self.on_open = on_open  # the spool's ledger learns the directory before any case
         self.resume_window = resume_window
+        self.gates = gates or WindowGates([], 1)
         self.store: RunStore | None = None
         self.started = 0.0
         self.keys: set[str] = set()
@@ -79,7 +81,11 @@ class RollingRuns:
                         suffix += 1
                         continue
                     store = RunStore.reopen(run_dir)
-                    self.ids = [c.eval_id for c in store.stream_cases()]
+                    self.gates.start(run_id)
+                    self.ids = []
+                    for case in store.stream_cases():  # one at a time: a window may be large
+                        self.ids.append(case.eval_id)
+                        self.gates.count(case)
                     self.keys, self.count = set(self.ids), len(self.ids)
                     self.tally = None  # counted from cases.jsonl when the window finishes
                 else:
@@ -87,6 +93,7 @@ class RollingRuns:
                                             case_ids=[], extra_meta=self.run_meta)
                     self.keys, self.count, self.ids = set(), 0, []
                     self.tally = RunTally()
+                    self.gates.start(run_id)
             except RunInUse:
                 suffix += 1
                 continue
@@ -98,8 +105,9 @@ class RollingRuns:
         """A case key not yet used in this window: a late part of a trace gets its own."""
         return key if key not in self.keys else f"{key}~{max_seq}"
 
-    def append(self, result: CaseResult, now: float) -> None:
-        """Store a scored case; its index is its place in the window (the store keys on it)."""
+    def append(self, result: CaseResult, now: float) -> list[Alert]:
+        """Store a scored case (its index is its place in the window: the store keys on it);
+        the alerts its verdicts set off."""
         store = self.current(now)
         result.index = self.count
         store.append_case(result)
@@ -108,6 +116,7 @@ class RollingRuns:
         if self.tally is not None:
             self.tally.add(result)
         self.count += 1
+        return self.gates.observe(result)
 
     def finish(self) -> None:
         """Write the window's report.json and give its directory up."""

@@ -19,6 +19,7 @@ from referee.evaluators.deterministic import Contains  # noqa: E402
 from referee.evaluators.safety import Toxicity  # noqa: E402
 from referee.result import CriterionResult  # noqa: E402
 from referee.serve import Sampler, SamplingRule  # noqa: E402
+from referee.serve._alerts import AlertRule  # noqa: E402
 from referee.store import list_runs, load_run  # noqa: E402
 from referee.testing import Reply, ScriptedJudgeServer  # noqa: E402
 
@@ -148,3 +149,79 @@ async def test_past_the_spend_cap_judged_criteria_are_skipped_for_budget_and_che
     assert metrics['referee_serve_criterion_results_total{criterion="toxicity",'
                    'outcome="skipped_for_budget"}'] == 5
     assert metrics["referee_serve_judge_spend_cap_hour_usd"] == 0.20
+
+
+async def test_a_pass_rate_below_its_gate_alerts_once_per_window_and_posts_the_webhook(
+        tmp_path):
+    from aiohttp import web
+
+    posted: list[dict[str, Any]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        posted.append(await request.json())
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    hook_url = f"http://127.0.0.1:{runner.addresses[0][1]}/hook"
+    # "answer 1" is in one answer of six ("answer 0" ... "answer 5"): 1/6 < 0.5.
+    try:
+        async with receiver([Contains("answer 1"), Contains("answer")], tmp_path,
+                            alerts=(AlertRule.parse("contains=0.5"),
+                                    AlertRule.parse("contains#2=0.5")),
+                            alert_min_cases=4, webhook=hook_url) as (scorer, url):
+            fired: list[Any] = []
+            scorer.on_alert = fired.append
+            await asyncio.to_thread(export_all, url, make_traces(6))
+            await scorer.drain()
+            metrics = await asyncio.to_thread(scrape, url)
+    finally:
+        await runner.cleanup()
+    assert [a.criterion for a in fired] == ["contains"]  # contains#2 passes every case
+    assert fired[0].verdicts >= 4 and fired[0].pass_rate < 0.5
+    assert len(posted) == 1 and posted[0]["criterion"] == "contains"
+    assert posted[0]["gate"] == 0.5 and posted[0]["window_run"] == stored(tmp_path).run_id
+    assert metrics['referee_serve_alerts_total{criterion="contains"}'] == 1
+    assert metrics["referee_serve_webhook_failures_total"] == 0
+
+
+def test_exit_on_alert_stops_the_server_with_exit_code_1(tmp_path):
+    from traffic import SUITE, free_port, start_server
+
+    suite = tmp_path / "suite.py"
+    suite.write_text(SUITE.replace('Contains("answer")', 'Contains("answer 1")'),
+                     encoding="utf-8")
+    port = free_port()
+    server = start_server(suite, port, tmp_path, "--alert", "contains=0.9",
+                          "--alert-min-cases", "3", "--exit-on-alert")
+    try:
+        export_all(f"http://127.0.0.1:{port}", make_traces(5))
+        assert server.wait(30) == 1
+        assert server.stderr is not None
+        assert "alert: contains pass rate" in server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+    (run,) = list_runs(tmp_path / "runs")
+    assert run.finished  # the window's report was written on the way out
+
+
+def test_an_alert_on_a_criterion_the_suite_lacks_is_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    from traffic import SUITE, server_env
+
+    suite = tmp_path / "suite.py"
+    suite.write_text(SUITE, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "referee", "serve", str(suite), "--port", "0",
+                           "--spool", str(tmp_path / "spool"), "--alert", "faithfulness=0.9"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env=server_env(), timeout=60)
+    assert done.returncode == 2
+    assert "--alert faithfulness: no such criterion" in done.stderr
+    assert "its criteria: contains" in done.stderr

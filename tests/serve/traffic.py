@@ -78,16 +78,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def server_env() -> dict[str, str]:
+    """The environment that runs this checkout's referee, whichever one an editable install
+    points at."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(referee.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+
+
 def start_server(suite: Path, port: int, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     """`referee serve` in its own process; returns once it listens."""
     process = subprocess.Popen(
         [sys.executable, "-m", "referee", "serve", str(suite), "--port", str(port),
          "--spool", str(tmp_path / "spool"), "--out", str(tmp_path / "runs"),
          "--quiet-period", "0.2", "--conversation-quiet", "0.2", *extra],
-        stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-        # This checkout's referee, whichever one an editable install points at.
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(Path(referee.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])})
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=server_env())
     assert process.stderr is not None
     line = process.stderr.readline()
     if not re.search(r"listening on http://127\.0\.0\.1:\d+", line):
