@@ -39,6 +39,7 @@ class ServeMetrics:
     scoring_failures: int = 0  # cases left in the spool by a fault (scored after a restart)
     alerts: Counter[str] = field(default_factory=Counter)  # by criterion
     webhook_failures: int = 0
+    without_spans: int = 0  # late log records of a trace already scored: nothing to score
 
     def observe(self, result: CaseResult) -> None:
         self.cases_scored[result.status.value] += 1
@@ -97,6 +98,9 @@ class ServeMetrics:
         metric("referee_serve_criterion_pass_rate", "gauge",
                "Passed / (passed + failed) per criterion since start (skips and errors left out).",
                rates)
+        metric("referee_serve_cases_without_spans_total", "counter",
+               "Log records that came after their trace was scored (no spans to score).",
+               [("", self.without_spans)])
         metric("referee_serve_alerts_total", "counter",
                "Windows in which a criterion's pass rate fell below its --alert gate.",
                [(f'{{criterion="{_label(c)}"}}', n) for c, n in sorted(self.alerts.items())])

@@ -233,7 +233,11 @@ class OnlineScorer:
             self.windows.sampled_out += 1
             self.spool.record_scored(ready.scored_seqs, case=ready.key, outcome="sampled_out")
             return
-        for run in self._runs(ready):
+        runs = self._runs(ready)
+        if not runs:  # log records whose spans were scored before they came: nothing to score
+            self.metrics.without_spans += 1
+            self.spool.record_scored(ready.scored_seqs, case=ready.key, outcome="no_spans")
+        for run in runs:
             case = self._case_of(run)
             execution = run.execution
 

@@ -273,11 +273,16 @@ class Spool:
         """Forget scored traces per segment; delete a closed segment with none left."""
         touched: set[int] = set()
         for tid, seq in scored.items():
-            for number in self._segments_of.get(tid, set()):
+            segments = self._segments_of.get(tid, set())
+            for number in list(segments):
                 unscored = self._unscored.get(number, {})
-                if tid in unscored and unscored[tid] <= seq:
+                if unscored.get(tid, seq + 1) <= seq:
                     del unscored[tid]
                     touched.add(number)
+                if tid not in unscored:
+                    segments.discard(number)
+            if not segments:
+                self._segments_of.pop(tid, None)  # memory follows the spool, not all history
         for number in touched:
             self._delete_if_scored(number)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import time
 import urllib.error
 import urllib.request
@@ -205,3 +206,52 @@ async def test_each_window_is_a_run_of_its_own_finished_when_the_next_begins(tmp
         assert [run.finished for run in windows] == [True, False]
     cases = [sorted(c.eval_id for c in load_run(run.path).cases) for run in windows]
     assert cases == [sorted(trace_id(t) for t in early), sorted(trace_id(t) for t in late)]
+
+
+async def test_a_window_run_is_labelled_like_any_run_and_its_labels_export_for_calibration(
+        tmp_path):
+    from referee.labels import Label, LabelStore, export_rows, review_queue
+
+    traces = make_traces(3)
+    async with receiver([Contains("answer 1")], tmp_path) as (scorer, url):
+        spans = [s for t in traces for s in t]
+        assert await asyncio.to_thread(export, url, spans) == SpanExportResult.SUCCESS
+        await scorer.drain()
+    (run,) = list_runs(tmp_path / "runs")
+    report = load_run(run.path)
+    queue = review_queue(report)
+    assert {item.case_id for item in queue} == {trace_id(t) for t in traces}
+    labelled = next(c for c in report.cases if c.eval_id == trace_id(traces[0]))
+    verdict = labelled.criterion_results[0]
+    LabelStore(run.path).append(Label(case_id=labelled.eval_id, criterion=verdict.criterion,
+                                      scoring=1, verdict="wrong", judge_passed=verdict.passed,
+                                      judge_score=verdict.score, labeller="reviewer",
+                                      at=time.time()))
+    (row,) = export_rows(run.path)
+    assert (row["input"], row["output"]) == ("question 0", "answer 0")
+    assert row["label"] == "pass"  # the check failed it; the person says it was wrong to
+
+
+async def test_log_records_after_their_trace_was_scored_are_recorded_not_replayed(tmp_path):
+    (trace,) = make_traces(1)
+    tid = trace_id(trace)
+    late_logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{
+        "traceId": tid, "spanId": format(trace[0].context.span_id, "016x"),
+        "eventName": "gen_ai.choice", "body": {"stringValue": "late"}}]}]}]}
+    # Log records may come before their spans; alone, they wait for them up to trace_timeout.
+    async with receiver([Contains("answer")], tmp_path, trace_timeout=1.0) as (scorer, url):
+        assert await asyncio.to_thread(export, url, trace) == SpanExportResult.SUCCESS
+        await scorer.drain()
+        status, _, _ = await asyncio.to_thread(post, f"{url}/v1/logs",
+                                               json.dumps(late_logs).encode(),
+                                               "application/json")
+        assert status == 200
+        await scorer.drain()
+        metrics = await asyncio.to_thread(scrape, url)
+    assert metrics["referee_serve_cases_without_spans_total"] == 1
+    assert metrics["referee_serve_log_records_received_total"] == 1
+    # A restart finds everything in the ledger: nothing pending, nothing scored again.
+    async with receiver([Contains("answer")], tmp_path) as (again, _):
+        assert again.assembler.pending_items == 0
+    (run,) = list_runs(tmp_path / "runs")
+    assert [c.eval_id for c in load_run(run.path).cases] == [tid]
