@@ -9,6 +9,7 @@ limit; 415 for another content type.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 
 from aiohttp import web
@@ -17,8 +18,10 @@ from referee.errors import InputError
 from referee.serve._decode import JSON, LOGS, PROTOBUF, TRACES, decode
 from referee.serve._metrics import CONTENT_TYPE as METRICS_TYPE
 from referee.serve._scorer import Busy, OnlineScorer
+from referee.terminal import terminal_safe
 
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+SPOOL_RETRY_AFTER_S = 5
 _EMPTY_RESPONSE = {PROTOBUF: b"", JSON: b"{}"}
 
 
@@ -44,6 +47,11 @@ def build_app(scorer: OnlineScorer, *,
                     await scorer.accept(signal, document)
                 except Busy as busy:
                     retry_after = busy.retry_after
+                except OSError as exc:  # the spool cannot be written (a full disk): not kept
+                    scorer.metrics.spool_write_failures += 1
+                    print(terminal_safe(f"referee serve: the spool cannot be written ({exc}); "
+                                        f"answering 503"), file=sys.stderr, flush=True)
+                    retry_after = SPOOL_RETRY_AFTER_S
             else:
                 scorer.metrics.rejected += 1
             if retry_after is not None:

@@ -39,6 +39,7 @@ class ServeMetrics:
     scoring_failures: int = 0  # cases left in the spool by a fault (scored after a restart)
     alerts: Counter[str] = field(default_factory=Counter)  # by criterion
     webhook_failures: int = 0
+    spool_write_failures: int = 0  # answered 503: the request was not kept
     without_spans: int = 0  # late log records of a trace already scored: nothing to score
 
     def observe(self, result: CaseResult) -> None:
@@ -98,6 +99,9 @@ class ServeMetrics:
         metric("referee_serve_criterion_pass_rate", "gauge",
                "Passed / (passed + failed) per criterion since start (skips and errors left out).",
                rates)
+        metric("referee_serve_spool_write_failures_total", "counter",
+               "Requests answered 503 because the spool could not be written.",
+               [("", self.spool_write_failures)])
         metric("referee_serve_cases_without_spans_total", "counter",
                "Log records that came after their trace was scored (no spans to score).",
                [("", self.without_spans)])

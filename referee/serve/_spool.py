@@ -128,26 +128,23 @@ class Spool:
 
     def _read_segment(self, number: int, path: Path, *, is_last: bool) -> list[SpoolRecord]:
         data = path.read_bytes()
+        lines = data.split(b"\n")
+        # After the last newline: a line whose write never finished (its request was never
+        # answered). Only the last segment can end so; it is cut off before appending resumes.
+        torn = lines.pop()
         records = []
-        good = 0
-        for raw in data.split(b"\n"):
-            if not raw.strip():
-                good += len(raw) + 1
-                continue
+        for raw in lines:
             try:
                 line = orjson.loads(raw)
                 record = SpoolRecord(int(line["seq"]), str(line["signal"]),
                                      float(line["at"]), line["data"])
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                if is_last:
-                    break  # a torn tail: the request was never answered
-                continue
-            good += len(raw) + 1
+                continue  # damage inside a segment: that line alone is lost, never the rest
             records.append(record)
             self._register(number, record)
-        if is_last and good < len(data):
+        if torn and is_last:
             with open(path, "r+b") as fh:
-                fh.truncate(min(good, len(data)))
+                fh.truncate(len(data) - len(torn))
         return records
 
     def _register(self, number: int, record: SpoolRecord) -> None:
@@ -224,17 +221,28 @@ class Spool:
                 continue
             for record, (_, _, future) in zip(records, batch):
                 self._register(number, record)
-                self.on_durable(record)  # in seq order, before any answer goes out
-                if not future.done():
-                    future.set_result(record.seq)
+                try:
+                    self.on_durable(record)  # in seq order, before any answer goes out
+                finally:
+                    if not future.done():
+                        future.set_result(record.seq)  # on disk: a restart scores it
 
     def _write(self, lines: list[bytes]) -> int:
         if self._segment is None or self._segment_size >= self.segment_bytes:
             self._rotate()
         data = b"".join(lines)
-        self._segment.write(data)
-        self._segment.flush()
-        os.fsync(self._segment.fileno())
+        try:
+            self._segment.write(data)
+            self._segment.flush()
+            os.fsync(self._segment.fileno())
+        except OSError:
+            # Part of the batch may be on disk without its newline: the next batch goes to a
+            # new segment, so no acknowledged line is ever glued to a torn one.
+            with contextlib.suppress(OSError):
+                self._segment.close()
+            self._segment = None
+            self._segment_no += 1
+            raise
         self._segment_size += len(data)
         return self._segment_no
 

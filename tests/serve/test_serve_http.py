@@ -255,3 +255,38 @@ async def test_log_records_after_their_trace_was_scored_are_recorded_not_replaye
         assert again.assembler.pending_items == 0
     (run,) = list_runs(tmp_path / "runs")
     assert [c.eval_id for c in load_run(run.path).cases] == [tid]
+
+
+def test_a_damaged_line_inside_the_spool_loses_that_line_alone(tmp_path):
+    spool = Spool(tmp_path)
+    spool.open()
+
+    async def keep(count: int) -> None:
+        for i in range(count):
+            await spool.append("traces", {"resourceSpans": [{"scopeSpans": [{"spans": [
+                {"traceId": f"{i:032x}", "spanId": "cd" * 8}]}]}]})
+
+    asyncio.run(keep(3))
+    spool.close()
+    (segment,) = tmp_path.glob("segment-*.jsonl")
+    first, second, third, _ = segment.read_bytes().split(b"\n")
+    segment.write_bytes(first + b"\n" + second[:20] + b"\n" + third + b"\n")
+    again = Spool(tmp_path)
+    _, records = again.open()
+    assert [r.seq for r in records] == [0, 2]
+    again.close()
+
+
+async def test_a_spool_that_cannot_be_written_answers_503_and_keeps_nothing(tmp_path,
+                                                                           monkeypatch):
+    async with receiver([Contains("answer")], tmp_path) as (scorer, url):
+        def full_disk(lines: list[bytes]) -> int:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(scorer.spool, "_write", full_disk)
+        status, _, headers = await asyncio.to_thread(
+            post, f"{url}/v1/traces", b'{"resourceSpans": []}', "application/json")
+        metrics = await asyncio.to_thread(scrape, url)
+    assert status == 503 and headers["Retry-After"] == "5"
+    assert metrics["referee_serve_spool_write_failures_total"] == 1
+    assert metrics["referee_serve_spans_received_total"] == 0
