@@ -395,6 +395,11 @@ def _graph_node(span: _Span) -> str | None:
     return str(node) if node not in (None, "") else None
 
 
+def _in_graph_step(span: _Span, tree: _Tree) -> bool:
+    """The span is (or runs inside) a LangGraph node."""
+    return any(_graph_node(s) is not None for s in [span, *tree.ancestors(span)])
+
+
 def _calling_tool(span: _Span, tree: _Tree) -> _Span | None:
     """The tool span ``span`` ran inside (an agent used as a tool), if any: the nearest."""
     return next((a for a in tree.ancestors(span) if a.kind == "tool"), None)
@@ -544,6 +549,18 @@ class _Turn:
     unknown: set[str]  # execution fields this turn's spans could not carry
 
 
+def _user_messages(spans: list[_Span], inputs: Mapping[str, list[_Message]]) -> list[str]:
+    """The user messages the first model call was sent (the conversation so far), or those of
+    the first other span that shows any: an enclosing chain or agent span may show only the
+    conversation's first message. The turn's own message is the last one."""
+    by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
+    for span in by_kind:
+        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
+        if users:
+            return users
+    return []
+
+
 def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     spans = sorted(spans, key=lambda s: (s.start, s.order))
     inputs = {s.span_id: _messages(s, "input") for s in spans}
@@ -561,14 +578,9 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
                 model_results[str(message.tool_call_id)] = message.text
     unknown: set[str] = set()
     turn = TurnResult()
-    # The user message of this turn is the last one the first model call was sent: an
-    # enclosing chain or agent span may show only the conversation's first message.
-    by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
-    for span in by_kind:
-        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
-        if users:
-            turn.user_content = users[-1]
-            break
+    users = _user_messages(spans, inputs)
+    if users:
+        turn.user_content = users[-1]
     else:
         root_input = next((s.attrs.get("input.value") for s in spans
                            if not s.parent_id and s.attrs.get("input.value")), None)
@@ -630,10 +642,17 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
 
 
 def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
-    """A trace's turns: one per outermost agent span (a trace holding two top-level
-    ``invoke_agent`` spans holds two turns of the conversation); the whole trace without."""
-    outermost = sorted((s for s in spans if _outermost_agent(s, tree)),
-                       key=lambda s: (s.start, s.order))
+    """A trace's turns: one per user message, started by an outermost agent span (a trace
+    holding two top-level ``invoke_agent`` spans holds two turns of the conversation); the
+    whole trace without.
+
+    A turn is a user message, not an agent or model call: agent spans that were sent the same
+    user messages as the one before (a handoff, a ReAct loop's next step) continue its turn,
+    and an agent span inside a LangGraph node (the prebuilt ReAct agent's ``agent`` node is an
+    AGENT span, once per tool round) is a step of the graph run that holds it.
+    """
+    outermost = sorted((s for s in spans if _outermost_agent(s, tree)
+                        and not _in_graph_step(s, tree)), key=lambda s: (s.start, s.order))
     if len(outermost) < 2:
         return [spans]
     groups: dict[str, list[_Span]] = {s.span_id: [] for s in outermost}
@@ -645,7 +664,15 @@ def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
             if not span.parent_id and span.span_id in around_turns:
                 continue  # the conversation's own root span is no part of any one turn
         groups[owner.span_id].append(span)
-    return [groups[s.span_id] for s in outermost]
+    turns: list[tuple[list[str], list[_Span]]] = []
+    for start in outermost:
+        group = groups[start.span_id]
+        users = _user_messages(group, {s.span_id: _messages(s, "input") for s in group})
+        if turns and users and users == turns[-1][0]:
+            turns[-1][1].extend(group)
+        else:
+            turns.append((users, group))
+    return [group for _, group in turns] if len(turns) > 1 else [spans]
 
 
 def _conversation_id(spans: list[_Span]) -> str | None:

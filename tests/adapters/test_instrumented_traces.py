@@ -259,6 +259,96 @@ async def test_langgraph_trace_scores_like_the_live_run(tmp_path):
     assert_same_run(live, recorded)
 
 
+# LangGraph's prebuilt ReAct agent + openinference-instrumentation-langchain ------------------------
+
+def refund_desk(request: RecordedRequest) -> Reply | str:
+    """Two tool rounds per question: look the order up, refund its total, then answer."""
+    order_id = re.findall(r"\d{4}", request.prompt)[-1]
+    if not request.tool_outputs:
+        return Reply.calling(("lookup_order", {"order_id": order_id}))
+    if "total" in request.tool_outputs[-1]:
+        return Reply.calling(("refund", {"order_id": order_id, "amount": "25.00"}))
+    return f"Refunded 25.00 for order {order_id}."
+
+
+def refund_cases() -> list[EvalCase]:
+    def turn(question: str, order_id: str) -> Invocation:
+        return Invocation(user_content=question,
+                          expected_final_response=f"Refunded 25.00 for order {order_id}.",
+                          expected_tool_trajectory=[
+                              ToolCall(name="lookup_order", args={"order_id": order_id}),
+                              ToolCall(name="refund", args={"order_id": order_id,
+                                                            "amount": "25.00"})],
+                          expected_node_order=["agent", "tools", "agent", "tools", "agent"])
+
+    return [EvalCase.multi_turn([turn("Please refund order 1001.", "1001")], eval_id="one-refund"),
+            EvalCase.multi_turn([turn("Please refund order 1001.", "1001"),
+                                 turn("And order 1002 too.", "1002")], eval_id="two-refunds")]
+
+
+class SessionPerCase:
+    """One LangGraphAgent per case whose runs name the case as their session: LangChain's
+    instrumentation takes the session from the run's ``metadata`` (``session_id`` before
+    ``thread_id``), as an application tags its own conversations."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph, self.agents = graph, {}
+        self.__name__ = "react agent"
+
+    async def __call__(self, message: str, history: list[Any]) -> ExecutionResult:
+        from referee.adapters import LangGraphAgent
+
+        case_id = CASE_ID.get()
+        agent = self.agents.setdefault(case_id, LangGraphAgent(
+            self.graph, config={"metadata": {"session_id": case_id}}))
+        return await agent(message, history)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # create_react_agent moved in 1.0
+@pytest.mark.parametrize("same_thread", [True, False], ids=["checkpointed-thread",
+                                                            "history-sent-again"])
+async def test_prebuilt_react_agent_trace_is_one_turn_per_user_message(tmp_path, same_thread):
+    pytest.importorskip("langgraph.prebuilt")
+    pytest.importorskip("langchain_openai")
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.langchain")
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def lookup_order(order_id: str) -> dict:
+        """An order and its total."""
+        return {"order_id": order_id, "total": "25.00"}
+
+    @tool
+    def refund(order_id: str, amount: str) -> str:
+        """Refund an order."""
+        return f"refunded {amount} on {order_id}"
+
+    spans = tmp_path / "spans.jsonl"
+    with ScriptedJudgeServer(refund_desk) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.LangChainInstrumentor(), provider):
+        model = ChatOpenAI(model="scripted-model", base_url=server.base_url(),
+                           api_key=DUMMY_API_KEY, max_retries=0)
+        graph = create_react_agent(model, [lookup_order, refund],
+                                   checkpointer=MemorySaver() if same_thread else None)
+        live = await AgentEvaluator(SessionPerCase(graph), config=CONFIG, save=False,
+                                    case_context=case_id_of).evaluate(
+            refund_cases(), verbose=False, parallel=False)
+
+    recorded = await score_traces_async(spans, cases=refund_cases(), config=CONFIG,
+                                        verbose=False, save=False)
+
+    assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
+    assert live.cases[0].execution.node_visits == ["agent", "tools", "agent", "tools", "agent"]
+    assert [[(t.user_content, t.response) for t in c.execution.turns]
+            for c in recorded.cases] == [[], [
+                ("Please refund order 1001.", "Refunded 25.00 for order 1001."),
+                ("And order 1002 too.", "Refunded 25.00 for order 1002.")]]
+    assert_same_run(live, recorded)
+
+
 # LangGraph's model calls + opentelemetry-instrumentation-openai-v2 -------------------------------
 
 @contextmanager

@@ -55,6 +55,67 @@ def test_two_top_level_agent_spans_in_one_trace_are_two_turns(tmp_path):
     assert (execution.token_usage.input_tokens, execution.token_usage.output_tokens) == (20, 4)
 
 
+def test_agent_spans_sent_the_same_user_message_are_one_turn(tmp_path):
+    # A handoff: triage and orders run one after the other, both on the user's one message.
+    trace = "d" * 32
+    question = {"role": "user", "parts": [{"type": "text", "content": "Where is order 1001?"}]}
+    spans = []
+    for n, (agent, reply) in enumerate((("triage", {"type": "tool_call", "id": "h1",
+                                                      "name": "transfer_to_orders",
+                                                      "arguments": {}}),
+                                         ("orders", {"type": "text",
+                                                     "content": "Order 1001 shipped."}))):
+        agent_span, chat = f"{n}a".ljust(16, "0"), f"{n}b".ljust(16, "0")
+        spans += [
+            span(trace, agent_span, f"invoke_agent {agent}", n * 100, end=n * 100 + 50,
+                 gen_ai__operation__name="invoke_agent", gen_ai__agent__name=agent,
+                 gen_ai__conversation__id="conv-h"),
+            span(trace, chat, "chat m", n * 100 + 1, parent=agent_span,
+                 gen_ai__operation__name="chat",
+                 gen_ai__input__messages=messages_json(question),
+                 gen_ai__output__messages=messages_json({"role": "assistant",
+                                                         "parts": [reply]})),
+        ]
+    (run,) = read_traces(write_export(tmp_path / "handoff.json", *spans))
+
+    assert run.user_turns == ["Where is order 1001?"]
+    assert run.execution.turns == []
+    assert run.execution.actual_response == "Order 1001 shipped."
+    assert run.execution.node_visits == ["triage", "orders"]
+
+
+def test_agent_nodes_of_a_langgraph_run_are_steps_of_one_turn(tmp_path):
+    # The prebuilt ReAct agent's "agent" node is an OpenInference AGENT span, once per tool
+    # round; with the messages hidden (TraceConfig hide_inputs) only the graph says so.
+    trace = "c" * 32
+    graph = "1" * 16
+
+    def node(span_id: str, name: str, start: int, kind: str = "CHAIN", **attrs):
+        return span(trace, span_id, name, start, end=start + 9, parent=graph,
+                    openinference__span__kind=kind, session__id="s-7",
+                    metadata=json.dumps({"langgraph_node": name, "langgraph_step": start}),
+                    **attrs)
+
+    spans = [
+        span(trace, graph, "LangGraph", 0, end=100, openinference__span__kind="CHAIN",
+             session__id="s-7", input__value="__REDACTED__",
+             output__value="Refunded 25.00 for order 1001."),
+        node("2" * 16, "agent", 10, "AGENT"),
+        node("3" * 16, "tools", 20),
+        span(trace, "4" * 16, "lookup_order", 21, parent="3" * 16,
+             openinference__span__kind="TOOL", tool__name="lookup_order",
+             input__value=json.dumps({"order_id": "1001"}), output__value="25.00"),
+        node("5" * 16, "agent", 30, "AGENT"),
+    ]
+    (run,) = read_traces(write_export(tmp_path / "graph.json", *spans))
+
+    assert run.execution.turns == []
+    assert run.execution.actual_response == "Refunded 25.00 for order 1001."
+    assert run.execution.node_visits == ["agent", "tools", "agent"]
+    assert [(c.name, c.args, c.result) for c in run.execution.tool_calls] == [
+        ("lookup_order", {"order_id": "1001"}, "25.00")]
+
+
 def test_openinference_tool_id_redaction_and_cached_tokens(tmp_path):
     trace = "f" * 32
     spans = [
