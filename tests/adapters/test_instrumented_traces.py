@@ -473,3 +473,39 @@ async def test_openai_v2_latest_conventions_on_spans_score_like_the_live_run(tmp
 
     assert "gen_ai.input.messages" in spans.read_text(encoding="utf-8")
     assert_same_run_but_nodes(live, recorded)
+
+
+async def test_openai_v2_without_content_reads_unrecorded_arguments_as_not_recorded(
+        tmp_path, monkeypatch):
+    """The instrumentation's default (no content capture): its gen_ai.choice events name each
+    tool call, without arguments. They read as not recorded, and only an expectation that
+    accepts any arguments scores them."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    live, spans, logs = await _openai_v2_run(tmp_path, logs=True)
+
+    def any_arguments(cases: list[EvalCase]) -> list[EvalCase]:
+        for case in cases:
+            for turn in case.conversation:
+                turn.expected_tool_trajectory = [ToolCall(name=call.name) for call in
+                                                 turn.expected_tool_trajectory]
+        return cases
+
+    specific = await score_traces_async(spans, logs=logs, cases=stock_cases(), config=CONFIG,
+                                        verbose=False, save=False)
+    accepting = await score_traces_async(spans, logs=logs, cases=any_arguments(stock_cases()),
+                                         config=CONFIG, verbose=False, save=False)
+
+    for live_case, recorded in zip(live.cases, specific.cases):
+        calls = recorded.execution.tool_calls
+        assert [(c.name, c.call_id) for c in calls] == [
+            (c.name, c.call_id) for c in live_case.execution.tool_calls]
+        assert all(c.args is None and c.result is None for c in calls)
+        notes = recorded.execution.metadata["trace_notes"]
+        assert any("records no arguments" in note for note in notes)
+        trajectory = next(r for r in recorded.criterion_results
+                          if r.criterion == "tool_trajectory_avg_score")
+        assert trajectory.skipped and "cannot be checked" in trajectory.details["reason"]
+    for recorded in accepting.cases:
+        trajectory = next(r for r in recorded.criterion_results
+                          if r.criterion == "tool_trajectory_avg_score")
+        assert (trajectory.passed, trajectory.skipped) == (True, False), trajectory.details

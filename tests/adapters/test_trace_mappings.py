@@ -271,6 +271,60 @@ def test_unknown_arguments_skip_an_argument_check_and_keep_the_name_check(tmp_pa
     assert (names_only["status"], names_only["passed"]) == (CaseStatus.PASSED, True)
 
 
+def v1_36_trace_without_arguments(path):
+    """A v1.36-style run with content capture off (the default): the execute_tool span has no
+    arguments attribute (that version had none), and the model's gen_ai.choice event names the
+    call (id, name) without its arguments."""
+    trace, agent, chat, tool = "5" * 32, "1" * 16, "2" * 16, "3" * 16
+    spans = export(
+        span(trace, agent, "invoke_agent weather", 0, end=50,
+             gen_ai__operation__name="invoke_agent", gen_ai__agent__name="weather",
+             gen_ai__conversation__id="weather-1"),
+        span(trace, chat, "chat gpt", 1, end=5, parent=agent, gen_ai__operation__name="chat",
+             gen_ai__system="openai"),
+        span(trace, tool, "execute_tool get_weather", 6, end=9, parent=agent,
+             gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_weather",
+             gen_ai__tool__call__id="t1"))
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": trace, "spanId": trace[:8] + chat[:8], "eventName": "gen_ai.choice",
+         "body": any_value({"index": 0, "finish_reason": "tool_calls", "message": {
+             "role": "assistant", "tool_calls": [{"id": "t1", "type": "function",
+                                                  "function": {"name": "get_weather"}}]}})},
+    ]}]}]}
+    path.write_text(json.dumps(spans) + "\n" + json.dumps(logs) + "\n", encoding="utf-8")
+    return path
+
+
+def test_tool_arguments_no_span_or_model_call_records_read_as_not_recorded(tmp_path):
+    (run,) = read_traces(v1_36_trace_without_arguments(tmp_path / "v136.jsonl"))
+
+    (call,) = run.execution.tool_calls
+    assert (call.name, call.call_id, call.args) == ("get_weather", "t1", None)
+    assert run.execution.model_dump(mode="json")["tool_calls"][0]["args"] is None
+    assert any("arguments of 'get_weather' are not recorded" in note
+               for note in run.execution.metadata[TRACE_NOTES_KEY])
+    assert "tool_args" in run.execution.metadata[UNRECORDED_KEY]
+
+
+def test_unrecorded_arguments_pass_an_expectation_of_any_arguments(tmp_path):
+    traces = v1_36_trace_without_arguments(tmp_path / "v136.jsonl")
+    config = EvalConfig(criteria=CriteriaConfig(trajectory=CriterionConfig.trajectory(
+        match_type=MatchType.EXACT, check_args=True)))
+
+    def scored(args: dict):
+        case = EvalCase.single_turn("Weather?", eval_id="weather-1", expected_tool_trajectory=[
+            ToolCall(name="get_weather", args=args)])
+        (result,) = score_traces(traces, cases=[case], config=config, save=False,
+                                 verbose=False).cases
+        return result.status, result.criterion_results[0]
+
+    status, any_args = scored({})
+    assert (status, any_args.passed, any_args.skipped) == (CaseStatus.PASSED, True, False)
+    status, paris = scored({"city": "Paris"})
+    assert (status, paris.skipped) == (CaseStatus.SKIPPED, True)
+    assert "some tool arguments are not recorded" in paris.details["reason"]
+
+
 def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_path):
     trace = "6" * 32
     calls = [{"tool_call": {"id": f"c{n}", "function": {
