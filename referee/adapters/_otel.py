@@ -57,6 +57,7 @@ REDACTED = "__REDACTED__"
 _EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                 "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 _CHOICE_EVENT = "gen_ai.choice"
+_EVENT_CONTENT = "gen_ai.event.content"
 
 
 @dataclass
@@ -290,9 +291,14 @@ def _flat_message(raw: Mapping[str, Any]) -> _Message:
 
 def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Message]:
     """Messages from v1.28-1.36 GenAI events: ``gen_ai.{system,user,assistant,tool}.message``
-    are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output."""
+    are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output. The body is
+    the log record's, or a span event's attributes, or the JSON text some SDKs (Azure AI
+    Inference, Semantic Kernel) put in a span event's ``gen_ai.event.content``."""
     messages = []
     for name, body in events:
+        if isinstance(body, Mapping) and _EVENT_CONTENT in body:
+            text = body[_EVENT_CONTENT]
+            body = _as_object(text) or {"content": text}
         # An empty body is an event whose content was not captured (opt-in), not empty text.
         body = body if isinstance(body, Mapping) else {} if body is None else {"content": body}
         if direction == "input" and name in _EVENT_ROLES:

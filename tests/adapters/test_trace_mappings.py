@@ -325,6 +325,33 @@ def test_unrecorded_arguments_pass_an_expectation_of_any_arguments(tmp_path):
     assert "some tool arguments are not recorded" in paris.details["reason"]
 
 
+def test_tool_arguments_on_the_models_choice_event_content_are_read(tmp_path):
+    # Azure AI Inference's tracing (v1.36-era conventions): each event's body is JSON text in
+    # the span event's gen_ai.event.content; the execute_tool span has no arguments.
+    trace, agent, chat = "4" * 32, "1" * 16, "2" * 16
+    call = {"id": "t9", "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})}}
+    spans = [
+        span(trace, agent, "invoke_agent weather", 0, end=50,
+             gen_ai__operation__name="invoke_agent", gen_ai__agent__name="weather"),
+        span(trace, chat, "chat gpt", 1, end=5, parent=agent, gen_ai__operation__name="chat",
+             events=[("gen_ai.user.message", {"gen_ai.event.content": json.dumps(
+                         {"role": "user", "content": "Weather in Oslo?"})}),
+                     ("gen_ai.choice", {"gen_ai.event.content": json.dumps(
+                         {"message": {"tool_calls": [call]}, "finish_reason": "tool_calls",
+                          "index": 0})})]),
+        span(trace, "3" * 16, "execute_tool get_weather", 6, end=9, parent=agent,
+             gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_weather",
+             gen_ai__tool__call__id="t9", gen_ai__tool__call__result="sunny"),
+    ]
+    (run,) = read_traces(write_export(tmp_path / "azure.json", *spans))
+
+    assert run.user_turns == ["Weather in Oslo?"]
+    assert [(c.name, c.args, c.result) for c in run.execution.tool_calls] == [
+        ("get_weather", {"city": "Oslo"}, "sunny")]
+    assert TRACE_NOTES_KEY not in run.execution.metadata
+
+
 def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_path):
     trace = "6" * 32
     calls = [{"tool_call": {"id": f"c{n}", "function": {
