@@ -96,6 +96,19 @@ def session_of(case: EvalCase) -> Any:
     return using_session(case.eval_id)
 
 
+async def live_run(agent: Any, cases: list[EvalCase], case_context: Any = None) -> EvalReport:
+    """The agent's live run of ``cases``, one case at a time, scored with CONFIG."""
+    return await AgentEvaluator(agent, config=CONFIG, save=False,
+                                case_context=case_context or session_of).evaluate(
+        cases, verbose=False, parallel=False)
+
+
+async def recorded_run(spans: Path, cases: list[EvalCase], **options: Any) -> EvalReport:
+    """The same cases scored from the recorded spans, nothing re-run."""
+    return await score_traces_async(spans, cases=cases, config=CONFIG, verbose=False,
+                                    save=False, **options)
+
+
 # OpenAI Agents SDK + openinference-instrumentation-openai-agents --------------------------------
 
 ORDERS = {"1001": "shipped", "1002": "being packed"}
@@ -147,12 +160,9 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
                               tools=[lookup_order], model=model)
         triage = agents.Agent(name="triage", instructions="You route customers.",
                               handoffs=[orders], model=model)
-        live = await AgentEvaluator(OpenAIAgentsAgent(triage), config=CONFIG, save=False,
-                                    case_context=session_of).evaluate(
-            order_cases(), verbose=False, parallel=False)
+        live = await live_run(OpenAIAgentsAgent(triage), order_cases())
 
-    recorded = await score_traces_async(spans, cases=order_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, order_cases())
 
     assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.FAILED]
     assert live.cases[0].execution.node_visits == ["triage", "orders"] * 2
@@ -199,8 +209,7 @@ async def test_openai_agents_trace_nests_agents_used_as_tools_like_the_live_run(
                                     save=False, case_context=session_of).evaluate(
             [case_of()], verbose=False)
 
-    recorded = await score_traces_async(spans, cases=[case_of()], config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, [case_of()])
 
     assert live.cases[0].status == CaseStatus.PASSED, live.cases[0].criterion_results
     assert nesting(live.cases[0].execution.tool_calls) == nested
@@ -244,12 +253,10 @@ async def test_langgraph_trace_scores_like_the_live_run(tmp_path):
     spans = tmp_path / "spans.jsonl"
     with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
             instrumented(instrumentor_module.LangChainInstrumentor(), provider):
-        live = await AgentEvaluator(LangGraphAgent(example.build_graph(server.base_url())),
-                                    config=CONFIG, save=False, case_context=session_of).evaluate(
-            stock_cases(), verbose=False, parallel=False)
+        live = await live_run(LangGraphAgent(example.build_graph(server.base_url())),
+                              stock_cases())
 
-    recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases())
 
     assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
     first = live.cases[0].execution
@@ -333,12 +340,9 @@ async def test_prebuilt_react_agent_trace_is_one_turn_per_user_message(tmp_path,
                            api_key=DUMMY_API_KEY, max_retries=0)
         graph = create_react_agent(model, [lookup_order, refund],
                                    checkpointer=MemorySaver() if same_thread else None)
-        live = await AgentEvaluator(SessionPerCase(graph), config=CONFIG, save=False,
-                                    case_context=case_id_of).evaluate(
-            refund_cases(), verbose=False, parallel=False)
+        live = await live_run(SessionPerCase(graph), refund_cases(), case_id_of)
 
-    recorded = await score_traces_async(spans, cases=refund_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, refund_cases())
 
     assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
     assert live.cases[0].execution.node_visits == ["agent", "tools", "agent", "tools", "agent"]
@@ -414,9 +418,7 @@ async def _openai_v2_run(tmp_path: Path, logs: bool) -> tuple[EvalReport, Path, 
     with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
             openai_v2(provider, logs_path):
         agent = PerTurnSpans(LangGraphAgent(example.build_graph(server.base_url())), provider)
-        live = await AgentEvaluator(agent, config=CONFIG, save=False,
-                                    case_context=case_id_of).evaluate(
-            stock_cases(), verbose=False, parallel=False)
+        live = await live_run(agent, stock_cases(), case_id_of)
     return live, spans, logs_path
 
 
@@ -437,8 +439,7 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     live, spans, logs = await _openai_v2_run(tmp_path, logs=True)
 
-    recorded = await score_traces_async(spans, logs=logs, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases(), logs=logs)
 
     assert_same_run_but_nodes(live, recorded)
     for recorded_case in recorded.cases:
@@ -447,8 +448,7 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
         assert node_order.skipped and "no node visits" in node_order.details["reason"]
     # Without the logs the same spans say that their content is elsewhere, and nothing is
     # scored against the empty texts they leave.
-    spans_only = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                          verbose=False, save=False)
+    spans_only = await recorded_run(spans, stock_cases())
     first = spans_only.cases[0]
     assert first.status == CaseStatus.SKIPPED, first.criterion_results
     assert all(r.skipped for r in first.criterion_results)
@@ -468,8 +468,7 @@ async def test_openai_v2_latest_conventions_on_spans_score_like_the_live_run(tmp
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
     live, spans, _ = await _openai_v2_run(tmp_path, logs=False)
 
-    recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases())
 
     assert "gen_ai.input.messages" in spans.read_text(encoding="utf-8")
     assert_same_run_but_nodes(live, recorded)
@@ -490,10 +489,8 @@ async def test_openai_v2_without_content_reads_unrecorded_arguments_as_not_recor
                                                  turn.expected_tool_trajectory]
         return cases
 
-    specific = await score_traces_async(spans, logs=logs, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
-    accepting = await score_traces_async(spans, logs=logs, cases=any_arguments(stock_cases()),
-                                         config=CONFIG, verbose=False, save=False)
+    specific = await recorded_run(spans, stock_cases(), logs=logs)
+    accepting = await recorded_run(spans, any_arguments(stock_cases()), logs=logs)
 
     for live_case, recorded in zip(live.cases, specific.cases):
         calls = recorded.execution.tool_calls
