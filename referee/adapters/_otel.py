@@ -2,11 +2,13 @@
 
 A turn is a user message: one trace is one turn, unless it holds several outermost agent
 spans sent different user messages; traces that share ``gen_ai.conversation.id`` (or
-OpenInference's ``session.id``) are the turns of one conversation, in start order. Both GenAI
-convention generations read: the current one (``gen_ai.input.messages``/
+OpenInference's ``session.id``) are the turns of one conversation, in start order.
+
+Both GenAI convention generations read: the current one (``gen_ai.input.messages`` and
 ``gen_ai.output.messages`` with typed parts, ``gen_ai.tool.call.arguments``/``.result``,
-``gen_ai.provider.name``) and the one before 1.37 still emitted by default (flattened ``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``,
-``gen_ai.usage.prompt_tokens``/``completion_tokens``, no tool arguments on ``execute_tool``).
+``gen_ai.provider.name``) and the one before 1.37 still emitted by default (flattened
+``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``, ``gen_ai.usage.prompt_tokens``/
+``completion_tokens``, no tool arguments on ``execute_tool``).
 
 Tool arguments and results are opt-in attributes. When a tool span lacks them they are taken
 from the model's own recorded tool call (same call id: ``gen_ai.output.messages`` tool_call
