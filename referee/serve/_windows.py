@@ -49,9 +49,10 @@ class RollingRuns:
         self.gates = gates or WindowGates([], 1)
         self.store: RunStore | None = None
         self.started = 0.0
-        self.keys: set[str] = set()
+        # The window's case keys in the order stored (meta.json's case_ids), as a dict: one
+        # structure answers both "used yet?" and the order.
+        self.keys: dict[str, None] = {}
         self.count = 0  # cases stored in the window
-        self.ids: list[str] = []  # their keys in the order stored (meta.json's case_ids)
         self.tally: RunTally | None = None  # kept as cases are stored, for report.json
         self.sampled_out = 0
         self.skipped_for_budget = 0
@@ -82,16 +83,16 @@ class RollingRuns:
                         continue
                     store = RunStore.reopen(run_dir)
                     self.gates.start(run_id)
-                    self.ids = []
+                    self.keys = {}
                     for case in store.stream_cases():  # one at a time: a window may be large
-                        self.ids.append(case.eval_id)
+                        self.keys[case.eval_id] = None
                         self.gates.count(case)
-                    self.keys, self.count = set(self.ids), len(self.ids)
+                    self.count = len(self.keys)
                     self.tally = None  # counted from cases.jsonl when the window finishes
                 else:
                     store = RunStore.create(self.runs_dir, self._report(run_id, start),
                                             case_ids=[], extra_meta=self.run_meta)
-                    self.keys, self.count, self.ids = set(), 0, []
+                    self.keys, self.count = {}, 0
                     self.tally = RunTally()
                     self.gates.start(run_id)
             except RunInUse:
@@ -111,8 +112,7 @@ class RollingRuns:
         store = self.current(now)
         result.index = self.count
         store.append_case(result)
-        self.keys.add(result.eval_id)
-        self.ids.append(result.eval_id)
+        self.keys[result.eval_id] = None
         if self.tally is not None:
             self.tally.add(result)
         self.count += 1
@@ -131,7 +131,8 @@ class RollingRuns:
                                     "skipped_for_budget": self.skipped_for_budget,
                                     "run_dir": str(store.run_dir)})
             store.close()
-            store.update_meta(case_ids=self.ids, case_fingerprint=case_fingerprint(self.ids))
+            ids = list(self.keys)
+            store.update_meta(case_ids=ids, case_fingerprint=case_fingerprint(ids))
             report.finished_at = time.time()
             report.cases = StoredCases(  # type: ignore[assignment]
                 store.cases_path, tally=self.tally)
