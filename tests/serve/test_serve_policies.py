@@ -225,3 +225,19 @@ def test_an_alert_on_a_criterion_the_suite_lacks_is_bad_input(tmp_path):
     assert done.returncode == 2
     assert "--alert faithfulness: no such criterion" in done.stderr
     assert "its criteria: contains" in done.stderr
+
+
+def test_a_bad_sampling_rule_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from traffic import SUITE, server_env
+
+    suite = tmp_path / "suite.py"
+    suite.write_text(SUITE, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "referee", "serve", str(suite), "--port", "0",
+                           "--spool", str(tmp_path / "spool"), "--sample", "colour=blue:0.5"],
+                          capture_output=True, text=True, cwd=tmp_path, env=server_env(),
+                          timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "colour=blue" in done.stderr and "KEY one of service" in done.stderr
