@@ -103,8 +103,14 @@ class RollingRuns:
             return store
 
     def unique_key(self, key: str, max_seq: int) -> str:
-        """A case key not yet used in this window: a late part of a trace gets its own."""
-        return key if key not in self.keys else f"{key}~{max_seq}"
+        """A case key not yet used in this window, reserved at once (cases score
+        concurrently): a late part of a trace gets a key of its own."""
+        chosen, again = key, 1
+        while chosen in self.keys:
+            chosen = f"{key}~{max_seq}" + (f".{again}" if again > 1 else "")
+            again += 1
+        self.keys[chosen] = None
+        return chosen
 
     def append(self, result: CaseResult, now: float) -> list[Alert]:
         """Store a scored case (its index is its place in the window: the store keys on it);
@@ -112,7 +118,7 @@ class RollingRuns:
         store = self.current(now)
         result.index = self.count
         store.append_case(result)
-        self.keys[result.eval_id] = None
+        self.keys.setdefault(result.eval_id, None)
         if self.tally is not None:
             self.tally.add(result)
         self.count += 1
