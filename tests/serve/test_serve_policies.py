@@ -241,3 +241,20 @@ def test_a_bad_sampling_rule_on_the_command_line_is_one_line_and_exit_2(tmp_path
                           timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "colour=blue" in done.stderr and "KEY one of service" in done.stderr
+
+
+async def test_rules_match_agent_tag_and_error_attributes_of_real_spans(tmp_path):
+    refunds = make_traces(6, agent="refunds", tags="vip,beta")
+    helpers = make_traces(6, agent="helper", start=100, error=(100, 101))
+    sampler = Sampler((SamplingRule.parse("tag=vip:1"), SamplingRule.parse("error=false:0")),
+                      default_rate=1.0, always_errors=False)
+    only_errors = Sampler((SamplingRule.parse("agent=help*,error=true:1"),), default_rate=0.0,
+                          always_errors=False)
+    # The first: vip traces by rule, helpers without an error span by rule (rate 0), the two
+    # with one by the default rate. The second: a wildcard agent and error status together.
+    for chosen, expected in ((sampler, refunds + helpers[:2]), (only_errors, helpers[:2])):
+        folder = tmp_path / str(len(expected))
+        async with receiver([Contains("answer")], folder, sampler=chosen) as (scorer, url):
+            await asyncio.to_thread(export_all, url, refunds + helpers, 4)
+            await scorer.drain()
+        assert {c.eval_id for c in stored(folder).cases} == {trace_id(t) for t in expected}
