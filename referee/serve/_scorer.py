@@ -35,7 +35,10 @@ from referee.serve._windows import RollingRuns
 from referee.store import RunStore
 from referee.terminal import terminal_safe
 
-SERVE_KEY = "serve"  # a case's metadata: the trace items it covers, how it was sampled
+SERVE_KEY = "serve"
+# How often the run store is synced and the ledger then written: the ledger lags the store by
+# this much, and a restart finds the cases in between in the store.
+LEDGER_SYNC_S = 0.5  # a case's metadata: the trace items it covers, how it was sampled
 
 
 @dataclass(frozen=True)
@@ -145,15 +148,17 @@ class OnlineScorer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         if self.windows is not None:
-            self.windows.finish()
+            self.windows.finish()  # synced: the ledger may name every case now
+        self.spool.flush_ledger()
         self.spool.close()
         if self._caller is not None:
             self._caller.close()
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait until everything received is scored (tests, benchmarks, a clean stop)."""
+        """Wait until everything received is scored and in the ledger (tests, benchmarks)."""
         deadline = time.monotonic() + timeout
-        while self.assembler.pending_items and time.monotonic() < deadline:
+        while (self.assembler.pending_items or self.spool.ledger_pending) \
+                and time.monotonic() < deadline:
             await asyncio.sleep(self.settings.tick_s)
 
     # Intake -------------------------------------------------------------------------------
@@ -183,12 +188,22 @@ class OnlineScorer:
 
     # Scoring ------------------------------------------------------------------------------
     async def _tick(self) -> None:
+        synced = time.monotonic()
         while True:
             room = self.settings.max_queue - self.queue.qsize()
             if room > 0:
                 for ready in self.assembler.take_ready(time.time(), room):
                     self.queue.put_nowait(ready)
+            if self.spool.ledger_pending and time.monotonic() - synced >= LEDGER_SYNC_S:
+                self._sync_ledger()
+                synced = time.monotonic()
             await asyncio.sleep(self.settings.tick_s)
+
+    def _sync_ledger(self) -> None:
+        """The run store first, then the ledger lines that name its cases."""
+        if self.windows is not None:
+            self.windows.sync()
+        self.spool.flush_ledger()
 
     async def _work(self) -> None:
         while True:

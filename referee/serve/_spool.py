@@ -4,7 +4,8 @@
 time, the OTLP/JSON document), appended and fsynced in groups: concurrent requests share one
 fsync, and none is answered before its line is synced. ``scored.jsonl`` is the ledger: for
 each case scored (or sampled out), the highest request ``seq`` of each of its traces, and the
-judge spend; ``window`` lines name the run directory being written. A restart replays every
+judge spend, written only after the run store has synced the case; ``window`` lines name the
+run directory being written (a case stored but not yet in the ledger is found there). A restart replays every
 segment and keeps only the items of each trace past its ledger ``seq``, so an accepted trace is
 scored once: never lost, never twice. A segment whose traces are all scored is deleted.
 """
@@ -76,7 +77,7 @@ class Spool:
         self._segment: Any = None
         self._segment_size = 0
         self._ledger: Any = None
-        self._ledger_synced = 0.0
+        self._unflushed: list[tuple[bytes, dict[str, int]]] = []  # (ledger line, its seqs)
         self._waiting: list[tuple[str, dict[str, Any], asyncio.Future[int]]] = []
         self._flusher: asyncio.Task[None] | None = None
         # Per segment, its traces not yet scored (trace id -> the segment's highest seq of it).
@@ -260,22 +261,35 @@ class Spool:
     # The ledger ---------------------------------------------------------------------------
     def record_window(self, run_dir_name: str) -> None:
         """Before a window's first case: the restart knows which run directory to reconcile."""
-        self._ledger_line({"window": run_dir_name}, sync=True)
+        self.flush_ledger()
+        self._ledger.write(orjson.dumps({"window": run_dir_name}) + b"\n")
+        self._ledger.flush()
+        os.fsync(self._ledger.fileno())
 
     def record_scored(self, scored: dict[str, int], *, case: str, outcome: str,
                       spend: float = 0.0) -> None:
-        """After the case is in the run store: its trace items are done."""
-        self._ledger_line({"scored": scored, "case": case, "outcome": outcome,
-                           "at": time.time(), "spend": spend})
-        self.resolve(scored)
+        """After the case is in the run store: its trace items are done. Held until
+        ``flush_ledger``, which the caller runs once the run store is synced: a ledger line
+        never reaches the disk before the case it covers (a machine that goes down could
+        otherwise keep the line and lose the case)."""
+        self._unflushed.append((orjson.dumps({"scored": scored, "case": case,
+                                              "outcome": outcome, "at": time.time(),
+                                              "spend": spend}) + b"\n", scored))
 
-    def _ledger_line(self, line: dict[str, Any], *, sync: bool = False) -> None:
-        self._ledger.write(orjson.dumps(line) + b"\n")
-        self._ledger.flush()  # a killed process keeps it; the run store covers a lost machine
-        now = time.monotonic()
-        if sync or now - self._ledger_synced >= 1.0:
-            os.fsync(self._ledger.fileno())
-            self._ledger_synced = now
+    @property
+    def ledger_pending(self) -> int:
+        return len(self._unflushed)
+
+    def flush_ledger(self) -> None:
+        """Write and sync the held ledger lines; then their segments may go."""
+        if not self._unflushed:
+            return
+        held, self._unflushed = self._unflushed, []
+        self._ledger.write(b"".join(line for line, _ in held))
+        self._ledger.flush()
+        os.fsync(self._ledger.fileno())
+        for _, scored in held:
+            self.resolve(scored)
 
     def resolve(self, scored: dict[str, int]) -> None:
         """Forget scored traces per segment; delete a closed segment with none left."""
@@ -306,6 +320,7 @@ class Spool:
         return len(self._segments())
 
     def close(self) -> None:
+        """Close the files (the caller flushes the ledger first, once the store is synced)."""
         for fh in (self._segment, self._ledger):
             if fh is not None:
                 with contextlib.suppress(OSError):

@@ -124,6 +124,11 @@ class RollingRuns:
         self.count += 1
         return self.gates.observe(result)
 
+    def sync(self) -> None:
+        """The window's cases on disk (fsynced): the ledger may then name them."""
+        if self.store is not None:
+            self.store.close()  # the next case reopens cases.jsonl
+
     def finish(self) -> None:
         """Write the window's report.json and give its directory up."""
         store, self.store = self.store, None
