@@ -276,7 +276,7 @@ class OnlineScorer:
             result.metadata = {**result.metadata, SERVE_KEY: {
                 "scored": ready.scored_seqs, "sampling": decision.reason,
                 "received_at": min(t.first_seen for t in ready.traces)}}
-            alerts = self.windows.append(result, now)
+            alerts = self.windows.append(result, time.time())  # the window it ends in
             if reason is not None:
                 self.windows.skipped_for_budget += 1
             spend = self.budget.add(result)

@@ -64,8 +64,8 @@ class RollingRuns:
 
     def current(self, now: float) -> RunStore:
         start = window_start(now, self.window_s)
-        if self.store is not None and start == self.started:
-            return self.store
+        if self.store is not None and start <= self.started:
+            return self.store  # a clock stepped back never reopens a finished window
         self.finish()
         self.store = self._open(start)
         self.started = start
