@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from typing import Any
 
 import pytest
@@ -38,12 +39,17 @@ class SlowCheck:
         return CriterionResult(criterion=self.name, score=1.0, passed=True, threshold=1.0)
 
 
-def export_all(url: str, traces: list[list[Any]], per_request: int = 1) -> list[SpanExportResult]:
-    """Each trace (or ``per_request`` of them) in one request, as fast as the exporter goes."""
+def export_all(url: str, traces: list[list[Any]], per_request: int = 1,
+               every_s: float = 0.0) -> list[SpanExportResult]:
+    """Each trace (or ``per_request`` of them) in one request, one request per ``every_s``
+    at most (as fast as the exporter goes with 0)."""
     exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=120)
+    results = []
     try:
-        return [exporter.export([s for t in traces[i:i + per_request] for s in t])
-                for i in range(0, len(traces), per_request)]
+        for i in range(0, len(traces), per_request):
+            results.append(exporter.export([s for t in traces[i:i + per_request] for s in t]))
+            time.sleep(every_s)
+        return results
     finally:
         exporter.shutdown()
 
@@ -56,11 +62,11 @@ def stored(tmp_path: Any) -> Any:
 async def test_an_exporter_at_ten_times_the_scoring_rate_is_told_to_retry_and_loses_nothing(
         tmp_path):
     traces = make_traces(40, children=2)  # 3 spans each
-    # One case at a time, 50 ms each: 20 cases/s. The exporter sends as fast as it can (well
-    # over 200 traces/s here), so the 12-span bound is met at once and 503s follow.
+    # One case at a time, 50 ms each: 20 cases/s. The exporter offers a trace every 5 ms
+    # (200/s, ten times that), so the 12-span bound is met at once and 503s follow.
     async with receiver([SlowCheck(0.05)], tmp_path, concurrency=1, max_pending_spans=12,
                         max_queue=2) as (scorer, url):
-        results = await asyncio.to_thread(export_all, url, traces)
+        results = await asyncio.to_thread(export_all, url, traces, 1, 0.005)
         await scorer.drain()
         metrics = await asyncio.to_thread(scrape, url)
     assert results == [SpanExportResult.SUCCESS] * len(traces)  # every one, after retries
