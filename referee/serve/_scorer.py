@@ -188,10 +188,13 @@ class OnlineScorer:
 
     # Scoring ------------------------------------------------------------------------------
     async def _tick(self) -> None:
-        synced = time.monotonic()
+        synced = scanned = time.monotonic()
+        # A scan visits every open trace: a fifth of the quiet period is soon enough.
+        scan_every = min(self.settings.quiet_period / 5, 1.0)
         while True:
             room = self.settings.max_queue - self.queue.qsize()
-            if room > 0:
+            if room > 0 and time.monotonic() - scanned >= scan_every:
+                scanned = time.monotonic()
                 for ready in self.assembler.take_ready(time.time(), room):
                     self.queue.put_nowait(ready)
             if self.spool.ledger_pending and time.monotonic() - synced >= LEDGER_SYNC_S:
