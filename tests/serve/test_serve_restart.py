@@ -89,3 +89,36 @@ def test_kill_9_mid_stream_then_restart_scores_every_accepted_trace_exactly_once
     report = load_run(run_dir)
     assert report.finished_at is not None
     assert (report.total, report.passed) == (len(traces), len(traces))
+
+
+AGENT_SUITE = '''\
+from referee import AgentEvaluator, EvalCase
+from referee.config import CriteriaConfig, CriterionConfig, EvalConfig
+
+evaluator = AgentEvaluator(lambda text: text, config=EvalConfig(criteria=CriteriaConfig(
+    rouge_match=CriterionConfig(threshold=0.8))))
+eval_set = [EvalCase(eval_id={trace!r}, name="known question", input="question 0",
+                     expected_output="answer 0")]
+'''
+
+
+def test_an_agent_evaluator_suite_pairs_traces_with_its_eval_set_by_id(tmp_path):
+    known, other = make_traces(2)
+    suite = tmp_path / "agent_suite.py"
+    suite.write_text(AGENT_SUITE.format(trace=trace_id(known)), encoding="utf-8")
+    port = free_port()
+    server = start_server(suite, port, tmp_path)
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")
+    try:
+        assert exporter.export(known + other) == SpanExportResult.SUCCESS
+        wait_until(lambda: sum(v for k, v in scrape(f"http://127.0.0.1:{port}").items()
+                               if k.startswith("referee_serve_cases_scored_total")) == 2)
+    finally:
+        exporter.shutdown()
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    cases = {c.eval_id: c for c in load_run(run_dir).cases}
+    assert cases[trace_id(known)].name == "known question"  # the eval set's case
+    assert cases[trace_id(known)].criterion_results[0].passed
+    assert cases[trace_id(other)].case.expected_output is None  # its own case
