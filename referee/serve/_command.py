@@ -156,7 +156,7 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
         alerts=tuple(AlertRule.parse(rule) for rule in args.alert),
         alert_min_cases=args.alert_min_cases, webhook=args.webhook)
     scorer = OnlineScorer(criteria, settings, cases=cases)
-    labels = {label for label in _labels(criteria)}
+    labels = set(_labels(criteria))
     unknown = [rule.criterion for rule in settings.alerts if rule.criterion not in labels]
     if unknown:
         raise error(f"--alert {unknown[0]}: no such criterion in {path} (its criteria: "
