@@ -290,3 +290,21 @@ async def test_a_spool_that_cannot_be_written_answers_503_and_keeps_nothing(tmp_
     assert status == 503 and headers["Retry-After"] == "5"
     assert metrics["referee_serve_spool_write_failures_total"] == 1
     assert metrics["referee_serve_spans_received_total"] == 0
+
+
+async def test_a_body_past_the_size_limit_is_answered_413(tmp_path):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from referee.serve import OnlineScorer, ServeSettings, build_app
+
+    scorer = OnlineScorer([Contains("answer")], ServeSettings(spool=tmp_path / "spool",
+                                                              runs_dir=tmp_path / "runs"))
+    await scorer.start()
+    try:
+        async with TestClient(TestServer(build_app(scorer, max_request_bytes=1024))) as client:
+            reply = await client.post("/v1/traces", data=b" " * 4096,
+                                      headers={"Content-Type": "application/json"})
+            assert reply.status == 413
+    finally:
+        await scorer.stop()
+    assert scorer.metrics.spans_received == 0
