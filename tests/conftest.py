@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -87,6 +89,70 @@ def no_runs_left_in_the_checkout() -> Iterator[None]:
         pytest.fail(f"this test stored {len(left)} run(s) in the checkout's runs directory "
                     f"({', '.join(map(str, left[:3]))}); give it runs_dir=tmp_path (--out for "
                     "the CLI) or save=False", pytrace=False)
+
+
+# Nothing a test does may reach the user's home or cache (design decision 18). Each test
+# process points the home and the XDG directories (where platformdirs puts the judge cache and
+# anything else per user) at a sentinel directory of its own, so a write meant for them lands
+# there instead, and the test that made it fails (a created or a changed file alike).
+USER_DIR_VARIABLES = ("HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+                      "XDG_STATE_HOME", "LOCALAPPDATA", "APPDATA")
+_sentinel_home: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _sentinel_home
+    _sentinel_home = Path(tempfile.mkdtemp(prefix="referee-tests-home-"))
+    for name in USER_DIR_VARIABLES:
+        folder = _sentinel_home / name.lower()
+        folder.mkdir()
+        os.environ[name] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _sentinel_home is not None:
+        shutil.rmtree(_sentinel_home, ignore_errors=True)
+
+
+def user_dir_entries() -> dict[Path, tuple[int, int]]:
+    """Every file and folder under the sentinel home, with its size and modification time (a
+    cache that already exists is written to, not created)."""
+    found: dict[Path, tuple[int, int]] = {}
+    if _sentinel_home is not None:
+        for folder, dirs, files in os.walk(_sentinel_home):
+            for name in (*dirs, *files):
+                path = Path(folder) / name
+                try:
+                    stat = path.lstat()
+                except OSError:  # gone meanwhile
+                    continue
+                # A folder's own times change with what is put in it, which is seen anyway.
+                found[path] = ((0, 0) if path.is_dir() and not path.is_symlink()
+                               else (stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def written_to_user_dirs(before: dict[Path, tuple[int, int]]) -> str | None:
+    """The failure message for what was created or changed under the user's directories since
+    ``before`` (None: nothing was)."""
+    written = sorted(path for path, stat in user_dir_entries().items()
+                     if before.get(path) != stat)
+    if not written:
+        return None
+    shown = ", ".join(map(str, written[:3]))
+    more = f" and {len(written) - 3} more" if len(written) > 3 else ""
+    return (f"this test wrote {len(written)} path(s) under the user's home or cache "
+            f"directories ({shown}{more}); write under tmp_path instead (a judge cache: "
+            "cache_path=, or the reply_cache_in_tmp_path fixture)")
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_to_the_users_home() -> Iterator[None]:
+    before = user_dir_entries()
+    yield
+    message = written_to_user_dirs(before)
+    if message is not None:
+        pytest.fail(message, pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
