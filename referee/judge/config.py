@@ -232,7 +232,10 @@ class JudgeConfig(StrictModel):
 
     @property
     def effective_max_retries(self) -> int:
-        return DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries
+        if self.max_retries is not None:
+            return self.max_retries
+        env = _env_count("REFEREE_JUDGE_MAX_RETRIES")
+        return DEFAULT_MAX_RETRIES if env is None else env
 
     @property
     def effective_retry_max_total_s(self) -> float:
@@ -262,6 +265,20 @@ def _env_positive(name: str, kind: type[int] | type[float]) -> float | None:
         raise ValueError(f"environment variable {name} must be at least 1, got {value}")
     if not 0 < value < float("inf"):
         raise ValueError(f"environment variable {name} must be a positive number, got {raw}")
+    return value
+
+
+def _env_count(name: str) -> int | None:
+    """A whole number of at least 0 from the environment, or None when unset; else one error."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 0:
+        raise ValueError(f"environment variable {name} must be at least 0, got {value}")
     return value
 
 
@@ -307,7 +324,7 @@ def get_configured() -> JudgeConfig | None:
 JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
                     "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
                     "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
-                    "REFEREE_CACHE")
+                    "REFEREE_JUDGE_MAX_RETRIES", "REFEREE_CACHE")
 # The variables that let a judge in: set here, they win elsewhere; unset here, a process
 # elsewhere keeps its own (a cluster may hold its own keys).
 JUDGE_ACCESS_ENV = (*KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
