@@ -299,11 +299,15 @@ def configure(config: Any) -> None:
     """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets.
 
     A judge panel (a ``JudgePanel`` or a list of JudgeConfigs) is accepted too: EvalSuite-style
-    evaluators without ``judge=`` are then scored by the panel.
+    evaluators without ``judge=`` are then scored by the panel. A JudgeConfig that sets no field
+    (``JudgeConfig()``, what :func:`get_global_judge` returns when nothing is configured) is a
+    layer that changes nothing, and is taken as ``None``.
     """
     global _global_config
     from referee.judge.panel import as_panel, set_configured_panel
 
+    if isinstance(config, JudgeConfig) and not config.model_fields_set:
+        config = None
     panel = None if config is None or isinstance(config, JudgeConfig) else as_panel(config)
     if config is not None and not isinstance(config, JudgeConfig) and panel is None:
         raise TypeError("configure() expects a JudgeConfig, a list of JudgeConfig, a JudgePanel "
@@ -317,6 +321,21 @@ def get_configured() -> JudgeConfig | None:
     """The config passed to ``configure()``, or None."""
     with _global_lock:
         return _global_config
+
+
+def get_global_judge() -> Any:
+    """The multivon-style ``get_global_judge()``: what ``configure()`` holds (a JudgeConfig or
+    a judge panel), else ``JudgeConfig()`` with no field set, so that every field inherits.
+    Handing it back to ``configure()`` restores the judge it was read from."""
+    configured = _configured_judge()
+    return JudgeConfig() if configured is None else configured
+
+
+def resolve_judge(per_evaluator: JudgeConfig | None) -> JudgeConfig:
+    """The multivon-style ``resolve_judge()``: ``per_evaluator`` over ``configure()``'s judge,
+    over JUDGE_PROVIDER/JUDGE_MODEL, over the defaults; fields a layer leaves unset
+    (``None``) inherit. The same as :func:`resolve_judge_config`."""
+    return resolve_judge_config(per_evaluator)
 
 
 # The environment variables that choose a judge and how it is paced: another process (a Ray
