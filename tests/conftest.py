@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -14,6 +15,7 @@ import pytest
 from chromium_support import BROWSER_MISSING
 
 from referee.judge import configure
+from referee.judge.reply_cache import flush_caches
 from referee.run.session import default_runs_dir
 from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
 
@@ -98,11 +100,13 @@ def no_runs_left_in_the_checkout() -> Iterator[None]:
 USER_DIR_VARIABLES = ("HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
                       "XDG_STATE_HOME", "LOCALAPPDATA", "APPDATA")
 _sentinel_home: Path | None = None
+_test_caches: Path | None = None  # where each test's own judge cache folder goes
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _sentinel_home
+    global _sentinel_home, _test_caches
     _sentinel_home = Path(tempfile.mkdtemp(prefix="referee-tests-home-"))
+    _test_caches = Path(tempfile.mkdtemp(prefix="referee-tests-caches-"))
     for name in USER_DIR_VARIABLES:
         folder = _sentinel_home / name.lower()
         folder.mkdir()
@@ -110,8 +114,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _sentinel_home is not None:
-        shutil.rmtree(_sentinel_home, ignore_errors=True)
+    for folder in (_sentinel_home, _test_caches):
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_cache_folders = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def a_judge_cache_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge cache is on by default, so a test that asks a judge without placing its cache
+    would use the user's. Unplaced, it goes to a folder of the test's own (created only when
+    used): never the user's, and no reply one test cached answers another's request."""
+    assert _test_caches is not None
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(_test_caches / f"test-{next(_cache_folders)}"))
 
 
 def user_dir_entries() -> dict[Path, tuple[int, int]]:
@@ -150,6 +167,7 @@ def written_to_user_dirs(before: dict[Path, tuple[int, int]]) -> str | None:
 def nothing_written_to_the_users_home() -> Iterator[None]:
     before = user_dir_entries()
     yield
+    flush_caches()  # a judge cache writes a moment later: the test that filled it is this one
     message = written_to_user_dirs(before)
     if message is not None:
         pytest.fail(message, pytrace=False)

@@ -9,10 +9,16 @@ from pathlib import Path
 import conftest
 import platformdirs
 
-from referee.judge import JudgeCache, default_cache_path
+from referee.judge import default_cache_path
 
 
-def test_the_users_directories_point_at_the_sentinel_home() -> None:
+def test_an_unplaced_judge_cache_is_the_tests_own() -> None:
+    assert conftest._test_caches is not None
+    assert conftest._test_caches in default_cache_path().parents
+
+
+def test_the_users_directories_point_at_the_sentinel_home(monkeypatch) -> None:
+    monkeypatch.delenv("REFEREE_CACHE_DIR")  # each test's own, set by conftest
     home = conftest._sentinel_home
     assert home is not None and home.is_dir()
     for name in conftest.USER_DIR_VARIABLES:
@@ -23,17 +29,16 @@ def test_the_users_directories_point_at_the_sentinel_home() -> None:
 
 
 def test_a_judge_cache_in_the_default_place_is_caught(monkeypatch) -> None:
-    monkeypatch.delenv("REFEREE_CACHE_DIR", raising=False)
+    monkeypatch.delenv("REFEREE_CACHE_DIR")  # each test's own, set by conftest
     before = conftest.user_dir_entries()
-    cache = JudgeCache(default_cache_path())
-    cache.put("key", provider="openai", model="m", text="Yes", input_tokens=1, output_tokens=1)
-    cache.flush()
+    path = default_cache_path()  # where a judge cache whose place no one chose goes
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"SQLite format 3\x00")
     try:
         message = conftest.written_to_user_dirs(before)
         assert message is not None and "judge_cache.sqlite3" in message
         assert "write under tmp_path" in message
     finally:
-        cache.close()
         _remove_new(before)
     assert conftest.written_to_user_dirs(before) is None
 
