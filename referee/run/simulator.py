@@ -261,7 +261,8 @@ class UserSimulator:
         async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, by_case[id(case)], caller)
 
-        report = await run_stored(name=name, model_id=getattr(agent, "__name__", ""),
+        report = await run_stored(name=name, model_id="",
+                                  default_model_id=getattr(agent, "__name__", ""),
                                   cases=cases, criteria=self.criteria, execute=execute,
                                   options=options,
                                   config_used={"user_simulator": {
