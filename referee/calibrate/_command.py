@@ -32,7 +32,7 @@ labelled rows, both verdicts, with the scores the judge gave them), with the rep
 and says whether agreement with people moved and whether the provider now serves another model
 version than the one calibrated; --evaluator and --judge pick entries, --tolerance sets how far
 agreement may fall (default 0.10).
-Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge does
+Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge (or panel) does
 not separate the labels (so nothing was recorded), or with --recheck its agreement fell beyond
 the tolerance or its served version changed, 2 bad input, 130 interrupted."""
 
@@ -213,6 +213,9 @@ def run_command(args: argparse.Namespace,
             from referee.calibrate._report import NOT_SEPARATED
 
             print(f"referee: {NOT_SEPARATED}: {report.fit_problem}", file=sys.stderr)
+            # As for a single judge: a panel that cannot tell the labels apart fails, unless
+            # the run was only a report (--no-write).
+            return 0 if args.no_write else 1
         return 0
     if report.threshold.value is None:
         print(f"referee: no threshold was fitted: {args.metric} is undefined on the "

@@ -152,3 +152,26 @@ def test_cli_panel_options_are_checked(tmp_path, capsys, server):
     err = capsys.readouterr().err
     assert "--judge: quorum must be between 1 and the number of members (2), got 3" in err
     assert server.request_count == 0
+
+
+def test_cli_a_panel_that_does_not_separate_the_labels_exits_1_as_one_judge_does(
+        tmp_path, capsys, openai_judge_server):
+    def same_reading_for_every_row(request: RecordedRequest) -> str:
+        return "No" if OUTSIDE in request.prompt or CONTRADICTS in request.prompt else "Yes"
+
+    openai_judge_server(same_reading_for_every_row)
+    labels = str(labelled_file(tmp_path))
+    panel = [arg for judge in JUDGES for arg in ("--judge", f"openai/{judge}")]
+    common = ["--resamples", "50", "--out", str(tmp_path / "runs"),
+              "--calibration-file", str(tmp_path / "calibration.json")]
+    code = main(["calibrate", labels, "--evaluator", "faithfulness", "--judge", "openai/judge-a",
+                 *common])
+    err = capsys.readouterr().err
+    assert code == 1 and "does not separate the labels" in err
+    code = main(["calibrate", labels, "--evaluator", "faithfulness", *panel, *common])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "does not separate the labels" in err
+    # Only a report was asked for: nothing was to be recorded, and that is no failure.
+    assert main(["calibrate", labels, "--evaluator", "faithfulness", *panel, *common,
+                 "--no-write"]) == 0
