@@ -32,9 +32,9 @@ labelled rows, both verdicts, with the scores the judge gave them), with the rep
 and says whether agreement with people moved and whether the provider now serves another model
 version than the one calibrated; --evaluator and --judge pick entries, --tolerance sets how far
 agreement may fall (default 0.10).
-Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge (or panel) does
-not separate the labels (so nothing was recorded), or with --recheck its agreement fell beyond
-the tolerance or its served version changed, 2 bad input, 130 interrupted."""
+Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge or
+panel does not separate the labels (so nothing was recorded), or with --recheck its agreement
+fell beyond the tolerance or its served version changed, 2 bad input, 130 interrupted."""
 
 DATASETS = ("labels", "summedits", "halueval", "evouna")
 
