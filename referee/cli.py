@@ -35,6 +35,7 @@ from referee import __version__
 from referee.errors import EvalGateFailure, InputError
 from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
 from referee.redact import redact
+from referee.report_formats import DEFAULT_FORMATS
 from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ EXIT_INTERRUPTED = 130
 # reports (128 + 13), as cat and git do, with nothing printed.
 EXIT_OUTPUT_CLOSED = 141
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
-DEFAULT_FORMATS = "console,json,junit,html"
 
 RUN_DESCRIPTION = """\
 Run a model or agent over its cases, score them, and store the run.
@@ -815,9 +815,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what --fail-threshold gates: the raw pass rate (default), or each "
                           "criterion's pass rate corrected for judge error (its interval's "
                           "lower bound)")
-    run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
+    run.add_argument("--format", metavar="LIST",
                      help=f"reports to produce, comma-separated: console prints the summary, "
-                          f"json/junit/html write files (default {DEFAULT_FORMATS})")
+                          f"json/junit/html write files (default {','.join(DEFAULT_FORMATS)}, "
+                          f"as for a run started from Python)")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",

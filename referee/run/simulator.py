@@ -247,7 +247,7 @@ class UserSimulator:
                        name: str = "user simulation", concurrency: int = 4,
                        timeout: float | None = None, verbose: bool = False, save: bool = True,
                        runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                       formats: Sequence[str] = (), fail_threshold: float | None = None,
+                       formats: Sequence[str] | None = None, fail_threshold: float | None = None,
                        max_error_rate: float | None = None) -> EvalReport:
         """Every scenario as one case of a stored run, with the usual report and gates."""
         options = RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
