@@ -577,9 +577,11 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     try:
         imported = import_labels(args.run_dir, args.file, labeller=args.labeller)
     except LabelImportError as exc:
-        for problem in exc.problems:  # every bad line, so one pass fixes them all
+        if len(exc.problems) == 1:
+            return _fail(f"{exc.problems[0]}; nothing was imported", EXIT_INPUT)
+        for problem in exc.problems:  # every fault, so one pass fixes them all
             _say(f"referee: error: {problem}", sys.stderr)
-        _say(f"referee: {len(exc.problems)} bad line(s) in {args.file}; nothing was imported",
+        _say(f"referee: {exc.bad_lines} bad line(s) in {args.file}; nothing was imported",
              sys.stderr)
         return EXIT_INPUT
     _say(f"{imported.added} label(s) added to {args.run_dir}/labels.jsonl"

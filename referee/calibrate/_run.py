@@ -91,8 +91,12 @@ def evaluator_by_name(name: str) -> Any:
     choices = _built_in_evaluators()
     cls = choices.get(name.strip().lower().replace("-", "_"))
     if cls is None:
+        import difflib
+
         names = sorted({str(getattr(c, "name", c.__name__)) for c in choices.values()})
-        raise ValueError(f"unknown evaluator {name!r}; built-in judge evaluators: "
+        near = difflib.get_close_matches(name.strip().lower().replace("-", "_"), names, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise ValueError(f"unknown evaluator {name!r}; {hint}built-in judge evaluators: "
                          f"{', '.join(names)} (or give FILE.py:OBJECT)")
     return cls()
 

@@ -25,6 +25,7 @@ from referee.judge.config import (
     get_configured,
     resolve_judge_config,
     split_judge_model,
+    unknown_provider_message,
 )
 from referee.judge.verdict import Verdict
 from referee.usage import TokenUsage
@@ -149,6 +150,9 @@ def judge_members(entries: Sequence[str], source: str) -> list[JudgeConfig]:
     members = []
     for entry in entries:
         provider, model = split_judge_model(entry)
+        prefix, _, rest = entry.strip().partition("/")
+        if provider is None and prefix.strip() and rest.strip():
+            raise ValueError(f"{source}: {entry.strip()!r}: {unknown_provider_message(prefix)}")
         if provider is None or "/" not in entry or not model:
             raise ValueError(f"{source}: {entry.strip()!r} is not PROVIDER/MODEL (e.g. "
                              "openai/gpt-4o-mini)")
