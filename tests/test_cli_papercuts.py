@@ -11,6 +11,7 @@ import pytest
 from referee import EvalCase, EvalSuite
 from referee.cli import main
 from referee.evaluators.deterministic import Contains
+from referee.testing import Fault
 
 
 def _err(capsys) -> list[str]:
@@ -71,3 +72,60 @@ def test_a_missing_run_directory_reads_plainly(tmp_path: Path, capsys) -> None:
     [line] = _err(capsys)
     assert line == (f"referee: error: {tmp_path / 'nope'}: no such directory (expected a "
                     "stored run's directory, as `referee list` shows it)")
+
+
+# compare --judge -------------------------------------------------------------------------
+
+CASES = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(4)]
+
+
+def _run_of(tmp_path: Path, name: str, model) -> Path:
+    report = EvalSuite(name).add_cases(CASES).run(model, verbose=False,
+                                                  runs_dir=tmp_path / name, formats=())
+    return Path(report.metadata["run_dir"])
+
+
+def _answer(question: str) -> str:
+    return str(2 * int(question.split()[2]))
+
+
+def _off_by_one_sometimes(question: str) -> str:
+    n = int(question.split()[2])
+    return str(2 * n + (n % 2))  # the odd cases differ, the even ones are identical
+
+
+def test_compare_without_a_key_says_so_once_before_any_pair(tmp_path, capsys,
+                                                           monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    a, b = _run_of(tmp_path, "a", _answer), _run_of(tmp_path, "b", _off_by_one_sometimes)
+    code = main(["compare", str(a), str(b), "--judge", "openai/gpt-4o-mini"])
+    out, err = capsys.readouterr()
+    assert code == 3 and out == ""
+    assert err.count("no OpenAI API key") == 1 and "no pair was judged" in err
+    assert "tied" not in err
+
+
+def test_compare_says_identical_pairs_were_not_judged_and_takes_request_options(
+        tmp_path, capsys, openai_judge_server) -> None:
+    server = openai_judge_server(lambda request: Fault.http(500))
+    a, b = _run_of(tmp_path, "a", _answer), _run_of(tmp_path, "b", _off_by_one_sometimes)
+    code = main(["compare", str(a), str(b), "--judge", "openai/judge-a", "--judge-timeout",
+                 "5", "--judge-max-tokens", "64", "--judge-max-retries", "0", "--one-order"])
+    out, _ = capsys.readouterr()
+    assert code == 3
+    # Two pairs differ, each asked once (one order), with no retry of the failed request.
+    assert server.request_count == 2
+    assert "tied 2, lost 0 of 2 judged pair(s) (2 of the ties: identical outputs, tied " \
+        "without asking the judge)" in out
+
+
+def test_compare_html_without_a_judge_says_where_it_wrote(tmp_path, capsys) -> None:
+    a, b = _run_of(tmp_path, "a", _answer), _run_of(tmp_path, "b", _answer)
+    page = tmp_path / "compare.html"
+    assert main(["compare", str(a), str(b), "--html", str(page), "--json"]) == 0
+    out, err = capsys.readouterr()
+    json.loads(out)  # stdout stays the JSON alone
+    assert f"comparison page written to {page}" in err and page.is_file()
+    assert main(["compare", str(a), str(b), "--judge-max-retries", "1"]) == 2
+    assert "need --judge" in capsys.readouterr().err
