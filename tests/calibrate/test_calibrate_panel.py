@@ -175,3 +175,22 @@ def test_cli_a_panel_that_does_not_separate_the_labels_exits_1_as_one_judge_does
     # Only a report was asked for: nothing was to be recorded, and that is no failure.
     assert main(["calibrate", labels, "--evaluator", "faithfulness", *panel, *common,
                  "--no-write"]) == 0
+
+
+def test_the_console_table_lines_up_rows_with_and_without_the_w_flag(tmp_path, server):
+    from referee.calibrate._render import console_text
+
+    rows = load_labels(labelled_file(tmp_path))
+    judges = [JudgeConfig(provider="openai", model=m) for m in JUDGES]
+    report = calibrate(Faithfulness(judge=judges), rows, resamples=100,
+                       runs_dir=tmp_path / "runs")
+    lines = console_text(report).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("metric"))
+    end = next(i for i, line in enumerate(lines) if line.strip().startswith("confusion"))
+    table = lines[start + 1:end]
+    # The perfect panel: proportions get Wilson's interval (W), kappa none (constant).
+    assert any(line.endswith(" W") for line in table) and any(
+        not line.endswith(" W") for line in table), table
+    # Every estimate ends at the same column, and the flag, or its blank, follows it.
+    assert len({len(line) for line in table}) == 1, table
+    assert all(line[-2:] in (" W", "  ") and line[-3] != " " for line in table), table
