@@ -759,8 +759,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             state += f"  (scoring {run.version}; earlier: {earlier})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
-        _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
-             f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
+        _say(f"{run.run_id}  {_when(run.started_at)}  {run.name or '-'}{model}  pass {pass_rate}"
+             f"  errors {format_rate(run.error_rate, run.total)}  {run.passed}/{run.total} "
+             f"case(s) passed{state}{flag}")
     return 0
 
 

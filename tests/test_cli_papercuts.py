@@ -129,3 +129,69 @@ def test_compare_html_without_a_judge_says_where_it_wrote(tmp_path, capsys) -> N
     assert f"comparison page written to {page}" in err and page.is_file()
     assert main(["compare", str(a), str(b), "--judge-max-retries", "1"]) == 2
     assert "need --judge" in capsys.readouterr().err
+
+
+# list, meta.json, the run's own lines ---------------------------------------------------------
+
+def test_list_tells_runs_apart_by_when_label_suite_cases_and_pass_rate(tmp_path, capsys) -> None:
+    import time
+
+    run = _stored_run(tmp_path / "runs")
+    meta = json.loads((run / "meta.json").read_text())
+    capsys.readouterr()
+    assert main(["list", "--dir", str(tmp_path / "runs")]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(meta["started_at"]))
+    assert line.startswith(f"{run.name}  {when}  labelled  [<lambda>]  pass 100.0%")
+    assert "12/12 case(s) passed" in line
+
+
+def test_a_deterministic_criterion_records_no_judge_and_old_runs_still_resume(
+        tmp_path) -> None:
+    from referee.evaluators.deterministic import NotEmpty
+
+    suite = EvalSuite("plain").add_cases([EvalCase(eval_id="c1", input="q")])
+    suite.add_evaluator(NotEmpty())
+    report = suite.run(lambda prompt: "x", verbose=False, runs_dir=tmp_path, formats=())
+    meta_path = Path(report.metadata["run_dir"]) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    [criterion] = meta["criteria"]
+    assert "judge_model" not in json.dumps(criterion) and meta["judge"] == {}
+    # A run stored before recorded the judge defaults in the config: it resumes all the same.
+    criterion["settings"]["config"]["judge_model"] = "gemini-2.5-flash"
+    meta_path.write_text(json.dumps(meta))
+    again = suite.run(lambda prompt: "x", verbose=False, resume=meta_path.parent, formats=())
+    assert again.passed == 1
+
+
+def test_a_threshold_taken_from_the_judge_table_is_said_before_the_run(capsys) -> None:
+    from referee.evaluators import Faithfulness
+    from referee.judge import JudgeConfig
+
+    suite = EvalSuite("t").add_cases([EvalCase(input="q", context="c")])
+    suite.add_evaluators(Faithfulness(judge=JudgeConfig(provider="openai", model="gpt-4o")),
+                         Faithfulness(judge=JudgeConfig(provider="openai", model="gpt-4o"),
+                                      threshold=0.5))
+    suite.run(lambda prompt: "x", save=False)
+    err = capsys.readouterr().err
+    expected = Faithfulness(judge=JudgeConfig(provider="openai", model="gpt-4o")).threshold
+    assert (f"referee: threshold for faithfulness: {expected:g}, the built-in default for judge "
+            "gpt-4o") in err
+    assert "threshold for faithfulness#2" not in err  # given: nothing to say
+
+
+def test_run_judge_max_retries_reaches_the_judges_environment(tmp_path, monkeypatch) -> None:
+    import os
+
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", "7")  # restored after the test
+    suite_file = tmp_path / "suite.py"
+    suite_file.write_text(
+        "from referee import EvalCase, EvalSuite\n"
+        "from referee.evaluators.deterministic import NotEmpty\n"
+        "suite = EvalSuite('s').add_cases([EvalCase(input='q')]).add_evaluator(NotEmpty())\n"
+        "def model(prompt):\n"
+        "    return 'x'\n")
+    assert main(["run", str(suite_file), "--out", str(tmp_path / "runs"), "-q",
+                 "--judge-max-retries", "0"]) == 0
+    assert os.environ["REFEREE_JUDGE_MAX_RETRIES"] == "0"
+    assert main(["run", str(suite_file), "--judge-max-retries", "-1"]) == 2
