@@ -195,3 +195,21 @@ def test_run_judge_max_retries_reaches_the_judges_environment(tmp_path, monkeypa
                  "--judge-max-retries", "0"]) == 0
     assert os.environ["REFEREE_JUDGE_MAX_RETRIES"] == "0"
     assert main(["run", str(suite_file), "--judge-max-retries", "-1"]) == 2
+
+
+def test_case_results_is_a_list_where_the_run_keeps_its_cases_anyway(tmp_path) -> None:
+    from array import array
+
+    from referee.store import StoredCases, load_run
+    from referee.store._case_file import CACHED_CASES_UP_TO
+
+    run = _stored_run(tmp_path / "runs")
+    report = load_run(run)
+    assert isinstance(report.cases, StoredCases)  # referee's own readers stay lazy
+    assert isinstance(report.case_results, list) and isinstance(report.results, list)
+    assert report.case_results == list(report.cases) and len(report.case_results) == 12
+    assert report.case_results[0] is report.cases[0]  # the parsed cases, not a second copy
+    # Past what a run keeps parsed, nothing is read whole unasked.
+    big = StoredCases(run / "cases.jsonl")
+    big._offsets = array("q", [0] * (CACHED_CASES_UP_TO + 1))
+    assert big.kept_list() is None
