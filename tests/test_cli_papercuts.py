@@ -197,6 +197,28 @@ def test_run_judge_max_retries_reaches_the_judges_environment(tmp_path, monkeypa
     assert main(["run", str(suite_file), "--judge-max-retries", "-1"]) == 2
 
 
+def test_run_judge_max_retries_0_asks_a_dead_judge_once(tmp_path, capsys,
+                                                        openai_judge_server,
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", "4")  # restored after the test
+    server = openai_judge_server(lambda request: Fault.http(503))
+    judge = server.judge_config(model="dead")
+    suite_file = tmp_path / "suite.py"
+    suite_file.write_text(
+        "from referee import EvalCase, EvalSuite\n"
+        "from referee.evaluators import CustomRubric\n"
+        "from referee.judge import JudgeConfig\n"
+        "suite = EvalSuite('s').add_cases([EvalCase(input='q')])\n"
+        f"judge = JudgeConfig(provider='openai', model='dead', base_url={judge.base_url!r}, "
+        "api_key='test-key', cache=False)\n"
+        "suite.add_evaluator(CustomRubric([('Is it polite?', True)], judge=judge))\n"
+        "def model(prompt):\n"
+        "    return 'x'\n")
+    assert main(["run", str(suite_file), "--out", str(tmp_path / "runs"), "-q",
+                 "--judge-max-retries", "0"]) == 3
+    assert server.request_count == 1
+
+
 def test_case_results_is_a_list_where_the_run_keeps_its_cases_anyway(tmp_path) -> None:
     from array import array
 
