@@ -180,23 +180,6 @@ def test_a_threshold_taken_from_the_judge_table_is_said_before_the_run(capsys) -
     assert "threshold for faithfulness#2" not in err  # given: nothing to say
 
 
-def test_run_judge_max_retries_reaches_the_judges_environment(tmp_path, monkeypatch) -> None:
-    import os
-
-    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", "7")  # restored after the test
-    suite_file = tmp_path / "suite.py"
-    suite_file.write_text(
-        "from referee import EvalCase, EvalSuite\n"
-        "from referee.evaluators.deterministic import NotEmpty\n"
-        "suite = EvalSuite('s').add_cases([EvalCase(input='q')]).add_evaluator(NotEmpty())\n"
-        "def model(prompt):\n"
-        "    return 'x'\n")
-    assert main(["run", str(suite_file), "--out", str(tmp_path / "runs"), "-q",
-                 "--judge-max-retries", "0"]) == 0
-    assert os.environ["REFEREE_JUDGE_MAX_RETRIES"] == "0"
-    assert main(["run", str(suite_file), "--judge-max-retries", "-1"]) == 2
-
-
 def test_run_judge_max_retries_0_asks_a_dead_judge_once(tmp_path, capsys,
                                                         openai_judge_server,
                                                         monkeypatch) -> None:
@@ -217,6 +200,7 @@ def test_run_judge_max_retries_0_asks_a_dead_judge_once(tmp_path, capsys,
     assert main(["run", str(suite_file), "--out", str(tmp_path / "runs"), "-q",
                  "--judge-max-retries", "0"]) == 3
     assert server.request_count == 1
+    assert main(["run", str(suite_file), "--judge-max-retries", "-1"]) == 2
 
 
 def test_case_results_is_a_list_where_the_run_keeps_its_cases_anyway(tmp_path) -> None:
