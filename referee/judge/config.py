@@ -48,11 +48,21 @@ DEFAULT_MODELS = {
 
 @dataclass(frozen=True)
 class DefaultJudge:
-    """The judge an API surface calls when the user names none (each API keeps its own documented default)."""
+    """What an API surface's judged criteria assume where the user says nothing: the judge
+    they call and its temperature (each API keeps its own documented default), and the
+    surface's judge rules, as settings its criteria give the one judged-criterion core."""
 
     model: str
     provider: str  # empty: inferred from the model's name (``gemini*`` is Google, ...)
     temperature: float
+    # True: ``CriterionConfig.judge_model`` names the judge, so the criterion's config is its
+    # record; False: the judge is resolved in layers (judge= > configure() > environment >
+    # default), and a run records that resolved judge, not the config's judge fields.
+    named_by_config: bool = False
+    # The score given when no provider can serve the judge (the 10xgraph-style API's 0.5 "No
+    # LLM provider available", recorded as a judge error); None: the criterion has no such
+    # placeholder.
+    unreachable_score: float | None = None
 
 
 AGENT_EVALUATOR = "AgentEvaluator"
@@ -62,7 +72,8 @@ EVAL_SUITE = "EvalSuite"
 # 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last
 # layer is this default, at temperature 0.0.
 DEFAULT_JUDGES = {
-    AGENT_EVALUATOR: DefaultJudge(model=DEFAULT_JUDGE_MODEL, provider="", temperature=0.3),
+    AGENT_EVALUATOR: DefaultJudge(model=DEFAULT_JUDGE_MODEL, provider="", temperature=0.3,
+                                  named_by_config=True, unreachable_score=0.5),
     EVAL_SUITE: DefaultJudge(model="claude-haiku-4-5", provider="anthropic",
                              temperature=EFFECTIVE_TEMPERATURE),
 }

@@ -1,8 +1,10 @@
 """The criteria and judges of a run, described once for its record.
 
-``describe_run`` resolves each criterion's judge once and keeps what meta.json, the report and
-the before-the-first-case announcement say about it: ``criteria`` (what each criterion is and
-how it is set up, which a resume compares) and ``judges`` (the judge each judged criterion
+``describe_run`` looks up each judged criterion's judge once, before the first case, and binds
+it to the criterion (``JudgedCriterionBase.bind_judge``): scoring looks nothing up again, on any
+backend (design decision 16). It keeps what meta.json, the report and the
+before-the-first-case announcement say about those judges: ``criteria`` (what each criterion is
+and how it is set up, which a resume compares) and ``judges`` (the judge each judged criterion
 will call, by criterion label). Nothing here calls a model.
 """
 
@@ -15,8 +17,10 @@ from enum import Enum
 from typing import IO, Any
 
 from referee.case import canonical_json
-from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
-from referee.judge.config import EFFECTIVE_RELIABILITY_SAMPLE
+from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
+from referee.criteria.judged import JudgedCriterionBase, judged_criteria
+from referee.judge.binding import JudgeBinding
+from referee.judge.config import DEFAULT_JUDGES, EFFECTIVE_RELIABILITY_SAMPLE, EVAL_SUITE
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.result import unique_labels
 from referee.terminal import terminal_safe
@@ -57,6 +61,9 @@ class RunDescription:
 
 
 def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
+    """Bind every judged criterion's judge (nested ones too), then describe the run."""
+    for criterion in judged_criteria(criteria):
+        criterion.bind_looked_up_judge()
     resolutions = [_resolution(c) for c in criteria]
     resolved = [judge for judge, _ in resolutions]
     labels = unique_labels([criterion_label(c) for c in criteria])
@@ -81,10 +88,38 @@ def judges_by_criterion(criteria: Sequence[Criterion],
         if judge is not None:
             per[name] = judge
             continue
-        model = getattr(getattr(criterion, "config", None), "judge_model", None)
-        if model and judge_surface(criterion) == "AgentEvaluator":
+        model = _unreachable_model(criterion)
+        if model:
             per[name] = {"model": model, "judge": NO_PROVIDER}
     return per
+
+
+def _unreachable_model(criterion: Criterion) -> str | None:
+    """The judge model no provider can serve, of a criterion whose config names its judge."""
+    binding = _binding(criterion)
+    if binding is not None:
+        return binding.unreachable_model
+    if not isinstance(criterion, JudgedCriterion) or not _named_by_config(criterion):
+        return None
+    return getattr(getattr(criterion, "config", None), "judge_model", None)
+
+
+def _named_by_config(criterion: Criterion) -> bool:
+    """Whether the criterion's config names its judge (the 10xgraph-style rule) rather than a
+    judge resolved in layers (the multivon-style one, also a protocol object's default)."""
+    defaults = getattr(criterion, "judge_defaults", DEFAULT_JUDGES[EVAL_SUITE])
+    return bool(getattr(defaults, "named_by_config", False))
+
+
+def _binding(criterion: Criterion) -> JudgeBinding | None:
+    """A judged criterion's bound judge (bound now if no run did); None for another criterion,
+    or when its judge cannot be looked up (each case then errors, not the description)."""
+    if not isinstance(criterion, JudgedCriterionBase):
+        return None
+    try:
+        return criterion.judge_binding()
+    except Exception:
+        return None
 
 
 def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
@@ -110,20 +145,23 @@ def _reliability_sample(configs: Sequence[Any]) -> int | None:
 
 def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None]:
     """``_resolved_judge``, and the reliability sample its judge asks for (None: no check)."""
-    panel = getattr(criterion, "judge_panel", None)
-    panel = panel() if callable(panel) else None
-    if panel is not None:  # every member, resolved, and how their answers combine
-        try:
-            # An AgentEvaluator-style criterion calls its members as given (no resolution).
-            configs = (panel.members if judge_surface(criterion) == "AgentEvaluator"
-                       else panel.resolved_members())
-            members = [_judge_fields(m) for m in configs]
-        except ValueError:  # as below: an unresolvable judge shows up as the case errors
+    if isinstance(criterion, JudgedCriterionBase):
+        binding = _binding(criterion)
+        if binding is None:
             return None, None
-        return ({"members": members, "aggregate": panel.aggregate,
-                 "quorum": panel.effective_quorum,
-                 **({"weights": panel.weights} if panel.aggregate == "weighted" else {})},
-                _reliability_sample(configs))
+        if binding.panel is not None:
+            return _panel_fields(binding.panel), _reliability_sample(binding.panel.members)
+        if binding.judge is None:
+            return None, None
+        return _judge_fields(binding.judge), _reliability_sample([binding.judge])
+    # A judged criterion of the user's own (the protocol alone): asked once, here.
+    panel = getattr(criterion, "judge_panel", None)
+    try:
+        panel = panel() if callable(panel) else None
+    except ValueError:  # as below: an unresolvable judge shows up as the case errors
+        return None, None
+    if panel is not None:
+        return _panel_fields(panel), _reliability_sample(panel.members)
     config = None
     if isinstance(criterion, JudgedCriterion):
         try:
@@ -135,6 +173,13 @@ def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None
     if config is None or not hasattr(config, "model_dump"):
         return None, None
     return _judge_fields(config), _reliability_sample([config])
+
+
+def _panel_fields(panel: Any) -> dict[str, Any]:
+    """Every member, as it is called, and how their answers combine."""
+    return {"members": [_judge_fields(m) for m in panel.members], "aggregate": panel.aggregate,
+            "quorum": panel.effective_quorum,
+            **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
 
 
 def _judge_fields(config: Any) -> dict[str, Any]:
@@ -235,7 +280,7 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
-    if judge_surface(criterion) == "EvalSuite":
+    if isinstance(criterion, JudgedCriterion) and not _named_by_config(criterion):
         _record_resolved_judge(criterion, settings,
                                _resolved_judge(criterion) if judge is _UNRESOLVED else judge)
     return redact_secrets(settings)
