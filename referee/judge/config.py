@@ -7,8 +7,6 @@ import importlib.util
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -17,7 +15,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
 from referee.config import DEFAULT_JUDGE_MODEL
-from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
+from referee.redact import BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
 
@@ -313,87 +311,6 @@ def get_configured() -> JudgeConfig | None:
         return _global_config
 
 
-# The environment variables that choose a judge and how it is paced: another process (a Ray
-# worker) must see exactly these, unset ones included, to resolve the judge this one names.
-JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
-                    "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-                    "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
-                    "REFEREE_CACHE")
-# The variables that let a judge in: set here, they win elsewhere; unset here, a process
-# elsewhere keeps its own (a cluster may hold its own keys).
-JUDGE_ACCESS_ENV = (*KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
-                    "GOOGLE_CLOUD_LOCATION")
-
-
-@dataclass(frozen=True, repr=False)
-class JudgeSettings:
-    """This process's judge choice as plain data, for a process elsewhere to take on.
-
-    ``configure()``'s judge and the judge environment: what an evaluator without its own
-    ``judge=`` (and an AgentEvaluator-style criterion's provider lookup) resolves from. It is
-    pickled to the workers in memory; it holds keys, so it is never written anywhere (its repr
-    names the variables, not their values).
-    """
-
-    configured: Any  # configure()'s JudgeConfig or judge panel, or None
-    choice_env: tuple[tuple[str, str | None], ...]
-    access_env: tuple[tuple[str, str], ...]
-
-    def __repr__(self) -> str:
-        names = [name for name, value in self.choice_env if value is not None]
-        names += [name for name, _ in self.access_env]
-        return f"JudgeSettings(configured={self.configured!r}, env={sorted(names)})"
-
-
-def current_judge_settings() -> JudgeSettings:
-    """The judge settings of this process, as :func:`judge_settings_applied` takes them."""
-    env = os.environ
-    return JudgeSettings(
-        configured=_configured_judge(),
-        choice_env=tuple((name, env.get(name)) for name in JUDGE_CHOICE_ENV),
-        access_env=tuple((name, env[name]) for name in JUDGE_ACCESS_ENV if env.get(name)))
-
-
-@contextmanager
-def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
-    """Judge as the process that took ``settings`` would, until the block ends; then restore.
-
-    For a process that runs one piece of work at a time (a Ray worker runs one task at once):
-    ``configure()`` and the environment are process-wide.
-    """
-    env = os.environ
-    wanted = dict(settings.choice_env)
-    wanted.update(settings.access_env)
-    before = {name: env.get(name) for name in wanted}
-    configured_before = _configured_judge()
-    configured = settings.configured
-    for judge in getattr(configured, "members", None) or ([configured] if configured else []):
-        if judge.api_key is not None:
-            remember_secret(judge.api_key_value())  # unpickling skips the validator
-    try:
-        _set_env(wanted)
-        configure(settings.configured)
-        yield
-    finally:
-        _set_env(before)
-        configure(configured_before)
-
-
-def _configured_judge() -> Any:
-    """What configure() was given: a judge panel, a JudgeConfig, or None."""
-    from referee.judge.panel import get_configured_panel
-
-    return get_configured_panel() or get_configured()
-
-
-def _set_env(values: dict[str, str | None]) -> None:
-    for name, value in values.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
     explicit = layer.model_fields_set
     switched = "provider" in explicit and layer.provider != merged["provider"]
@@ -434,45 +351,12 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
-    env = os.environ
-    key = ("layers", env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"),
-           env.get("OPENAI_BASE_URL"), _layer_key(get_configured()), _layer_key(judge))
-    return _memoised(key, lambda: _resolve_layers((_env_layer(), get_configured(), judge)))
-
-
-def _memoised(key: tuple[Any, ...], build: Callable[[], JudgeConfig]) -> JudgeConfig:
-    """The one memo of resolved judges: a copy of the config built for ``key`` (a caller may
-    change it, and the next call must not see that)."""
-    try:
-        resolved = _resolved.get(key)
-    except TypeError:  # a subclass's field holds something unhashable: resolve it each time
-        return build()
-    if resolved is None:
-        resolved = build()
-        if len(_resolved) >= _RESOLVED_KEPT:
-            _resolved.clear()
-        _resolved[key] = resolved
-    return resolved.model_copy()
-
-
-# Resolved configs by all they depend on (the environment variables the layers read, each
-# layer's values; a model name's provider, endpoint and API): every evaluator call and every
-# judged sample resolves its judge, and building and validating a JudgeConfig each time cost
-# more than the rest of the call's bookkeeping.
-_resolved: dict[tuple[Any, ...], JudgeConfig] = {}
-_RESOLVED_KEPT = 256
-
-
-def _layer_key(layer: JudgeConfig | None) -> tuple[Any, ...] | None:
-    if layer is None:
-        return None
-    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set),
-            layer._max_tokens_filled)
+    return _resolve_layers((_env_layer(), get_configured(), judge))
 
 
 @functools.lru_cache(maxsize=1)
 def _defaults() -> dict[str, Any]:
-    """Every field's default (a judge config is resolved for each evaluator call)."""
+    """Every field's default, built once."""
     defaults = JudgeConfig()
     return {name: getattr(defaults, name) for name in JudgeConfig.model_fields}
 
@@ -651,7 +535,6 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
     """
     provider, model = split_judge_model(model_name)
     base_url = base_url.strip()
-    # Asked on every call (the keys and SDKs it looks at may change); the config is memoised.
     if provider is None or (available_only and not provider_available(provider, base_url)):
         return None
     if api_style not in ("chat", "responses", None):
@@ -660,10 +543,7 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
         base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
     if api_style is None:
         api_style = default_api_style(provider, base_url)
-    chosen_style = api_style
-    return _memoised(
-        ("model", provider, model, base_url, chosen_style, temperature),
-        lambda: JudgeConfig(provider=provider, model=model, base_url=base_url,
-                            api_style=chosen_style,  # type: ignore[arg-type]
-                            temperature=temperature, max_tokens=EFFECTIVE_MAX_TOKENS,
-                            timeout=EFFECTIVE_TIMEOUT))
+    return JudgeConfig(provider=provider, model=model, base_url=base_url,
+                       api_style=api_style,  # type: ignore[arg-type]
+                       temperature=temperature, max_tokens=EFFECTIVE_MAX_TOKENS,
+                       timeout=EFFECTIVE_TIMEOUT)
