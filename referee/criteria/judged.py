@@ -21,6 +21,10 @@ from referee.judge.config import DEFAULT_JUDGES, EVAL_SUITE, DefaultJudge, Judge
 from referee.judge.panel import JudgePanel
 
 
+# The attributes a judged criterion's judge follows from.
+_JUDGE_SETTINGS = frozenset({"judge", "panel", "config"})
+
+
 class JudgedCriterionBase:
     """Holds a judged criterion's judge binding; combined with ``BaseCriterion`` (it is a mixin
     so that the 10xgraph-style ``LLMCallerMixin`` carries it on its own too)."""
@@ -32,6 +36,15 @@ class JudgedCriterionBase:
     # provider): raised again wherever the judge is asked for, so each case errors as it would
     # have, without looking the judge up again.
     _judge_lookup_failure: Exception | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A binding holds what the judge settings named when it was looked up: a criterion
+        # given another judge or config (calibrate's copies, a user's by-hand change) looks
+        # its judge up again on next use.
+        super().__setattr__(name, value)
+        if name in _JUDGE_SETTINGS:
+            super().__setattr__("_judge_binding", None)
+            super().__setattr__("_judge_lookup_failure", None)
 
     def look_up_judge(self) -> JudgeBinding:
         """The judge (or panel) this criterion's settings name now, with its effective settings."""

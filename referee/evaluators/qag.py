@@ -549,8 +549,9 @@ class JudgeEvaluator(MultivonSurface, JudgedCriterionBase, BaseCriterion):
         return self._first_judge(self.judge_binding())
 
     def _first_judge(self, binding: JudgeBinding) -> JudgeConfig:
-        if binding.first is None:  # a binding handed over by hand that names no judge
-            raise JudgeUnavailable(f"{self.name}: no judge is bound")
+        if binding.first is None:
+            raise JudgeUnavailable(f"{self.name}: no provider can serve judge model "
+                                   f"{binding.unreachable_model!r}")
         return binding.first
 
     def question_set(self) -> str:

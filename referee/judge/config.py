@@ -320,7 +320,7 @@ def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
-        if name == "max_tokens" and layer._max_tokens_filled:
+        if name == "max_tokens" and not layer.max_tokens_chosen:
             continue  # a resolved config passed on as a layer: its max_tokens was a default
         value = getattr(layer, name)
         # None means "inherit" even when written out: JudgeConfig(temperature=None) keeps the

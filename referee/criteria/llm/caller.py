@@ -106,13 +106,15 @@ class LLMCallerMixin(JudgedCriterionBase):
     panel: JudgePanel | None = None
     # The judge is named by model (config.judge_model), not resolved in layers.
     judge_defaults = DEFAULT_JUDGES[AGENT_EVALUATOR]
+    # Whether a judge panel (``panel``, ``config.judge_panel``) may judge it.
+    accepts_panel = True
 
     def look_up_judge(self) -> JudgeBinding:
         """``panel``, else ``judge=`` (each at temperature 0.3 unless it chose one), else
         ``config.judge_panel``, else the judge ``config.judge_model`` names when a provider can
         serve it."""
         panel = self.panel if self.panel is not None else (
-            self.config_panel() if self.judge is None else None)
+            self.config_panel() if self.judge is None and self.accepts_panel else None)
         temperature = self.judge_defaults.temperature
         if panel is not None:
             members = [with_temperature(m, temperature) for m in panel.members]

@@ -77,9 +77,6 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     description = "LLM-as-judge criterion"
     reads = ("actual_response",)
 
-    # Whether ``judge=`` may be a judge panel (each member asked num_samples times).
-    accepts_panel = True
-
     def __init__(self, config: CriterionConfig | None = None, *,
                  judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         super().__init__(config)
