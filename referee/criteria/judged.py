@@ -20,7 +20,6 @@ from referee.judge.binding import JudgeBinding
 from referee.judge.config import DEFAULT_JUDGES, EVAL_SUITE, DefaultJudge, JudgeConfig
 from referee.judge.panel import JudgePanel
 
-
 # The attributes a judged criterion's judge follows from.
 _JUDGE_SETTINGS = frozenset({"judge", "panel", "config"})
 

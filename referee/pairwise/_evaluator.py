@@ -96,7 +96,8 @@ class PairwiseJudge(JudgeEvaluator):
         return "PairwiseJudge"
 
 
-class PairwisePreferenceCriterion(LLMCallerMixin, PairwiseJudge):
+# Its judge= is a JudgeConfig only, narrower than PairwiseJudge's (which may be a panel).
+class PairwisePreferenceCriterion(LLMCallerMixin, PairwiseJudge):  # type: ignore[misc]
     """AgentEvaluator-style spelling of ``PairwiseJudge``: the final response against the
     case's expected response, on ``criterion`` and/or ``config.rubrics``, judged by
     ``config.judge_model`` (or ``judge=``) at that API's temperature. Scores 1.0 / 0.5 / 0.0 as

@@ -94,7 +94,7 @@ def judges_by_criterion(criteria: Sequence[Criterion],
     return per
 
 
-def _unreachable_model(criterion: Criterion) -> str | None:
+def _unreachable_model(criterion: object) -> str | None:
     """The judge model no provider can serve, of a criterion whose config names its judge."""
     binding = _binding(criterion)
     if binding is not None:
@@ -104,14 +104,14 @@ def _unreachable_model(criterion: Criterion) -> str | None:
     return getattr(getattr(criterion, "config", None), "judge_model", None)
 
 
-def _named_by_config(criterion: Criterion) -> bool:
+def _named_by_config(criterion: object) -> bool:
     """Whether the criterion's config names its judge (the 10xgraph-style rule) rather than a
     judge resolved in layers (the multivon-style one, also a protocol object's default)."""
     defaults = getattr(criterion, "judge_defaults", DEFAULT_JUDGES[EVAL_SUITE])
     return bool(getattr(defaults, "named_by_config", False))
 
 
-def _binding(criterion: Criterion) -> JudgeBinding | None:
+def _binding(criterion: object) -> JudgeBinding | None:
     """A judged criterion's bound judge (bound now if no run did); None for another criterion,
     or when its judge cannot be looked up (each case then errors, not the description)."""
     if not isinstance(criterion, JudgedCriterionBase):
@@ -130,7 +130,7 @@ def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
 _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "max_tokens")
 
 
-def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
+def _resolved_judge(criterion: object) -> dict[str, Any] | None:
     """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
     default)."""
     return _resolution(criterion)[0]
@@ -143,7 +143,7 @@ def _reliability_sample(configs: Sequence[Any]) -> int | None:
     return max(samples) if samples else None
 
 
-def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None]:
+def _resolution(criterion: object) -> tuple[dict[str, Any] | None, int | None]:
     """``_resolved_judge``, and the reliability sample its judge asks for (None: no check)."""
     if isinstance(criterion, JudgedCriterionBase):
         binding = _binding(criterion)
@@ -286,7 +286,7 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
     return redact_secrets(settings)
 
 
-def _record_resolved_judge(criterion: Criterion, settings: dict[str, Any],
+def _record_resolved_judge(criterion: object, settings: dict[str, Any],
                            resolved: dict[str, Any] | None) -> None:
     """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
     environment > default), never by its config's judge_model: record that judge as
