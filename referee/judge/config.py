@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
 from referee.config import DEFAULT_JUDGE_MODEL
+from referee.judge.providers import BUILTIN_ADAPTERS, known_providers, rules_for
 from referee.redact import BaseURL, mask_url_fields, remember_secret
 
-BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
+BUILTIN_PROVIDERS = tuple(BUILTIN_ADAPTERS)
 
 # The multivon-style API: "None = inherit"; these are the effective values when no layer sets them.
 EFFECTIVE_TEMPERATURE = 0.0
@@ -36,12 +34,9 @@ DEFAULT_RETRY_MAX_TOTAL_S = 120.0
 # A 429 is the provider setting the pace: keep going at its pace for this long before giving up.
 DEFAULT_RATE_LIMIT_WAIT_S = 600.0
 
-# A provider switched in one layer must not inherit another provider's model name.
-DEFAULT_MODELS = {
-    "anthropic": "claude-haiku-4-5",
-    "openai": "gpt-4o-mini",
-    "google": "gemini-2.5-flash",
-}
+# A provider switched in one layer must not inherit another provider's model name: it gets its
+# adapter's default model.
+DEFAULT_MODELS = {name: rules.default_model for name, rules in BUILTIN_ADAPTERS.items()}
 
 
 @dataclass(frozen=True)
@@ -75,14 +70,6 @@ DEFAULT_JUDGES = {
     EVAL_SUITE: DefaultJudge(model="claude-haiku-4-5", provider="anthropic",
                              temperature=EFFECTIVE_TEMPERATURE),
 }
-
-# Providers registered at runtime (the in-process fake of referee.testing, users' own).
-_extra_providers: set[str] = set()
-
-
-def _register_provider_name(name: str) -> None:
-    _extra_providers.add(name)
-
 
 class JudgeConfig(StrictModel):
     """Which model judges, and how it is called.
@@ -126,8 +113,8 @@ class JudgeConfig(StrictModel):
     @classmethod
     def _known_provider(cls, value: str) -> str:
         value = value.strip().lower()
-        if value not in BUILTIN_PROVIDERS and value not in _extra_providers:
-            known = ", ".join(sorted(set(BUILTIN_PROVIDERS) | _extra_providers))
+        if value not in known_providers():
+            known = ", ".join(sorted(known_providers()))
             raise ValueError(f"unknown judge provider {value!r} (expected one of: {known})")
         return value
 
@@ -316,7 +303,7 @@ def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
     switched = "provider" in explicit and layer.provider != merged["provider"]
     if switched:
         # Another provider's model name, endpoint or key would be wrong for this one.
-        merged["model"] = DEFAULT_MODELS.get(layer.provider, merged["model"])
+        merged["model"] = rules_for(layer.provider).default_model or merged["model"]
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
@@ -366,8 +353,9 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     for layer in layers:
         if layer is not None:
             _apply_layer(merged, layer)
-    if merged["provider"] == "openai" and not merged["base_url"]:
-        merged["base_url"] = os.environ.get("OPENAI_BASE_URL", "").strip()
+    rules = rules_for(merged["provider"])
+    if rules.resolves_base_url_from_env and not merged["base_url"]:
+        merged["base_url"] = os.environ.get(rules.base_url_env, "").strip()
     if merged["temperature"] is None:
         merged["temperature"] = EFFECTIVE_TEMPERATURE
     filled = merged["max_tokens"] is None
@@ -382,35 +370,12 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     return resolved
 
 
-def env_switch(name: str, error: type[Exception] = ValueError) -> bool | None:
-    """An on/off environment variable: None when unset or empty, True for 1/true/yes/on, False
-    for 0/false/no/off; any other value raises ``error`` naming the variable."""
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise error(f"environment variable {name}={raw!r} is not a boolean "
-                "(expected 0/1, true/false, on/off)")
-
-
 def verdict_max_tokens(cfg: JudgeConfig) -> int:
     """max_tokens for a per-question verdict: the judge's when set, else VERDICT_MAX_TOKENS at a
     server that is not the provider's own API, else the effective default."""
     if cfg.max_tokens_chosen or is_provider_endpoint(cfg.provider, cfg.base_url):
         return cfg.effective_max_tokens
     return min(VERDICT_MAX_TOKENS, cfg.effective_max_tokens)
-
-
-# The 10xgraph-style API: the provider follows from CriterionConfig.judge_model.
-_OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
-# The environment variable each provider's SDK reads its endpoint from.
-BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-# Prefixes 10xgraph (and litellm) put before a model name that are not a provider's own name:
-# "gemini/gemini-2.5-flash" is Google's gemini-2.5-flash.
-_PROVIDER_PREFIX_ALIASES = {"gemini": "google", "gpt": "openai", "claude": "anthropic"}
 
 
 def split_judge_model(model_name: str) -> tuple[str | None, str]:
@@ -426,17 +391,15 @@ def split_judge_model(model_name: str) -> tuple[str | None, str]:
     name = model_name.strip()
     prefix, sep, rest = name.partition("/")
     prefix = prefix.strip().lower()
-    if sep and rest.strip() and prefix in _known_providers():
+    if sep and rest.strip() and prefix in known_providers():
         return prefix, rest.strip()
-    if sep and rest.strip() and prefix in _PROVIDER_PREFIX_ALIASES:
-        return _PROVIDER_PREFIX_ALIASES[prefix], rest.strip()
     last = name.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash", "publishers/..."
-    if last.startswith("gemini"):
-        return "google", name
-    if _OPENAI_MODEL.match(last):
-        return "openai", name
-    if last.startswith("claude"):
-        return "anthropic", name
+    for provider, rules in BUILTIN_ADAPTERS.items():
+        if sep and rest.strip() and prefix in rules.prefix_aliases:
+            return provider, rest.strip()
+    for provider, rules in BUILTIN_ADAPTERS.items():
+        if rules.names_model(last):
+            return provider, name
     return None, name
 
 
@@ -446,38 +409,11 @@ def provider_for_model(model_name: str) -> str | None:
     return split_judge_model(model_name)[0]
 
 
-def _known_providers() -> set[str]:
-    return set(BUILTIN_PROVIDERS) | _extra_providers
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def provider_available(provider: str, base_url: str = "") -> bool:
-    """Whether the provider's SDK is importable and some credentials (or endpoint) are set.
-
-    An OpenAI-compatible endpoint (``base_url`` or ``OPENAI_BASE_URL``) needs no key: local
-    servers ignore it.
-    """
-    env = os.environ
-    if provider == "google":
-        if importlib.util.find_spec("google.genai") is None:
-            return False
-        return (_truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
-                or bool(env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")))
-    if provider == "openai":
-        return bool(env.get("OPENAI_API_KEY") or base_url or env.get("OPENAI_BASE_URL"))
-    if provider == "anthropic":
-        return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
-    return provider in _extra_providers
-
-
-# The providers' own public APIs. Any other base URL is a server that only speaks a provider's
-# API (a local llama.cpp, Ollama or vLLM server, a gateway): it gets the API every such server
-# has (Chat Completions) and a concurrency that starts low.
-_PROVIDER_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
-                   "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
+    """Whether the provider's SDK is importable and some credentials (or endpoint) are set
+    (its adapter's rule, ``ProviderRules.available``). An OpenAI-compatible endpoint
+    (``base_url`` or ``OPENAI_BASE_URL``) needs no key: local servers ignore it."""
+    return provider in known_providers() and rules_for(provider).available(base_url)
 
 
 # Base URLs declared to behave as a provider's own API (declare_provider_endpoint).
@@ -499,10 +435,8 @@ def is_provider_endpoint(provider: str, base_url: str) -> bool:
     URL on the provider's host, or one declared so. A provider registered at runtime is taken
     at its word."""
     base_url = (base_url or "").strip()
-    if not base_url or base_url == "vertex" or provider not in _PROVIDER_HOSTS:
-        return True
-    host = (urlsplit(base_url).hostname or "").lower()
-    if any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider]):
+    rules = rules_for(provider)
+    if not base_url or not rules.own_hosts or rules.is_own_endpoint(base_url):
         return True
     with _declared_lock:
         declared = tuple(_declared_endpoints)
@@ -510,14 +444,16 @@ def is_provider_endpoint(provider: str, base_url: str) -> bool:
 
 
 def default_api_style(provider: str, base_url: str) -> Literal["chat", "responses"]:
-    """The OpenAI API an AgentEvaluator-style criterion uses when ``api_style`` is not set:
-    the documented Responses API at OpenAI itself, Chat Completions anywhere else.
+    """The API an AgentEvaluator-style criterion uses when ``api_style`` is not set, by its
+    provider's rule (``ProviderRules.default_api_style``): the documented Responses API at
+    OpenAI itself, Chat Completions anywhere else.
 
     Chosen up front rather than by falling back after a 404: llama-cpp-python's server answers
     /v1/responses with 404, but llama.cpp's own server accepts it and ignores JSON mode there,
     so no error would ever say the choice was wrong.
     """
-    return "responses" if is_provider_endpoint(provider, base_url) else "chat"
+    style = rules_for(provider).default_api_style(is_provider_endpoint(provider, base_url))
+    return "responses" if style == "responses" else "chat"
 
 
 def judge_config_for_model(model_name: str, api_style: str | None = None,
@@ -539,8 +475,9 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
         return None
     if api_style not in ("chat", "responses", None):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
-    if not base_url and provider in BASE_URL_ENV:
-        base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
+    base_url_env = rules_for(provider).base_url_env
+    if not base_url and base_url_env:
+        base_url = os.environ.get(base_url_env, "").strip()
     if api_style is None:
         api_style = default_api_style(provider, base_url)
     return JudgeConfig(provider=provider, model=model, base_url=base_url,

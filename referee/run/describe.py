@@ -21,6 +21,7 @@ from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
 from referee.criteria.judged import JudgedCriterionBase, judged_criteria
 from referee.judge.binding import JudgeBinding
 from referee.judge.config import DEFAULT_JUDGES, EFFECTIVE_RELIABILITY_SAMPLE, EVAL_SUITE
+from referee.judge.providers import rules_for
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.result import unique_labels
 from referee.terminal import terminal_safe
@@ -189,12 +190,6 @@ def _judge_fields(config: Any) -> dict[str, Any]:
     return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
 
 
-# How the judge line names the OpenAI API a judge is called through (a local server may serve
-# only one of them, or serve JSON mode on only one).
-_API_NAMES = {"chat": "Chat Completions (/chat/completions)",
-              "responses": "the Responses API (/responses)"}
-
-
 def announce_judges(criteria: Sequence[Criterion], stream: IO[str] | None = None) -> None:
     """``RunDescription.announce`` for these criteria."""
     _announce(judges_by_criterion(criteria), stream)
@@ -208,21 +203,17 @@ def _announce(per: dict[str, dict[str, Any]], stream: IO[str] | None) -> None:
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
                 what += f" at {judge['base_url']}"
-            if judge.get("provider") == "openai" and judge.get("api_style") in _API_NAMES:
-                what += f" via {_API_NAMES[judge['api_style']]}"
+            # The API a judge is called through, where its provider offers several (a local
+            # server may serve only one of them, or serve JSON mode on only one).
+            api_names = rules_for(str(judge.get("provider"))).api_names
+            if judge.get("api_style") in api_names:
+                what += f" via {api_names[judge['api_style']]}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
     unreachable = dict.fromkeys(judge["model"] for judge in per.values()
                                 if judge.get("judge") == NO_PROVIDER)
     for line in _no_judge_reachable(list(unreachable)):
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
-
-
-# Each provider's name and where its credentials come from, for the "no judge is reachable"
-# advice.
-_CREDENTIALS = {"google": ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)"),
-                "openai": ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)"),
-                "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
 
 
 def _no_judge_reachable(models: list[str]) -> list[str]:
@@ -240,7 +231,7 @@ def _no_judge_reachable(models: list[str]) -> list[str]:
             reasons.append(f"{model}: no provider follows from the name (write it as "
                            f"openai/{model} for an OpenAI-compatible server)")
         else:
-            name, credentials = _CREDENTIALS.get(provider, (provider, "its key"))
+            name, credentials = rules_for(provider).credentials_hint or (provider, "its key")
             reasons.append(f"{model}: a {name} model, and {credentials} is not set")
     return [
         f"referee: no judge is reachable ({'; '.join(reasons)}): each score of those criteria "
