@@ -13,7 +13,7 @@ faster path past the SDK's pipeline and its off switch, ``REFEREE_DIRECT_HTTP=0`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from referee.judge.providers._anthropic import AnthropicAdapter
 from referee.judge.providers._base import (
@@ -67,7 +67,9 @@ BUILTIN_ADAPTERS: dict[str, ProviderRules] = {
     "openai": OpenAIAdapter(),
     "google": GoogleAdapter(),
 }
-_ADAPTERS: dict[str, ProviderAdapter] = dict(BUILTIN_ADAPTERS)
+# Each built-in adapter is a ProviderAdapter too (credentials, client, call).
+_ADAPTERS: dict[str, ProviderAdapter] = {name: cast(ProviderAdapter, adapter)
+                                         for name, adapter in BUILTIN_ADAPTERS.items()}
 # A registered adapter that does not derive from ProviderRules: its provider taken at its word.
 _DEFAULT_RULES = ProviderRules()
 
