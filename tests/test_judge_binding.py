@@ -138,3 +138,28 @@ def test_the_binding_pickles_with_its_key_hidden(judge_server: ScriptedJudgeServ
     assert copy == binding
     assert copy.judge is not None and copy.judge.api_key_value() == "sk-own-key-4242"
     assert "sk-own-key-4242" not in repr(binding)
+
+
+async def test_the_unreachable_placeholder_is_a_setting_of_the_surface(isolated_judge: None,
+                                                                      monkeypatch) -> None:
+    """The 10xgraph-style 0.5 "No LLM provider available" is the surface's setting
+    (``judge_defaults.unreachable_score``), not a branch of the core: a criterion class given
+    no placeholder raises JudgeUnavailable instead, recorded as a judge error."""
+    from dataclasses import replace
+
+    from referee.judge import DEFAULT_JUDGES
+
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+
+    class NoPlaceholder(ResponseMatchCriterion):
+        judge_defaults = replace(DEFAULT_JUDGES["AgentEvaluator"], unreachable_score=None)
+
+    config = CriterionConfig(judge_model="gemini-2.5-flash", num_samples=1)
+    case = EvalCase(input="q", expected_output="a")
+    placeholder = await ResponseMatchCriterion(config).evaluate(
+        ExecutionResult(actual_response="a"), case)
+    assert placeholder.score == 0.5 and placeholder.details["judge_unavailable"]
+    refused = await NoPlaceholder(config).evaluate(ExecutionResult(actual_response="a"), case)
+    assert refused.error_kind == "judge"
+    assert "no provider can serve" in str(refused.details["sample_errors"])

@@ -16,6 +16,7 @@ from referee.config import CriterionConfig
 from referee.criteria.judged import JudgedCriterionBase
 from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT, without_data_blocks
 from referee.criteria.llm.replies import reply_score, reply_text
+from referee.errors import JudgeUnavailable
 from referee.judge import (
     JudgeConfig,
     get_judge,
@@ -78,8 +79,8 @@ class NoProviderReply(dict):  # type: ignore[type-arg]
     sampling loop that no judge gave it, so the result can be flagged ``judge_unavailable``."""
 
 
-def no_provider_reply() -> NoProviderReply:
-    return NoProviderReply(score=0.5, reasoning=NO_PROVIDER_REASONING)
+def no_provider_reply(score: float = 0.5) -> NoProviderReply:
+    return NoProviderReply(score=score, reasoning=NO_PROVIDER_REASONING)
 
 
 def is_no_provider_reply(reply: Any) -> bool:
@@ -239,13 +240,22 @@ class LLMCallerMixin(JudgedCriterionBase):
             with sample_index_scope(sample_index):
                 outcome = await caller(prompt)
         if outcome is None:
-            model = self.judge_model_name
-            if model not in _warned_models:  # once per model, not once per sample of every case
-                _warned_models.add(model)
-                logger.warning("No LLM provider available for judge model %r; scoring 0.5 "
-                               "(recorded as a judge error, not a verdict)", model)
-            return no_provider_reply(), TokenUsage()
+            return self._unreachable_reply(), TokenUsage()
         return outcome
+
+    def _unreachable_reply(self) -> NoProviderReply:
+        """The placeholder the surface scores when no provider can serve the judge
+        (``judge_defaults.unreachable_score``); JudgeUnavailable where it has none."""
+        model = self.judge_model_name
+        score = self.judge_defaults.unreachable_score
+        if score is None:
+            raise JudgeUnavailable(f"{getattr(self, 'name', type(self).__name__)}: no provider "
+                                   f"can serve judge model {model!r}")
+        if model not in _warned_models:  # once per model, not once per sample of every case
+            _warned_models.add(model)
+            logger.warning("No LLM provider available for judge model %r; scoring %.1f "
+                           "(recorded as a judge error, not a verdict)", model, score)
+        return no_provider_reply(score)
 
     async def _call_llm_score(self, prompt: str, sample_index: int | None = None
                               ) -> tuple[float, str, TokenUsage]:
