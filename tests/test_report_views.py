@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from chromium_support import find_chromium
+from chromium_support import browser_env, find_chromium
 from test_report_samples import chromium_dom
 
 from referee.case import EvalCase, ToolCall
@@ -133,6 +133,18 @@ def test_alignments_mark_every_kind_of_difference() -> None:
     assert [(p.op, p.text) for p in pieces] == [("same", "a "), ("removed", "b"), ("added", "x"),
                                                  ("same", " c")]
     assert word_diff("w " * 3000, "v " * 3000) is None  # too long to diff: shown whole instead
+
+
+def test_arguments_the_recording_left_out_show_as_not_recorded() -> None:
+    from referee.evaluators.agent import render_trace
+    from referee.execution import AgentStep
+    from referee.report.html import _calls
+
+    unknown = ToolCall(name="a", args=None)
+    (row,) = align_calls([ToolCall(name="a", args={"x": 1})], [unknown])
+    assert (row.outcome, row.actual_args, row.differing_keys) == ("matched", "(not recorded)", ())
+    assert _calls([unknown])[0]["args"] == "(not recorded)"
+    assert "Tool call 1: a((not recorded))" in render_trace([AgentStep(tool_calls=[unknown])])
 
 
 def test_case_table_has_latency_tokens_cost_and_criterion_cells() -> None:
@@ -287,7 +299,7 @@ def _screenshot(url: str, tmp_path: Path, name: str) -> object:
          "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
          "--hide-scrollbars", "--window-size=1280,1600", "--virtual-time-budget=3000",
          f"--screenshot={png}", url],
-        capture_output=True, text=True, timeout=90)
+        capture_output=True, text=True, timeout=90, env=browser_env(tmp_path))
     assert proc.returncode == 0 and png.is_file(), proc.stderr[-2000:]
     return Image.open(io.BytesIO(png.read_bytes())).convert("RGB")
 
