@@ -452,6 +452,18 @@ def provider_for_model(model_name: str) -> str | None:
     return split_judge_model(model_name)[0]
 
 
+def unknown_provider_message(prefix: str) -> str:
+    """Why ``prefix`` names no provider: the known ones, and the nearest as a suggestion."""
+    import difflib
+
+    aliases = {alias for rules in BUILTIN_ADAPTERS.values() for alias in rules.prefix_aliases}
+    known = sorted(known_providers() | aliases)
+    near = difflib.get_close_matches(prefix.strip().lower(), known, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (f"unknown provider {prefix.strip()!r} (known: {', '.join(sorted(known_providers()))}"
+            f"; gemini, gpt and claude name google, openai and anthropic){hint}")
+
+
 def provider_available(provider: str, base_url: str = "") -> bool:
     """Whether the provider's SDK is importable and some credentials (or endpoint) are set
     (its adapter's rule, ``ProviderRules.available``). An OpenAI-compatible endpoint
