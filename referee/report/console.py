@@ -27,6 +27,7 @@ from referee.record import (
     nothing_evaluated_reason,
 )
 from referee.redact import clip, redact_secrets
+from referee.report.cascade import cascade_lines
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's
@@ -256,6 +257,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
                 console.print(Text(_plain(f"Judge agreement, {name}: "
                                           f"{s.judge_agreement.describe()}")))
     for line in corrected_lines(report):
+        console.print(Text(_plain(line)))
+    for line in cascade_lines(report):
         console.print(Text(_plain(line)))
 
     if report.errors:
