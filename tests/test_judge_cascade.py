@@ -146,7 +146,8 @@ def test_the_run_reports_escalations_spend_and_saving(judges, tmp_path: Path) ->
     lines = cascade_lines(report)
     assert lines[0].startswith("Judge cascade, response_match_score: 1 of 4 escalated "
                                "(25%: margin 1)")
-    assert "against openai/strong-judge alone" in lines[0]
+    assert lines[0].endswith(f"for openai/strong-judge alone (estimated): saved "
+                             f"${summary['saved']['cost_usd']:.4f}")
 
 
 def test_an_unknown_answer_of_the_cheap_judge_escalates(judges) -> None:

@@ -103,11 +103,11 @@ def cascade_lines(report: EvalReport) -> list[str]:
                    else ""))
         spend = "; ".join(f"{st['judge']} asked {st['asked']}x, "
                           f"{_tokens(st['token_usage'])}" for st in s["stages"])
-        saved = s["saved"]
+        saved = s["saved"]["cost_usd"]
         strong = s["strong"] or "the strong judge"
-        money = f", ${saved['cost_usd']:.4f}" if saved["cost_usd"] is not None else ""
-        lines.append(f"{head}; {spend}; saved {saved['input_tokens'] + saved['output_tokens']} "
-                     f"tokens{money} against {strong} alone (estimated)")
+        lines.append(f"{head}; {spend}; in all {_tokens(s['token_usage'])} against "
+                     f"{_tokens(s['strong_alone'])} for {strong} alone (estimated)"
+                     + (f": saved ${saved:.4f}" if saved is not None else ""))
         audit = s["audit"]
         if audit["audited"]:
             lines.append(f"  audit: the strong judge agreed on {audit['agreed']} of "
