@@ -77,6 +77,13 @@ def _match(cascade: JudgeCascade) -> ResponseMatchCriterion:
     return ResponseMatchCriterion(CriterionConfig(threshold=0.5, num_samples=1), judge=cascade)
 
 
+def _matched(cascade: JudgeCascade, *words: str) -> list[CriterionResult]:
+    """ResponseMatchCriterion's results in a suite run over a case per word."""
+    suite = EvalSuite("cascade").add_cases(_cases(*words)).add_evaluators(_match(cascade))
+    report = suite.run(lambda question: "the answer", verbose=False, save=False)
+    return _results(report, "response_match_score")
+
+
 def _results(report, name: str) -> list[CriterionResult]:
     return [r for c in report.cases for r in c.criterion_results if r.criterion == name]
 
@@ -85,10 +92,7 @@ def test_the_strong_judge_is_asked_only_near_the_threshold(judges, tmp_path: Pat
     cheap, strong = judges
     cascade = _cascade(cheap, strong, escalate_on=["margin"], margin=0.1)
     words = ["sure-pass", "sure-fail", "near", "sure-pass", "near", "sure-pass"]
-    suite = EvalSuite("cascade").add_cases(_cases(*words)).add_evaluators(_match(cascade))
-    report = suite.run(lambda question: "the answer", verbose=False, save=False)
-
-    results = _results(report, "response_match_score")
+    results = _matched(cascade, *words)
     assert [r.passed for r in results] == [True, False, False, True, False, True]
     # The near cases are the strong judge's verdict (0.2, a fail), the rest the cheap one's.
     assert [r.score for r in results] == [0.95, 0.05, STRONG_SCORE, 0.95, STRONG_SCORE, 0.95]
@@ -150,12 +154,19 @@ def test_the_run_reports_escalations_spend_and_saving(judges, tmp_path: Path) ->
                              f"${summary['saved']['cost_usd']:.4f}")
 
 
+def _accuracy(judges, reason: str, question: str) -> CriterionResult:
+    """AnswerAccuracy (four QAG questions) of one case through a cascade escalating on
+    ``reason``."""
+    cheap, strong = judges
+    evaluator = AnswerAccuracy(judge=_cascade(cheap, strong, escalate_on=[reason]))
+    case = EvalCase(input=question, expected_output="the answer")
+    return _run(evaluator.evaluate(ExecutionResult(actual_response="the answer"), case))
+
+
 def test_an_unknown_answer_of_the_cheap_judge_escalates(judges) -> None:
     cheap, strong = judges
-    evaluator = AnswerAccuracy(judge=_cascade(cheap, strong, escalate_on=["unknown"]))
     # The cheap judge answers one question of the case neither yes nor no, the rest yes.
-    case = EvalCase(input="an unclear question 1", expected_output="the answer")
-    result = _run(evaluator.evaluate(ExecutionResult(actual_response="the answer"), case))
+    result = _accuracy(judges, "unknown", "an unclear question 1")
     cascade = result.details["cascade"]
     assert cascade["reasons"] == ["unknown"]
     assert cascade["stages"][0]["error"] is None
@@ -167,10 +178,8 @@ def test_an_unknown_answer_of_the_cheap_judge_escalates(judges) -> None:
 
 def test_a_cheap_judge_that_cannot_answer_escalates_as_an_error(judges) -> None:
     cheap, strong = judges
-    evaluator = AnswerAccuracy(judge=_cascade(cheap, strong, escalate_on=["error"]))
     # No readable verdict on any question: the cheap stage has no score at all.
-    case = EvalCase(input="a question with no word", expected_output="the answer")
-    result = _run(evaluator.evaluate(ExecutionResult(actual_response="the answer"), case))
+    result = _accuracy(judges, "error", "a question with no word")
     cascade = result.details["cascade"]
     assert cascade["reasons"] == ["error"]
     assert "no parseable Yes/No verdict" in cascade["stages"][0]["error"]
@@ -183,10 +192,8 @@ def test_a_cheap_judge_that_cannot_answer_escalates_as_an_error(judges) -> None:
 def test_a_strong_judge_that_cannot_answer_is_an_error_never_the_cheap_verdict(judges) -> None:
     cheap, strong = judges
     strong.set_reply("I cannot tell")
-    evaluator = AnswerAccuracy(judge=_cascade(cheap, strong, escalate_on=["unknown"]))
-    case = EvalCase(input="an unclear question 2", expected_output="the answer")
     with pytest.raises(JudgeUnavailable) as raised:
-        _run(evaluator.evaluate(ExecutionResult(actual_response="the answer"), case))
+        _accuracy(judges, "unknown", "an unclear question 2")
     spent = raised.value.token_usage
     assert spent.requests == len(cheap.requests) + len(strong.requests)
 
@@ -238,12 +245,10 @@ def test_a_confident_calibrated_cheap_judge_never_asks_the_strong_one(judges,
     calibration = _calibration_file(tmp_path / "calibration.json", "cheap-judge", 0.95, 0.93)
     cascade = _cascade(cheap, strong, calibration_file=calibration)
     words = ["sure-pass", "sure-fail"] * 4
-    suite = EvalSuite("cascade").add_cases(_cases(*words)).add_evaluators(_match(cascade))
-    report = suite.run(lambda question: "the answer", verbose=False, save=False)
+    results = _matched(cascade, *words)
 
     assert strong.requests == []
-    assert [r.passed for r in _results(report, "response_match_score")] == [
-        w == "sure-pass" for w in words]
+    assert [r.passed for r in results] == [w == "sure-pass" for w in words]
 
 
 def test_a_weak_calibration_escalates_the_verdicts_it_is_weak_at(judges, tmp_path: Path) -> None:
@@ -252,11 +257,7 @@ def test_a_weak_calibration_escalates_the_verdicts_it_is_weak_at(judges, tmp_pat
     # passes are doubtful, its fails are not.
     calibration = _calibration_file(tmp_path / "calibration.json", "cheap-judge", 0.95, 0.6)
     cascade = _cascade(cheap, strong, calibration_file=calibration, escalate_on=["calibration"])
-    suite = EvalSuite("cascade").add_cases(_cases("sure-pass", "sure-fail")).add_evaluators(
-        _match(cascade))
-    report = suite.run(lambda question: "the answer", verbose=False, save=False)
-
-    passed, failed = _results(report, "response_match_score")
+    passed, failed = _matched(cascade, "sure-pass", "sure-fail")
     assert passed.details["cascade"]["reasons"] == ["calibration"] and not passed.passed
     assert not failed.details["cascade"]["escalated"]
     assert len(strong.requests) == 1 and "sure-pass" in strong.requests[0].prompt
@@ -266,9 +267,7 @@ def test_an_uncalibrated_cheap_judge_escalates_every_case(judges, tmp_path: Path
     cheap, strong = judges
     calibration = _calibration_file(tmp_path / "calibration.json", "another-judge", 0.99, 0.99)
     cascade = _cascade(cheap, strong, calibration_file=calibration, escalate_on=["calibration"])
-    suite = EvalSuite("cascade").add_cases(_cases("sure-pass", "sure-fail")).add_evaluators(
-        _match(cascade))
-    suite.run(lambda question: "the answer", verbose=False, save=False)
+    _matched(cascade, "sure-pass", "sure-fail")
     assert len(strong.requests) == 2
 
 
