@@ -16,6 +16,20 @@ from referee.record import CaseResult, EvalReport
 from referee.usage import TokenUsage
 
 
+def run_cascades(report: EvalReport) -> dict[str, dict[str, Any]]:
+    """``cascade_summary`` of the report's cases, read only when the run's judge description
+    names a cascade (a streamed run's cases are read from disk, and most runs have none)."""
+    if not _names_cascade(report.judge):
+        return {}
+    return cascade_summary(report.cases)
+
+
+def _names_cascade(judge: Any) -> bool:
+    if isinstance(judge, dict):
+        return "cascade" in judge or any(_names_cascade(v) for v in judge.values())
+    return False
+
+
 def cascade_summary(cases: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:
     """By criterion: the cascade's counts and spend; {} when no criterion was cascaded."""
     tallies: dict[str, _Tally] = {}
@@ -95,7 +109,7 @@ def _usage(usages: Iterable[TokenUsage]) -> TokenUsage:
 def cascade_lines(report: EvalReport) -> list[str]:
     """The console's lines on the run's judge cascades; none when nothing was cascaded."""
     lines = []
-    for name, s in cascade_summary(report.cases).items():
+    for name, s in run_cascades(report).items():
         reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(s["reasons"].items()))
         rate = s["escalation_rate"]
         head = (f"Judge cascade, {name}: {s['escalated']} of {s['judged']} escalated"
