@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from referee import CriterionConfig, EvalCase, EvalSuite, ExecutionResult
+from referee import CriteriaConfig, CriterionConfig, EvalCase, EvalSuite, ExecutionResult
 from referee.criteria.llm import ResponseMatchCriterion
 from referee.errors import JudgeUnavailable
 from referee.evaluators import AnswerAccuracy, GEval
@@ -355,3 +355,41 @@ def test_each_stage_is_bound_once_per_run_and_never_while_scoring(judges) -> Non
     assert before == {"effective_panel": 2, "resolve_judge_config": 2}
     assert counted == before
     assert len(_results(report, "response_match_score")) == 3
+
+
+def _by_model(request) -> Reply:
+    return (_cheap_reply if request.model == "cheap-judge" else _score_reply(STRONG_SCORE))(request)
+
+
+def test_a_criteria_file_names_a_cascade(openai_judge_server) -> None:
+    server = openai_judge_server(_by_model)
+    config = CriteriaConfig.model_validate({"response_match": {
+        "threshold": 0.5, "num_samples": 1, "api_style": "chat",
+        "judge_cascade": {"models": ["openai/cheap-judge", "openai/strong-judge"],
+                          "escalate_on": ["margin"], "margin": 0.1}}})
+    assert config.response_match is not None
+    criterion = ResponseMatchCriterion(config.response_match)
+    suite = EvalSuite("cascade").add_cases(_cases("sure-pass", "near")).add_evaluators(criterion)
+    report = suite.run(lambda question: "the answer", verbose=False, save=False)
+
+    sure, near = _results(report, "response_match_score")
+    assert not sure.details["cascade"]["escalated"] and sure.passed
+    assert sure.details["judge_model"] == "openai/cheap-judge"
+    assert near.details["cascade"]["reasons"] == ["margin"] and near.score == STRONG_SCORE
+    assert near.details["judge_model"] == "openai/strong-judge"
+    asked = [r.model for r in server.requests]
+    assert sorted(asked) == ["cheap-judge", "cheap-judge", "strong-judge"]
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"response_match": {"judge_cascade": {"models": ["openai/a", "openai/b"],
+                                           "escalate_on": ["sometimes"]}}}, "escalate_on"),
+    ({"response_match": {"judge_cascade": ["openai/a"]}}, "models"),
+    ({"response_match": {"judge_cascade": ["openai/a", "nobody-knows"]}}, "names no provider"),
+    ({"response_match": {"judge_cascade": ["openai/a", "openai/b"],
+                         "judge_panel": ["openai/a", "openai/b"]}}, "give one"),
+    ({"rouge_match": {"judge_cascade": ["openai/a", "openai/b"]}}, "takes no judge cascade"),
+])
+def test_a_bad_cascade_in_a_criteria_file_is_named(config, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CriteriaConfig.model_validate(config)

@@ -334,7 +334,8 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
 
 
 # The CriterionConfig fields only a judged criterion reads.
-_JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "num_samples", "api_style"})
+_JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "judge_cascade", "num_samples",
+                                  "api_style"})
 
 
 def _record_resolved_judge(criterion: object, settings: dict[str, Any],

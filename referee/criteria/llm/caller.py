@@ -118,6 +118,9 @@ class LLMCallerMixin(JudgedCriterionBase):
         provider can serve it."""
         if self.cascade is not None:
             return bind_cascade(self.cascade, self._bind_stage)
+        if self.config.judge_cascade is not None and self.accepts_panel \
+                and self.judge is None and self.panel is None:
+            return bind_cascade(self.config_cascade(), self._bind_stage)
         panel = self.panel if self.panel is not None else (
             self.config_panel() if self.judge is None and self.accepts_panel else None)
         temperature = self.judge_defaults.temperature
@@ -150,6 +153,20 @@ class LLMCallerMixin(JudgedCriterionBase):
                                       base_url=self.config.base_url,
                                       available_only=available_only)
 
+    def config_cascade(self) -> JudgeCascade:
+        """The cascade ``config.judge_cascade`` names, its stages resolved as ``judge_model``
+        is."""
+        spec = self.config.judge_cascade
+        assert spec is not None
+        stages = []
+        for name in spec.models:
+            stage = self._judge_for_model(name, available_only=False)
+            if stage is None:  # the config's validation names the field first
+                raise ValueError(f"judge_cascade: {name!r} names no provider")
+            stages.append(stage)
+        cascade: JudgeCascade = spec.cascade_of(stages)
+        return cascade
+
     def config_panel(self) -> JudgePanel | None:
         """The panel ``config.judge_panel`` names, its members resolved as ``judge_model`` is
         (now: the environment may have changed since the config was made)."""
@@ -170,8 +187,10 @@ class LLMCallerMixin(JudgedCriterionBase):
         """The judge's name for ``details["judge_model"]``: ``provider/model`` for a given
         ``judge``, else ``config.judge_model``."""
         judge = self.judge
-        if self.cascade is not None:  # the stage scoring now, else the strong one
-            judge = self.judge_binding().first
+        if self.cascade is not None or (judge is None and self.panel is None
+                                        and self.config.judge_cascade is not None
+                                        and self.accepts_panel):
+            judge = self.judge_binding().first  # the stage scoring now, else the strong one
         if judge is not None:
             return f"{judge.provider}/{judge.model}"
         return self.config.judge_model
