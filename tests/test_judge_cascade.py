@@ -393,3 +393,31 @@ def test_a_criteria_file_names_a_cascade(openai_judge_server) -> None:
 def test_a_bad_cascade_in_a_criteria_file_is_named(config, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         CriteriaConfig.model_validate(config)
+
+
+def test_a_cascade_binding_travels_to_another_process_whole(judges, monkeypatch) -> None:
+    import pickle
+
+    from referee.evaluators import Relevance
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cascade-env-key-77")
+    cascade = JudgeCascade([JudgeConfig(provider="openai", model="cheap-judge"),
+                            JudgeConfig(provider="openai", model="strong-judge")])
+    shipped = Relevance(judge=cascade).judge_binding().for_elsewhere()
+    assert shipped.cascade == cascade
+    assert [s.judge.model for s in shipped.stages if s.judge] == ["cheap-judge", "strong-judge"]
+    assert shipped.judge == shipped.stages[-1].judge  # outside scoring: the strong judge
+    assert all(s.judge is not None and s.judge.api_key_value() == "sk-cascade-env-key-77"
+               for s in shipped.stages)
+    copy = pickle.loads(pickle.dumps(shipped))
+    assert copy == shipped and "sk-cascade-env-key-77" not in repr(copy)
+
+
+def test_a_broken_calibration_file_errors_each_case_naming_the_file(judges,
+                                                                   tmp_path: Path) -> None:
+    cheap, strong = judges
+    broken = tmp_path / "calibration.json"
+    broken.write_text("{not json", encoding="utf-8")
+    results = _matched(_cascade(cheap, strong, calibration_file=str(broken)), "sure-pass")
+    assert results[0].error is not None and str(broken) in results[0].error
+    assert strong.requests == []
