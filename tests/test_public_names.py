@@ -38,11 +38,13 @@ def test_every_top_level_name_resolves_without_a_warning() -> None:
     # peers' users write `from referee import X` and get no warning for it.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for name in referee.__all__:
+        for name in dir(referee):
             assert getattr(referee, name) is not None, name
     assert referee.__all__[:3] == ["EvalCase", "ToolCall", "Invocation"]  # referee's own first
-    assert {"JudgeRetry", "AcceptancePolicy", "EvaluatorPrereqMissing", "JUnitXMLReporter",
-            "CriteriaConfig"} <= set(referee.__all__)
+    # issue 29: __all__ is referee's own surface; the peers' names import but are listed by dir.
+    assert "JudgeRetry" in referee.__all__
+    assert {"AcceptancePolicy", "EvaluatorPrereqMissing", "JUnitXMLReporter",
+            "CriteriaConfig"} <= set(dir(referee)) - set(referee.__all__)
 
 
 @pytest.mark.parametrize(("name", "home"), [("DEFAULT_JUDGE_MODEL", "referee.config"),

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
-from referee.config import DEFAULT_JUDGE_MODEL
 from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
 
 BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
@@ -57,6 +56,10 @@ class DefaultJudge:
 
 AGENT_EVALUATOR = "AgentEvaluator"
 EVAL_SUITE = "EvalSuite"
+# The 10xgraph-style AgentEvaluator API's documented judge_model. Defined here, where the
+# defaults below are, so that the judge layer imports nothing from referee.config above it.
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+
 # One documented default per API surface (docs/judge.md, "Default judges"). The 10xgraph-style
 # AgentEvaluator criteria name their judge in ``CriterionConfig.judge_model`` and sample it at
 # 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last

@@ -928,7 +928,7 @@ class EvalReport(ReportAnalysis, BaseModel):
         kept apart from the judge's spend; None when it reported nothing."""
         return self._tally().model_token_usage
 
-    # Pass rates corrected for judge error (report/correction.py) ---------------------------------
+    # Pass rates corrected for judge error (record/_correction.py) --------------------------------
     def corrected_pass_rates(self) -> dict[str, CorrectedRate]:
         """By criterion label: the raw pass rate beside the one corrected with the calibrated
         judge's TPR/TNR, for each judged criterion whose calibration entry matched."""

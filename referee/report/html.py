@@ -594,7 +594,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
     """Pass rates corrected for judge error, when some judged criterion's calibration entry
-    was found; the statistics are the report's (report/correction.py)."""
+    was found; the statistics are the record's (record/_correction.py)."""
     if not report.calibration_found:
         return None
     rates = report.corrected_pass_rates()

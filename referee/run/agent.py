@@ -12,7 +12,6 @@ turns are concatenated for the trajectory criteria; the last turn's response is 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,68 +20,21 @@ from referee._adk import scenario_of
 from referee.case import EvalCase
 from referee.config import EvalConfig, UserSimulatorConfig
 from referee.criteria.base import Criterion
+from referee.criteria.registry import build_criteria
 from referee.errors import InputError
-from referee.execution import ExecutionResult, TurnResult
+from referee.execution import ExecutionResult
 from referee.record import CaseResult, EvalReport
+from referee.run.conversation import AgentError as AgentError
+from referee.run.conversation import AgentFn as AgentFn
+from referee.run.conversation import run_conversation
+from referee.run.conversation import takes_history as takes_history
 from referee.run.engine import Engine, ModelCaller
 from referee.run.gates import gate
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
 from referee.run.session import run_stored
+from referee.run.simulator import ConversationScenario, UserSimulator
 from referee.run.sync import run_sync
-from referee.usage import TokenUsage
-
-AgentFn = Callable[..., Any]
-
-
-def takes_history(agent: AgentFn) -> bool:
-    """Whether ``agent`` accepts a second positional argument (the history)."""
-    try:
-        signature = inspect.signature(agent)
-    except (TypeError, ValueError):  # some builtins and C callables have no signature
-        return True
-    positional = 0
-    for param in signature.parameters.values():
-        if param.kind == param.VAR_POSITIONAL:
-            return True
-        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
-
-
-class AgentError(RuntimeError):
-    """The agent reported a failure on one turn (ExecutionResult.error)."""
-
-
-async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-    """Drive ``agent`` through every turn of ``case`` and merge the turns into one result."""
-    with_history = takes_history(agent)
-    turns: list[TurnResult] = []
-    tool_calls = []
-    node_visits: list[str] = []
-    usages: list[TokenUsage | None] = []
-    metadata: dict[str, Any] = {}
-    for number, invocation in enumerate(case.conversation, start=1):
-        message = invocation.user_text
-        args = (message, list(turns)) if with_history else (message,)
-        result = ExecutionResult.coerce(await caller.call(agent, *args))
-        if result.error:
-            raise AgentError(f"turn {number}: {result.error}")
-        turns.append(TurnResult(user_content=message, response=result.actual_response,
-                                tool_calls=list(result.tool_calls),
-                                node_visits=list(result.node_visits)))
-        tool_calls.extend(result.tool_calls)
-        node_visits.extend(result.node_visits)
-        usages.append(result.token_usage)
-        metadata.update(result.metadata)
-    return ExecutionResult(
-        actual_response=turns[-1].response if turns else "",
-        tool_calls=tool_calls, node_visits=node_visits,
-        turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
-        token_usage=TokenUsage.total(usages),
-        metadata=metadata,
-    )
-
 
 def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
     """(name, cases) from an EvalSet, a path to a case file, or a list of cases."""
@@ -131,8 +83,6 @@ class AgentEvaluator:
         agent = with_model_factory(agent, model_factory)
         if not callable(agent):
             raise TypeError(f"agent must be callable, got {type(agent).__name__}")
-        from referee.criteria.registry import build_criteria
-
         self.agent = agent
         self.config = config if config is not None else EvalConfig.default()
         self.criteria: list[Criterion] = [*build_criteria(self.config), *(criteria or [])]
@@ -157,8 +107,6 @@ class AgentEvaluator:
         if scenario is None or case.conversation:
             return await run_conversation(self.agent, case, caller)
         # An ADK conversation_scenario: the simulated user holds the conversation.
-        from referee.run.simulator import ConversationScenario, UserSimulator
-
         simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
                                   criteria=[])
         return await simulator.simulate(self.agent, ConversationScenario(

@@ -21,7 +21,7 @@ from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
 from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
-from referee.run.agent import AgentError, AgentFn, takes_history
+from referee.run.conversation import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller
 from referee.run.gates import gate
 from referee.run.options import RunOptions
