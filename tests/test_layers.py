@@ -41,7 +41,7 @@ def test_the_record_and_the_store_import_no_view(package: str) -> None:
     assert [line for path in modules for line in _views_imported(path)] == []
 
 
-@pytest.mark.parametrize("relative", ["messages.py", "case.py", "execution.py", "_adk.py",
+@pytest.mark.parametrize("relative", ["messages.py", "case.py", "execution.py", "compat/adk.py",
                                       "criteria/matching", "record", "store"])
 def test_no_referee_import_is_hidden_in_a_function(relative: str) -> None:
     target = PACKAGE / relative
@@ -165,3 +165,47 @@ def test_no_runtime_import_circle() -> None:
     # judge/config.py's configure() still reaches judge/panel.py from inside a function; the
     # judge layer's rework (issue 29, items 1-2) owns that pair. Nothing else may circle.
     assert [c for c in circles if c != ["referee.judge.config", "referee.judge.panel"]] == []
+
+
+# The core speaks referee's own vocabulary (design decision 15). run/agent.py, the 10xgraph-style
+# AgentEvaluator, is a surface: it runs an ADK case's conversation_scenario through the user
+# simulator, and reads that scenario with the edge's reader.
+CORE = ["messages.py", "case.py", "execution.py", "result.py", "usage.py", "storable.py",
+        "_strict.py", "record", "store", "judge", "criteria", "run"]
+SURFACES_IN_THE_CORE = {"run/agent.py"}
+
+
+def _core_modules() -> list[Path]:
+    paths = []
+    for relative in CORE:
+        target = PACKAGE / relative
+        paths += sorted(target.rglob("*.py")) if target.is_dir() else [target]
+    return [p for p in paths if str(p.relative_to(PACKAGE)) not in SURFACES_IN_THE_CORE]
+
+
+def test_no_core_module_imports_the_edge() -> None:
+    modules = _core_modules()
+    assert len(modules) > 60
+    edge = [f"{path.relative_to(PACKAGE)}: {module}" for path in modules
+            for module, names, _ in _imports(path)
+            if module in ("referee.compat", "referee._adk") or module.startswith("referee.compat.")
+            or (module == "referee" and names & {"compat", "_adk"})]
+    assert edge == []
+
+
+def test_the_case_model_reads_no_adk_keys() -> None:
+    # An ADK key given to the model itself is an unknown key: ADK files are read at the edge.
+    from referee.case import EvalCase, Invocation
+
+    with pytest.raises(ValueError, match="final_response"):
+        Invocation(user_content="hi", final_response={"parts": [{"text": "x"}], "role": "model"})
+    with pytest.raises(ValueError, match="conversation_scenario"):
+        EvalCase(conversation_scenario={"starting_prompt": "hi"})
+
+
+def test_the_old_adk_path_is_the_edge_module() -> None:
+    import referee._adk
+    import referee.compat.adk
+    from referee import _adk
+
+    assert referee._adk is referee.compat.adk is _adk

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee._adk import scenario_of
 from referee.case import EvalCase
+from referee.compat.adk import scenario_of
 from referee.config import EvalConfig, UserSimulatorConfig
 from referee.criteria.base import Criterion
 from referee.criteria.registry import build_criteria
@@ -35,6 +35,7 @@ from referee.run.options import RunOptions
 from referee.run.session import run_stored
 from referee.run.simulator import ConversationScenario, UserSimulator
 from referee.run.sync import run_sync
+
 
 def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
     """(name, cases) from an EvalSet, a path to a case file, or a list of cases."""
