@@ -64,3 +64,17 @@ async def test_both_calls_reach_the_one_rule() -> None:
 
 def test_an_evaluator_base_without_a_protocol_stays_abstract() -> None:
     assert inspect.isabstract(JudgeEvaluator)
+
+
+def test_the_folded_twins_describe_their_settings_as_before() -> None:
+    # meta.json records public attributes and resume compares them: a run stored before the
+    # fold must resume with the same evaluators.
+    from referee.run.describe import describe_criteria
+
+    contains, exact = describe_criteria([Contains(["answer"]), ExactMatch()])
+    assert {k: v for k, v in contains["settings"].items() if k != "config"} == {
+        "case_sensitive": False, "match_any": False, "substrings": ["answer"], "threshold": 1.0}
+    assert {k: v for k, v in exact["settings"].items() if k != "config"} == {
+        "case_sensitive": False, "threshold": 1.0}
+    (keywords,) = describe_criteria([ContainsKeywordsCriterion(["a"])])
+    assert set(keywords["settings"]) == {"config", "threshold"}

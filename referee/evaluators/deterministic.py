@@ -80,16 +80,22 @@ class Contains(MultivonSurface, ContainsKeywordsCriterion):
     def __init__(self, substrings: Sequence[str] | str, case_sensitive: bool = False,
                  threshold: float = 1.0, match_any: bool = False) -> None:
         super().__init__(threshold=threshold)
-        self.keywords = substrings if isinstance(substrings, str) else list(substrings)
-        if not self.keywords:
+        self.keywords = substrings
+        if not self.substrings:
             raise ValueError("Contains needs at least one substring to look for")
         self.case_sensitive = case_sensitive
         self.match_any = match_any
 
+    # multivon's name for the keywords, kept as the public attribute it was: a stored run's
+    # criteria settings (which resume compares) read as before.
     @property
-    def substrings(self) -> list[str]:
-        """multivon's name for the keywords."""
-        return self.keywords
+    def keywords(self) -> list[str]:
+        return list(self.substrings)
+
+    @keywords.setter
+    def keywords(self, keywords: Sequence[str] | str) -> None:
+        # A bare string would otherwise be searched letter by letter.
+        self.substrings = [keywords] if isinstance(keywords, str) else list(keywords)
 
 
 class ExactMatch(MultivonSurface, ExactMatchCriterion):

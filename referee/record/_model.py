@@ -782,6 +782,11 @@ class EvalReport(ReportAnalysis, BaseModel):
     # when nothing could be compared. Its counts and spend: judge_reliability_check.
     judge_reliability: float | None = None
     judge_reliability_check: JudgeReliabilityCheck | None = None
+    # Where the run is stored: set by the run that stores it and by load_run, from the
+    # directory itself, so it is never stale; None for a run not stored. Not part of what is
+    # stored (a copied run directory names itself). metadata["run_dir"] keeps the text for
+    # readers of report.json.
+    run_dir: Path | None = Field(default=None, exclude=True)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -799,6 +804,14 @@ class EvalReport(ReportAnalysis, BaseModel):
             if "case_results" in data:
                 data.setdefault("cases", data.pop("case_results"))
         return data
+
+    @model_validator(mode="after")
+    def _stored_in(self) -> EvalReport:
+        # A report read from report.json text says where its run was stored only in metadata.
+        if self.run_dir is None and isinstance(self.metadata.get("run_dir"), str) \
+                and self.metadata["run_dir"]:
+            self.run_dir = Path(self.metadata["run_dir"])
+        return self
 
     @field_serializer("cases", mode="wrap")
     def _dump_cases(self, cases: Any, handler: Any) -> Any:

@@ -517,7 +517,7 @@ def _charts(report: EvalReport) -> list[charts.Chart]:
 
 def resume_command(report: EvalReport) -> str:
     """The command that finishes an interrupted run, when the run says where it lives."""
-    run_dir = report.metadata.get("run_dir")
+    run_dir = report.run_dir
     if not run_dir:
         return ""
     target = report.metadata.get("target")

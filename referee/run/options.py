@@ -31,6 +31,7 @@ from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
 from referee.run.judge_gate import JudgeGate
+from referee.store import runs_dir_or_default
 
 # How each option is named in errors: (Python keyword, command-line flag).
 _SPELLING: dict[str, tuple[str, str]] = {
@@ -86,7 +87,9 @@ class RunOptions(BaseModel):
     quiet: bool = False
     verbose: bool = True
     save: bool = True
-    runs_dir: str | Path | None = None
+    # Where the run directory goes: given, else $REFEREE_RUNS_DIR, else .referee/runs (resolved
+    # here, once, by the store's one rule), so what a run uses is what its options say.
+    runs_dir: Path = Field(default_factory=lambda: runs_dir_or_default())
     resume: str | Path | None = None
     # With resume: run again the cases that ended in an error (an outage, a timeout), not only
     # the unfinished ones.
@@ -136,6 +139,13 @@ class RunOptions(BaseModel):
     @classmethod
     def _default_concurrency(cls, value: Any) -> Any:
         return DEFAULT_CONCURRENCY if value is None else value
+
+    @field_validator("runs_dir", mode="before")
+    @classmethod
+    def _runs_dir(cls, value: Any) -> Path:
+        if value is not None and not isinstance(value, (str, Path)):
+            raise ValueError(f"runs_dir must be a path, got {type(value).__name__}")
+        return runs_dir_or_default(value)
 
     @field_validator("judge_retry", mode="before")
     @classmethod

@@ -11,7 +11,6 @@ so a rejected run is still fully stored and reported.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -42,11 +41,10 @@ from referee.run.options import RunOptions
 from referee.run.progress import make_progress
 from referee.run.reliability import check_judge_reliability
 from referee.run.resume import ResumePlan
-from referee.store import DEFAULT_RUNS_DIR, VERSION_KEY, RunStore, StoredCases
+from referee.store import RUNS_DIR_ENV as RUNS_DIR_ENV
+from referee.store import VERSION_KEY, RunStore, StoredCases, runs_dir_or_default
 from referee.store import describe as describe_versions
 from referee.terminal import terminal_safe
-
-RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
 
 # The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
 # process, so the CLI can say which directory to --resume; None once a run starts.
@@ -54,7 +52,8 @@ last_interrupted_run_dir: Path | None = None
 
 
 def default_runs_dir() -> Path:
-    return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+    """Where run directories go when no runs_dir is given (store.runs_dir_or_default)."""
+    return runs_dir_or_default()
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
         if plan.rescore:
             report.metadata["rescored"] = True
     elif options.save:
-        store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys,
+        store = RunStore.create(options.runs_dir, report, case_ids=keys,
                                 extra_meta=run_meta)
     try:
         engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
@@ -139,7 +138,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
             store.release()
         raise
     if store is not None:
-        report.metadata["run_dir"] = str(store.run_dir)
+        report.run_dir = store.run_dir
+        report.metadata["run_dir"] = str(store.run_dir)  # the text, for report.json's readers
     if options.verbose:
         description.announce()
     return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan,
