@@ -48,3 +48,19 @@ def test_a_run_and_its_loaded_copy_say_where_they_are_stored(tmp_path: Path) -> 
     assert load_run(moved).run_dir == moved  # from the directory itself, never stale
     assert load_run(moved / "report.json").run_dir == moved
     assert _suite().run(lambda q: "ok", verbose=False, save=False).run_dir is None
+
+
+def test_options_name_the_run_directory_before_the_run_starts(tmp_path: Path) -> None:
+    from referee.record import new_run_id
+
+    run_id = new_run_id()
+    options = RunOptions(runs_dir=tmp_path, run_id=run_id, verbose=False)
+    assert options.run_dir == tmp_path / run_id and not options.run_dir.exists()
+    report = _suite().run(lambda q: "ok", options=options)
+    assert report.run_id == run_id and report.run_dir == options.run_dir
+    assert RunOptions(resume=tmp_path / run_id).run_dir == tmp_path / run_id
+    assert RunOptions(save=False, run_id=run_id).run_dir is None
+    assert RunOptions().run_dir is None  # named when the run starts
+    for bad in ("", "../up", "a/b", ".."):
+        with pytest.raises(ValueError, match="run_id must be a directory name"):
+            RunOptions(run_id=bad)

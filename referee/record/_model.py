@@ -758,8 +758,13 @@ class RunTally:
         return tally
 
 
+def new_run_id() -> str:
+    """A fresh run id (its directory's name): the time it starts, and six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
 class EvalReport(ReportAnalysis, BaseModel):
-    run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+    run_id: str = Field(default_factory=new_run_id)
     name: str = ""
     eval_set_id: str = ""
     model_id: str = ""

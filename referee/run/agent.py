@@ -29,10 +29,9 @@ from referee.run.conversation import AgentFn as AgentFn
 from referee.run.conversation import run_conversation
 from referee.run.conversation import takes_history as takes_history
 from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import gate
+from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
-from referee.run.session import run_stored
 from referee.run.simulator import ConversationScenario, UserSimulator
 from referee.run.sync import run_sync
 
@@ -139,22 +138,33 @@ class AgentEvaluator:
                 or verbose is not None or output_dir is not None:
             raise TypeError("give the run's settings either as options=... or as keyword "
                             "arguments, not both")
+        return await run_evaluation(self.run_request(eval_set), options)
+
+    def run_request(self, eval_set: Any, *, timeout: float | None = None) -> RunRequest:
+        """What ``evaluate`` runs: the cases of ``eval_set`` (an EvalSet, a case file path or a
+        list of cases) through the agent, scored by this evaluator's criteria. ``timeout``
+        (the command line's --timeout) is recorded in the stored config in place of the
+        config's own; the evaluator itself is left as it is."""
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
             if not case.conversation and scenario_of(case) is None:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")
-        report = await run_stored(name=name, model_id=self.model_id, cases=cases,
-                                  criteria=self.criteria, execute=self._execute, options=options,
-                                  config_used=self.config.model_dump(mode="json"))
-        if self.config.reporter is not None:
-            # Written before the gates judge the run, so a failed gate still leaves its reports.
-            from referee.report.reporters import ReporterManager  # rich/jinja only when asked
+        config = self.config
+        if timeout is not None and timeout != config.timeout:
+            config = config.model_copy(update={"timeout": timeout})
+        return RunRequest(name=name, model_id=self.model_id, cases=cases,
+                          criteria=self.criteria, execute=self._execute,
+                          config_used=config.model_dump(mode="json"),
+                          after_run=self._write_reporters if config.reporter is not None else None)
 
-            ReporterManager(self.config.reporter).run_all(report)
-        gate(report, options)
-        return report
+    def _write_reporters(self, report: EvalReport) -> None:
+        # Written before the gates judge the run, so a failed gate still leaves its reports.
+        from referee.report.reporters import ReporterManager  # rich/jinja only when asked
+
+        assert self.config.reporter is not None
+        ReporterManager(self.config.reporter).run_all(report)
 
     def run_options(self, parallel: bool | None = None, max_concurrency: int | None = None,
                     verbose: bool | None = None, output_dir: str | Path | None = None, *,

@@ -103,9 +103,10 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     """
     keys = case_keys(cases)
     description = describe_run(criteria)
+    named = {"run_id": options.run_id} if options.run_id is not None else {}
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=description.judge, config_used=config_used or {},
-                        metadata=metadata, runs=options.runs)
+                        metadata=metadata, runs=options.runs, **named)
     run_meta: dict[str, Any] = {"criteria": description.criteria}
     if options.runs > 1:
         run_meta["runs"] = options.runs
