@@ -170,16 +170,32 @@ class AgentEvaluator:
                     verbose: bool | None = None, output_dir: str | Path | None = None, *,
                     timeout: float | None = None, **settings: Any) -> RunOptions:
         """The ``RunOptions`` of ``evaluate``'s arguments, unset ones from the config (and the
-        evaluator's ``runs_dir``, ``save`` and ``backend``)."""
-        parallel = self.config.parallel if parallel is None else parallel
-        limit = max_concurrency if max_concurrency is not None else self.config.max_concurrency
-        settings.setdefault("backend", self.backend)
-        return RunOptions(
-            concurrency=max(1, limit) if parallel else 1,
-            timeout=timeout if timeout is not None else self.config.timeout or None,
-            verbose=self.config.verbose if verbose is None else verbose,
-            save=settings.pop("save", self.save), runs_dir=output_dir or self.runs_dir,
-            **settings)
+        evaluator's ``runs_dir``, ``save`` and ``backend``: ``option_defaults``)."""
+        defaults = self.option_defaults()
+        if parallel is not None or max_concurrency is not None:
+            parallel = self.config.parallel if parallel is None else parallel
+            limit = max_concurrency if max_concurrency is not None \
+                else self.config.max_concurrency
+            defaults["concurrency"] = max(1, limit) if parallel else 1
+        if timeout is not None:
+            defaults["timeout"] = timeout
+        if output_dir:
+            defaults["runs_dir"] = output_dir
+        return RunOptions(**{**defaults, **settings,
+                             "verbose": self.config.verbose if verbose is None else verbose})
+
+    def option_defaults(self) -> dict[str, Any]:
+        """The run settings this evaluator brings when a run does not set them: concurrency
+        and the per-case timeout from its ``EvalConfig``, and its ``runs_dir``, ``save`` and
+        ``backend``. The CLI lays its flags over them."""
+        defaults: dict[str, Any] = {
+            "concurrency": max(1, self.config.max_concurrency) if self.config.parallel else 1,
+            "timeout": self.config.timeout or None, "save": self.save}
+        if self.runs_dir:
+            defaults["runs_dir"] = self.runs_dir
+        if self.backend is not None:
+            defaults["backend"] = self.backend
+        return defaults
 
     def evaluate_sync(self, eval_set: Any, **kwargs: Any) -> EvalReport:
         """``evaluate`` for synchronous code (also works inside a running event loop)."""

@@ -10,7 +10,6 @@ so a rejected run is still fully stored and reported.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import Sequence
@@ -45,10 +44,6 @@ from referee.store import RUNS_DIR_ENV as RUNS_DIR_ENV
 from referee.store import VERSION_KEY, RunStore, StoredCases, runs_dir_or_default
 from referee.store import describe as describe_versions
 from referee.terminal import terminal_safe
-
-# The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
-# process, so the CLI can say which directory to --resume; None once a run starts.
-last_interrupted_run_dir: Path | None = None
 
 
 def default_runs_dir() -> Path:
@@ -151,8 +146,6 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
 async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
                  options: RunOptions) -> None:
     """Run every case the resume plan does not keep, through the backend, into the store."""
-    global last_interrupted_run_dir
-    last_interrupted_run_dir = None
     # A stored run keeps its cases in cases.jsonl and only their counts here; an unsaved run
     # has nowhere else to keep them.
     tally = RunTally()
@@ -165,14 +158,11 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
         keep(result)
 
     plan = run.resume
-    try:
-        await run.executor.stream(
-            run.engine, cases, execute, keys=run.keys,
-            skip=plan.finished if plan is not None else frozenset(), on_result=record)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        if run.store is not None:
-            last_interrupted_run_dir = run.store.run_dir
-        raise
+    # Interrupted (Ctrl-C, cancellation), the run keeps what it finished; the caller knows the
+    # directory from its options (RunOptions.run_id, run_dir) or from report.run_dir.
+    await run.executor.stream(
+        run.engine, cases, execute, keys=run.keys,
+        skip=plan.finished if plan is not None else frozenset(), on_result=record)
     report = run.report
     report.finished_at = time.time()
     report.preparation_token_usage = dict(run.engine.preparation_usage)
