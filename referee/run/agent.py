@@ -86,11 +86,22 @@ class AgentEvaluator:
         self.agent = agent
         self.config = config if config is not None else EvalConfig.default()
         self.criteria: list[Criterion] = [*build_criteria(self.config), *(criteria or [])]
-        self.model_id = model_id or getattr(agent, "__name__", type(agent).__name__)
+        self._default_model_id = getattr(agent, "__name__", type(agent).__name__)
+        self._label = model_id
         self.runs_dir = runs_dir
         self.save = save
         self.backend = backend
         self.case_context = case_context
+
+    @property
+    def model_id(self) -> str:
+        """The run's label: the one given, else the agent's name."""
+        return self._label or self._default_model_id
+
+    @model_id.setter
+    def model_id(self, label: str) -> None:
+        # Kept apart from the default, so that a resume without a label keeps the stored one.
+        self._label = label
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
         if self.case_context is None:
@@ -154,7 +165,8 @@ class AgentEvaluator:
         config = self.config
         if timeout is not None and timeout != config.timeout:
             config = config.model_copy(update={"timeout": timeout})
-        return RunRequest(name=name, model_id=self.model_id, cases=cases,
+        return RunRequest(name=name, model_id=self._label,
+                          default_model_id=self._default_model_id, cases=cases,
                           criteria=self.criteria, execute=self._execute,
                           config_used=config.model_dump(mode="json"),
                           after_run=self._write_reporters if config.reporter is not None else None)

@@ -33,7 +33,10 @@ class RunRequest:
     cases: Sequence[EvalCase]
     criteria: Sequence[Criterion]
     execute: Execute
+    # The label the user gave (empty: none), and the name the run takes without one (the
+    # model function's): a resume without a label keeps the stored run's own.
     model_id: str = ""
+    default_model_id: str = ""
     config_used: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     after_run: Callable[[EvalReport], None] | None = None
@@ -42,7 +45,8 @@ class RunRequest:
 async def run_evaluation(request: RunRequest, options: RunOptions) -> EvalReport:
     """Run ``request`` with ``options``: stored (unless ``options.save`` is False), reported,
     then gated (``EvalGateFailure`` once the run is fully stored)."""
-    report = await run_stored(name=request.name, model_id=request.model_id, cases=request.cases,
+    report = await run_stored(name=request.name, model_id=request.model_id,
+                              default_model_id=request.default_model_id, cases=request.cases,
                               criteria=request.criteria, execute=request.execute,
                               options=options, config_used=request.config_used,
                               metadata=request.metadata)

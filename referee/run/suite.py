@@ -233,8 +233,8 @@ class EvalSuite:
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
             return await caller.call(model, case.input or "")
 
-        return RunRequest(name=self.name,
-                          model_id=self.model_id or getattr(model_fn, "__name__", ""),
+        return RunRequest(name=self.name, model_id=self.model_id,
+                          default_model_id=getattr(model_fn, "__name__", ""),
                           cases=self._source if self._source is not None else self._cases,
                           criteria=self._evaluators, execute=execute)
 
