@@ -62,6 +62,20 @@ def known_api_style(value: str) -> str:
     return value
 
 
+def judges_named(models: list[str]) -> list[JudgeConfig]:
+    """The JudgeConfig each model name of a judge panel or cascade names; an error naming
+    ``models[i]`` for a name no provider follows from."""
+    judges = []
+    for index, name in enumerate(models):
+        provider, model = split_judge_model(name)
+        if provider is None or not model:
+            raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
+                             "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
+                             "openai/llama3")
+        judges.append(JudgeConfig(provider=provider, model=model))
+    return judges
+
+
 class CriterionJudgePanel(StrictModel):
     """``judge_panel`` of a criterion config: several judge models asked the same thing.
 
@@ -87,16 +101,8 @@ class CriterionJudgePanel(StrictModel):
     @model_validator(mode="after")
     def _a_panel(self) -> CriterionJudgePanel:
         # The panel's own rules (weights per member, quorum range) are checked where they live.
-        members = []
-        for index, name in enumerate(self.models):
-            provider, model = split_judge_model(name)
-            if provider is None or not model:
-                raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
-                                 "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
-                                 "openai/llama3")
-            members.append(JudgeConfig(provider=provider, model=model))
-        JudgePanel(members=members, aggregate=self.aggregate, weights=self.weights,
-                   quorum=self.quorum)
+        JudgePanel(members=judges_named(self.models), aggregate=self.aggregate,
+                   weights=self.weights, quorum=self.quorum)
         return self
 
 
@@ -128,17 +134,7 @@ class CriterionJudgeCascade(StrictModel):
     @model_validator(mode="after")
     def _a_cascade(self) -> CriterionJudgeCascade:
         # The cascade's own rules (escalation reasons, ranges) are checked where they live.
-        from referee.judge.config import JudgeConfig, split_judge_model
-
-        stages = []
-        for index, name in enumerate(self.models):
-            provider, model = split_judge_model(name)
-            if provider is None or not model:
-                raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
-                                 "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
-                                 "openai/llama3")
-            stages.append(JudgeConfig(provider=provider, model=model))
-        self.cascade_of(stages)
+        self.cascade_of(judges_named(self.models))
         return self
 
     def cascade_of(self, stages: list[Any]) -> Any:

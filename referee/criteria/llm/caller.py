@@ -158,13 +158,7 @@ class LLMCallerMixin(JudgedCriterionBase):
         is."""
         spec = self.config.judge_cascade
         assert spec is not None
-        stages = []
-        for name in spec.models:
-            stage = self._judge_for_model(name, available_only=False)
-            if stage is None:  # the config's validation names the field first
-                raise ValueError(f"judge_cascade: {name!r} names no provider")
-            stages.append(stage)
-        cascade: JudgeCascade = spec.cascade_of(stages)
+        cascade: JudgeCascade = spec.cascade_of(self._judges_named(spec.models, "judge_cascade"))
         return cascade
 
     def config_panel(self) -> JudgePanel | None:
@@ -173,14 +167,17 @@ class LLMCallerMixin(JudgedCriterionBase):
         spec = self.config.judge_panel
         if spec is None:
             return None
-        members = []
-        for name in spec.models:
-            member = self._judge_for_model(name, available_only=False)
-            if member is None:  # the config's validation names the field first
-                raise ValueError(f"judge_panel: {name!r} names no provider")
-            members.append(member)
-        return JudgePanel(members=members, aggregate=spec.aggregate, weights=spec.weights,
-                          quorum=spec.quorum)
+        return JudgePanel(members=self._judges_named(spec.models, "judge_panel"),
+                          aggregate=spec.aggregate, weights=spec.weights, quorum=spec.quorum)
+
+    def _judges_named(self, models: list[str], field: str) -> list[JudgeConfig]:
+        judges = []
+        for name in models:
+            judge = self._judge_for_model(name, available_only=False)
+            if judge is None:  # the config's validation names the field first
+                raise ValueError(f"{field}: {name!r} names no provider")
+            judges.append(judge)
+        return judges
 
     @property
     def judge_model_name(self) -> str:
