@@ -23,6 +23,7 @@ from referee.evaluators.calibration import CalibrationEntry, CalibrationFile
 from referee.judge import JudgeConfig, JudgePanel, set_price
 from referee.judge.cascade import JudgeCascade, escalation_reasons
 from referee.report.cascade import cascade_lines, cascade_summary
+from referee.report.console import render_text
 from referee.report.json_report import lean_report_dict
 from referee.result import CriterionResult
 from referee.testing import Reply, ScriptedJudgeServer
@@ -152,6 +153,9 @@ def test_the_run_reports_escalations_spend_and_saving(judges, tmp_path: Path) ->
                                "(25%: margin 1)")
     assert lines[0].endswith(f"for openai/strong-judge alone (estimated): saved "
                              f"${summary['saved']['cost_usd']:.4f}")
+    console = render_text(report)
+    assert "judge: cascade openai/cheap-judge at " in console
+    assert lines[0] in console
 
 
 def _accuracy(judges, reason: str, question: str) -> CriterionResult:

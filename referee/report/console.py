@@ -62,6 +62,10 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     judge = redact_secrets(judge or {})
 
     def one(cfg: dict[str, Any]) -> str:
+        cascade = cfg.get("cascade")
+        if isinstance(cascade, dict):  # a judge cascade: its stages, cheapest first
+            return "cascade " + " -> ".join(one(stage) for stage in cascade.get("stages") or []
+                                            if isinstance(stage, dict))
         members = cfg.get("members")
         if isinstance(members, list):  # a judge panel
             return (f"panel of {len(members)} ({cfg.get('aggregate')}, quorum "
