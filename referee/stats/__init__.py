@@ -1,0 +1,43 @@
+"""referee's statistics: pure functions over counts and scores, no referee types.
+
+Intervals (``bootstrap_mean_ci``, ``wilson_bounds``), paired tests (``mcnemar``,
+``wilcoxon_signed_rank``), ``holm_adjust`` across criteria, effect sizes and minimum detectable
+effects. The record, the comparison of two runs and the gates call them; they import nothing
+from the rest of referee.
+"""
+
+from referee.stats._effects import cohens_dz
+from referee.stats._intervals import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_mean_ci,
+    wilson_bounds,
+)
+from referee.stats._mcnemar import McNemarResult, exact_binomial_two_sided, mcnemar
+from referee.stats._multiple import holm_adjust
+from referee.stats._power import (
+    fewest_one_sided_pairs,
+    mcnemar_power,
+    paired_mean_mde,
+    paired_proportion_mde,
+)
+from referee.stats._wilcoxon import WilcoxonResult, average_ranks, wilcoxon_signed_rank
+
+__all__ = [
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "McNemarResult",
+    "WilcoxonResult",
+    "average_ranks",
+    "bootstrap_mean_ci",
+    "cohens_dz",
+    "exact_binomial_two_sided",
+    "fewest_one_sided_pairs",
+    "holm_adjust",
+    "mcnemar",
+    "mcnemar_power",
+    "paired_mean_mde",
+    "paired_proportion_mde",
+    "wilcoxon_signed_rank",
+    "wilson_bounds",
+]
