@@ -284,6 +284,8 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "quiet": args.quiet, "resume": args.resume, "retry_errors": args.retry_errors,
         "rescore": args.rescore, "formats": args.format, "fail_threshold": args.fail_threshold,
         "max_error_rate": args.max_error_rate}
+    if args.sequential and not args.full:  # seam: sequential gates (run/sequential.py)
+        settings.update(sequential=True, sequential_confidence=args.sequential_confidence)
     if args.judge_gate is not None:
         settings["judge_gate"] = args.judge_gate
     if args.backend is not None:
@@ -803,6 +805,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="per-case timeout")
     run.add_argument("--fail-threshold", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when pass_rate is below RATE")
+    run.add_argument("--sequential", action="store_true",
+                     help="with --fail-threshold: run the cases in a seeded random order and "
+                          "stop judging once the pass rate is settled above or below RATE "
+                          "(an anytime-valid test); the cases not run are recorded as not run, "
+                          "and --resume RUN_DIR runs them")
+    run.add_argument("--sequential-confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                     help="with --sequential: how sure the decision must be (default 0.95)")
+    run.add_argument("--full", action="store_true",
+                     help="run every case even where --sequential is given")
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--require-calibrated", action="store_true",

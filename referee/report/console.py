@@ -168,6 +168,12 @@ def corrected_lines(report: EvalReport) -> list[str]:
     return lines
 
 
+def sequential_line(report: EvalReport) -> str:
+    """What a sequential gate decided (run/sequential.py), or "" for a run without one."""
+    sequential = report.metadata.get("sequential")
+    return str(sequential.get("summary") or "") if isinstance(sequential, dict) else ""
+
+
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
     summary = report.trial_summary()
@@ -206,6 +212,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             f"INTERRUPTED: {report.total} of {report.metadata.get('expected_cases', '?')} cases finished"
         )
     console.print(Text(_plain("  ".join(facts))))
+    if sequential_line(report):
+        console.print(Text(_plain(sequential_line(report)), style="bold"))
 
     totals = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("total", "evaluated", "passed", "failed", "errors", "skipped", "pass rate", "error rate"):

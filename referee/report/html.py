@@ -38,7 +38,12 @@ from referee.record import (
 from referee.redact import redacted_head
 from referee.report import charts
 from referee.report.compare_stats import ALPHA
-from referee.report.console import judge_consistency_line, judge_label, repeated_runs_line
+from referee.report.console import (
+    judge_consistency_line,
+    judge_label,
+    repeated_runs_line,
+    sequential_line,
+)
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
 from referee.result import CriterionResult
@@ -563,6 +568,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "timing": _timing(report.summary),
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
+        "sequential": sequential_line(report),
         "warnings": report.warnings,
         "running": bool(report.metadata.get("running")),
         "resume_command": resume_command(report) if report.metadata.get("interrupted")

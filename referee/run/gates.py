@@ -50,9 +50,12 @@ def threshold_message(report: EvalReport, fail_threshold: float) -> str:
             f"none of the {report.total} case(s) could be evaluated "
             f"({report.errors} errored, {report.skipped} skipped)."
         )
+    sequential = report.metadata.get("sequential")
+    settled = f" Sequential gate: {sequential['summary']}." if isinstance(sequential, dict) \
+        and sequential.get("decision") else ""
     return (
         f"Eval gate FAILED: pass rate {report.pass_rate:.1%} < threshold {fail_threshold:.1%} "
-        f"({report.passed} of {report.evaluated} evaluated case(s) passed)."
+        f"({report.passed} of {report.evaluated} evaluated case(s) passed).{settled}"
     )
 
 
@@ -111,6 +114,18 @@ def _judge(report: EvalReport, fail_threshold: float | None, max_error_rate: flo
         if short:
             raise EvalGateFailure(corrected_message(short, fail_threshold), report=report)
         return
+    settled = _sequential_decision(report)
+    if settled is not None:  # a sequential gate stopped judging once this was settled
+        if settled == "below":
+            raise EvalGateFailure(threshold_message(report, fail_threshold or 0.0), report=report,
+                                  threshold=fail_threshold)
+        return
     if fail_threshold is not None and report.pass_rate < fail_threshold:
         raise EvalGateFailure(threshold_message(report, fail_threshold), report=report,
                               threshold=fail_threshold)
+
+
+def _sequential_decision(report: EvalReport) -> str | None:
+    """"above" or "below" when a sequential gate settled the run (run/sequential.py)."""
+    sequential = report.metadata.get("sequential")
+    return sequential.get("decision") if isinstance(sequential, dict) else None

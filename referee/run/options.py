@@ -31,6 +31,7 @@ from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
 from referee.run.judge_gate import JudgeGate
+from referee.run.sequential import DEFAULT_CONFIDENCE, DEFAULT_SEED
 
 # How each option is named in errors: (Python keyword, command-line flag).
 _SPELLING: dict[str, tuple[str, str]] = {
@@ -40,6 +41,8 @@ _SPELLING: dict[str, tuple[str, str]] = {
     "formats": ("formats", "--format"),
     "fail_threshold": ("fail_threshold", "--fail-threshold RATE"),
     "gate_on": ("gate_on='corrected'", "--gate-on corrected"),
+    "sequential": ("sequential=True", "--sequential"),
+    "sequential_confidence": ("sequential_confidence", "--sequential-confidence"),
 }
 _COMMAND_LINE = "command line"
 # Who is building the options, for the spelling of their errors (set by flag_spelling).
@@ -111,6 +114,11 @@ class RunOptions(BaseModel):
     fail_threshold: float | None = None
     max_error_rate: float | None = None
     judge_gate: JudgeGate | None = None
+    # Sequential gate (run/sequential.py): cases in a seeded random order, and no case starts
+    # once fail_threshold is settled at sequential_confidence (anytime-valid).
+    sequential: bool = False
+    sequential_confidence: float = DEFAULT_CONFIDENCE
+    sequential_seed: int = Field(DEFAULT_SEED, strict=True)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -188,9 +196,25 @@ class RunOptions(BaseModel):
             raise ValueError(f"{_spelled('gate_on', info)} gates "
                              f"{_spelled('fail_threshold', info)}; give one")
         validate_gates(self.fail_threshold, self.max_error_rate, self.judge_gate)
+        if self.sequential:
+            self._check_sequential(info)
         check_engine_settings(concurrency=self.concurrency, timeout=self.timeout, runs=self.runs,
                               criterion_concurrency=self.criterion_concurrency)
         return self
+
+    def _check_sequential(self, info: ValidationInfo) -> None:
+        sequential = _spelled("sequential", info)
+        if self.fail_threshold is None:
+            raise ValueError(f"{sequential} stops once {_spelled('fail_threshold', info)} is "
+                             "settled; give one")
+        if not 0.0 < self.sequential_confidence < 1.0:
+            raise ValueError(f"{_spelled('sequential_confidence', info)} must be between 0 and "
+                             f"1, got {self.sequential_confidence}")
+        if self.judge_gate is not None and self.judge_gate.gate_on == "corrected":
+            raise ValueError(f"{sequential} settles the raw pass rate; it does not go with "
+                             f"{_spelled('gate_on', info)} yet")
+        if self.backend not in (None, "local"):
+            raise ValueError(f"{sequential} runs on the local backend only")
 
     # Derived -------------------------------------------------------------------------------
     @property

@@ -2,7 +2,8 @@
 
 Intervals (``bootstrap_mean_ci``, ``wilson_bounds``), paired tests (``mcnemar``,
 ``wilcoxon_signed_rank``), ``holm_adjust`` across criteria, effect sizes and minimum detectable
-effects. The record, the comparison of two runs and the gates call them; they import nothing
+effects; ``decide`` and ``confidence_sequence``, the anytime-valid test of a pass rate behind
+sequential gates. The record, the comparison of two runs and the gates call them; they import nothing
 from the rest of referee.
 """
 
@@ -21,19 +22,33 @@ from referee.stats._power import (
     paired_mean_mde,
     paired_proportion_mde,
 )
+from referee.stats._sequential import (
+    ConfidenceSequence,
+    Decision,
+    confidence_sequence,
+    decide,
+    log_evidence,
+    log_incomplete_beta,
+)
 from referee.stats._wilcoxon import WilcoxonResult, average_ranks, wilcoxon_signed_rank
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
+    "ConfidenceSequence",
+    "Decision",
     "McNemarResult",
     "WilcoxonResult",
     "average_ranks",
     "bootstrap_mean_ci",
     "cohens_dz",
+    "confidence_sequence",
+    "decide",
     "exact_binomial_two_sided",
     "fewest_one_sided_pairs",
     "holm_adjust",
+    "log_evidence",
+    "log_incomplete_beta",
     "mcnemar",
     "mcnemar_power",
     "paired_mean_mde",
