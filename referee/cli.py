@@ -589,6 +589,22 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_labels_estimate(args: argparse.Namespace) -> int:
+    """``referee labels estimate``: the judge's pass rates and mean scores corrected by labels."""
+    from referee.labels._estimate import estimate_run
+
+    estimates = estimate_run(args.run_dir, confidence=args.confidence)
+    if args.json:
+        import json
+
+        print(json.dumps([e.to_dict() for e in estimates], indent=2))
+    elif not estimates:
+        _say(f"no labels on the current scoring of {args.run_dir}", sys.stderr)
+    else:
+        sys.stdout.write(terminal_safe("".join(e.describe() + "\n" for e in estimates)))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.compare import compare_reports
     from referee.store import load_run
@@ -887,6 +903,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="who made the labels whose line names nobody (default: the OS "
                               "user)")
     imports.set_defaults(func=cmd_labels_import)
+    estimate = labels_sub.add_parser(
+        "estimate", help="the judge's pass rates and mean scores corrected by the labels",
+        description="For each judged criterion, the judge's pass rate and mean score over the "
+                    "cases it scored, corrected by the labelled cases (prediction-powered "
+                    "inference: the pass rate from the labels' pass/fail, the mean score from "
+                    "their human_score), with an interval. The labelled cases must be a "
+                    "random sample of the run's cases.")
+    estimate.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    estimate.add_argument("--confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                          help="the interval's confidence (default 0.95)")
+    estimate.add_argument("--json", action="store_true", help="print the estimates as JSON")
+    estimate.set_defaults(func=cmd_labels_estimate)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)

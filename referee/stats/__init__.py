@@ -3,7 +3,8 @@
 Intervals (``bootstrap_mean_ci``, ``wilson_bounds``), paired tests (``mcnemar``,
 ``wilcoxon_signed_rank``), ``holm_adjust`` across criteria, effect sizes and minimum detectable
 effects; ``decide`` and ``confidence_sequence``, the anytime-valid test of a pass rate behind
-sequential gates. The record, the comparison of two runs and the gates call them; they import nothing
+sequential gates; ``prediction_powered_mean``, a judge's mean corrected by labelled rows. The
+record, the comparison of two runs and the gates call them; they import nothing
 from the rest of referee.
 """
 
@@ -22,6 +23,7 @@ from referee.stats._power import (
     paired_mean_mde,
     paired_proportion_mde,
 )
+from referee.stats._ppi import CorrectedMean, prediction_powered_mean
 from referee.stats._sequential import (
     ConfidenceSequence,
     Decision,
@@ -36,6 +38,7 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "ConfidenceSequence",
+    "CorrectedMean",
     "Decision",
     "McNemarResult",
     "WilcoxonResult",
@@ -53,6 +56,7 @@ __all__ = [
     "mcnemar_power",
     "paired_mean_mde",
     "paired_proportion_mde",
+    "prediction_powered_mean",
     "wilcoxon_signed_rank",
     "wilson_bounds",
 ]
