@@ -286,6 +286,10 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_error_rate": args.max_error_rate}
     if args.sequential and not args.full:  # seam: sequential gates (run/sequential.py)
         settings.update(sequential=True, sequential_confidence=args.sequential_confidence)
+    if args.trials is not None:  # seam: repeated runs and flaky cases (run/gates.py)
+        settings["runs"] = args.trials
+    if args.flaky is not None:
+        settings["flaky"] = args.flaky
     if args.judge_gate is not None:
         settings["judge_gate"] = args.judge_gate
     if args.backend is not None:
@@ -830,6 +834,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --sequential: how sure the decision must be (default 0.95)")
     run.add_argument("--full", action="store_true",
                      help="run every case even where --sequential is given")
+    run.add_argument("--trials", type=_positive_int, metavar="N",
+                     help="run each case N times, each judged afresh; the report lists the "
+                          "flaky cases (a verdict that flipped between runs) with their flip "
+                          "rate, and a case passes only if every run did")
+    run.add_argument("--flaky", choices=("quarantine", "fail"),
+                     help="with --trials N: what the gate does with flaky cases: quarantine "
+                          "leaves them out of --fail-threshold's pass rate; fail fails the gate "
+                          "on any (default: they count as the failures they are)")
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--require-calibrated", action="store_true",

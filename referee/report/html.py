@@ -39,6 +39,7 @@ from referee.redact import redacted_head
 from referee.report import charts
 from referee.report.compare_stats import ALPHA
 from referee.report.console import (
+    flaky_lines,
     judge_consistency_line,
     judge_label,
     repeated_runs_line,
@@ -584,6 +585,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "error_rate": format_rate(report.error_rate, report.total),
         "criterion_errors": criterion_errors_line(report) if report.criterion_errors else "",
         "repeated_runs": repeated_runs_line(report) if report.runs_per_case > 1 else "",
+        "flaky": flaky_lines(report) if report.runs_per_case > 1 else [],
         "judge_consistency": judge_consistency_line(report),
         "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
         "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),

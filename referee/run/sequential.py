@@ -50,6 +50,7 @@ class SequentialGate:
     decision: Decision | None = None
     decided_after: int | None = None  # cases finished (any status) when it settled
     finished: int = 0
+    skip_flaky: bool = False  # --flaky quarantine: a flaky case is no evidence either way
     _seen: set[str] = field(default_factory=set)
     _decided_at: tuple[int, int] | None = None  # (passes, fails) when it settled
 
@@ -59,6 +60,8 @@ class SequentialGate:
             return
         self._seen.add(result.eval_id)
         self.finished += 1
+        if self.skip_flaky and result.is_flaky:
+            return
         if result.status == CaseStatus.PASSED:
             self.passes += 1
         elif result.status == CaseStatus.FAILED:
@@ -118,7 +121,7 @@ def sequential_gate(options: RunOptions, store: RunStore | None,
     """The gate of a sequential run, primed with the cases a resume keeps."""
     assert options.fail_threshold is not None  # RunOptions refuses sequential without one
     gate = SequentialGate(options.fail_threshold, options.sequential_confidence,
-                          options.sequential_seed)
+                          options.sequential_seed, skip_flaky=options.flaky == "quarantine")
     if store is not None:
         gate.prime(case for case in store.stream_cases() if case.eval_id in kept)
     return gate

@@ -9,6 +9,7 @@ from the rest of referee.
 """
 
 from referee.stats._effects import cohens_dz
+from referee.stats._flips import flip_rate
 from referee.stats._intervals import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -49,6 +50,7 @@ __all__ = [
     "decide",
     "exact_binomial_two_sided",
     "fewest_one_sided_pairs",
+    "flip_rate",
     "holm_adjust",
     "log_evidence",
     "log_incomplete_beta",
