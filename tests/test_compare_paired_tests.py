@@ -7,12 +7,12 @@ import json
 import re
 
 import pytest
+from stored_runs import store_report
 
 from referee.record import CaseResult, CaseStatus, EvalReport
 from referee.report.compare import compare_reports
 from referee.report.html import render_compare_html
 from referee.result import CriterionResult
-from referee.store import RunStore
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -108,15 +108,7 @@ def test_errors_leave_the_overall_pairs() -> None:
 def test_json_and_html_carry_the_tests(tmp_path, capsys) -> None:
     from referee.cli import main
 
-    dirs = []
-    for report in _seven_more_failures():
-        store = RunStore.create(tmp_path / "runs", report,
-                                case_ids=[c.eval_id for c in report.cases])
-        for case in report.cases:
-            store.append_case(case)
-        report.finished_at = report.started_at + 1
-        store.write_report(report)
-        dirs.append(str(store.run_dir))
+    dirs = [str(store_report(tmp_path / "runs", report)) for report in _seven_more_failures()]
     page = tmp_path / "compare.html"
     assert main(["compare", *dirs, "--json", "--html", str(page)]) == 1  # 7 regressions
     data = json.loads(capsys.readouterr().out)

@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from stored_runs import store_report
 
 from referee.labels._estimate import estimate_run
 from referee.labels._import import import_labels
@@ -17,7 +18,6 @@ from referee.labels._store import Label, LabelStore
 from referee.record import CaseResult, CaseStatus, EvalReport
 from referee.result import CriterionResult
 from referee.stats import prediction_powered_mean
-from referee.store import RunStore
 
 
 def test_classic_ppi_by_hand() -> None:
@@ -118,13 +118,7 @@ def _stored_run(tmp_path: Path, truth: list[float], judged: list[float]) -> Path
                         criterion_results=[CriterionResult(criterion="g_eval", score=j,
                                                            passed=j >= 0.5, threshold=0.5)])
              for i, j in enumerate(judged)]
-    report = EvalReport(name="ppi", cases=cases)
-    store = RunStore.create(tmp_path / "runs", report, case_ids=[c.eval_id for c in cases])
-    for case in cases:
-        store.append_case(case)
-    report.finished_at = report.started_at + 1
-    store.write_report(report)
-    return store.run_dir
+    return store_report(tmp_path / "runs", EvalReport(name="ppi", cases=cases))
 
 
 def test_labels_estimate_corrects_a_stored_run(tmp_path: Path, capsys) -> None:
