@@ -147,6 +147,47 @@ def test_a_clear_pass_stops_early_and_resume_finishes(tmp_path: Path) -> None:
     assert "sequential" not in resumed.metadata
 
 
+def test_the_reports_say_what_was_settled(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from referee.report.console import render_console
+    from referee.report.html import render_html
+
+    suite, model, _ = _suite(300, _passing(300, 0.97))
+    report = suite.run(model, verbose=False, fail_threshold=0.8, sequential=True,
+                       runs_dir=tmp_path, concurrency=1)
+    summary = report.metadata["sequential"]["summary"]
+    out = io.StringIO()
+    render_console(report, Console(file=out, width=200))
+    assert summary in out.getvalue()
+    escaped = summary.replace(">", "&gt;")
+    assert f'<div class="meta sequential"><span>{escaped}</span></div>' in render_html(report)
+    stored = RunStore(report.metadata["run_dir"]).load()
+    assert stored.metadata["sequential"]["decision"] == "above"  # report.json keeps it
+    low, high = stored.metadata["sequential"]["interval"]
+    assert 0.8 < low < high <= 1.0  # the anytime-valid interval when it settled excludes 0.8
+
+
+def test_quarantined_flaky_cases_are_no_evidence(tmp_path: Path) -> None:
+    suite = EvalSuite("flaky-sequential").add_cases([EvalCase(input=f"q{i}") for i in range(40)])
+    suite.add_evaluators(Contains(["ok"]))
+    calls: dict[str, int] = {}
+
+    def model(question: str) -> str:  # every case flips: passes its first run only
+        calls[question] = calls.get(question, 0) + 1
+        return "ok" if calls[question] == 1 else "no"
+
+    with pytest.raises(EvalGateFailure):
+        suite.run(model, verbose=False, fail_threshold=0.5, sequential=True, runs=2,
+                  flaky="quarantine", runs_dir=tmp_path)
+    [run] = [RunStore(d).load() for d in tmp_path.iterdir()]
+    settled = run.metadata["sequential"]
+    assert run.total == 40 and (settled["passes"], settled["fails"]) == (0, 0)
+    assert settled["decision"] is None  # no evidence, so every case ran
+
+
 def test_a_clear_fail_stops_early_and_fails_the_gate(tmp_path: Path) -> None:
     suite, model, called = _suite(500, _passing(500, 0.6))
     with pytest.raises(EvalGateFailure) as failure:
