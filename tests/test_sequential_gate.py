@@ -247,13 +247,6 @@ def test_bad_sequential_options_are_refused(settings: dict, message: str) -> Non
         RunOptions(**settings)
 
 
-def test_sequential_does_not_go_with_corrected_gates_yet() -> None:
-    from referee.run.judge_gate import JudgeGate
-
-    with pytest.raises(ValueError, match="does not go with gate_on='corrected' yet"):
-        RunOptions(sequential=True, fail_threshold=0.8, judge_gate=JudgeGate(gate_on="corrected"))
-
-
 # The command line ------------------------------------------------------------------------------
 
 SUITE_FILE = """

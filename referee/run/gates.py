@@ -78,13 +78,16 @@ def threshold_message(report: EvalReport, fail_threshold: float) -> str:
             f"none of the {report.total} case(s) could be evaluated "
             f"({report.errors} errored, {report.skipped} skipped)."
         )
-    sequential = report.metadata.get("sequential")
-    settled = f" Sequential gate: {sequential['summary']}." if isinstance(sequential, dict) \
-        and sequential.get("decision") else ""
     return (
         f"Eval gate FAILED: pass rate {report.pass_rate:.1%} < threshold {fail_threshold:.1%} "
-        f"({report.passed} of {report.evaluated} evaluated case(s) passed).{settled}"
+        f"({report.passed} of {report.evaluated} evaluated case(s) passed)."
     )
+
+
+def sequential_message(report: EvalReport) -> str:
+    """A sequential gate that settled below its threshold (run/sequential.py)."""
+    return (f"Eval gate FAILED: {report.passed} of {report.evaluated} evaluated case(s) "
+            f"passed. Sequential gate: {report.metadata['sequential']['summary']}.")
 
 
 def error_rate_warning(report: EvalReport) -> str:
@@ -143,18 +146,18 @@ def _judge(report: EvalReport, fail_threshold: float | None, max_error_rate: flo
         stream = stderr if stderr is not None else sys.stderr
         bar = "!" * 72
         print(f"{bar}\n{error_rate_warning(report)}\n{bar}", file=stream, flush=True)
+    settled = _sequential_decision(report)
+    if settled is not None:  # a sequential gate stopped judging once this was settled
+        if settled == "below":
+            raise EvalGateFailure(sequential_message(report), report=report,
+                                  threshold=fail_threshold)
+        return
     if fail_threshold is not None and judge_gate is not None and judge_gate.gate_on == "corrected":
         if report.evaluated == 0:
             raise EvalGateFailure(threshold_message(report, fail_threshold), report=report)
         short = judge_gate.short_of_threshold(report, fail_threshold)
         if short:
             raise EvalGateFailure(corrected_message(short, fail_threshold), report=report)
-        return
-    settled = _sequential_decision(report)
-    if settled is not None:  # a sequential gate stopped judging once this was settled
-        if settled == "below":
-            raise EvalGateFailure(threshold_message(report, fail_threshold or 0.0), report=report,
-                                  threshold=fail_threshold)
         return
     if fail_threshold is not None and gated_pass_rate(report, flaky) < fail_threshold:
         quarantined = flaky == "quarantine" and report.flaky_count

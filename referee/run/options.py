@@ -226,9 +226,6 @@ class RunOptions(BaseModel):
         if not 0.0 < self.sequential_confidence < 1.0:
             raise ValueError(f"{_spelled('sequential_confidence', info)} must be between 0 and "
                              f"1, got {self.sequential_confidence}")
-        if self.judge_gate is not None and self.judge_gate.gate_on == "corrected":
-            raise ValueError(f"{sequential} settles the raw pass rate; it does not go with "
-                             f"{_spelled('gate_on', info)} yet")
         if self.backend not in (None, "local"):
             raise ValueError(f"{sequential} runs on the local backend only")
 

@@ -19,7 +19,11 @@ from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from referee.criteria.base import criterion_label
 from referee.record import CaseResult, CaseStatus
+from referee.result import unique_labels
+from referee.run.judge_calibration import calibration_records
+from referee.run.sequential_corrected import CorrectedCriteria
 from referee.stats import Decision, confidence_sequence, decide
 from referee.store import RunStore
 
@@ -51,6 +55,8 @@ class SequentialGate:
     decided_after: int | None = None  # cases finished (any status) when it settled
     finished: int = 0
     skip_flaky: bool = False  # --flaky quarantine: a flaky case is no evidence either way
+    # --gate-on corrected: each criterion's own test, judged ones corrected for judge error.
+    corrected: CorrectedCriteria | None = None
     _seen: set[str] = field(default_factory=set)
     _decided_at: tuple[int, int] | None = None  # (passes, fails) when it settled
 
@@ -62,6 +68,11 @@ class SequentialGate:
         self.finished += 1
         if self.skip_flaky and result.is_flaky:
             return
+        if self.corrected is not None:
+            self.corrected.observe(result)
+            if self.decision is None:
+                self._settle(self.corrected.decision())
+            return
         if result.status == CaseStatus.PASSED:
             self.passes += 1
         elif result.status == CaseStatus.FAILED:
@@ -69,10 +80,13 @@ class SequentialGate:
         else:
             return
         if self.decision is None:
-            self.decision = decide(self.passes, self.fails, self.threshold, self.confidence)
-            if self.decision is not None:
-                self.decided_after = self.finished
-                self._decided_at = (self.passes, self.fails)
+            self._settle(decide(self.passes, self.fails, self.threshold, self.confidence))
+
+    def _settle(self, decision: Decision | None) -> None:
+        if decision is not None:
+            self.decision = decision
+            self.decided_after = self.finished
+            self._decided_at = (self.passes, self.fails)
 
     def order(self, keys: Sequence[str]) -> Iterator[int]:
         """The seeded order, ending as soon as the gate is settled: the engine's workers draw
@@ -101,7 +115,8 @@ class SequentialGate:
             return (f"sequential gate: not settled after {self.finished:,} of {total:,} cases "
                     f"({self.passes} passed, {self.fails} failed); the full pass rate decides")
         sign = ">=" if self.decision == "above" else "<"
-        return (f"stopped after {self.finished:,} of {total:,} cases: pass rate {sign} "
+        rate = "pass rate" if self.corrected is None else self.corrected.what(self.decision)
+        return (f"stopped after {self.finished:,} of {total:,} cases: {rate} {sign} "
                 f"{self.threshold:.2f} with {share} (settled after {self.decided_after:,}; "
                 f"{total - self.finished:,} not run)")
 
@@ -113,15 +128,32 @@ class SequentialGate:
                 "decision": self.decision, "decided_after": self.decided_after,
                 "ran": self.finished, "of": total, "not_run": total - self.finished,
                 "passes": self.passes, "fails": self.fails,
-                "interval": [interval.low, interval.high], "summary": self.describe(total)}
+                "interval": [interval.low, interval.high], "summary": self.describe(total),
+                **({} if self.corrected is None else {"criteria": self.corrected.to_metadata()})}
 
 
-def sequential_gate(options: RunOptions, store: RunStore | None,
-                    kept: Container[str]) -> SequentialGate:
-    """The gate of a sequential run, primed with the cases a resume keeps."""
+def sequential_gate(options: RunOptions, store: RunStore | None, kept: Container[str], *,
+                    corrected: CorrectedCriteria | None = None) -> SequentialGate:
+    """The gate of a sequential run, primed with the cases a resume keeps; ``corrected``
+    (--gate-on corrected) tests each criterion on its own."""
     assert options.fail_threshold is not None  # RunOptions refuses sequential without one
     gate = SequentialGate(options.fail_threshold, options.sequential_confidence,
-                          options.sequential_seed, skip_flaky=options.flaky == "quarantine")
+                          options.sequential_seed, skip_flaky=options.flaky == "quarantine",
+                          corrected=corrected)
     if store is not None:
         gate.prime(case for case in store.stream_cases() if case.eval_id in kept)
     return gate
+
+
+def corrected_criteria(options: RunOptions, criteria: Sequence[Any],
+                       judges: dict[str, dict[str, Any]]) -> CorrectedCriteria | None:
+    """With ``--gate-on corrected``: each criterion's test, judged ones through the calibration
+    the run finds for them (looked up once the criteria have prepared: a CheckEvaluator's
+    question set exists only then). None for a gate on the raw pass rate."""
+    gate = options.judge_gate
+    if gate is None or gate.gate_on != "corrected":
+        return None
+    assert options.fail_threshold is not None  # RunOptions refuses corrected without one
+    labels = tuple(unique_labels([criterion_label(c) for c in criteria]))
+    return CorrectedCriteria(options.fail_threshold, options.sequential_confidence, labels,
+                             calibration_records(criteria, judges=judges))

@@ -42,7 +42,7 @@ from referee.run.options import RunOptions
 from referee.run.progress import make_progress
 from referee.run.reliability import check_judge_reliability
 from referee.run.resume import ResumePlan
-from referee.run.sequential import SEQUENTIAL_KEY, sequential_gate
+from referee.run.sequential import SEQUENTIAL_KEY, corrected_criteria, sequential_gate
 from referee.store import DEFAULT_RUNS_DIR, VERSION_KEY, RunStore, StoredCases
 from referee.store import describe as describe_versions
 from referee.terminal import terminal_safe
@@ -168,7 +168,9 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
     skip = plan.finished if plan is not None else frozenset()
     try:
         if options.sequential:  # seam: run/sequential.py decides the order and when to stop
-            gate = sequential_gate(options, run.store, skip)
+            await run.engine.prepare()
+            gate = sequential_gate(options, run.store, skip, corrected=corrected_criteria(
+                options, run.engine.criteria, run.judges))
             await run.engine.stream(cases, execute, keys=run.keys, skip=skip,
                                     on_result=gate.observing(record), order=gate.order(run.keys))
             run.report.metadata[SEQUENTIAL_KEY] = gate.to_metadata(len(run.keys))

@@ -30,8 +30,10 @@ from referee.stats._sequential import (
     Decision,
     confidence_sequence,
     decide,
+    decide_corrected,
     log_evidence,
     log_incomplete_beta,
+    observed_threshold,
 )
 from referee.stats._wilcoxon import WilcoxonResult, average_ranks, wilcoxon_signed_rank
 
@@ -48,6 +50,7 @@ __all__ = [
     "cohens_dz",
     "confidence_sequence",
     "decide",
+    "decide_corrected",
     "exact_binomial_two_sided",
     "fewest_one_sided_pairs",
     "flip_rate",
@@ -56,6 +59,7 @@ __all__ = [
     "log_incomplete_beta",
     "mcnemar",
     "mcnemar_power",
+    "observed_threshold",
     "paired_mean_mde",
     "paired_proportion_mde",
     "prediction_powered_mean",

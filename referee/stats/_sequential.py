@@ -132,3 +132,30 @@ def confidence_sequence(passes: int, fails: int, confidence: float,
     high = bisect(centre, 1 - resolution, "below") if decide(
         passes, fails, 1 - resolution, confidence) == "below" else 1.0
     return ConfidenceSequence(low, high)
+
+
+def observed_threshold(threshold: float, tpr: float, tnr: float) -> float:
+    """The observed pass rate a judge of this TPR and TNR shows when the true rate is
+    ``threshold``: TPR x t + (1 - TNR) x (1 - t)."""
+    return tpr * threshold + (1.0 - tnr) * (1.0 - threshold)
+
+
+def decide_corrected(passes: int, fails: int, threshold: float, *, tpr: tuple[float, float],
+                     tnr: tuple[float, float], confidence: float) -> Decision | None:
+    """``decide`` for the true pass rate behind a judge's verdicts, given bounds (low, high) on
+    the judge's TPR and TNR that hold with the calibration's own confidence.
+
+    The judge shows q = TPR x p + (1 - TNR) x (1 - p), which rises with p when TPR + TNR > 1.
+    p is above ``threshold`` once q is settled above the highest q the threshold could show
+    (TPR at its high bound, TNR at its low one), and below it once q is settled below the lowest
+    (TPR low, TNR high). None while unsettled, and always when the bounds allow a judge no
+    better than a coin (TPR + TNR <= 1), which cannot support a pass rate."""
+    if tpr[0] + tnr[0] <= 1.0:
+        return None
+    highest = observed_threshold(threshold, tpr[1], tnr[0])
+    lowest = observed_threshold(threshold, tpr[0], tnr[1])
+    if highest < 1.0 and decide(passes, fails, highest, confidence) == "above":
+        return "above"
+    if lowest > 0.0 and decide(passes, fails, lowest, confidence) == "below":
+        return "below"
+    return None
