@@ -292,3 +292,12 @@ def test_the_simulation_harness_counts_what_it_reports() -> None:
     row = scenario("finite", 0.95, seeds=5, cases=200)
     assert row.decided_early == 5 and row.wrong == 0 and row.mean_judged < 100
     assert "| finite | 0.95 | 5 | 5 | 0 |" in format_table([row])
+    # A corrected gate tests the judge's verdicts through its calibration: a lenient judge's
+    # passes are weaker evidence, so the same verdicts take more cases to settle.
+    rng = random.Random(5)
+    verdicts = [rng.random() < 0.9 for _ in range(1000)]
+    raw, corrected_run = run_gate(verdicts, 0.7, 0.95), run_gate(verdicts, 0.7, 0.95,
+                                                                 corrected=True)
+    assert raw[0] == corrected_run[0] == "above" and corrected_run[1] > raw[1]
+    corrected = scenario("corrected", 0.95, seeds=3, cases=300, threshold=0.6)
+    assert corrected.decided_early == 3 and corrected.wrong == 0

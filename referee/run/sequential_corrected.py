@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.record import CaseResult, JudgeCalibration
-from referee.stats import Decision, decide, decide_corrected, wilson_bounds
+from referee.stats import Decision, decide, decide_corrected, judge_error_bounds
 
 
 @dataclass
@@ -56,8 +56,7 @@ class CorrectedCriteria:
         kept = round(float(record.tpr or 0.0) * positives)
         caught = round(float(record.tnr or 0.0) * negatives)
         # Two bounds are used per direction, each one-sided at share / 2.
-        level = 1.0 - self._share
-        return wilson_bounds(kept, positives, level), wilson_bounds(caught, negatives, level)
+        return judge_error_bounds(kept, positives, caught, negatives, 1.0 - self._share)
 
     def observe(self, result: CaseResult) -> None:
         for criterion in result.criterion_results:

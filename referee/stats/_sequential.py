@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from referee.stats._intervals import wilson_bounds
+
 Decision = Literal["above", "below"]
 
 _CF_EPSILON = 1e-15
@@ -159,3 +161,12 @@ def decide_corrected(passes: int, fails: int, threshold: float, *, tpr: tuple[fl
     if lowest > 0.0 and decide(passes, fails, lowest, confidence) == "below":
         return "below"
     return None
+
+
+def judge_error_bounds(kept: int, positives: int, caught: int, negatives: int,
+                       confidence: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Wilson intervals (low, high) of a judge's TPR (``kept`` of ``positives`` labelled
+    passes) and TNR (``caught`` of ``negatives`` labelled fails), each two-sided at
+    ``confidence``."""
+    return (wilson_bounds(kept, positives, confidence),
+            wilson_bounds(caught, negatives, confidence))
