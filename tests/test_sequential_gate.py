@@ -301,3 +301,31 @@ def test_the_simulation_harness_counts_what_it_reports() -> None:
     assert raw[0] == corrected_run[0] == "above" and corrected_run[1] > raw[1]
     corrected = scenario("corrected", 0.95, seeds=3, cases=300, threshold=0.6)
     assert corrected.decided_early == 3 and corrected.wrong == 0
+
+
+# Panels ------------------------------------------------------------------------------------------
+
+def test_a_panel_judged_run_stops_early_and_asks_nobody_about_the_rest(isolated_judge,
+                                                                        tmp_path: Path) -> None:
+    """Three scripted judges score each output; the panel's mean decides the verdict. Once the
+    gate settles, no member is asked about any further case."""
+    from referee import GEval, JudgePanel
+    from referee.testing.server import ScriptedJudgeServer
+
+    def scores(request) -> str:
+        good = "[good]" in request.prompt
+        lenient = request.model == "judge-a"
+        return f'{{"score": {1.0 if good or lenient else 0.0}, "reason": "r"}}'
+
+    with ScriptedJudgeServer(reply=scores) as server:
+        panel = JudgePanel(members=[server.judge_config(model=name)
+                                    for name in ("judge-a", "judge-b", "judge-c")])
+        suite = EvalSuite("panel").add_evaluator(GEval("concise", runs=1, judge=panel))
+        passing = _passing(300, 0.95, seed=8)
+        pairs = [(EvalCase(input=f"q{i}"), f"{'[good]' if i in passing else '[bad]'} answer {i}")
+                 for i in range(300)]
+        report = suite.run_on_cases(pairs, verbose=False, fail_threshold=0.6, sequential=True,
+                                    concurrency=1, runs_dir=tmp_path)
+        settled = report.metadata["sequential"]
+        assert settled["decision"] == "above" and report.total < 100
+        assert server.request_count == 3 * report.total  # every member, only for cases run
