@@ -97,6 +97,25 @@ def test_score_changes_use_wilcoxon_with_holm_and_effect_sizes() -> None:
     assert tone.statement() == "tone scores: identical in all 40 cases; no difference"
 
 
+def test_overall_scores_compare_each_cases_mean_score() -> None:
+    faith_a = [0.5 + 0.01 * i for i in range(40)]
+    faith_b = [s + (0.1 if i % 5 else -0.02) for i, s in enumerate(faith_a)]
+    comparison = compare_reports(_run("a", faith_a, TONE), _run("b", faith_b, TONE))
+    overall = comparison.overall_scores
+    assert overall is not None and overall.n == 40
+    # A case's score is the mean of its two criteria; tone does not move, so each case moves
+    # by half its faithfulness change.
+    differences = [(b - a) / 2 for a, b in zip(faith_a, faith_b)]
+    reference = scipy_stats.wilcoxon(differences, correction=False, method="approx")
+    assert overall.delta == pytest.approx(sum(differences) / 40)
+    assert overall.wilcoxon is not None
+    assert overall.wilcoxon.p_value == pytest.approx(reference.pvalue, rel=1e-6)
+    assert overall.adjusted_p == overall.wilcoxon.p_value  # one test on its own
+    assert overall.statement().startswith("B scores higher overall (mean case score) by 0.038")
+    assert comparison.statements()[-1] == overall.statement()
+    assert comparison.to_dict()["overall_scores"]["real"] is True
+
+
 def test_errors_leave_the_overall_pairs() -> None:
     a = _run("a", [0.9] * 10, [0.9] * 10)
     b = _run("b", [0.9] * 10, [0.9] * 10, statuses={0: CaseStatus.MODEL_ERROR})

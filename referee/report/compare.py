@@ -17,7 +17,13 @@ from referee.record import BOOTSTRAP_RESAMPLES as BOOTSTRAP_RESAMPLES
 from referee.record import BOOTSTRAP_SEED as BOOTSTRAP_SEED
 from referee.record import CaseResult, CaseStatus, EvalReport, format_rate
 from referee.record import wilson_bounds as wilson_bounds
-from referee.report.compare_stats import ALPHA, VerdictShift, criterion_deltas, verdict_shifts
+from referee.report.compare_stats import (
+    ALPHA,
+    VerdictShift,
+    criterion_deltas,
+    overall_delta,
+    verdict_shifts,
+)
 from referee.report.compare_stats import CriterionDelta as CriterionDelta
 from referee.result import CriterionResult
 
@@ -76,6 +82,8 @@ class Comparison:
     changes: list[CaseChange] = field(default_factory=list)
     criterion_deltas: list[CriterionDelta] = field(default_factory=list)
     verdict_shifts: list[VerdictShift] = field(default_factory=list)
+    # The mean case score over the cases both runs passed or failed (None without such cases).
+    overall_scores: CriterionDelta | None = None
 
     def _of(self, kind: ChangeKind) -> list[CaseChange]:
         return [c for c in self.changes if c.kind == kind]
@@ -126,6 +134,7 @@ class Comparison:
             "candidate_unfinished": self.candidate_unfinished,
             "criteria": [d.to_dict() for d in self.criterion_deltas],
             "verdicts": [s.to_dict() for s in self.verdict_shifts],
+            "overall_scores": None if self.overall_scores is None else self.overall_scores.to_dict(),
             "alpha": ALPHA,
             "changes": [
                 {"eval_id": c.eval_id, "name": c.name, "kind": c.kind,
@@ -139,8 +148,9 @@ class Comparison:
 
     def statements(self) -> list[str]:
         """In words, each verdict shift (per criterion, then whole cases) and score change."""
+        overall = [] if self.overall_scores is None else [self.overall_scores.statement()]
         return ([s.describe() for s in self.verdict_shifts]
-                 + [d.statement() for d in self.criterion_deltas])
+                + [d.statement() for d in self.criterion_deltas] + overall)
 
     def render_text(self) -> str:
         a, b = self.a, self.b
@@ -280,7 +290,8 @@ def compare_reports(a: EvalReport, b: EvalReport) -> Comparison:
                                       index_b=cb.index))
     scores, verdicts, cases = _paired(cases_a, cases_b)
     return Comparison(a=a, b=b, changes=changes, criterion_deltas=criterion_deltas(scores),
-                      verdict_shifts=verdict_shifts(verdicts, cases))
+                      verdict_shifts=verdict_shifts(verdicts, [v for v, _ in cases]),
+                      overall_scores=overall_delta([s for _, s in cases]))
 
 
 _DECIDED = (CaseStatus.PASSED, CaseStatus.FAILED)
@@ -289,19 +300,19 @@ _DECIDED = (CaseStatus.PASSED, CaseStatus.FAILED)
 def _paired(cases_a: dict[tuple[str, int], CaseResult],
             cases_b: dict[tuple[str, int], CaseResult]) -> tuple[
         dict[str, list[tuple[float, float]]], dict[str, list[tuple[bool, bool]]],
-        list[tuple[bool, bool]]]:
+        list[tuple[tuple[bool, bool], tuple[float, float]]]]:
     """The pairs the tests compare: per criterion, the scores and verdicts of the cases both
-    runs scored on it; and the verdicts of the cases both runs passed or failed (an error on
-    either side says nothing about quality, so that case is left out)."""
+    runs scored on it; and the verdicts and mean scores of the cases both runs passed or failed
+    (an error on either side says nothing about quality, so that case is left out)."""
     scores: dict[str, list[tuple[float, float]]] = {}
     verdicts: dict[str, list[tuple[bool, bool]]] = {}
-    cases: list[tuple[bool, bool]] = []
+    cases: list[tuple[tuple[bool, bool], tuple[float, float]]] = []
     for key, ca in cases_a.items():
         cb = cases_b.get(key)
         if cb is None:
             continue
         if ca.status in _DECIDED and cb.status in _DECIDED:
-            cases.append((ca.passed, cb.passed))
+            cases.append(((ca.passed, cb.passed), (ca.score, cb.score)))
         by_b = _labelled(cb)
         for ra in ca.criterion_results:
             rb = by_b.get(ra.criterion)

@@ -157,7 +157,9 @@ class CriterionDelta:
         if test.n == 0:
             return f"{self.criterion} scores: identical in all {_cases(self.n)}; no difference"
         direction = "higher" if self.delta > 0 else "lower" if self.delta < 0 else "no different"
-        words = (f"B scores {direction} on {self.criterion} by {abs(self.delta):.3f} on average; "
+        where = ("overall (mean case score)" if self.criterion == OVERALL
+                 else f"on {self.criterion}")
+        words = (f"B scores {direction} {where} by {abs(self.delta):.3f} on average; "
                  f"{_p_text(test.p_value, self.adjusted_p)}; {_reading(self.adjusted_p)}")
         detail = [f"paired-bootstrap 95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}",
                   f"Wilcoxon {test.method}, {_cases(test.zeros)} unchanged"]
@@ -199,19 +201,28 @@ def verdict_shifts(by_criterion: dict[str, list[tuple[bool, bool]]],
     return shifts + [_verdict_shift(OVERALL, overall)] if overall else shifts
 
 
+def _delta(criterion: str, scored: Sequence[tuple[float, float]]) -> CriterionDelta:
+    """The paired scores' bootstrap interval, Wilcoxon test (not yet adjusted), effect size and
+    minimum detectable mean change."""
+    n = len(scored)
+    differences = [b - a for a, b in scored]
+    low, high = bootstrap_mean_ci(differences)
+    spread = statistics.stdev(differences) if n > 1 else 0.0
+    test = wilcoxon_signed_rank(differences)
+    return CriterionDelta(
+        criterion=criterion, n=n, mean_a=sum(a for a, _ in scored) / n,
+        mean_b=sum(b for _, b in scored) / n, ci_low=low, ci_high=high, wilcoxon=test,
+        adjusted_p=test.p_value, effect_dz=cohens_dz(differences), mde=paired_mean_mde(n, spread))
+
+
 def criterion_deltas(by_criterion: dict[str, list[tuple[float, float]]]) -> list[CriterionDelta]:
-    """Per criterion, the paired scores' bootstrap interval, Wilcoxon test (Holm-adjusted
-    across criteria), effect size and minimum detectable mean change."""
-    deltas = []
-    for criterion, scored in by_criterion.items():
-        n = len(scored)
-        differences = [b - a for a, b in scored]
-        low, high = bootstrap_mean_ci(differences)
-        spread = statistics.stdev(differences) if n > 1 else 0.0
-        deltas.append(CriterionDelta(
-            criterion=criterion, n=n, mean_a=sum(a for a, _ in scored) / n,
-            mean_b=sum(b for _, b in scored) / n, ci_low=low, ci_high=high,
-            wilcoxon=wilcoxon_signed_rank(differences), effect_dz=cohens_dz(differences),
-            mde=paired_mean_mde(n, spread)))
+    """Per criterion, ``_delta`` with its Wilcoxon p-value Holm-adjusted across criteria."""
+    deltas = [_delta(criterion, scored) for criterion, scored in by_criterion.items()]
     adjusted = holm_adjust([d.wilcoxon.p_value if d.wilcoxon else 1.0 for d in deltas])
     return [replace(d, adjusted_p=p) for d, p in zip(deltas, adjusted)]
+
+
+def overall_delta(case_scores: Sequence[tuple[float, float]]) -> CriterionDelta | None:
+    """The mean case score (the mean of a case's scored criteria) of the cases both runs
+    passed or failed: one test on its own, not adjusted. None without such cases."""
+    return _delta(OVERALL, case_scores) if case_scores else None
