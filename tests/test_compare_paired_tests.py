@@ -151,3 +151,14 @@ def test_json_and_html_carry_the_tests(tmp_path, capsys) -> None:
 def test_compare_html_without_pairs_has_no_tests_section() -> None:
     empty = render_compare_html(compare_reports(EvalReport(name="a"), EvalReport(name="b")))
     assert "Which differences are real" not in empty
+
+
+def test_a_candidate_stopped_by_a_sequential_gate_says_so() -> None:
+    a = _run("a", [0.9] * 40, TONE)
+    b = _run("b", [0.9] * 25, TONE[:25])
+    b.metadata["sequential"] = {"not_run": 15, "summary": "stopped after 25 of 40 cases: pass "
+                                "rate >= 0.50 with 95% confidence (settled after 20; 15 not run)"}
+    text = compare_reports(a, b).render_text()
+    assert ("B stopped judging early (sequential gate): stopped after 25 of 40 cases" in text
+            and "show as removed and are in no paired test" in text)
+    assert "stopped judging early" not in compare_reports(a, a).render_text()

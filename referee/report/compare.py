@@ -170,6 +170,10 @@ class Comparison:
         if self.candidate_unfinished:
             lines.append(f"B is unfinished: {b.total} of {b.metadata.get('expected_cases', '?')} "
                          f"case(s) ran; resume it before trusting this comparison")
+        stopped = _stopped_early(b)
+        if stopped:
+            lines.append(f"B {stopped}; the cases it did not run show as removed and are in no "
+                         "paired test (--resume RUN_DIR runs them)")
         if self.criterion_deltas:
             lines.append("Criterion means, B - A over the cases both runs scored:")
             lines.extend(f"  {d.describe()}" for d in self.criterion_deltas)
@@ -196,6 +200,14 @@ class Comparison:
 
 
 OUTPUT_CHARS_IN_TEXT = 160
+
+
+def _stopped_early(report: EvalReport) -> str:
+    """What a sequential gate that stopped the run early says (run/sequential.py), else ""."""
+    sequential = report.metadata.get("sequential")
+    if not isinstance(sequential, dict) or not sequential.get("not_run"):
+        return ""
+    return f"stopped judging early (sequential gate): {sequential.get('summary', '')}"
 
 
 def _one_line(text: str | None) -> str:
