@@ -162,3 +162,17 @@ def test_a_candidate_stopped_by_a_sequential_gate_says_so() -> None:
     assert ("B stopped judging early (sequential gate): stopped after 25 of 40 cases" in text
             and "show as removed and are in no paired test" in text)
     assert "stopped judging early" not in compare_reports(a, a).render_text()
+
+
+def test_a_criterion_named_overall_is_still_a_criterion() -> None:
+    def run(name: str, failing: int) -> EvalReport:
+        return EvalReport(name=name, cases=[
+            CaseResult(index=i, eval_id=f"c{i}", status=CaseStatus.PASSED,
+                       criterion_results=[_crit("overall", 0.3 if i < failing else 0.9),
+                                          _crit("tone", 0.9)]) for i in range(30)])
+
+    shifts = compare_reports(run("a", 0), run("b", 8)).verdict_shifts
+    named, whole = [s for s in shifts if s.criterion == "overall"]
+    assert not named.whole_case and whole.whole_case
+    assert "on overall; p = 0.008, Holm-adjusted 0.016; real" in named.describe()
+    assert whole.to_dict()["whole_case"] is True

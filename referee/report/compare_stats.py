@@ -68,6 +68,7 @@ class VerdictShift:
     test: McNemarResult
     adjusted_p: float
     mde: float
+    whole_case: bool = False  # the case's own verdict, not one criterion's (not adjusted)
 
     @property
     def change(self) -> float:
@@ -79,7 +80,7 @@ class VerdictShift:
         return self.adjusted_p < ALPHA
 
     def describe(self) -> str:
-        where = "overall (case verdicts)" if self.criterion == OVERALL else f"on {self.criterion}"
+        where = "overall (case verdicts)" if self.whole_case else f"on {self.criterion}"
         unseen = (f"a pass-rate change under {self.mde * 100:.0f} points goes unseen with "
                   f"{_cases(self.n)}")
         if self.n == 0:
@@ -89,7 +90,7 @@ class VerdictShift:
         more = self.newly_failing - self.newly_passing
         moved = (f"B fails {_more_cases(more)}" if more > 0 else
                  f"B passes {_more_cases(-more)}" if more < 0 else "B fails as many cases as A")
-        adjusted = None if self.criterion == OVERALL else self.adjusted_p
+        adjusted = None if self.whole_case else self.adjusted_p
         words = f"{moved} {where}; {_p_text(self.test.p_value, adjusted)}; {_reading(self.adjusted_p)}"
         detail = (f"{self.newly_failing} newly failing, {self.newly_passing} newly passing of "
                   f"{self.n} paired; McNemar {self.test.method}")
@@ -100,7 +101,7 @@ class VerdictShift:
                 "newly_passing": self.newly_passing, "pass_rate_change": self.change,
                 "test": "mcnemar", "method": self.test.method, "p": self.test.p_value,
                 "holm_p": self.adjusted_p, "real": self.real, "mde": self.mde,
-                "statement": self.describe()}
+                "whole_case": self.whole_case, "statement": self.describe()}
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class CriterionDelta:
     adjusted_p: float | None = None
     effect_dz: float | None = None
     mde: float | None = None
+    whole_case: bool = False  # the mean case score, not one criterion's (not adjusted)
 
     @property
     def delta(self) -> float:
@@ -157,8 +159,7 @@ class CriterionDelta:
         if test.n == 0:
             return f"{self.criterion} scores: identical in all {_cases(self.n)}; no difference"
         direction = "higher" if self.delta > 0 else "lower" if self.delta < 0 else "no different"
-        where = ("overall (mean case score)" if self.criterion == OVERALL
-                 else f"on {self.criterion}")
+        where = "overall (mean case score)" if self.whole_case else f"on {self.criterion}"
         words = (f"B scores {direction} {where} by {abs(self.delta):.3f} on average; "
                  f"{_p_text(test.p_value, self.adjusted_p)}; {_reading(self.adjusted_p)}")
         detail = [f"paired-bootstrap 95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}",
@@ -180,7 +181,7 @@ class CriterionDelta:
                 "wilcoxon_method": test.method if test else None, "holm_p": self.adjusted_p,
                 "real": self.real, "effect_dz": self.effect_dz,
                 "rank_biserial": test.rank_biserial if test else None, "mde": self.mde,
-                "statement": self.statement()}
+                "whole_case": self.whole_case, "statement": self.statement()}
 
 
 def _verdict_shift(criterion: str, pairs: Sequence[tuple[bool, bool]]) -> VerdictShift:
@@ -198,7 +199,8 @@ def verdict_shifts(by_criterion: dict[str, list[tuple[bool, bool]]],
     shifts = [_verdict_shift(name, pairs) for name, pairs in by_criterion.items()]
     adjusted = holm_adjust([s.test.p_value for s in shifts])
     shifts = [replace(s, adjusted_p=p) for s, p in zip(shifts, adjusted)]
-    return shifts + [_verdict_shift(OVERALL, overall)] if overall else shifts
+    return shifts + [replace(_verdict_shift(OVERALL, overall), whole_case=True)] if overall \
+        else shifts
 
 
 def _delta(criterion: str, scored: Sequence[tuple[float, float]]) -> CriterionDelta:
@@ -225,4 +227,4 @@ def criterion_deltas(by_criterion: dict[str, list[tuple[float, float]]]) -> list
 def overall_delta(case_scores: Sequence[tuple[float, float]]) -> CriterionDelta | None:
     """The mean case score (the mean of a case's scored criteria) of the cases both runs
     passed or failed: one test on its own, not adjusted. None without such cases."""
-    return _delta(OVERALL, case_scores) if case_scores else None
+    return replace(_delta(OVERALL, case_scores), whole_case=True) if case_scores else None
