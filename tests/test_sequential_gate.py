@@ -329,3 +329,16 @@ def test_a_panel_judged_run_stops_early_and_asks_nobody_about_the_rest(isolated_
         settled = report.metadata["sequential"]
         assert settled["decision"] == "above" and report.total < 100
         assert server.request_count == 3 * report.total  # every member, only for cases run
+
+
+def test_the_bill_benchmark_counts_what_it_reports(isolated_judge) -> None:
+    from benchmarks.sequential_bill import measure
+    from referee.run.sync import run_sync
+
+    rows = run_sync(measure(300))
+    assert [(r["rate"], r["run"]) for r in rows] == [(0.7, "full"), (0.7, "sequential"),
+                                                     (0.9, "full"), (0.9, "sequential")]
+    for row in rows:  # GEval runs=1: one judge request per case judged
+        assert row["requests"] == row["cases_judged"]
+    assert rows[0]["cases_judged"] == 300 and rows[1]["cases_judged"] < 300
+    assert rows[1]["decision"] == "below"
