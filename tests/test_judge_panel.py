@@ -591,3 +591,41 @@ def test_each_members_spend_is_summed_over_the_run(server, tmp_path, monkeypatch
     page.write_text(render_html(report), encoding="utf-8")
     dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
     assert f"by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " in dom
+
+
+def _attempts_per_question(server: ScriptedJudgeServer, model: str) -> set[int]:
+    """How many times each distinct prompt was sent to ``model``."""
+    sent: dict[str, int] = {}
+    for request in server.requests:
+        if request.model == model:
+            sent[request.prompt] = sent.get(request.prompt, 0) + 1
+    return set(sent.values())
+
+
+async def test_a_member_down_costs_its_own_max_retries_plus_one_attempts(server):
+    """Not the default five: a panel member's own max_retries holds, as for a single judge."""
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(503)})
+    down = server.judge_config(model="judge-down", max_retries=1)
+    result = await Coherence(judge=[*members(server, "judge-a", "judge-b"), down]).evaluate(
+        OUTPUT, CASE)
+    assert result.details["panel"]["answered"] == 2
+    assert _attempts_per_question(server, "judge-down") == {2}
+
+
+async def test_referee_judge_max_retries_sets_the_attempts_of_judges_that_leave_it_unset(
+        server, monkeypatch):
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", "0")
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(503)})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-down")).evaluate(
+        OUTPUT, CASE)
+    assert result.details["panel"]["answered"] == 2
+    assert _attempts_per_question(server, "judge-down") == {1}
+    # An explicit max_retries still wins over the environment.
+    assert JudgeConfig(max_retries=3).effective_max_retries == 3
+
+
+@pytest.mark.parametrize(("value", "problem"), [("-1", "at least 0"), ("two", "not an integer")])
+def test_a_bad_referee_judge_max_retries_is_one_clear_error(monkeypatch, value, problem):
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", value)
+    with pytest.raises(ValueError, match=f"REFEREE_JUDGE_MAX_RETRIES.*{problem}"):
+        JudgeConfig().effective_max_retries  # noqa: B018
