@@ -90,7 +90,9 @@ VIEW_DESCRIPTION = (
     "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
-    "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
+    "cases added and removed, and paired tests that say in words which differences are real "
+    "(McNemar for verdicts, Wilcoxon and a paired bootstrap for scores, Holm across criteria, "
+    "effect sizes, the smallest detectable change; docs/statistics.md). Exit code 1 when any case regressed or B is an unfinished "
     "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
     "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
