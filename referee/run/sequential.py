@@ -9,7 +9,9 @@ the report's ``metadata["sequential"]`` says how many ran, of how many, and what
 and ``--resume RUN_DIR`` (without ``--sequential``) or ``--full`` runs them all.
 
 Only PASSED and FAILED cases are evidence; an error or a skip says nothing about quality, as in
-the pass rate itself. A resumed sequential run starts from the cases it kept, in the same order.
+the pass rate itself (nor does a flaky case under ``flaky="quarantine"``). With ``--gate-on
+corrected`` each criterion is tested on its own instead (run/sequential_corrected.py). A resumed
+sequential run starts from the cases it kept, in the same order.
 """
 
 from __future__ import annotations
