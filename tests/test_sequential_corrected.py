@@ -62,6 +62,7 @@ def test_a_clearly_good_run_settles_above_on_the_corrected_rate(judged) -> None:
     assert server.request_count == report.total  # the cases not run were never judged
     assert settled["criteria"]["g_eval"]["decision"] == "above"
     assert settled["criteria"]["g_eval"]["corrected"] is True
+    assert settled["passes"] + settled["fails"] == report.total and settled["interval"] is None
     assert "every criterion's pass rate, corrected for judge error, >= 0.60" in settled["summary"]
 
 

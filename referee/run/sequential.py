@@ -70,18 +70,15 @@ class SequentialGate:
         self.finished += 1
         if self.skip_flaky and result.is_flaky:
             return
-        if self.corrected is not None:
-            self.corrected.observe(result)
-            if self.decision is None:
-                self._settle(self.corrected.decision())
-            return
         if result.status == CaseStatus.PASSED:
             self.passes += 1
         elif result.status == CaseStatus.FAILED:
             self.fails += 1
-        else:
-            return
-        if self.decision is None:
+        if self.corrected is not None:
+            self.corrected.observe(result)
+            if self.decision is None:
+                self._settle(self.corrected.decision())
+        elif self.decision is None and result.status in (CaseStatus.PASSED, CaseStatus.FAILED):
             self._settle(decide(self.passes, self.fails, self.threshold, self.confidence))
 
     def _settle(self, decision: Decision | None) -> None:
@@ -126,12 +123,14 @@ class SequentialGate:
         # The interval when it settled: the cases still running then add no decision.
         passes, fails = self._decided_at or (self.passes, self.fails)
         interval = confidence_sequence(passes, fails, self.confidence)
+        by_criteria = {} if self.corrected is None else {"criteria": self.corrected.to_metadata()}
         return {"threshold": self.threshold, "confidence": self.confidence, "seed": self.seed,
                 "decision": self.decision, "decided_after": self.decided_after,
                 "ran": self.finished, "of": total, "not_run": total - self.finished,
                 "passes": self.passes, "fails": self.fails,
-                "interval": [interval.low, interval.high], "summary": self.describe(total),
-                **({} if self.corrected is None else {"criteria": self.corrected.to_metadata()})}
+                # The cases' pass rate; with --gate-on corrected the criteria decide, not this.
+                "interval": [interval.low, interval.high] if self.corrected is None else None,
+                "summary": self.describe(total), **by_criteria}
 
 
 def sequential_gate(options: RunOptions, store: RunStore | None, kept: Container[str], *,
