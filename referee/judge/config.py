@@ -591,6 +591,17 @@ def _known_providers() -> set[str]:
     return set(BUILTIN_PROVIDERS) | _extra_providers
 
 
+def unknown_provider_message(prefix: str) -> str:
+    """Why ``prefix`` names no provider: the known ones, and the nearest as a suggestion."""
+    import difflib
+
+    known = sorted(_known_providers() | set(_PROVIDER_PREFIX_ALIASES))
+    near = difflib.get_close_matches(prefix.strip().lower(), known, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (f"unknown provider {prefix.strip()!r} (known: {', '.join(sorted(_known_providers()))}"
+            f"; gemini, gpt and claude name google, openai and anthropic){hint}")
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
