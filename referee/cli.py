@@ -93,7 +93,9 @@ VIEW_DESCRIPTION = (
     "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
-    "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
+    "cases added and removed, and paired tests that say in words which differences are real "
+    "(McNemar for verdicts, Wilcoxon and a paired bootstrap for scores, Holm across criteria, "
+    "effect sizes, the smallest detectable change; docs/statistics.md). Exit code 1 when any case regressed or B is an unfinished "
     "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
     "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
@@ -326,11 +328,25 @@ def _run_options(args: argparse.Namespace, target: _Target, *, judge_gate: Any,
 
     given = {"concurrency": args.concurrency, "timeout": args.timeout,
              "runs_dir": args.runs_dir, "judge_gate": judge_gate, "backend": backend}
-    values = {**target.defaults, **{k: v for k, v in given.items() if v is not None}}
+    values = {**target.defaults, **{k: v for k, v in given.items() if v is not None},
+              **_statistics_settings(args)}
     return RunOptions.from_command_line(
         **values, quiet=args.quiet, resume=args.resume, retry_errors=args.retry_errors,
         rescore=args.rescore, formats=args.format, fail_threshold=args.fail_threshold,
         max_error_rate=args.max_error_rate, run_id=new_run_id())
+
+
+def _statistics_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """--sequential, --trials and --flaky as RunOptions settings (run/sequential.py,
+    run/gates.py); none when not given."""
+    settings: dict[str, Any] = {}
+    if args.sequential and not args.full:
+        settings.update(sequential=True, sequential_confidence=args.sequential_confidence)
+    if args.trials is not None:
+        settings["runs"] = args.trials
+    if args.flaky is not None:
+        settings["flaky"] = args.flaky
+    return settings
 
 
 def _labelled(request: RunRequest, args: argparse.Namespace) -> RunRequest:
@@ -638,6 +654,22 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_labels_estimate(args: argparse.Namespace) -> int:
+    """``referee labels estimate``: the judge's pass rates and mean scores corrected by labels."""
+    from referee.labels._estimate import estimate_run
+
+    estimates = estimate_run(args.run_dir, confidence=args.confidence)
+    if args.json:
+        import json
+
+        print(json.dumps([e.to_dict() for e in estimates], indent=2))
+    elif not estimates:
+        _say(f"no labels on the current scoring of {args.run_dir}", sys.stderr)
+    else:
+        sys.stdout.write(terminal_safe("".join(e.describe() + "\n" for e in estimates)))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from referee.report.compare import compare_reports
     from referee.store import load_run
@@ -902,6 +934,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="per-case timeout")
     run.add_argument("--fail-threshold", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when pass_rate is below RATE")
+    run.add_argument("--sequential", action="store_true",
+                     help="with --fail-threshold: run the cases in a seeded random order and "
+                          "stop judging once the pass rate is settled above or below RATE "
+                          "(an anytime-valid test); the cases not run are recorded as not run, "
+                          "and --resume RUN_DIR runs them")
+    run.add_argument("--sequential-confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                     help="with --sequential: how sure the decision must be (default 0.95)")
+    run.add_argument("--full", action="store_true",
+                     help="run every case even where --sequential is given")
+    run.add_argument("--trials", type=_positive_int, metavar="N",
+                     help="run each case N times, each judged afresh; the report lists the "
+                          "flaky cases (a verdict that flipped between runs) with their flip "
+                          "rate, and a case passes only if every run did")
+    run.add_argument("--flaky", choices=("quarantine", "fail"),
+                     help="with --trials N: what the gate does with flaky cases: quarantine "
+                          "leaves them out of --fail-threshold's pass rate; fail fails the gate "
+                          "on any (default: they count as the failures they are)")
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--require-calibrated", action="store_true",
@@ -979,6 +1028,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="who made the labels whose line names nobody (default: the OS "
                               "user)")
     imports.set_defaults(func=cmd_labels_import)
+    estimate = labels_sub.add_parser(
+        "estimate", help="the judge's pass rates and mean scores corrected by the labels",
+        description="For each judged criterion, the judge's pass rate and mean score over the "
+                    "cases it scored, corrected by the labelled cases (prediction-powered "
+                    "inference: the pass rate from the labels' pass/fail, the mean score from "
+                    "their human_score), with an interval. The labelled cases must be a "
+                    "random sample of the run's cases.")
+    estimate.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    estimate.add_argument("--confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                          help="the interval's confidence (default 0.95)")
+    estimate.add_argument("--json", action="store_true", help="print the estimates as JSON")
+    estimate.set_defaults(func=cmd_labels_estimate)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)

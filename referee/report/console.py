@@ -173,6 +173,32 @@ def corrected_lines(report: EvalReport) -> list[str]:
     return lines
 
 
+def sequential_line(report: EvalReport) -> str:
+    """What a sequential gate decided (run/sequential.py), or "" for a run without one."""
+    sequential = report.metadata.get("sequential")
+    return str(sequential.get("summary") or "") if isinstance(sequential, dict) else ""
+
+
+FLAKY_CASES_SHOWN = 20
+
+
+def flaky_lines(report: EvalReport) -> list[str]:
+    """The flaky cases (a verdict that flipped between runs), highest flip rate first; the
+    flip rate is the chance that two runs of the case disagree."""
+    flaky = report.trial_summary()["flaky_cases"]
+    if not flaky:
+        return []
+    lines = ["Flaky cases (the verdict flipped between runs; flip rate = the chance two runs "
+             "disagree):"]
+    for entry in flaky[:FLAKY_CASES_SHOWN]:
+        lines.append(f"  {entry['name']}  passed {entry['passed_runs']} of {entry['runs']} "
+                     f"runs, flip rate {entry['flip_rate']:.2f}")
+    if len(flaky) > FLAKY_CASES_SHOWN:
+        lines.append(f"  ... and {len(flaky) - FLAKY_CASES_SHOWN} more (report.json: "
+                     "trials.flaky_cases)")
+    return lines
+
+
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
     summary = report.trial_summary()
@@ -211,6 +237,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             f"INTERRUPTED: {report.total} of {report.metadata.get('expected_cases', '?')} cases finished"
         )
     console.print(Text(_plain("  ".join(facts))))
+    if sequential_line(report):
+        console.print(Text(_plain(sequential_line(report)), style="bold"))
 
     totals = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("total", "evaluated", "passed", "failed", "errors", "skipped", "pass rate", "error rate"):
@@ -223,6 +251,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     console.print(totals)
     if report.runs_per_case > 1:
         console.print(Text(repeated_runs_line(report)))
+        for line in flaky_lines(report):
+            console.print(Text(_plain(line)))
 
     summary = report.summary
     if summary.criterion_stats:

@@ -40,6 +40,7 @@ from referee.run.options import RunOptions
 from referee.run.progress import make_progress
 from referee.run.reliability import check_judge_reliability
 from referee.run.resume import ResumePlan
+from referee.run.sequential import SEQUENTIAL_KEY, corrected_criteria, sequential_gate
 from referee.store import RUNS_DIR_ENV as RUNS_DIR_ENV
 from referee.store import VERSION_KEY, RunStore, StoredCases, runs_dir_or_default
 from referee.store import describe as describe_versions
@@ -169,11 +170,19 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
         keep(result)
 
     plan = run.resume
+    skip = plan.finished if plan is not None else frozenset()
     # Interrupted (Ctrl-C, cancellation), the run keeps what it finished; the caller knows the
     # directory from its options (RunOptions.run_id, run_dir) or from report.run_dir.
-    await run.executor.stream(
-        run.engine, cases, execute, keys=run.keys,
-        skip=plan.finished if plan is not None else frozenset(), on_result=record)
+    if options.sequential:  # seam: run/sequential.py decides the order and when to stop
+        await run.engine.prepare()
+        gate = sequential_gate(options, run.store, skip, corrected=corrected_criteria(
+            options, run.engine.criteria, run.judges))
+        await run.engine.stream(cases, execute, keys=run.keys, skip=skip,
+                                on_result=gate.observing(record), order=gate.order(run.keys))
+        run.report.metadata[SEQUENTIAL_KEY] = gate.to_metadata(len(run.keys))
+    else:
+        await run.executor.stream(run.engine, cases, execute, keys=run.keys, skip=skip,
+                                  on_result=record)
     report = run.report
     report.finished_at = time.time()
     report.preparation_token_usage = dict(run.engine.preparation_usage)
