@@ -12,10 +12,11 @@ turns are concatenated for the trajectory criteria; the last turn's response is 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from referee._adk import scenario_of
 from referee.case import EvalCase
@@ -24,13 +25,16 @@ from referee.criteria.base import Criterion
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.record import CaseResult, EvalReport
-from referee.run.engine import Engine, ModelCaller
+from referee.run.engine import Engine, Execute, ModelCaller
 from referee.run.gates import gate
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
 from referee.run.session import run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
+
+if TYPE_CHECKING:  # run/simulator.py imports this module
+    from referee.run.simulator import UserSimulator
 
 AgentFn = Callable[..., Any]
 
@@ -82,6 +86,11 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
         token_usage=TokenUsage.total(usages),
         metadata=metadata,
     )
+
+
+def _simulated(case: EvalCase) -> bool:
+    """Whether the simulated user holds the case's conversation (an ADK conversation_scenario)."""
+    return scenario_of(case) is not None and not case.conversation
 
 
 def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
@@ -153,25 +162,41 @@ class AgentEvaluator:
         # Kept apart from the default, so that a resume without a label keeps the stored one.
         self._label = label
 
-    async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+    def _executor(self, cases: Sequence[EvalCase]) -> Execute:
+        """How a run executes its cases. A run with ADK conversation_scenario cases looks the
+        simulated user's judge up once, here, and each of them asks it (on any backend)."""
+        if not any(_simulated(case) for case in cases):
+            return self._execute
+        simulator = self._simulator()
+        simulator.bind_judge()
+        return functools.partial(self._execute, simulator=simulator)
+
+    def _simulator(self) -> UserSimulator:
+        from referee.run.simulator import UserSimulator
+
+        return UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
+                             criteria=[])
+
+    async def _execute(self, case: EvalCase, caller: ModelCaller,
+                       simulator: UserSimulator | None = None) -> ExecutionResult:
         if self.case_context is None:
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
         scope = self.case_context(case)
         if hasattr(scope, "__aenter__"):
             async with scope:
-                return await self._converse(case, caller)
+                return await self._converse(case, caller, simulator)
         with scope:  # the model's threads copy this context, so sync agents see it too
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
 
-    async def _converse(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-        scenario = scenario_of(case)
-        if scenario is None or case.conversation:
+    async def _converse(self, case: EvalCase, caller: ModelCaller,
+                        simulator: UserSimulator | None) -> ExecutionResult:
+        if not _simulated(case):
             return await run_conversation(self.agent, case, caller)
         # An ADK conversation_scenario: the simulated user holds the conversation.
-        from referee.run.simulator import ConversationScenario, UserSimulator
+        from referee.run.simulator import ConversationScenario
 
-        simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
-                                  criteria=[])
+        scenario = scenario_of(case) or {}
+        simulator = simulator or self._simulator()  # a case run by hand: its own look-up
         return await simulator.simulate(self.agent, ConversationScenario(
             scenario_id=case.eval_id, starting_prompt=str(scenario.get("starting_prompt") or ""),
             conversation_plan=str(scenario.get("conversation_plan") or ""),
@@ -209,7 +234,8 @@ class AgentEvaluator:
                                  expected="input or a non-empty conversation")
         report = await run_stored(name=name, model_id=self._label,
                                   default_model_id=self._default_model_id, cases=cases,
-                                  criteria=self.criteria, execute=self._execute, options=options,
+                                  criteria=self.criteria, execute=self._executor(cases),
+                                  options=options,
                                   config_used=self.config.model_dump(mode="json"))
         if self.config.reporter is not None:
             # Written before the gates judge the run, so a failed gate still leaves its reports.
