@@ -207,8 +207,12 @@ class UserSimulator:
         # Sent to another process (a Ray worker, inside the run's execute): the judge goes
         # with it as this process calls it, so the worker's environment never picks one.
         state = dict(self.__dict__)
-        if self._judge_lookup_failure is None:
-            state["_judge_binding"] = self._bound_judge().for_elsewhere()
+        try:
+            binding = self._bound_judge()
+        except Exception as exc:  # it fails there as here: each conversation errors
+            state["_judge_binding"], state["_judge_lookup_failure"] = None, exc
+        else:
+            state["_judge_binding"] = binding.for_elsewhere()
         return state
 
     def _judge(self) -> Any:
