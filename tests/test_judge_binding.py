@@ -285,3 +285,16 @@ def test_a_simulator_sent_elsewhere_carries_the_judge_this_process_looked_up(
     assert judge_server.request_count == 1
     assert lookups.before_first_case == {"judge_config_for_model": 1}
     assert b"sk-dummy-binding" not in pickle.dumps(repr(received))
+
+
+def test_a_simulator_whose_judge_cannot_be_looked_up_is_still_sent(
+        judge_server: ScriptedJudgeServer, lookups: Lookups) -> None:
+    import pickle
+
+    simulator = UserSimulator(model="openai/simulated-user", api_style="fax", criteria=[])
+    received = pickle.loads(pickle.dumps(simulator))
+    result = received.run_sync(lookups.answer, scenarios()[0])
+
+    assert result.status == "MODEL_ERROR"
+    assert "api_style must be 'responses' or 'chat'" in (result.error or "")
+    assert lookups.before_first_case == {"judge_config_for_model": 1}
