@@ -12,6 +12,7 @@ turns are concatenated for the trajectory criteria; the last turn's response is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,17 @@ from referee.run.conversation import AgentError as AgentError
 from referee.run.conversation import AgentFn as AgentFn
 from referee.run.conversation import run_conversation
 from referee.run.conversation import takes_history as takes_history
-from referee.run.engine import Engine, ModelCaller
+from referee.run.engine import Engine, Execute, ModelCaller
 from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
 from referee.run.simulator import ConversationScenario, UserSimulator
 from referee.run.sync import run_sync
+
+
+def _simulated(case: EvalCase) -> bool:
+    """Whether the simulated user holds the case's conversation (an ADK conversation_scenario)."""
+    return scenario_of(case) is not None and not case.conversation
 
 
 def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
@@ -103,23 +109,37 @@ class AgentEvaluator:
         # Kept apart from the default, so that a resume without a label keeps the stored one.
         self._label = label
 
-    async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+    def _executor(self, cases: Sequence[EvalCase]) -> Execute:
+        """How a run executes its cases. A run with ADK conversation_scenario cases looks the
+        simulated user's judge up once, here, and each of them asks it (on any backend)."""
+        if not any(_simulated(case) for case in cases):
+            return self._execute
+        simulator = self._simulator()
+        simulator.bind_judge()
+        return functools.partial(self._execute, simulator=simulator)
+
+    def _simulator(self) -> UserSimulator:
+        return UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
+                             criteria=[])
+
+    async def _execute(self, case: EvalCase, caller: ModelCaller,
+                       simulator: UserSimulator | None = None) -> ExecutionResult:
         if self.case_context is None:
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
         scope = self.case_context(case)
         if hasattr(scope, "__aenter__"):
             async with scope:
-                return await self._converse(case, caller)
+                return await self._converse(case, caller, simulator)
         with scope:  # the model's threads copy this context, so sync agents see it too
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
 
-    async def _converse(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-        scenario = scenario_of(case)
-        if scenario is None or case.conversation:
+    async def _converse(self, case: EvalCase, caller: ModelCaller,
+                        simulator: UserSimulator | None) -> ExecutionResult:
+        if not _simulated(case):
             return await run_conversation(self.agent, case, caller)
         # An ADK conversation_scenario: the simulated user holds the conversation.
-        simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
-                                  criteria=[])
+        scenario = scenario_of(case) or {}
+        simulator = simulator or self._simulator()  # a case run by hand: its own look-up
         return await simulator.simulate(self.agent, ConversationScenario(
             scenario_id=case.eval_id, starting_prompt=str(scenario.get("starting_prompt") or ""),
             conversation_plan=str(scenario.get("conversation_plan") or ""),
@@ -155,7 +175,8 @@ class AgentEvaluator:
         """What ``evaluate`` runs: the cases of ``eval_set`` (an EvalSet, a case file path or a
         list of cases) through the agent, scored by this evaluator's criteria. ``timeout``
         (the command line's --timeout) is recorded in the stored config in place of the
-        config's own; the evaluator itself is left as it is."""
+        config's own; the evaluator itself is left as it is. With ADK conversation_scenario
+        cases, the simulated user's judge is looked up now, once for the run."""
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
             if not case.conversation and scenario_of(case) is None:
@@ -167,7 +188,7 @@ class AgentEvaluator:
             config = config.model_copy(update={"timeout": timeout})
         return RunRequest(name=name, model_id=self._label,
                           default_model_id=self._default_model_id, cases=cases,
-                          criteria=self.criteria, execute=self._execute,
+                          criteria=self.criteria, execute=self._executor(cases),
                           config_used=config.model_dump(mode="json"),
                           after_run=self._write_reporters if config.reporter is not None else None)
 
