@@ -110,6 +110,9 @@ class JudgeConfig(StrictModel):
     # Send a request's reply schema where the provider enforces one (None: only to
     # OpenAI-compatible servers other than OpenAI's own API; see providers.sends_reply_schema).
     structured_output: bool | None = None
+    # Batch seam (referee/judge/batch): send requests through the provider's batch API at its
+    # batch price. None: REFEREE_JUDGE_BATCH_API decides, off when unset.
+    batch_api: bool | None = None
     # Resolution filled max_tokens with the effective default: no layer chose it.
     _max_tokens_filled: bool = PrivateAttr(default=False)
 
@@ -182,6 +185,12 @@ class JudgeConfig(StrictModel):
         return value
 
     # Effective values: what a call actually uses when the field was left to inherit.
+    @property
+    def effective_batch_api(self) -> bool:
+        if self.batch_api is not None:
+            return self.batch_api
+        return bool(env_switch("REFEREE_JUDGE_BATCH_API"))
+
     @property
     def effective_temperature(self) -> float:
         return EFFECTIVE_TEMPERATURE if self.temperature is None else self.temperature
@@ -307,7 +316,7 @@ def get_configured() -> JudgeConfig | None:
 JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
                     "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
                     "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
-                    "REFEREE_CACHE")
+                    "REFEREE_CACHE", "REFEREE_JUDGE_BATCH_API")
 # The variables that let a judge in: set here, they win elsewhere; unset here, a process
 # elsewhere keeps its own (a cluster may hold its own keys).
 JUDGE_ACCESS_ENV = (*KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
