@@ -439,6 +439,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
     args.judge_gate = _judge_gate(args)
+    if args.judge_batch_api:  # batch seam: every judge of the run without its own batch_api
+        os.environ["REFEREE_JUDGE_BATCH_API"] = "1"
     args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
@@ -836,6 +838,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
+    run.add_argument("--judge-batch-api", action="store_true",
+                     help="send judge requests through the provider's batch API (OpenAI, "
+                          "Anthropic) at half price; slower (minutes to hours), durable: a "
+                          "killed run --resume'd polls its submitted batches "
+                          "(REFEREE_JUDGE_BATCH_API=1)")
     run.set_defaults(func=cmd_run)
 
     view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",

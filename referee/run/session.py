@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from referee.case import EvalCase
 from referee.criteria.base import Criterion
+from referee.judge.batch import batch_journal
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
@@ -83,8 +84,11 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
     run = _open(name=name, model_id=model_id, cases=cases, criteria=criteria, options=options,
                 config_used=config_used, metadata={**options.metadata, **(metadata or {})})
     try:
-        await _drive(run, cases, execute, options)
-        await check_judge_reliability(run.report, run.engine, run.reliability_samples)
+        # Batch seam: judge batches are journalled in the run directory, so a resume follows
+        # the batches already submitted instead of sending their requests again.
+        with batch_journal(run.store.run_dir if run.store is not None else None):
+            await _drive(run, cases, execute, options)
+            await check_judge_reliability(run.report, run.engine, run.reliability_samples)
         _finish(run, options)
     finally:
         if run.store is not None:

@@ -38,6 +38,11 @@ from referee.testing.server import DUMMY_API_KEY, _error_body, _parse_request, _
 
 # OpenAI's batch endpoints: the item URLs a batch may name.
 OPENAI_BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
+# The error type Anthropic names for each HTTP status (an errored batch item carries it).
+_ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                          403: "permission_error", 404: "not_found_error",
+                          413: "request_too_large", 429: "rate_limit_error",
+                          529: "overloaded_error"}
 
 
 @dataclass
@@ -322,6 +327,8 @@ class ScriptedBatchService(ScriptedJudge):
             else:
                 status = outcome.status or 500
                 error = _error_body(provider, status, f"scripted HTTP {status}")
+                if provider == "anthropic":
+                    error["error"]["type"] = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
                 return _ItemResult(body=error, status=status,
                                    error_code=str(error.get("error", {}).get("type")
                                                   or status),
