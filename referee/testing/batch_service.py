@@ -491,7 +491,8 @@ class ScriptedBatchService(ScriptedJudge):
                 "error_file_id": batch.error_file_id, "created_at": int(batch.created_at),
                 "in_progress_at": int(batch.created_at), "expires_at": int(
                     batch.created_at + 86400),
-                "completed_at": int(batch.ended_at) if batch.state == "ended" else None,
+                "completed_at": (int(batch.ended_at or 0) if batch.state == "ended"
+                                 else None),
                 "failed_at": int(batch.created_at) if batch.state == "failed" else None,
                 "expired_at": int(batch.ended_at or 0) if batch.state == "expired" else None,
                 "cancelled_at": (int(batch.ended_at or 0) if batch.state == "cancelled"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from referee.judge.batch._api import BatchState, EnqueuedLimitReached, ItemOutcome
+from referee.judge.providers._base import as_dict
 
 # An errored item of these kinds would fail again as it is.
 _NOT_RETRYABLE = frozenset({"invalid_request_error", "authentication_error",
@@ -61,8 +62,8 @@ def _read_result(result: dict[str, Any]) -> ItemOutcome:
     if kind == "succeeded" and isinstance(result.get("message"), dict):
         return ItemOutcome(body=result["message"])
     if kind == "errored":
-        error = result.get("error") if isinstance(result.get("error"), dict) else {}
-        detail = error.get("error") if isinstance(error.get("error"), dict) else error
+        error = as_dict(result.get("error"))
+        detail = as_dict(error.get("error")) or error
         error_type = str(detail.get("type") or "error")
         return ItemOutcome(error=f"{error_type}: {detail.get('message') or ''}".rstrip(": "),
                            retryable=error_type not in _NOT_RETRYABLE)

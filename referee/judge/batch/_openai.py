@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from referee.judge.batch._api import BatchState, ItemOutcome
+from referee.judge.providers._base import as_dict
 
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # A 4xx other than these is the request's own fault: the same request fails again.
@@ -75,10 +76,10 @@ def _read_line(line: dict[str, Any]) -> tuple[str, ItemOutcome]:
     if response is None:
         return custom_id, ItemOutcome(error="the batch reported no response for it")
     status = int(response.get("status_code") or 0)
-    body = response.get("body") if isinstance(response.get("body"), dict) else {}
+    body = as_dict(response.get("body"))
     if status == 200:
         return custom_id, ItemOutcome(body=body)
-    detail = body.get("error") if isinstance(body.get("error"), dict) else {}
+    detail = as_dict(body.get("error"))
     message = detail.get("message") or json.dumps(body)[:200]
     return custom_id, ItemOutcome(error=f"HTTP {status}: {message}",
                                   retryable=status in _RETRYABLE_STATUS or status >= 500)
