@@ -324,3 +324,91 @@ def test_batch_judge_errors_end_the_case_as_a_judge_error(service, tmp_path):
     report = suite_of(service.judge_config("openai", MODELS["openai"])).run(
         model, verbose=False, runs_dir=tmp_path)
     assert {c.status for c in report.cases} == {CaseStatus.JUDGE_ERROR}
+
+
+COHERENCE_GOOD = {"logical order": "Yes", "contradict itself": "No", "abrupt jumps": "No",
+                  "understandable": "Yes"}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_judge_panel_sends_each_members_requests_in_its_own_model_batch(provider, service):
+    from referee.evaluators import Coherence
+    from referee.execution import ExecutionResult
+    from referee.judge import JudgePanel
+
+    def responder(request):
+        question = re.search(r"^Question: (.*)$", request.prompt, re.MULTILINE).group(1)
+        good = next(a for f, a in COHERENCE_GOOD.items() if f in question)
+        if request.model == "judge-b" and "logical order" in question:
+            return "No"  # outvoted by the other two
+        return good
+
+    service.set_reply(responder)
+    panel = JudgePanel(members=[service.judge_config(provider, model=m)
+                                for m in ("judge-a", "judge-b", "judge-c")])
+
+    async def judge() -> object:
+        return await Coherence(judge=panel).evaluate(
+            ExecutionResult(actual_response="Plants make sugar."), EvalCase(input="Explain."))
+
+    result = asyncio.run(judge())
+    assert result.score == 1.0  # type: ignore[attr-defined]
+    assert result.details["panel"]["answered"] == 3  # type: ignore[attr-defined]
+    assert service.items_received == 12
+    assert service.batches_created == 3  # one model a batch
+    assert all(state == "ended" for state in service.batch_states().values())
+
+
+def test_pairwise_asks_both_orders_by_batch(service):
+    from referee.pairwise import PairwiseJudge
+
+    good, bad = "Paris is the capital of France.", "I think it is Lyon."
+
+    def prefers_good(request) -> str:
+        first = request.prompt.split("RESPONSE 1", 1)[1].split("RESPONSE 2", 1)[0]
+        return json.dumps({"winner": "1" if good in first else "2", "reason": "correct"})
+
+    service.set_reply(prefers_good)
+    judge = PairwiseJudge("The answer is correct.",
+                          judge=service.judge_config("openai", MODELS["openai"]))
+    verdict = asyncio.run(judge.compare("Capital of France?", bad, good))
+
+    assert (verdict.preferred, verdict.position_consistent) == ("b", True)
+    assert service.items_received == 2 and service.batches_created == 1
+    assert verdict.token_usage.batch_requests == 2
+
+
+def test_calibrate_runs_in_batch_mode_with_the_online_agreement(tmp_path, monkeypatch):
+    pytest.importorskip("numpy")
+    from referee.calibrate import calibrate, load_labels
+    from referee.evaluators import Faithfulness
+    from referee.testing import DUMMY_API_KEY
+
+    def answer(request) -> str:
+        bad = "[bad]" in request.prompt
+        if "contradicts the context" in request.prompt:
+            return "Yes" if bad else "No"
+        if "outside knowledge" in request.prompt:
+            return "No"
+        return "No" if bad else "Yes"
+
+    lines = [json.dumps({"id": f"row-{i}", "input": f"Q{i}?", "context": f"Fact {i}.",
+                         "output": f"{'[ok]' if i % 2 == 0 or i < 2 else '[bad]'} answer {i}",
+                         "label": "pass" if i % 2 == 0 else "fail"}) for i in range(8)]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+
+    def agreement(base_url: str, runs: str) -> tuple[int, int, int, int]:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        report = calibrate(Faithfulness(), load_labels(labels), judge="openai/gpt-4o-mini",
+                           folds=2, resamples=50, runs_dir=tmp_path / runs)
+        a = report.agreement
+        return a.tp, a.fp, a.fn, a.tn
+
+    with ScriptedJudgeServer(answer) as online:
+        expected = agreement(online.base_url("openai"), "online")
+    with ScriptedBatchService(answer, processing_s=0.05) as batch:
+        monkeypatch.setenv("REFEREE_JUDGE_BATCH_API", "1")
+        assert agreement(batch.base_url("openai"), "batch") == expected
+        assert batch.items_received == online.request_count > 0

@@ -420,6 +420,9 @@ class ScriptedBatchService(ScriptedJudge):
             if item.get("url") != endpoint:
                 problem = f"line {number}: url {item.get('url')!r} is not the batch's {endpoint}"
                 break
+            if items and (item.get("body") or {}).get("model") != items[0][1].get("model"):
+                problem = f"line {number}: a batch holds requests for one model only"
+                break
             if any(custom_id == item.get("custom_id") for custom_id, _ in items):
                 problem = f"line {number}: duplicate custom_id {item.get('custom_id')!r}"
                 break

@@ -93,6 +93,10 @@ class _Item:
     errors: list[str] = field(default_factory=list)
 
 
+def _group(item: _Item) -> tuple[str, str]:
+    return item.path, str(item.body.get("model", ""))
+
+
 class BatchDispatcher:
     """The batches of one judge endpoint, on one event loop, for one run's journal."""
 
@@ -169,13 +173,15 @@ class BatchDispatcher:
                 pass
 
     def _submit_pending(self) -> None:
-        """Start one batch: the oldest path's items, within the provider's limits."""
+        """Start one batch: the oldest request's path and model (OpenAI takes one model a
+        batch), within the provider's limits."""
+        group = _group(self._pending[0])
         path = self._pending[0].path
         chosen: list[_Item] = []
         rest: list[_Item] = []
         size = 0
         for item in self._pending:
-            fits = (item.path == path and len(chosen) < self._api.max_items
+            fits = (_group(item) == group and len(chosen) < self._api.max_items
                     and (not chosen or size + item.size <= self._api.max_bytes))
             if fits:
                 chosen.append(item)
