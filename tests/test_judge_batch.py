@@ -412,3 +412,25 @@ def test_calibrate_runs_in_batch_mode_with_the_online_agreement(tmp_path, monkey
         monkeypatch.setenv("REFEREE_JUDGE_BATCH_API", "1")
         assert agreement(batch.base_url("openai"), "batch") == expected
         assert batch.items_received == online.request_count > 0
+
+
+def test_batch_replies_enter_the_reply_cache_and_a_rerun_sends_nothing(service, tmp_path):
+    cfg = service.judge_config("openai", MODELS["openai"], cache=True,
+                               cache_path=str(tmp_path / "cache.sqlite"))
+    assert _ask_all(cfg, ["a", "b"]) == ["Yes", "Yes"]
+    assert service.items_received == 2
+
+    async def again() -> list[bool]:
+        replies = await asyncio.gather(*(get_judge(cfg).complete(p) for p in ("a", "b")))
+        return [r.cached for r in replies]
+
+    assert asyncio.run(again()) == [True, True]
+    assert service.batches_created == 1 and service.items_received == 2
+
+
+def test_a_bad_batch_setting_is_a_judge_error_naming_the_variable(service, monkeypatch):
+    monkeypatch.setenv("REFEREE_BATCH_WINDOW_S", "soon")
+    results = _ask_all(service.judge_config("openai", MODELS["openai"]), ["q"])
+    assert isinstance(results[0], JudgeUnavailable)
+    assert "REFEREE_BATCH_WINDOW_S='soon' is not a number" in str(results[0])
+    assert service.batches_created == 0

@@ -14,6 +14,7 @@ takes, which batches expire, an enqueued-token limit, and reads what was receive
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
@@ -186,14 +187,15 @@ class ScriptedBatchService(ScriptedJudge):
         app.router.add_post(f"{p}/v1/files", self._files_create)
         app.router.add_get(f"{p}/v1/files/{{file_id}}/content", self._files_content)
         app.router.add_post(f"{p}/v1/batches", self._openai_create)
-        app.router.add_get(f"{p}/v1/batches/{{batch_id}}", self._openai_retrieve)
-        app.router.add_post(f"{p}/v1/batches/{{batch_id}}/cancel", self._openai_cancel)
         app.router.add_post(f"{p}/v1/messages/batches", self._anthropic_create)
-        app.router.add_get(f"{p}/v1/messages/batches/{{batch_id}}", self._anthropic_retrieve)
         app.router.add_get(f"{p}/v1/messages/batches/{{batch_id}}/results",
                            self._anthropic_results)
-        app.router.add_post(f"{p}/v1/messages/batches/{{batch_id}}/cancel",
-                            self._anthropic_cancel)
+        for provider, batches in (("openai", f"{p}/v1/batches"),
+                                  ("anthropic", f"{p}/v1/messages/batches")):
+            app.router.add_get(f"{batches}/{{batch_id}}",
+                               functools.partial(self._retrieve, provider=provider))
+            app.router.add_post(f"{batches}/{{batch_id}}/cancel",
+                                functools.partial(self._cancel, provider=provider))
         runner = web.AppRunner(app, access_log=None)
         try:
             loop.run_until_complete(runner.setup())
@@ -454,25 +456,31 @@ class ScriptedBatchService(ScriptedJudge):
     def _model_of(batch: _Batch) -> str:
         return str(batch.items[0][1].get("model", "")) if batch.items else ""
 
-    async def _openai_retrieve(self, request: Any) -> Any:
+    async def _retrieve(self, request: Any, provider: str) -> Any:
         self._count("batches.retrieve")
         batch = self._lookup(request.match_info["batch_id"])
         if batch is None:
-            return _json(404, _error_body("openai", 404, "no such batch"))
-        return _json(200, self._openai_view(batch))
+            return _json(404, _error_body(provider, 404, "no such batch"))
+        return _json(200, self._view(batch))
 
-    async def _openai_cancel(self, request: Any) -> Any:
+    async def _cancel(self, request: Any, provider: str) -> Any:
         self._count("batches.cancel")
         batch = self._lookup(request.match_info["batch_id"])
         if batch is None:
-            return _json(404, _error_body("openai", 404, "no such batch"))
+            return _json(404, _error_body(provider, 404, "no such batch"))
         with self._lock:
             if batch.state == "in_progress":
                 batch.cancel_requested = time.time()
-            view = self._openai_view(batch, advance=False)
-            if batch.state == "in_progress":
-                view["status"] = "cancelling"
+            view = self._view(batch, advance=False)
+            if batch.state == "in_progress":  # each API's word for a batch being cancelled
+                view.update({"status": "cancelling"} if provider == "openai"
+                            else {"processing_status": "canceling"})
         return _json(200, view)
+
+    def _view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
+        if batch.provider == "openai":
+            return self._openai_view(batch, advance=advance)
+        return self._anthropic_view(batch, advance=advance)
 
     def _openai_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
         with self._lock:
@@ -524,26 +532,6 @@ class ScriptedBatchService(ScriptedJudge):
                 f"({self.enqueued_token_limit}); submit fewer requests or wait"))
         batch = self._new_batch("anthropic", "/v1/messages", items)
         return _json(200, self._anthropic_view(batch))
-
-    async def _anthropic_retrieve(self, request: Any) -> Any:
-        self._count("batches.retrieve")
-        batch = self._lookup(request.match_info["batch_id"])
-        if batch is None:
-            return _json(404, _error_body("anthropic", 404, "no such batch"))
-        return _json(200, self._anthropic_view(batch))
-
-    async def _anthropic_cancel(self, request: Any) -> Any:
-        self._count("batches.cancel")
-        batch = self._lookup(request.match_info["batch_id"])
-        if batch is None:
-            return _json(404, _error_body("anthropic", 404, "no such batch"))
-        with self._lock:
-            if batch.state == "in_progress":
-                batch.cancel_requested = time.time()
-            view = self._anthropic_view(batch, advance=False)
-            if batch.state == "in_progress":
-                view["processing_status"] = "canceling"
-        return _json(200, view)
 
     async def _anthropic_results(self, request: Any) -> Any:
         from aiohttp import web

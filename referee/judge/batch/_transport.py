@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import time
 import uuid
 import weakref
@@ -30,7 +29,7 @@ from referee.judge.batch._anthropic import AnthropicBatchAPI
 from referee.judge.batch._api import BatchAPI, BatchState, EnqueuedLimitReached, ItemOutcome
 from referee.judge.batch._journal import BatchJournal, current_journal
 from referee.judge.batch._openai import OpenAIBatchAPI
-from referee.judge.config import JudgeConfig
+from referee.judge.config import JudgeConfig, _env_positive
 from referee.judge.providers import JudgeRequest, RawReply, adapter_for
 from referee.judge.providers._direct import _direct_http
 from referee.redact import clip
@@ -48,20 +47,6 @@ class BatchRequestFailed(Exception):
     """A request the batch API could not answer (the judge layer reports it as JudgeUnavailable)."""
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BatchRequestFailed(f"environment variable {name}={raw!r} is not a number of "
-                                 "seconds") from None
-    if not value > 0:
-        raise BatchRequestFailed(f"environment variable {name}={raw!r} must be above 0")
-    return value
-
-
 @dataclass(frozen=True)
 class BatchSettings:
     """When a batch goes out and how often it is polled (environment variables in brackets)."""
@@ -74,12 +59,19 @@ class BatchSettings:
 
     @classmethod
     def from_env(cls) -> BatchSettings:
-        attempts = _env_float("REFEREE_BATCH_ITEM_ATTEMPTS", cls.item_attempts)
-        return cls(quiet_s=_env_float("REFEREE_BATCH_QUIET_S", cls.quiet_s),
-                   window_s=_env_float("REFEREE_BATCH_WINDOW_S", cls.window_s),
-                   first_poll_s=_env_float("REFEREE_BATCH_FIRST_POLL_S", cls.first_poll_s),
-                   max_poll_s=_env_float("REFEREE_BATCH_MAX_POLL_S", cls.max_poll_s),
-                   item_attempts=max(int(attempts), 1))
+        """The defaults, with each variable that is set; BatchRequestFailed naming a bad one."""
+        fields: dict[str, Any] = {}
+        try:
+            for name, kind in (("quiet_s", float), ("window_s", float), ("first_poll_s", float),
+                               ("max_poll_s", float), ("item_attempts", int)):
+                env = "REFEREE_BATCH_" + name.upper().removesuffix("_S") + (
+                    "_S" if name.endswith("_s") else "")
+                value = _env_positive(env, kind)
+                if value is not None:
+                    fields[name] = kind(value)
+        except ValueError as exc:
+            raise BatchRequestFailed(str(exc)) from None
+        return cls(**fields)
 
 
 @dataclass(eq=False)
