@@ -241,6 +241,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+JUDGE_BATCH_API_HELP = ("send judge requests through the provider's batch API (OpenAI, "
+                        "Anthropic) at half price; slower (minutes to hours), durable: a "
+                        "stored run killed after submitting and --resume'd polls its batches "
+                        "(REFEREE_JUDGE_BATCH_API=1)")
+
+
 def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--judge`` as every command that takes a judge spells it: once for one judge, repeated
     for a judge panel, whose rules the two options after it set."""
@@ -253,6 +259,7 @@ def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--judge-quorum", type=_positive_int, metavar="N",
                         help="with a panel: members that must answer for it to judge "
                              "(default a majority of them)")
+    parser.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
 
 
 def _port(text: str) -> int:
@@ -439,8 +446,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
     args.judge_gate = _judge_gate(args)
-    if args.judge_batch_api:  # batch seam: every judge of the run without its own batch_api
-        os.environ["REFEREE_JUDGE_BATCH_API"] = "1"
     args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
@@ -838,11 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
-    run.add_argument("--judge-batch-api", action="store_true",
-                     help="send judge requests through the provider's batch API (OpenAI, "
-                          "Anthropic) at half price; slower (minutes to hours), durable: a "
-                          "killed run --resume'd polls its submitted batches "
-                          "(REFEREE_JUDGE_BATCH_API=1)")
+    run.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
     run.set_defaults(func=cmd_run)
 
     view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",
@@ -965,6 +966,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _output_closed()
 
 
+@contextlib.contextmanager
+def _judge_batch_api(on: bool) -> Iterator[None]:
+    """Batch seam: ``--judge-batch-api`` is REFEREE_JUDGE_BATCH_API=1 for the command (every
+    judge without its own ``batch_api``), and only for it."""
+    name = "REFEREE_JUDGE_BATCH_API"
+    before = os.environ.get(name)
+    if on:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            os.environ.pop(name, None)
+        elif on and before is not None:
+            os.environ[name] = before
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
@@ -972,7 +990,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_INPUT
-        return int(args.func(args))
+        with _judge_batch_api(getattr(args, "judge_batch_api", False)):
+            return int(args.func(args))
     except BrokenPipeError:
         raise  # main() ends quietly
     except CliError as exc:

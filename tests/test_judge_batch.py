@@ -378,25 +378,32 @@ def test_pairwise_asks_both_orders_by_batch(service):
     assert verdict.token_usage.batch_requests == 2
 
 
+def faithfulness_answer(request) -> str:
+    """A judge that sees [bad] outputs as unfaithful and misses the first two of them."""
+    bad = "[bad]" in request.prompt
+    if "contradicts the context" in request.prompt:
+        return "Yes" if bad else "No"
+    if "outside knowledge" in request.prompt:
+        return "No"
+    return "No" if bad else "Yes"
+
+
+def labels_file(tmp_path, rows: int = 8):
+    lines = [json.dumps({"id": f"row-{i}", "input": f"Q{i}?", "context": f"Fact {i}.",
+                         "output": f"{'[ok]' if i % 2 == 0 or i < 2 else '[bad]'} answer {i}",
+                         "label": "pass" if i % 2 == 0 else "fail"}) for i in range(rows)]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def test_calibrate_runs_in_batch_mode_with_the_online_agreement(tmp_path, monkeypatch):
     pytest.importorskip("numpy")
     from referee.calibrate import calibrate, load_labels
     from referee.evaluators import Faithfulness
     from referee.testing import DUMMY_API_KEY
 
-    def answer(request) -> str:
-        bad = "[bad]" in request.prompt
-        if "contradicts the context" in request.prompt:
-            return "Yes" if bad else "No"
-        if "outside knowledge" in request.prompt:
-            return "No"
-        return "No" if bad else "Yes"
-
-    lines = [json.dumps({"id": f"row-{i}", "input": f"Q{i}?", "context": f"Fact {i}.",
-                         "output": f"{'[ok]' if i % 2 == 0 or i < 2 else '[bad]'} answer {i}",
-                         "label": "pass" if i % 2 == 0 else "fail"}) for i in range(8)]
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("\n".join(lines) + "\n")
+    labels = labels_file(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
 
     def agreement(base_url: str, runs: str) -> tuple[int, int, int, int]:
@@ -406,9 +413,9 @@ def test_calibrate_runs_in_batch_mode_with_the_online_agreement(tmp_path, monkey
         a = report.agreement
         return a.tp, a.fp, a.fn, a.tn
 
-    with ScriptedJudgeServer(answer) as online:
+    with ScriptedJudgeServer(faithfulness_answer) as online:
         expected = agreement(online.base_url("openai"), "online")
-    with ScriptedBatchService(answer, processing_s=0.05) as batch:
+    with ScriptedBatchService(faithfulness_answer, processing_s=0.05) as batch:
         monkeypatch.setenv("REFEREE_JUDGE_BATCH_API", "1")
         assert agreement(batch.base_url("openai"), "batch") == expected
         assert batch.items_received == online.request_count > 0
@@ -434,3 +441,24 @@ def test_a_bad_batch_setting_is_a_judge_error_naming_the_variable(service, monke
     assert isinstance(results[0], JudgeUnavailable)
     assert "REFEREE_BATCH_WINDOW_S='soon' is not a number" in str(results[0])
     assert service.batches_created == 0
+
+
+def test_calibrate_command_takes_judge_batch_api_for_that_command_only(tmp_path, monkeypatch,
+                                                                       capsys):
+    pytest.importorskip("numpy")
+    import os
+
+    from referee.cli import main
+    from referee.testing import DUMMY_API_KEY
+
+    labels = labels_file(tmp_path)
+    with ScriptedBatchService(faithfulness_answer, processing_s=0.05) as svc:
+        monkeypatch.setenv("OPENAI_BASE_URL", svc.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        code = main(["calibrate", str(labels), "--evaluator", "faithfulness", "--judge",
+                     "openai/gpt-4o-mini", "--judge-batch-api", "--folds", "2",
+                     "--resamples", "50", "--out", str(tmp_path / "runs"),
+                     "--calibration-file", str(tmp_path / "calibration.json")])
+        assert code == 0, capsys.readouterr().err
+        assert svc.items_received == 8 * 4 and svc.batches_created >= 1
+    assert "REFEREE_JUDGE_BATCH_API" not in os.environ
