@@ -23,7 +23,8 @@ from referee.testing.batch_service import ScriptedBatchService
 
 pytestmark = pytest.mark.usefixtures("isolated_judge", "fast_batches")
 
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5",
+          "google": "gemini-2.5-flash"}
 PROVIDERS = list(MODELS)
 RUBRIC = [("Does it state the refund window?", True), ("Is it polite?", True)]
 
@@ -243,11 +244,13 @@ def test_a_request_alone_over_the_enqueued_token_limit_is_a_judge_error(provider
 
 
 def test_a_provider_without_a_batch_api_is_a_judge_error_naming_it():
-    cfg = JudgeConfig(provider="google", model="gemini-2.5-flash", api_key="k",
-                      batch_api=True, cache=False)
-    results = _ask_all(cfg, ["q"])
+    from referee.testing import FakeJudge
+
+    fake = FakeJudge()
+    results = _ask_all(fake.judge_config(batch_api=True), ["q"])
     assert isinstance(results[0], JudgeUnavailable)
-    assert "batch API is not available for judge provider 'google'" in str(results[0])
+    assert "batch API is not available for judge provider 'fake'" in str(results[0])
+    assert fake.request_count == 0  # never sent online behind the user's back
 
 
 def test_the_environment_variable_turns_batching_on(monkeypatch):

@@ -47,7 +47,8 @@ SUITE = textwrap.dedent(f"""
 def _env(service: ScriptedBatchService, provider: str, model: str,
          tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("JUDGE_", "REFEREE_")) and k != "OPENAI_BASE_URL"}
+           if not k.startswith(("JUDGE_", "REFEREE_", "GOOGLE_", "GEMINI_"))
+           and k not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")}
     env.update(BATCH_PROVIDER=provider, BATCH_MODEL=model,
                BATCH_JUDGE_URL=service.base_url(provider), REFEREE_CACHE="0",
                REFEREE_CACHE_DIR=str(tmp_path / "cache"), REFEREE_BATCH_QUIET_S="0.1",
@@ -66,7 +67,8 @@ def _journal_submitted(runs: Path) -> Path | None:
 
 
 @pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-4o-mini"),
-                                                 ("anthropic", "claude-haiku-4-5")])
+                                                 ("anthropic", "claude-haiku-4-5"),
+                                                 ("google", "gemini-2.5-flash")])
 def test_sigkill_after_submission_then_resume_resubmits_nothing(provider, model, tmp_path):
     (tmp_path / "suite.py").write_text(SUITE)
     runs = tmp_path / "runs"

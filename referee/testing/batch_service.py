@@ -1,9 +1,10 @@
 """ScriptedBatchService: the providers' batch APIs on 127.0.0.1, answered by a judge script.
 
 It speaks OpenAI's Files and Batch APIs (``/v1/files``, ``/v1/batches``: create, retrieve,
-cancel, output and error files in JSONL) and Anthropic's Message Batches
-(``/v1/messages/batches``: create, retrieve, results JSONL, cancel) well enough for the official
-SDKs. Each item is answered by the same scripting as ``ScriptedJudgeServer`` (rules, replies,
+cancel, output and error files in JSONL), Anthropic's Message Batches
+(``/v1/messages/batches``: create, retrieve, results JSONL, cancel) and Gemini's batch mode
+(``models/{model}:batchGenerateContent`` with inlined requests, ``batches/{id}``, cancel) well
+enough for the official SDKs. Each item is answered by the same scripting as ``ScriptedJudgeServer`` (rules, replies,
 faults), so a suite gives the same verdicts online and by batch. A test sets how long a batch
 takes, which batches expire, an enqueued-token limit, and reads what was received.
 
@@ -75,6 +76,7 @@ class _Batch:
     output_file_id: str | None = None
     error_file_id: str | None = None
     metadata: dict[str, Any] | None = None
+    item_metadata: dict[str, Any] = field(default_factory=dict)  # Gemini's, echoed back
 
 
 class ScriptedBatchService(ScriptedJudge):
@@ -190,6 +192,12 @@ class ScriptedBatchService(ScriptedJudge):
         app.router.add_post(f"{p}/v1/messages/batches", self._anthropic_create)
         app.router.add_get(f"{p}/v1/messages/batches/{{batch_id}}/results",
                            self._anthropic_results)
+        app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/models/{{model:[^/:]+}}"
+                            ":batchGenerateContent", self._gemini_create)
+        app.router.add_get(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}",
+                           functools.partial(self._retrieve, provider="google"))
+        app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}:cancel",
+                            functools.partial(self._cancel, provider="google"))
         for provider, batches in (("openai", f"{p}/v1/batches"),
                                   ("anthropic", f"{p}/v1/messages/batches")):
             app.router.add_get(f"{batches}/{{batch_id}}",
@@ -250,8 +258,8 @@ class ScriptedBatchService(ScriptedJudge):
                    metadata: dict[str, Any] | None = None) -> _Batch:
         now = time.time()
         tokens = sum(self._item_tokens(endpoint, body) for _, body in items)
-        batch = _Batch(id=(f"batch_{uuid.uuid4().hex[:24]}" if provider == "openai"
-                           else f"msgbatch_{uuid.uuid4().hex[:24]}"),
+        prefix = {"openai": "batch_", "anthropic": "msgbatch_"}.get(provider, "")
+        batch = _Batch(id=f"{prefix}{uuid.uuid4().hex[:24]}",
                        provider=provider, endpoint=endpoint, items=items, created_at=now,
                        ends_at=now + self.processing_s, input_file_id=input_file_id,
                        tokens=tokens, metadata=metadata)
@@ -474,12 +482,15 @@ class ScriptedBatchService(ScriptedJudge):
             view = self._view(batch, advance=False)
             if batch.state == "in_progress":  # each API's word for a batch being cancelled
                 view.update({"status": "cancelling"} if provider == "openai"
-                            else {"processing_status": "canceling"})
+                            else {"processing_status": "canceling"} if provider == "anthropic"
+                            else {})
         return _json(200, view)
 
     def _view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
         if batch.provider == "openai":
             return self._openai_view(batch, advance=advance)
+        if batch.provider == "google":
+            return self._gemini_view(batch, advance=advance)
         return self._anthropic_view(batch, advance=advance)
 
     def _openai_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
@@ -574,6 +585,50 @@ class ScriptedBatchService(ScriptedJudge):
                                 if ended else None),
             }
 
+    # Gemini
+    async def _gemini_create(self, request: Any) -> Any:
+        self._count("batches.create")
+        model = request.match_info["model"]
+        body = await request.json()
+        raw_items = (((body.get("batch") or {}).get("inputConfig") or {}).get("requests")
+                     or {}).get("requests")
+        if not isinstance(raw_items, list) or not raw_items:
+            return _json(400, _error_body("google", 400, "batch.inputConfig.requests.requests: "
+                                                         "a non-empty list"))
+        # Gemini keeps the items in order and echoes each one's metadata with its response.
+        items = [(str(position), dict(item.get("request") or {}))
+                 for position, item in enumerate(raw_items)]
+        endpoint = f"/v1beta/models/{model}:generateContent"
+        tokens = sum(self._item_tokens(endpoint, params) for _, params in items)
+        if self._over_token_limit(tokens):
+            self._count("batches.rejected")
+            return _json(429, _error_body("google", 429, "enqueued batch tokens over the limit "
+                                                         f"({self.enqueued_token_limit})"))
+        batch = self._new_batch("google", endpoint, items)
+        batch.item_metadata = {str(position): item.get("metadata")
+                               for position, item in enumerate(raw_items)}
+        return _json(200, self._gemini_view(batch))
+
+    def _gemini_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
+        with self._lock:
+            if advance:
+                self._advance(batch)
+            state = {"ended": "SUCCEEDED", "failed": "FAILED", "expired": "EXPIRED",
+                     "cancelled": "CANCELLED"}.get(batch.state, "RUNNING")
+            metadata: dict[str, Any] = {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
+                         "GenerateContentBatch",
+                "model": f"models/{self._model_of(batch) or 'scripted'}",
+                "displayName": batch.id, "state": f"BATCH_STATE_{state}",
+                "createTime": _iso(batch.created_at), "updateTime": _iso(time.time())}
+            if batch.state != "in_progress":
+                metadata["endTime"] = _iso(batch.ended_at)
+                metadata["output"] = {"inlinedResponses": {"inlinedResponses": [
+                    _gemini_result(batch.item_metadata.get(custom_id),
+                                   batch.results[custom_id])
+                    for custom_id, _ in batch.items]}}
+            return {"name": f"batches/{batch.id}", "metadata": metadata}
+
     def _lookup(self, batch_id: str) -> _Batch | None:
         with self._lock:
             return self._batches.get(batch_id)
@@ -585,6 +640,17 @@ def _recorded(endpoint: str, body: dict[str, Any]) -> RecordedRequest:
     return RecordedRequest(index=-1, method="POST", path=endpoint, provider=provider,
                            api_style=api_style, model=model, prompt=prompt, system=system,
                            temperature=temperature, max_tokens=max_tokens, body=body)
+
+
+def _gemini_result(metadata: Any, result: _ItemResult) -> dict[str, Any]:
+    entry: dict[str, Any] = {"metadata": metadata} if metadata else {}
+    if result.status == 200:
+        entry["response"] = result.body
+    else:
+        # google.rpc.Status: 4 DEADLINE_EXCEEDED for an expired item, 1 CANCELLED.
+        code = result.status or (1 if result.error_code == "batch_cancelled" else 4)
+        entry["error"] = {"code": code, "message": result.error_message}
+    return entry
 
 
 def _anthropic_result(result: _ItemResult) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 ``call_by_batch`` is the judge layer's one entry (Judge.complete's batch seam); the batches
 are durable through ``batch_journal(run_dir)``, which the run session opens around a stored run.
-Per provider: OpenAI's Batch API (_openai), Anthropic's Message Batches (_anthropic).
+Per provider: OpenAI's Batch API (_openai), Anthropic's Message Batches (_anthropic),
+Gemini's batch mode (_google).
 """
 
 from referee.judge.batch._api import BatchState, EnqueuedLimitReached, ItemOutcome

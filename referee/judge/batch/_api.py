@@ -30,7 +30,7 @@ class BatchState:
 class ItemOutcome:
     """One item's result: the reply body as the online API would have sent it, or an error."""
 
-    body: dict[str, Any] | None = None
+    body: Any = None  # a JSON object; Gemini's typed GenerateContentResponse
     error: str | None = None
     # Worth asking again in a new batch (expired, cancelled, a 429 or 5xx); a 400 is not.
     retryable: bool = True

@@ -27,6 +27,7 @@ from typing import Any
 from referee.judge import retry as _retry
 from referee.judge.batch._anthropic import AnthropicBatchAPI
 from referee.judge.batch._api import BatchAPI, BatchState, EnqueuedLimitReached, ItemOutcome
+from referee.judge.batch._google import GoogleBatchAPI
 from referee.judge.batch._journal import BatchJournal, current_journal
 from referee.judge.batch._openai import OpenAIBatchAPI
 from referee.judge.config import JudgeConfig, _env_positive
@@ -36,7 +37,8 @@ from referee.redact import clip
 
 logger = logging.getLogger("referee.judge.batch")
 
-_APIS: dict[str, BatchAPI] = {"openai": OpenAIBatchAPI(), "anthropic": AnthropicBatchAPI()}
+_APIS: dict[str, BatchAPI] = {"openai": OpenAIBatchAPI(), "anthropic": AnthropicBatchAPI(),
+                              "google": GoogleBatchAPI()}
 
 # Batch API calls (create, retrieve, results) that fail for the network or a 5xx are tried
 # this many times before the batch's requests fail.
@@ -80,7 +82,7 @@ class _Item:
     path: str
     body: dict[str, Any]
     size: int
-    future: asyncio.Future[dict[str, Any]]
+    future: asyncio.Future[Any]  # the reply body (Gemini: its GenerateContentResponse)
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -99,7 +101,7 @@ class BatchDispatcher:
         self._label = label
         self._journal = journal
         self.settings = settings
-        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
         self._pending: list[_Item] = []
         self._pending_bytes = 0
         self._first_at = 0.0
@@ -117,12 +119,12 @@ class BatchDispatcher:
         self.items_submitted = 0
         self.batches_followed = 0
 
-    async def send(self, custom_id: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, custom_id: str, path: str, body: dict[str, Any]) -> Any:
         """The reply body for this request, once its batch has answered it."""
         shared = self._waiting.get(custom_id)
         if shared is not None:  # the same request already waits: one item answers both
             return await asyncio.shield(shared)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[custom_id] = future
         item = _Item(custom_id, path, body, self._api.item_size(custom_id, path, body), future)
         known = self._journal.batch_of(custom_id) if self._journal is not None else None
@@ -363,8 +365,12 @@ class BatchDispatcher:
 
 
 class _Lane:
-    """Stands in for an SDK client's direct path for one request: what the adapter posts goes
-    into a batch. ``messages`` is the SDK client's, which the Anthropic adapter inspects."""
+    """Stands in for an SDK client for one request: what the adapter sends goes into a batch.
+
+    The OpenAI and Anthropic adapters post through it as the client's direct path (``post``);
+    ``messages`` is the SDK client's, which the Anthropic adapter inspects. The Gemini adapter
+    calls ``aio.models.generate_content``, answered with the batch's GenerateContentResponse.
+    """
 
     def __init__(self, dispatcher: BatchDispatcher, custom_id: str, client: Any) -> None:
         self._dispatcher = dispatcher
@@ -374,6 +380,19 @@ class _Lane:
     @property
     def messages(self) -> Any:
         return self._client.messages
+
+    @property
+    def aio(self) -> _Lane:
+        return self
+
+    @property
+    def models(self) -> _Lane:
+        return self
+
+    async def generate_content(self, *, model: str, contents: Any, config: Any) -> Any:
+        settings = config.model_dump(mode="json", exclude_none=True, exclude={"http_options"})
+        return await self._dispatcher.send(self._custom_id, ":generateContent", {
+            "model": model, "contents": contents, "config": settings})
 
     async def post(self, path: str, body: dict[str, Any], timeout: float
                    ) -> tuple[dict[str, Any], dict[str, str]]:
