@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -465,3 +466,42 @@ def test_calibrate_command_takes_judge_batch_api_for_that_command_only(tmp_path,
         assert code == 0, capsys.readouterr().err
         assert svc.items_received == 8 * 4 and svc.batches_created >= 1
     assert "REFEREE_JUDGE_BATCH_API" not in os.environ
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_batch_fallback_online_asks_what_no_batch_answered_online_at_the_online_price(
+        provider, service, monkeypatch):
+    monkeypatch.setenv("REFEREE_BATCH_ITEM_ATTEMPTS", "1")
+    service.expire_next_batches(1, answered=1)  # "second" expires, and is not sent again
+    cfg = service.judge_config(provider, MODELS[provider], batch_fallback="online")
+
+    async def ask() -> list[Any]:
+        judge = get_judge(cfg)
+        return list(await asyncio.gather(*(judge.complete(p) for p in ("first", "second"))))
+
+    first, second = asyncio.run(ask())
+    assert (first.text, second.text) == ("Yes", "Yes")
+    assert service.online_requests == 1 and service.batches_created == 1
+    assert first.usage.batch_requests == 1 and second.usage.batch_requests == 0
+    assert second.usage.batch_savings_usd == 0.0
+
+
+def test_without_the_fallback_nothing_goes_online(service, monkeypatch):
+    monkeypatch.setenv("REFEREE_BATCH_ITEM_ATTEMPTS", "1")
+    service.expire_next_batches(1)
+    results = _ask_all(service.judge_config("openai", MODELS["openai"]), ["only"])
+    assert isinstance(results[0], JudgeUnavailable)
+    assert service.online_requests == 0
+
+
+def test_the_reliability_recheck_is_asked_again_by_batch_never_from_the_first_answers(
+        service, tmp_path):
+    script(service)
+    cfg = service.judge_config("anthropic", MODELS["anthropic"], reliability_check=True,
+                               reliability_sample=2)
+    report = suite_of(cfg).run(model, verbose=False, runs_dir=tmp_path)
+
+    assert report.judge_reliability == 1.0
+    assert service.items_received == 12 + 2 * 2  # two cases' two questions asked again
+    assert service.batches_created == 2
+    assert service.online_requests == 0

@@ -429,7 +429,7 @@ class Judge:
         flight = _start_flight(flights, key) if cache is not None else None
         try:
             if batch:  # batch seam: referee/judge/batch sends it in a provider batch
-                raw, attempts, latency = await self._call_by_batch(request, key)
+                raw, attempts, latency, batch = await self._call_by_batch(request, key)
             elif cacheable:
                 # A reply schema is part of the provider's cached prefix (before the system
                 # text), so requests with another schema are not this prefix's siblings.
@@ -472,25 +472,34 @@ class Judge:
         return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
-    async def _call_by_batch(self, request: JudgeRequest, key: str) -> tuple[RawReply, int, float]:
+    async def _call_by_batch(self, request: JudgeRequest, key: str
+                             ) -> tuple[RawReply, int, float, bool]:
         """The batch seam: one request answered through the provider's batch API
-        (referee/judge/batch), which retries in later batches itself."""
+        (referee/judge/batch), which retries in later batches itself; the last field says
+        whether the batch answered it. A request no batch could answer is a judge error, or,
+        with ``batch_fallback="online"``, asked online."""
         from referee.judge.batch import BatchRequestFailed, call_by_batch
 
         # A re-ask past the cache (the reliability check) is a request of its own.
         batch_key = f"{key}|fresh" if _FRESH.get() else key
         try:
             raw, latency = await call_by_batch(self._endpoint, self.config, request, batch_key)
+            return raw, 1, latency, True
         except BatchRequestFailed as exc:
-            raise self._unavailable(f"batch API: {exc}", exc) from None
+            failure = self._unavailable(f"batch API: {exc}", exc)
         except ProviderSetupError as exc:
             raise self._unavailable(str(exc), exc) from None
         except Exception as exc:
             if not _retry.is_provider_failure(exc):
                 raise
-            raise self._unavailable(f"batch API: {_retry.classify(exc).summary}: "
-                                    f"{_detail(exc)}", exc) from None
-        return raw, 1, latency
+            failure = self._unavailable(f"batch API: {_retry.classify(exc).summary}: "
+                                        f"{_detail(exc)}", exc)
+        if self.config.batch_fallback != "online":
+            raise failure from None
+        logger.info("judge %s/%s: %s; asked online (batch_fallback='online')", self.provider,
+                    self.model, failure)
+        raw, attempts, latency = await self._call_with_retries(request)
+        return raw, attempts, latency, False
 
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int, float]:
         """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt

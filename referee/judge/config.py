@@ -113,6 +113,9 @@ class JudgeConfig(StrictModel):
     # Batch seam (referee/judge/batch): send requests through the provider's batch API at its
     # batch price. None: REFEREE_JUDGE_BATCH_API decides, off when unset.
     batch_api: bool | None = None
+    # A request no batch could answer (after its bounded retries): a judge error ("error"),
+    # or asked online at the online price ("online").
+    batch_fallback: Literal["error", "online"] = "error"
     # Resolution filled max_tokens with the effective default: no layer chose it.
     _max_tokens_filled: bool = PrivateAttr(default=False)
 

@@ -198,6 +198,11 @@ class ScriptedBatchService(ScriptedJudge):
                            functools.partial(self._retrieve, provider="google"))
         app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}:cancel",
                             functools.partial(self._cancel, provider="google"))
+        # The online APIs beside the batch ones, as at the provider (a batch_fallback="online"
+        # request comes here), answered by the same script.
+        for online in ("/v1/chat/completions", "/v1/responses", "/v1/messages",
+                       "/{version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent"):
+            app.router.add_post(f"{p}{online}", self._online)
         for provider, batches in (("openai", f"{p}/v1/batches"),
                                   ("anthropic", f"{p}/v1/messages/batches")):
             app.router.add_get(f"{batches}/{{batch_id}}",
@@ -584,6 +589,20 @@ class ScriptedBatchService(ScriptedJudge):
                 "results_url": (f"{self._root}/v1/messages/batches/{batch.id}/results"
                                 if ended else None),
             }
+
+    async def _online(self, request: Any) -> Any:
+        self._count("online")
+        endpoint = request.path[len(self._prefix):]
+        body = await request.json()
+        with self._lock:
+            result = self._answer(endpoint, body)
+        return _json(result.status or 500, result.body or {})
+
+    @property
+    def online_requests(self) -> int:
+        """Requests answered online (not in a batch)."""
+        with self._lock:
+            return self._calls["online"]
 
     # Gemini
     async def _gemini_create(self, request: Any) -> Any:
