@@ -505,3 +505,19 @@ def test_the_reliability_recheck_is_asked_again_by_batch_never_from_the_first_an
     assert service.items_received == 12 + 2 * 2  # two cases' two questions asked again
     assert service.batches_created == 2
     assert service.online_requests == 0
+
+
+def test_a_verbose_run_prints_each_batchs_progress_and_the_batch_bill(service, tmp_path,
+                                                                      capsys):
+    script(service)
+    suite_of(service.judge_config("anthropic", MODELS["anthropic"])).run(
+        model, verbose=True, runs_dir=tmp_path)
+    out, err = capsys.readouterr()
+    [batch_id] = service.batch_states()
+    assert f"judge anthropic/claude-haiku-4-5: batch {batch_id} submitted, 12 request(s)" in err
+    assert re.search(rf"batch {batch_id} ended \(12/12 done, 0 failed, \d+s\)", err)
+    assert "12 by batch API (online: $" in out
+    # Quiet runs print none of it.
+    suite_of(service.judge_config("anthropic", MODELS["anthropic"])).run(
+        model, verbose=False, runs_dir=tmp_path)
+    assert "submitted" not in capsys.readouterr().err

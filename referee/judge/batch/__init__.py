@@ -7,7 +7,13 @@ Gemini's batch mode (_google).
 """
 
 from referee.judge.batch._api import BatchState, EnqueuedLimitReached, ItemOutcome
-from referee.judge.batch._journal import JOURNAL_FILE, BatchJournal, batch_journal, current_journal
+from referee.judge.batch._journal import (
+    JOURNAL_FILE,
+    BatchJournal,
+    batch_journal,
+    batch_progress,
+    current_journal,
+)
 from referee.judge.batch._transport import (
     BatchDispatcher,
     BatchRequestFailed,
@@ -28,6 +34,7 @@ __all__ = [
     "EnqueuedLimitReached",
     "ItemOutcome",
     "batch_journal",
+    "batch_progress",
     "call_by_batch",
     "current_journal",
     "loop_dispatchers",

@@ -121,6 +121,28 @@ _journals_lock = threading.Lock()
 
 
 @contextlib.contextmanager
+def batch_progress(shown: bool) -> Iterator[None]:
+    """While inside, each batch's progress (submitted, its state changes with the completed
+    and failed counts and the time since submission, items sent again) is printed on stderr;
+    nothing when ``shown`` is false."""
+    if not shown:
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("referee: %(message)s"))
+    handler.setLevel(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@contextlib.contextmanager
 def batch_journal(run_dir: str | Path | None) -> Iterator[BatchJournal | None]:
     """Judge batches submitted inside are recorded in ``run_dir`` (None: nowhere)."""
     journal: BatchJournal | None = None
