@@ -688,11 +688,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         if run.versions:
             earlier = ", ".join(f"@{n}" for n in run.versions if n != run.version)
             state += f"  (scoring {run.version}; earlier: {earlier})"
+        if not run.finished:  # batch seam: what an unfinished run left at the provider
+            state += _waiting_batches(run.path)
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
              f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
     return 0
+
+
+def _waiting_batches(run_dir: Path) -> str:
+    from referee.judge.batch import JOURNAL_FILE, BatchJournal
+
+    if not (run_dir / JOURNAL_FILE).is_file():
+        return ""
+    described = BatchJournal(run_dir).describe()
+    return f"  ({described}; --resume follows them)" if described else ""
 
 
 def cmd_cache_merge(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import referee
+from referee.cli import main
 from referee.judge.batch import JOURNAL_FILE
 from referee.report.store import load_run
 from referee.testing import DUMMY_API_KEY
@@ -69,7 +71,8 @@ def _journal_submitted(runs: Path) -> Path | None:
 @pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-4o-mini"),
                                                  ("anthropic", "claude-haiku-4-5"),
                                                  ("google", "gemini-2.5-flash")])
-def test_sigkill_after_submission_then_resume_resubmits_nothing(provider, model, tmp_path):
+def test_sigkill_after_submission_then_resume_resubmits_nothing(provider, model, tmp_path,
+                                                               capsys):
     (tmp_path / "suite.py").write_text(SUITE)
     runs = tmp_path / "runs"
     with ScriptedBatchService(processing_s=2.0) as service:
@@ -92,6 +95,13 @@ def test_sigkill_after_submission_then_resume_resubmits_nothing(provider, model,
         submitted = service.items_received
         assert submitted == 2 * N_CASES
         assert not (run_dir / "report.json").exists()
+        # referee list shows what the killed run left at the provider.
+        assert main(["list", "--dir", str(runs)]) == 0
+        [batch_id] = service.batch_states()
+        listed = capsys.readouterr().out
+        assert re.search(rf"1 judge batch\(es\) submitted, {2 * N_CASES} request\(s\), "
+                         rf"newest \d+s ago: {provider} (batches/)?{batch_id}; --resume follows",
+                         listed), listed
 
         resumed = subprocess.run([*argv, "--resume", str(run_dir)], env=env, cwd=tmp_path,
                                  capture_output=True, text=True, timeout=120)

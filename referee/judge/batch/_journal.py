@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ class SubmittedBatch:
     provider: str
     batch_id: str
     path: str  # the items' API path (/chat/completions, /responses, /v1/messages)
+    submitted_at: float = 0.0  # time.time() when its id was recorded (0: not recorded)
+    requests: int = 0
 
 
 class BatchJournal:
@@ -61,12 +64,26 @@ class BatchJournal:
                     pending_path[local] = (str(entry.get("provider")), str(entry.get("path")))
                 elif event == "submitted" and local in self._pending:
                     provider, path = pending_path[local]
-                    batch = SubmittedBatch(provider, str(entry.get("batch_id")), path)
+                    batch = SubmittedBatch(provider, str(entry.get("batch_id")), path,
+                                           float(entry.get("at") or 0.0),
+                                           len(self._pending[local]))
                     self._batches[batch.batch_id] = batch
                     for custom_id in self._pending.pop(local):
                         self._batch_of[custom_id] = batch
                 elif event == "abandoned":
                     self._pending.pop(local, None)
+
+    def describe(self) -> str:
+        """One line for ``referee list``: the batches this run submitted, and how long ago."""
+        batches = self.batches
+        if not batches:
+            return ""
+        newest = max(b.submitted_at for b in batches)
+        age = f", newest {_age(time.time() - newest)} ago" if newest else ""
+        ids = ", ".join(f"{b.provider} {b.batch_id}" for b in batches[-3:])
+        more = f" and {len(batches) - 3} earlier" if len(batches) > 3 else ""
+        return (f"{len(batches)} judge batch(es) submitted, {sum(b.requests for b in batches)} "
+                f"request(s){age}: {ids}{more}")
 
     def batch_of(self, custom_id: str) -> SubmittedBatch | None:
         """The submitted batch that holds this request, if one does."""
@@ -93,11 +110,13 @@ class BatchJournal:
 
     def submitted(self, local: str, provider: str, path: str, batch_id: str) -> None:
         with self._lock:
-            batch = SubmittedBatch(provider, batch_id, path)
+            ids = self._pending.pop(local, [])
+            batch = SubmittedBatch(provider, batch_id, path, time.time(), len(ids))
             self._batches[batch_id] = batch
-            for custom_id in self._pending.pop(local, []):
+            for custom_id in ids:
                 self._batch_of[custom_id] = batch
-            self._append({"event": "submitted", "local": local, "batch_id": batch_id})
+            self._append({"event": "submitted", "local": local, "batch_id": batch_id,
+                          "at": round(batch.submitted_at, 3)})
 
     def abandoned(self, local: str, why: str) -> None:
         """The batch was never created (refused, split): its requests go out elsewhere."""
@@ -113,6 +132,15 @@ class BatchJournal:
             os.fsync(fd)  # the point of the journal: it must outlive a kill
         finally:
             os.close(fd)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
 
 
 _JOURNAL: ContextVar[BatchJournal | None] = ContextVar("referee_batch_journal", default=None)

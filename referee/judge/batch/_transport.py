@@ -287,7 +287,8 @@ class BatchDispatcher:
             raise BatchRequestFailed(f"batch {batch_id} failed: {clip(state.failure, 300)}")
         outcomes: dict[str, ItemOutcome] = await self._api_call(
             "results", lambda client: self._api.results(client, batch_id))
-        self._finished[batch_id] = outcomes
+        if batch_id in self._followed:  # later requests of a resumed run read them here
+            self._finished[batch_id] = outcomes
         return outcomes
 
     def _settle(self, items: list[_Item], outcomes: dict[str, ItemOutcome],
