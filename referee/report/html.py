@@ -27,6 +27,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.case import flattened
+from referee.messages import NOT_RECORDED
 from referee.record import (
     CaseResult,
     CaseStatus,
@@ -373,7 +374,7 @@ def _calls(calls: Iterable[Any], prefix: str = "", depth: int = 0) -> list[dict[
     rows: list[dict[str, Any]] = []
     for number, c in enumerate(calls, 1):
         rows.append({"number": f"{prefix}{number}", "depth": depth, "agent": "", "name": c.name,
-                     "args": _json(c.args) if c.args else "{}",
+                     "args": _json(c.args) if c.args else NOT_RECORDED if c.args is None else "{}",
                      "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))})
         rows.extend(_inner_run(c, f"{prefix}{number}.", depth + 1))
     return rows
