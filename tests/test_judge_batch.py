@@ -521,3 +521,44 @@ def test_a_verbose_run_prints_each_batchs_progress_and_the_batch_bill(service, t
     suite_of(service.judge_config("anthropic", MODELS["anthropic"])).run(
         model, verbose=False, runs_dir=tmp_path)
     assert "submitted" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_cancelled_at_the_provider_has_its_requests_sent_again(provider):
+    with ScriptedBatchService(processing_s=0.5) as svc:
+        cfg = svc.judge_config(provider, MODELS[provider])
+
+        async def ask_and_cancel() -> list[str]:
+            judge = get_judge(cfg)
+            asks = asyncio.gather(*(judge.complete(p) for p in ("a", "b")))
+            while not svc.batch_states():
+                await asyncio.sleep(0.01)
+            [batch_id] = svc.batch_states()
+            await asyncio.to_thread(_cancel_through_sdk, svc, provider, batch_id)
+            return [r.text for r in await asks]
+
+        assert asyncio.run(ask_and_cancel()) == ["Yes", "Yes"]
+        assert sorted(svc.batch_states().values()) == ["cancelled", "ended"]
+        assert svc.calls["batches.cancel"] == 1
+        assert svc.items_received == 4 and len(svc.requests) == 2  # answered once each
+
+
+def _cancel_through_sdk(svc: ScriptedBatchService, provider: str, batch_id: str) -> None:
+    from referee.testing import DUMMY_API_KEY
+
+    if provider == "openai":
+        import openai
+
+        openai.OpenAI(base_url=svc.base_url("openai"), api_key=DUMMY_API_KEY).batches.cancel(
+            batch_id)
+    elif provider == "anthropic":
+        import anthropic
+
+        anthropic.Anthropic(base_url=svc.base_url("anthropic"),
+                            api_key=DUMMY_API_KEY).messages.batches.cancel(batch_id)
+    else:
+        from google import genai
+
+        client = genai.Client(api_key=DUMMY_API_KEY,
+                              http_options={"base_url": svc.base_url("google")})
+        client.batches.cancel(name=f"batches/{batch_id}")  # the client must outlive the call

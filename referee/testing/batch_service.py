@@ -92,6 +92,8 @@ class ScriptedBatchService(ScriptedJudge):
     def __init__(self, reply: Outcome | Responder = "Yes", *, host: str = "127.0.0.1",
                  processing_s: float = 0.0, enqueued_token_limit: int | None = None) -> None:
         super().__init__(reply)
+        # Re-entrant: a handler that holds it (cancel) builds the batch's view, which takes it.
+        self._lock = threading.RLock()  # type: ignore[assignment]
         if processing_s < 0:
             raise ValueError(f"processing_s must be >= 0, got {processing_s}")
         if enqueued_token_limit is not None and enqueued_token_limit < 1:
