@@ -562,3 +562,14 @@ def _cancel_through_sdk(svc: ScriptedBatchService, provider: str, batch_id: str)
         client = genai.Client(api_key=DUMMY_API_KEY,
                               http_options={"base_url": svc.base_url("google")})
         client.batches.cancel(name=f"batches/{batch_id}")  # the client must outlive the call
+
+
+def test_each_requests_stand_in_client_is_released_once_answered(service):
+    import gc
+
+    from referee.judge.providers._direct import _direct_http
+
+    assert _ask_all(service.judge_config("anthropic", MODELS["anthropic"]),
+                    [f"q{i}" for i in range(5)]) == ["Yes"] * 5
+    gc.collect()
+    assert [k for k in list(_direct_http.keys()) if type(k).__name__ == "_Lane"] == []

@@ -365,17 +365,32 @@ class BatchDispatcher:
         raise AssertionError("unreachable")
 
 
+class _BatchPost:
+    """One request's way into its dispatcher's batches: the direct path the OpenAI and
+    Anthropic adapters post through. It must not refer to its lane, the weak key it is
+    registered under, or the registration would keep the lane alive for good."""
+
+    def __init__(self, dispatcher: BatchDispatcher, custom_id: str) -> None:
+        self._dispatcher = dispatcher
+        self._custom_id = custom_id
+
+    async def post(self, path: str, body: dict[str, Any], timeout: float
+                   ) -> tuple[Any, dict[str, str]]:
+        del timeout  # a batch has its provider's completion window, not a request timeout
+        return await self._dispatcher.send(self._custom_id, path, body), {}
+
+
 class _Lane:
     """Stands in for an SDK client for one request: what the adapter sends goes into a batch.
 
-    The OpenAI and Anthropic adapters post through it as the client's direct path (``post``);
-    ``messages`` is the SDK client's, which the Anthropic adapter inspects. The Gemini adapter
-    calls ``aio.models.generate_content``, answered with the batch's GenerateContentResponse.
+    The OpenAI and Anthropic adapters post through its ``_BatchPost`` as the client's direct
+    path; ``messages`` is the SDK client's, which the Anthropic adapter inspects. The Gemini
+    adapter calls ``aio.models.generate_content``, answered with the batch's
+    GenerateContentResponse.
     """
 
-    def __init__(self, dispatcher: BatchDispatcher, custom_id: str, client: Any) -> None:
-        self._dispatcher = dispatcher
-        self._custom_id = custom_id
+    def __init__(self, sender: _BatchPost, client: Any) -> None:
+        self._sender = sender
         self._client = client
 
     @property
@@ -392,13 +407,9 @@ class _Lane:
 
     async def generate_content(self, *, model: str, contents: Any, config: Any) -> Any:
         settings = config.model_dump(mode="json", exclude_none=True, exclude={"http_options"})
-        return await self._dispatcher.send(self._custom_id, ":generateContent", {
-            "model": model, "contents": contents, "config": settings})
-
-    async def post(self, path: str, body: dict[str, Any], timeout: float
-                   ) -> tuple[dict[str, Any], dict[str, str]]:
-        del timeout  # a batch has its provider's completion window, not a request timeout
-        return await self._dispatcher.send(self._custom_id, path, body), {}
+        reply, _ = await self._sender.post(":generateContent", {
+            "model": model, "contents": contents, "config": settings}, 0.0)
+        return reply
 
 
 # One dispatcher per (endpoint, journal) on each loop: a dispatcher's futures and tasks
@@ -444,8 +455,9 @@ async def call_by_batch(endpoint: Any, cfg: JudgeConfig, request: JudgeRequest,
                         key: str) -> tuple[RawReply, float]:
     """Send ``request`` in a batch of ``endpoint``'s; its reply, and seconds until it came."""
     dispatcher = _dispatcher(endpoint, cfg)
-    lane = _Lane(dispatcher, request_id(key), endpoint.client(cfg))
-    _direct_http[lane] = lane  # type: ignore[assignment]  # the adapters post through it
+    sender = _BatchPost(dispatcher, request_id(key))
+    lane = _Lane(sender, endpoint.client(cfg))
+    _direct_http[lane] = sender  # type: ignore[assignment]  # the adapters post through it
     started = time.monotonic()
     raw = await adapter_for(cfg.provider).call(lane, request)
     return raw, time.monotonic() - started
