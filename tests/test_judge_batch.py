@@ -32,8 +32,9 @@ RUBRIC = [("Does it state the refund window?", True), ("Is it polite?", True)]
 
 @pytest.fixture
 def fast_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches go out after 50 ms of quiet and are polled every few tens of ms."""
-    monkeypatch.setenv("REFEREE_BATCH_QUIET_S", "0.05")
+    """Batches go out after 250 ms of quiet (what a test submits together stays one batch on
+    a loaded machine) and are polled every few tens of ms."""
+    monkeypatch.setenv("REFEREE_BATCH_QUIET_S", "0.25")
     monkeypatch.setenv("REFEREE_BATCH_FIRST_POLL_S", "0.02")
     monkeypatch.setenv("REFEREE_BATCH_MAX_POLL_S", "0.05")
 
@@ -305,9 +306,9 @@ def test_a_resumed_process_follows_the_journalled_batch_and_resubmits_nothing(tm
         async def submit_then_stop() -> None:
             with batch_journal(tmp_path):
                 tasks = [asyncio.ensure_future(get_judge(cfg).complete(p)) for p in "abc"]
-                while svc.batches_created == 0:
-                    await asyncio.sleep(0.01)
-                await asyncio.sleep(0.05)  # the batch id is journalled
+                journal = tmp_path / JOURNAL_FILE
+                while not journal.is_file() or '"submitted"' not in journal.read_text():
+                    await asyncio.sleep(0.01)  # until the batch id is journalled
                 for task in tasks:
                     task.cancel()  # the process "dies" before the results
 
@@ -525,7 +526,7 @@ def test_a_verbose_run_prints_each_batchs_progress_and_the_batch_bill(service, t
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_batch_cancelled_at_the_provider_has_its_requests_sent_again(provider):
-    with ScriptedBatchService(processing_s=0.5) as svc:
+    with ScriptedBatchService(processing_s=60) as svc:  # runs until it is cancelled
         cfg = svc.judge_config(provider, MODELS[provider])
 
         async def ask_and_cancel() -> list[str]:
@@ -534,6 +535,7 @@ def test_a_batch_cancelled_at_the_provider_has_its_requests_sent_again(provider)
             while not svc.batch_states():
                 await asyncio.sleep(0.01)
             [batch_id] = svc.batch_states()
+            svc.processing_s = 0.05  # the batch sent next ends at once
             await asyncio.to_thread(_cancel_through_sdk, svc, provider, batch_id)
             return [r.text for r in await asks]
 
