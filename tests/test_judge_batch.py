@@ -575,3 +575,35 @@ def test_each_requests_stand_in_client_is_released_once_answered(service):
                     [f"q{i}" for i in range(5)]) == ["Yes"] * 5
     gc.collect()
     assert [k for k in list(_direct_http.keys()) if type(k).__name__ == "_Lane"] == []
+
+
+@pytest.mark.parametrize(("provider", "found"), [("openai", True), ("google", True),
+                                                 ("anthropic", False)])
+def test_a_batch_whose_id_was_never_journalled_is_found_by_its_label(provider, found,
+                                                                     tmp_path, monkeypatch):
+    """The process died inside the create call: the journal has the requests, not the id."""
+    with ScriptedBatchService(processing_s=0.3) as svc:
+        cfg = svc.judge_config(provider, MODELS[provider])
+
+        async def submit_then_die() -> None:
+            with batch_journal(tmp_path):
+                tasks = [asyncio.ensure_future(get_judge(cfg).complete(p)) for p in "abc"]
+                while svc.batches_created == 0:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.05)
+                for task in tasks:
+                    task.cancel()
+
+        with monkeypatch.context() as patch:
+            patch.setattr(BatchJournal, "submitted", lambda *args: None)
+            asyncio.run(submit_then_die())
+        assert BatchJournal(tmp_path).unconfirmed == 1
+
+        async def resume() -> list[str]:
+            with batch_journal(tmp_path):
+                replies = await asyncio.gather(*(get_judge(cfg).complete(p) for p in "abc"))
+            return [r.text for r in replies]
+
+        assert asyncio.run(resume()) == ["Yes"] * 3
+        assert (svc.batches_created, svc.calls.get("batches.list", 0)) == (
+            (1, 1) if found else (2, 0)), svc.calls

@@ -136,7 +136,8 @@ class ScriptedBatchService(ScriptedJudge):
     @property
     def calls(self) -> dict[str, int]:
         """API calls received by kind: ``files.create``, ``batches.create``,
-        ``batches.retrieve``, ``batches.cancel``, ``files.content``, ``batches.results``,
+        ``batches.retrieve``, ``batches.cancel``, ``batches.list``, ``files.content``,
+        ``batches.results``, ``online`` (a request outside any batch),
         ``batches.rejected`` (a create refused for the enqueued-token limit)."""
         with self._lock:
             return dict(self._calls)
@@ -194,6 +195,7 @@ class ScriptedBatchService(ScriptedJudge):
         app.router.add_post(f"{p}/v1/messages/batches", self._anthropic_create)
         app.router.add_get(f"{p}/v1/messages/batches/{{batch_id}}/results",
                            self._anthropic_results)
+        app.router.add_get(f"{p}/{{version:v1[a-z0-9]*}}/batches", self._list)
         app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/models/{{model:[^/:]+}}"
                             ":batchGenerateContent", self._gemini_create)
         app.router.add_get(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}",
@@ -453,6 +455,23 @@ class ScriptedBatchService(ScriptedJudge):
             self._count("batches.rejected")
         return _json(200, self._openai_view(batch))
 
+    async def _list(self, request: Any) -> Any:
+        """Newest first, in one page. OpenAI's and Gemini's SDKs both list at
+        ``/v1.../batches``; Gemini's is known by its key header."""
+        self._count("batches.list")
+        if "x-goog-api-key" in request.headers:
+            return _json(200, {"operations": [self._gemini_view(b)
+                                              for b in self._newest("google")]})
+        views = [self._openai_view(b) for b in self._newest("openai")]
+        return _json(200, {"object": "list", "data": views,
+                           "first_id": views[0]["id"] if views else None,
+                           "last_id": views[-1]["id"] if views else None, "has_more": False})
+
+    def _newest(self, provider: str) -> list[_Batch]:
+        with self._lock:
+            return sorted((b for b in self._batches.values() if b.provider == provider),
+                          key=lambda b: b.created_at, reverse=True)
+
     def _rejects(self, batch: _Batch) -> bool:
         """Fail ``batch`` for the enqueued-token limit, its own tokens not counted twice."""
         with self._lock:
@@ -488,9 +507,9 @@ class ScriptedBatchService(ScriptedJudge):
                 batch.cancel_requested = time.time()
             view = self._view(batch, advance=False)
             if batch.state == "in_progress":  # each API's word for a batch being cancelled
-                view.update({"status": "cancelling"} if provider == "openai"
-                            else {"processing_status": "canceling"} if provider == "anthropic"
-                            else {})
+                view.update({"status": "cancelling"} if batch.provider == "openai"
+                            else {"processing_status": "canceling"}
+                            if batch.provider == "anthropic" else {})
         return _json(200, view)
 
     def _view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
@@ -625,7 +644,8 @@ class ScriptedBatchService(ScriptedJudge):
             self._count("batches.rejected")
             return _json(429, _error_body("google", 429, "enqueued batch tokens over the limit "
                                                          f"({self.enqueued_token_limit})"))
-        batch = self._new_batch("google", endpoint, items)
+        batch = self._new_batch("google", endpoint, items,
+                                metadata={"displayName": body["batch"].get("displayName")})
         batch.item_metadata = {str(position): item.get("metadata")
                                for position, item in enumerate(raw_items)}
         return _json(200, self._gemini_view(batch))
@@ -640,7 +660,8 @@ class ScriptedBatchService(ScriptedJudge):
                 "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
                          "GenerateContentBatch",
                 "model": f"models/{self._model_of(batch) or 'scripted'}",
-                "displayName": batch.id, "state": f"BATCH_STATE_{state}",
+                "displayName": (batch.metadata or {}).get("displayName") or batch.id,
+                "state": f"BATCH_STATE_{state}",
                 "createTime": _iso(batch.created_at), "updateTime": _iso(time.time())}
             if batch.state != "in_progress":
                 metadata["endTime"] = _iso(batch.ended_at)

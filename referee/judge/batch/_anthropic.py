@@ -24,9 +24,9 @@ class AnthropicBatchAPI:
         return len(json.dumps({"custom_id": custom_id, "params": body},
                               separators=(",", ":")).encode("utf-8")) + 1
 
-    async def create(self, client: Any, path: str,
-                     items: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        del path  # every Message Batches item is a Messages request
+    async def create(self, client: Any, path: str, items: Sequence[tuple[str, dict[str, Any]]],
+                     label: str) -> str:
+        del path, label  # every item is a Messages request; a batch keeps no label
         import anthropic
 
         try:
@@ -36,6 +36,10 @@ class AnthropicBatchAPI:
             # The queue of batch requests is full: wait for batches in flight, or split.
             raise EnqueuedLimitReached from None
         return str(batch.id)
+
+    async def find(self, client: Any, labels: Sequence[str]) -> dict[str, str]:
+        del client, labels  # Message Batches keep no label to find a batch by
+        return {}
 
     async def retrieve(self, client: Any, batch_id: str) -> BatchState:
         batch = await client.messages.batches.retrieve(batch_id)

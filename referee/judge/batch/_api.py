@@ -44,10 +44,15 @@ class BatchAPI(Protocol):
     def item_size(self, custom_id: str, path: str, body: dict[str, Any]) -> int:
         """The bytes the item adds to the batch's upload."""
 
-    async def create(self, client: Any, path: str,
-                     items: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        """Submit the items (all for ``path``); the provider's batch id. Raises
-        EnqueuedLimitReached when the provider refuses it for its queue limit."""
+    async def create(self, client: Any, path: str, items: Sequence[tuple[str, dict[str, Any]]],
+                     label: str) -> str:
+        """Submit the items (all for ``path``); the provider's batch id. ``label`` (the
+        journal's id for the batch) goes with it where the API keeps one, for ``find``.
+        Raises EnqueuedLimitReached when the provider refuses it for its queue limit."""
+
+    async def find(self, client: Any, labels: Sequence[str]) -> dict[str, str]:
+        """The provider's id of each batch created with one of these labels (those it can
+        find; none where the API keeps no label)."""
 
     async def retrieve(self, client: Any, batch_id: str) -> BatchState: ...
 

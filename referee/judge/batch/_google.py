@@ -16,6 +16,9 @@ _ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCEL
 _NOT_RETRYABLE = frozenset({3, 5, 7, 9, 16, 400, 401, 403, 404})
 # Where the request id travels with each item (and comes back with its response).
 ID_KEY = "referee_request"
+# The display name a batch carries: this prefix and the journal's id of it.
+LABEL_PREFIX = "referee-"
+FIND_LIMIT = 1000
 
 
 class GoogleBatchAPI:
@@ -28,14 +31,26 @@ class GoogleBatchAPI:
         return len(json.dumps({"request": body, "metadata": {ID_KEY: custom_id}},
                               default=str).encode("utf-8"))
 
-    async def create(self, client: Any, path: str,
-                     items: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    async def create(self, client: Any, path: str, items: Sequence[tuple[str, dict[str, Any]]],
+                     label: str) -> str:
         del path
         model = str(items[0][1]["model"])
         job = await client.aio.batches.create(model=model, src=[
             {"contents": body["contents"], "config": body["config"],
-             "metadata": {ID_KEY: custom_id}} for custom_id, body in items])
+             "metadata": {ID_KEY: custom_id}} for custom_id, body in items],
+            config={"display_name": f"{LABEL_PREFIX}{label}"})
         return str(job.name)
+
+    async def find(self, client: Any, labels: Sequence[str]) -> dict[str, str]:
+        wanted, found = {f"{LABEL_PREFIX}{label}": label for label in labels}, {}
+        seen = 0
+        async for job in await client.aio.batches.list(config={"page_size": 100}):
+            if job.display_name in wanted:
+                found[wanted[job.display_name]] = str(job.name)
+            seen += 1
+            if len(found) == len(wanted) or seen >= FIND_LIMIT:
+                break
+        return found
 
     async def retrieve(self, client: Any, batch_id: str) -> BatchState:
         job = await client.aio.batches.get(name=batch_id)

@@ -44,12 +44,13 @@ class BatchJournal:
         self._pending: dict[str, list[str]] = {}     # local id -> custom_ids, not yet submitted
         self._batch_of: dict[str, SubmittedBatch] = {}  # custom_id -> where it went
         self._batches: dict[str, SubmittedBatch] = {}   # provider batch id -> batch
+        self._pending_where: dict[str, tuple[str, str]] = {}  # local id -> (provider, path)
         self._read()
 
     def _read(self) -> None:
         if not self.path.exists():
             return
-        pending_path: dict[str, tuple[str, str]] = {}
+        pending_path = self._pending_where
         with self.path.open("rb") as handle:
             for number, raw in enumerate(handle, 1):
                 try:
@@ -95,6 +96,13 @@ class BatchJournal:
         with self._lock:
             return list(self._batches.values())
 
+    def unconfirmed_batches(self, provider: str) -> list[tuple[str, str]]:
+        """(local id, path) of this provider's batches recorded as being submitted whose
+        provider id was never recorded: each may exist at the provider, or not."""
+        with self._lock:
+            return [(local, self._pending_where[local][1]) for local in self._pending
+                    if self._pending_where.get(local, ("", ""))[0] == provider]
+
     @property
     def unconfirmed(self) -> int:
         """Batches recorded as being submitted whose provider id was never recorded."""
@@ -105,6 +113,7 @@ class BatchJournal:
                    custom_ids: Sequence[str]) -> None:
         with self._lock:
             self._pending[local] = list(custom_ids)
+            self._pending_where[local] = (provider, path)
             self._append({"event": "submitting", "local": local, "provider": provider,
                           "path": path, "custom_ids": list(custom_ids)})
 

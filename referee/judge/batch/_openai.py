@@ -9,6 +9,10 @@ from typing import Any
 from referee.judge.batch._api import BatchState, ItemOutcome
 from referee.judge.providers._base import as_dict
 
+# The batch's metadata key for the journal's id of it, and how many of the newest batches a
+# resume looks through for the ones whose id it never recorded.
+LABEL_KEY = "referee_batch"
+FIND_LIMIT = 1000
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # A 4xx other than these is the request's own fault: the same request fails again.
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -27,15 +31,28 @@ class OpenAIBatchAPI:
     def item_size(self, custom_id: str, path: str, body: dict[str, Any]) -> int:
         return len(_line(custom_id, path, body).encode("utf-8")) + 1
 
-    async def create(self, client: Any, path: str,
-                     items: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    async def create(self, client: Any, path: str, items: Sequence[tuple[str, dict[str, Any]]],
+                     label: str) -> str:
         content = "\n".join(_line(custom_id, path, body) for custom_id, body in items) + "\n"
         upload = await client.files.create(file=("referee-batch.jsonl", content.encode("utf-8")),
                                            purpose="batch")
         batch = await client.batches.create(input_file_id=upload.id, endpoint=f"/v1{path}",
                                             completion_window="24h",
-                                            metadata={"created_by": "referee"})
+                                            metadata={"created_by": "referee",
+                                                      LABEL_KEY: label})
         return str(batch.id)
+
+    async def find(self, client: Any, labels: Sequence[str]) -> dict[str, str]:
+        wanted, found = set(labels), {}
+        seen = 0
+        async for batch in client.batches.list(limit=100):
+            label = (batch.metadata or {}).get(LABEL_KEY)
+            if label in wanted:
+                found[label] = str(batch.id)
+            seen += 1
+            if len(found) == len(wanted) or seen >= FIND_LIMIT:
+                break
+        return found
 
     async def retrieve(self, client: Any, batch_id: str) -> BatchState:
         batch = await client.batches.retrieve(batch_id)

@@ -114,6 +114,8 @@ class BatchDispatcher:
         # Batches this run submitted before (the journal): followed, never sent again.
         self._followed: dict[str, list[_Item]] = {}
         self._finished: dict[str, dict[str, ItemOutcome]] = {}
+        self._recovery = asyncio.Lock()
+        self._recovered = False
         # What went out, for the report and tests.
         self.batches_submitted = 0
         self.items_submitted = 0
@@ -121,6 +123,8 @@ class BatchDispatcher:
 
     async def send(self, custom_id: str, path: str, body: dict[str, Any]) -> Any:
         """The reply body for this request, once its batch has answered it."""
+        if not self._recovered:
+            await self._recover_unconfirmed()
         shared = self._waiting.get(custom_id)
         if shared is not None:  # the same request already waits: one item answers both
             return await asyncio.shield(shared)
@@ -137,6 +141,37 @@ class BatchDispatcher:
         finally:
             if future.done() and self._waiting.get(custom_id) is future:
                 del self._waiting[custom_id]
+
+    async def _recover_unconfirmed(self) -> None:
+        """Before the first request: find at the provider the batches an earlier process
+        recorded as being submitted but died before recording their id, so that their
+        requests are followed rather than paid for twice (where the API keeps a label)."""
+        async with self._recovery:  # every request waits until it is done
+            if self._recovered:
+                return
+            try:
+                await self._find_unconfirmed()
+            finally:
+                self._recovered = True
+
+    async def _find_unconfirmed(self) -> None:
+        unconfirmed = (self._journal.unconfirmed_batches(self._api.provider)
+                       if self._journal is not None else [])
+        if not unconfirmed or self._journal is None:
+            return
+        labels = [local for local, _ in unconfirmed]
+        try:
+            found = await self._api_call("list", lambda client: self._api.find(client,
+                                                                              labels))
+        except BatchRequestFailed as exc:
+            logger.warning("judge %s: could not look for batches submitted before the "
+                           "resume (%s); their requests are sent again", self._label, exc)
+            return
+        for local, path in unconfirmed:
+            if local in found:
+                logger.info("judge %s: batch %s, submitted before the resume, found at "
+                            "the provider", self._label, found[local])
+                self._journal.submitted(local, self._api.provider, path, found[local])
 
     # collecting
     def _enqueue(self, item: _Item) -> None:
@@ -205,7 +240,7 @@ class BatchDispatcher:
             try:
                 batch_id = await self._api_call(
                     "create", lambda client: self._api.create(
-                        client, path, [(i.custom_id, i.body) for i in items]))
+                        client, path, [(i.custom_id, i.body) for i in items], local))
             except EnqueuedLimitReached:
                 self._abandon(local, "enqueued-token limit")
                 await self._limited(path, items)
