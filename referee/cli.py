@@ -868,6 +868,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_command(args, load_module_of)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``referee serve``: referee/serve/_command.py does the work."""
+    from referee.serve._command import run_serve
+
+    return run_serve(args, load_python_file=load_python_file, error=CliError)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Evaluate LLM applications and agents.")
     parser.add_argument("--version", action="version", version=f"referee {__version__}")
@@ -1039,6 +1046,12 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="print the numbers as JSON")
     stats.set_defaults(func=cmd_cache_stats)
     clear.set_defaults(func=cmd_cache_clear)
+
+    # `referee serve` (online scoring): defined in referee/serve/_command.py, wired here only.
+    from referee.serve._command import add_parser as add_serve_parser
+
+    add_serve_parser(sub, port=_port, positive_int=_positive_int, seconds=_positive_float,
+                     fraction=_fraction).set_defaults(func=cmd_serve)
 
     from referee.calibrate._command import add_parser as add_calibrate_parser
 
