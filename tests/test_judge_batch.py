@@ -607,3 +607,32 @@ def test_a_batch_whose_id_was_never_journalled_is_found_by_its_label(provider, f
         assert asyncio.run(resume()) == ["Yes"] * 3
         assert (svc.batches_created, svc.calls.get("batches.list", 0)) == (
             (1, 1) if found else (2, 0)), svc.calls
+
+
+def test_compare_judge_takes_judge_batch_api(tmp_path, capsys, monkeypatch):
+    from test_pairwise_models import checking_judge, number, right
+
+    from referee.cli import main
+    from referee.testing import DUMMY_API_KEY
+
+    cases = [EvalCase(input=f"What is {i} + {i}?", eval_id=f"sum-{i}") for i in range(6)]
+
+    def wrong(question: str) -> str:
+        n = number(question)
+        return f"{2 * n + 1}" if n % 3 else f"{2 * n}"  # every third case: the same answer
+
+    def stored(name: str, answer) -> str:
+        EvalSuite(name).add_cases(cases).run(answer, verbose=False, runs_dir=tmp_path / name)
+        [run_dir] = (tmp_path / name).iterdir()
+        return str(run_dir)
+
+    a, b = stored("wrong", wrong), stored("right", right)
+    with ScriptedBatchService(checking_judge, processing_s=0.05) as svc:
+        monkeypatch.setenv("OPENAI_BASE_URL", svc.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        code = main(["compare", a, b, "--judge", "openai/gpt-4o-mini", "--criterion",
+                     "The sum is correct.", "--judge-batch-api"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert "B won 4, tied 2, lost 0 of 6 judged pair(s)" in out
+        assert svc.items_received == 8 and svc.online_requests == 0  # 4 pairs, both orders
