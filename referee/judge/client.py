@@ -35,6 +35,7 @@ from referee.judge.providers import (
     RawReply,
     adapter_for,
     bounds_its_attempts,
+    rules_for,
     schema_text,
     sends_reply_schema,
 )
@@ -501,12 +502,19 @@ class Judge:
         raw, attempts, latency = await self._call_with_retries(request)
         return raw, attempts, latency, False
 
+    @staticmethod
+    async def _wait_out_the_floor(endpoint_pause_s: float) -> None:
+        """A refused request waits at least ``RETRY_AFTER_FLOOR_S`` before its next attempt,
+        whatever the server asked: what the endpoint's shared pause leaves of it."""
+        if endpoint_pause_s < _retry.RETRY_AFTER_FLOOR_S:
+            await _retry.sleep(_retry.RETRY_AFTER_FLOOR_S - endpoint_pause_s)
+
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int, float]:
         """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt
         to its reply; the wait for a permit is not the provider's latency).
 
-        A 429 sets the pace: the endpoint pauses (at least ``RETRY_AFTER_FLOOR_S``) and the
-        request waits its turn again, as long as its refused attempts and their pauses add up
+        A 429 sets the pace: the endpoint pauses as the server asks, the refused request at
+        least ``RETRY_AFTER_FLOOR_S``, and it waits its turn again, as long as its refused attempts and their pauses add up
         to at most ``rate_limit_wait_s``; other failures get
         ``max_retries`` retries within ``retry_max_total_s`` of the first, and a timeout at
         temperature 0 only ``DETERMINISTIC_TIMEOUT_RETRIES``."""
@@ -545,7 +553,7 @@ class Judge:
                 if not _retry.is_provider_failure(exc):
                     budget.settle(permit, Outcome("failed"))
                     raise  # a bug, not an outage: it must surface as an evaluator error
-                info = _retry.classify(exc)
+                info = rules_for(self.provider).classify(exc)  # the provider's own reading
                 budget.settle(permit, _failure_outcome(info, time.monotonic() - sent))
                 detail = _detail(exc)
                 summary = f"{info.summary}: {detail}" if detail else info.summary
@@ -560,7 +568,8 @@ class Judge:
                     # The endpoint has paused (settle); the next lease waits it out. The budget
                     # is about the provider, not the wait for a slot behind other requests: it
                     # counts the pauses, and by the clock the refused attempts' round trips.
-                    wait = max(budget.paused_for(), _retry.server_pause(info.retry_after or 0.0))
+                    endpoint_wait = budget.paused_for()
+                    wait = max(endpoint_wait, _retry.server_pause(info.retry_after or 0.0))
                     refused_s += now - sent
                     if (paused_s + wait > rate_limit_budget or paused_s + refused_s + wait
                             > rate_limit_budget + _retry.RATE_LIMIT_CLOCK_ALLOWANCE_S):
@@ -573,6 +582,7 @@ class Judge:
                     # INFO, not WARNING: being paced is routine and a run may see hundreds.
                     logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
                                 self.model, info.summary, wait)
+                    await self._wait_out_the_floor(endpoint_wait)
                     continue
                 failures += 1
                 timeouts += info.timed_out
@@ -597,8 +607,11 @@ class Judge:
                         f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from None
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                             self.model, info.summary, failures, policy.max_retries, delay)
-                if not (info.overloaded and info.retry_after is not None):
-                    await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
+                if info.overloaded and info.retry_after is not None:
+                    # The endpoint's pause is waited in the lease; the floor is this request's.
+                    await self._wait_out_the_floor(budget.paused_for())
+                else:
+                    await _retry.sleep(delay)
                 continue
             latency = time.monotonic() - sent
             budget.settle(permit, Outcome(
@@ -634,7 +647,7 @@ def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None
     if kind in ("rate_limited", "overloaded") and info.retry_after is not None:
-        retry_after = _retry.server_pause(info.retry_after)
+        retry_after = _retry.endpoint_pause(info.retry_after)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 
 

@@ -58,6 +58,7 @@ from referee.errors import InputError, RefereeError
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
 from referee.store._case_file import StoredCases, scan_offsets
+from referee.store._case_line import case_line, read_case_line
 from referee.store._versions import (
     VERSION_KEY,
     VERSIONS_DIR,
@@ -440,10 +441,10 @@ class RunStore:
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
-        # A field at its default is left out (reading fills it back in): most of a line's
-        # fields are unset (no error, no traceback, a tool call's result), and at a million
-        # cases their names alone would be hundreds of megabytes.
-        line = result.model_dump_json(exclude_defaults=True) + "\n"
+        # A field at its default is left out, and so is what the line holds twice (the
+        # input as the first turn, the trajectories in the trajectory criterion's details);
+        # reading puts both back (referee.store._case_line).
+        line = case_line(result) + "\n"
         with _writing(self.run_dir):
             if self._cases_file is None:
                 self._cases_file = open(self.cases_path, "a", encoding="utf-8")
@@ -637,7 +638,7 @@ _META_FIELDS: dict[str, tuple[Any, str]] = {
 def _parse_case(raw: bytes) -> tuple[CaseResult | None, str]:
     """One cases.jsonl line: the case, or None and why not (also for bytes that are not UTF-8)."""
     try:
-        return CaseResult.model_validate_json(raw), ""
+        return read_case_line(raw), ""
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
