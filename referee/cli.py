@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import logging
@@ -26,7 +27,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -40,6 +42,7 @@ from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from referee.record import EvalReport
+    from referee.run.evaluation import RunRequest
     from referee.run.options import RunOptions
 
 EXIT_GATE = 1
@@ -310,74 +313,76 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _run_metadata(args: argparse.Namespace) -> dict[str, Any]:
-    """What the run directory should remember of the command line: its target, for --resume."""
-    return {"target": args.target}
+@dataclass(frozen=True)
+class _Target:
+    """What ``referee run``'s target runs, once the options are known (``start``), and the run
+    settings the target brings itself (an AgentEvaluator's EvalConfig), under the flags."""
+
+    start: Callable[[RunOptions], Coroutine[Any, Any, EvalReport]]
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
-def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunOptions the command line sets for every kind of target."""
-    settings: dict[str, Any] = {
-        "quiet": args.quiet, "resume": args.resume, "retry_errors": args.retry_errors,
-        "rescore": args.rescore, "formats": args.format, "fail_threshold": args.fail_threshold,
-        "max_error_rate": args.max_error_rate}
-    if args.judge_gate is not None:
-        settings["judge_gate"] = args.judge_gate
-    if args.backend is not None:
-        settings["backend"] = args.backend
-    return settings
+def _run_options(args: argparse.Namespace, target: _Target, *, judge_gate: Any,
+                 backend: Any) -> RunOptions:
+    """The one ``RunOptions`` of ``referee run``: the flags given, over the target's defaults;
+    checked when built (its errors name the flags) and never changed after. The run's id is
+    chosen here, so the command knows the run's directory before the run starts (the --resume
+    hint after Ctrl-C)."""
+    from referee.record import new_run_id
+    from referee.run.options import RunOptions
+
+    given = {"concurrency": args.concurrency, "timeout": args.timeout,
+             "runs_dir": args.runs_dir, "judge_gate": judge_gate, "backend": backend}
+    values = {**target.defaults, **{k: v for k, v in given.items() if v is not None}}
+    return RunOptions.from_command_line(
+        **values, quiet=args.quiet, resume=args.resume, retry_errors=args.retry_errors,
+        rescore=args.rescore, formats=args.format, fail_threshold=args.fail_threshold,
+        max_error_rate=args.max_error_rate, run_id=new_run_id())
 
 
-def _evaluate_agent(evaluator: Any, eval_set: Any,
-                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
-    """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
-    from referee.run.options import flag_spelling
-
-    if args.timeout is not None:  # the run's config (report.json config_used) says so too
-        evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
-    if args.label:
-        evaluator.model_id = args.label
-    with flag_spelling():
-        options = evaluator.run_options(
-            parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
-            verbose=not args.quiet, output_dir=args.runs_dir, metadata=_run_metadata(args),
-            **_run_settings(args))
-    return evaluator.evaluate(eval_set, options=options), options
+def _labelled(request: RunRequest, args: argparse.Namespace) -> RunRequest:
+    """The request under --label, when one is given; the user's suite or evaluator stays as
+    it was."""
+    return dataclasses.replace(request, model_id=args.label) if args.label else request
 
 
-def _run_from_python(path: Path,
-                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _agent_target(evaluator: Any, eval_set: Any, args: argparse.Namespace) -> _Target:
+    """An AgentEvaluator's run: its cases through its agent, --timeout recorded in the stored
+    config (the evaluator keeps its own)."""
+    from referee.run.evaluation import run_evaluation
+
+    request = _labelled(evaluator.run_request(eval_set, timeout=args.timeout), args)
+    return _Target(start=lambda options: run_evaluation(request, options),
+                   defaults={**evaluator.option_defaults(), "metadata": {"target": args.target}})
+
+
+def _run_from_python(path: Path, args: argparse.Namespace, backend: Any) -> _Target:
     from referee.run.agent import AgentEvaluator
+    from referee.run.evaluation import run_evaluation
     from referee.run.suite import EvalSuite
 
     module = load_python_file(path)
-    if args.backend is not None:
-        args.backend.send_by_value(module)  # the workers cannot import a file loaded by path
+    if backend is not None:
+        backend.send_by_value(module)  # the workers cannot import a file loaded by path
     suite = getattr(module, "suite", None)
     evaluator = getattr(module, "evaluator", None)
     if isinstance(suite, EvalSuite):
         model = getattr(module, "model", None)
         if not callable(model):
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
-        if args.label:
-            suite.model_id = args.label
-        from referee.run.options import RunOptions
-
-        options = RunOptions.from_command_line(
-            concurrency=args.concurrency, timeout=args.timeout, runs_dir=args.runs_dir,
-            metadata=_run_metadata(args), **_run_settings(args))
-        return suite.run_async(model, options=options), options
+        request = _labelled(suite.run_request(model), args)
+        return _Target(start=lambda options: run_evaluation(request, options),
+                       defaults={"metadata": {"target": args.target}})
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
             raise CliError(f"{path}: defines `evaluator` but no `eval_set` to run it on")
-        return _evaluate_agent(evaluator, eval_set, args)
+        return _agent_target(evaluator, eval_set, args)
     raise CliError(f"{path}: defines neither `suite` + `model` (an EvalSuite and the function "
                    f"under test) nor `evaluator` + `eval_set` (an AgentEvaluator and its cases)")
 
 
-def _run_from_cases(path: Path,
-                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _run_from_cases(path: Path, args: argparse.Namespace, backend: Any) -> _Target:
     from referee.config import EvalConfig
     from referee.evalset import EvalSet
     from referee.run.agent import AgentEvaluator
@@ -389,9 +394,9 @@ def _run_from_cases(path: Path,
     config = EvalConfig.from_file(args.config) if args.config else None
     eval_set = EvalSet.load(path)
     agent = load_callable(args.agent)
-    if args.backend is not None:
-        args.backend.send_by_value(sys.modules[agent.__module__])
-    return _evaluate_agent(AgentEvaluator(agent, config=config), eval_set, args)
+    if backend is not None:
+        backend.send_by_value(sys.modules[agent.__module__])
+    return _agent_target(AgentEvaluator(agent, config=config), eval_set, args)
 
 
 def _ray_backend(address: str) -> Any:
@@ -415,8 +420,7 @@ def _print_trace_notes(notes: list[str]) -> None:
              f"execution.metadata.trace_notes in report.json)", sys.stderr)
 
 
-def _run_from_traces(target: Path | None,
-                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _run_from_traces(target: Path | None, args: argparse.Namespace) -> _Target:
     """Score recorded runs: cases from TARGET (a case file or a .py) or from the traces."""
     from referee.adapters import score_traces_async
 
@@ -459,48 +463,49 @@ def _run_from_traces(target: Path | None,
         from referee.config import EvalConfig
 
         config = EvalConfig.from_file(args.config)
-    from referee.run.options import RunOptions
-
-    options = RunOptions.from_command_line(concurrency=args.concurrency, runs_dir=args.runs_dir,
-                                           **_run_settings(args))
-    return score_traces_async(traces, logs=logs, cases=cases, criteria=criteria, config=config,
-                              name=name, on_note=_print_trace_notes, options=options), options
+    return _Target(start=lambda options: score_traces_async(
+        traces, logs=logs, cases=cases, criteria=criteria, config=config, name=name,
+        on_note=_print_trace_notes, options=options))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``referee run``: the target names the front door, which gets one RunOptions built from
-    these arguments (checked there: formats, resume rules, gates)."""
+    """``referee run``: the target names what to run; one RunOptions, built from these
+    arguments over the target's own defaults, says how (checked there: formats, resume rules,
+    gates); ``run_evaluation`` runs it. The command changes none of the user's objects."""
     if args.traces_logs and not args.traces:
         raise CliError("--traces-logs goes with --traces FILE (the spans of the same runs)")
     if args.ray is not None and args.traces:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
-    args.judge_gate = _judge_gate(args)
+    judge_gate = _judge_gate(args)
     if args.judge_max_retries is not None:
         # Every judged criterion resolves its judge through the environment's layer, here and
         # on Ray workers, so the setting reaches each of them.
         os.environ["REFEREE_JUDGE_MAX_RETRIES"] = str(args.judge_max_retries)
-    args.backend = _ray_backend(args.ray) if args.ray is not None else None
-    target = Path(args.target) if args.target else None
+    backend = _ray_backend(args.ray) if args.ray is not None else None
+    path = Path(args.target) if args.target else None
     if args.traces:
-        pending, options = _run_from_traces(target, args)
-    elif target is None:
+        target = _run_from_traces(path, args)
+    elif path is None:
         raise CliError("run needs a TARGET (a .py file or a case file), or --traces FILE")
-    elif target.suffix == ".py":
+    elif path.suffix == ".py":
         if args.agent or args.config:
             raise CliError("--agent and --config go with a case file, not a Python target")
-        pending, options = _run_from_python(target, args)
-    elif target.name.endswith(CASE_FILE_SUFFIXES):
-        pending, options = _run_from_cases(target, args)
+        target = _run_from_python(path, args, backend)
+    elif path.name.endswith(CASE_FILE_SUFFIXES):
+        target = _run_from_cases(path, args, backend)
     else:
-        raise CliError(f"{target}: expected a Python file (.py) or a case file "
+        raise CliError(f"{path}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    options = _run_options(args, target, judge_gate=judge_gate, backend=backend)
     from referee.run.sync import run_sync
     from referee.store import RunStoreWriteError
 
     try:
         with _quiet_logs(args.quiet), _terminate_as_interrupt():
-            report = run_sync(pending)
+            report = run_sync(target.start(options))
+    except KeyboardInterrupt:
+        return _interrupted(options.run_dir)
     except RunStoreWriteError as exc:
         # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
         return _fail(str(exc), EXIT_INTERRUPTED)
@@ -509,11 +514,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             # No pass rate to gate on: say that, rather than "0.0% < threshold".
             return _nothing_evaluated(exc.report)  # type: ignore[arg-type]  # an EvalReport
         _say(f"referee: {exc}", sys.stderr)
-        run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
-        if run_dir:
-            _say(f"referee: the run is stored in {run_dir}", sys.stderr)
+        stored_in = getattr(exc.report, "run_dir", None)
+        if stored_in:
+            _say(f"referee: the run is stored in {stored_in}", sys.stderr)
         return EXIT_GATE
-    run_dir = report.metadata.get("run_dir", "")
+    run_dir = report.run_dir or ""
     if args.quiet:
         _say(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
@@ -524,6 +529,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.evaluated == 0:
         return _nothing_evaluated(report)
     return 0
+
+
+def _interrupted(run_dir: Path | None) -> int:
+    """Ctrl-C or SIGTERM during a run: where its finished cases are, and how to finish it."""
+    if run_dir is not None and run_dir.is_dir():
+        print(f"referee: interrupted; finished cases are kept in {run_dir} — rerun with "
+              f"--resume {run_dir}", file=sys.stderr)
+    else:
+        print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
+              file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 @contextlib.contextmanager
@@ -568,16 +584,15 @@ def _nothing_evaluated(report: EvalReport) -> int:
     """A run without one evaluated case has no verdict; CI must not read it as a pass."""
     from referee.record import nothing_evaluated_reason
 
-    run_dir = report.metadata.get("run_dir")
-    where = f"; the run is stored in {run_dir}" if run_dir else ""
+    where = f"; the run is stored in {report.run_dir}" if report.run_dir else ""
     _say(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", sys.stderr)
     return EXIT_NOTHING_EVALUATED
 
 
 def _runs_dir(value: str | None) -> Path:
-    from referee.run.session import default_runs_dir
+    from referee.store import runs_dir_or_default
 
-    return Path(value) if value else default_runs_dir()
+    return runs_dir_or_default(value)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -1104,16 +1119,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
-        from referee.run import session
-
-        run_dir = session.last_interrupted_run_dir
-        if run_dir is not None:
-            print(f"referee: interrupted; finished cases are kept in {run_dir} — rerun with "
-                  f"--resume {run_dir}", file=sys.stderr)
-        else:
-            print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
-                  file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted(None)
     except (InputError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
             TypeError) as exc:
         return _fail(_describe(exc), EXIT_INPUT)

@@ -22,9 +22,10 @@ from pydantic import (
 
 from referee._strict import StrictModel, move_alias, unknown_field
 from referee.errors import InputError, beyond_python_limits
+from referee.judge.config import DEFAULT_JUDGE_MODEL as DEFAULT_JUDGE_MODEL
+from referee.judge.config import JudgeConfig, split_judge_model
+from referee.judge.panel import JudgePanel
 from referee.redact import BaseURL, mask_url_fields
-
-DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
 
 class MatchType(str, Enum):
@@ -86,9 +87,6 @@ class CriterionJudgePanel(StrictModel):
     @model_validator(mode="after")
     def _a_panel(self) -> CriterionJudgePanel:
         # The panel's own rules (weights per member, quorum range) are checked where they live.
-        from referee.judge.config import JudgeConfig, split_judge_model
-        from referee.judge.panel import JudgePanel
-
         members = []
         for index, name in enumerate(self.models):
             provider, model = split_judge_model(name)

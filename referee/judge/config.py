@@ -11,7 +11,6 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
-from referee.config import DEFAULT_JUDGE_MODEL
 from referee.judge.environment import env_switch
 from referee.judge.providers import BUILTIN_ADAPTERS, known_providers, rules_for
 from referee.redact import BaseURL, mask_url_fields, remember_secret
@@ -61,6 +60,10 @@ class DefaultJudge:
 
 AGENT_EVALUATOR = "AgentEvaluator"
 EVAL_SUITE = "EvalSuite"
+# The 10xgraph-style AgentEvaluator API's documented judge_model. Defined here, where the
+# defaults below are, so that the judge layer imports nothing from referee.config above it.
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+
 # One documented default per API surface (docs/judge.md, "Default judges"). The 10xgraph-style
 # AgentEvaluator criteria name their judge in ``CriterionConfig.judge_model`` and sample it at
 # 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last

@@ -326,6 +326,6 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     if model_usage is not None:
         console.print(Text(f"Model under test spend: {model_usage.describe()}"))
 
-    location = run_dir or report.metadata.get("run_dir")
+    location = run_dir or report.run_dir
     if location:
         console.print(Text(f"Run stored in {location}"))

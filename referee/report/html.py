@@ -518,7 +518,7 @@ def _charts(report: EvalReport) -> list[charts.Chart]:
 
 def resume_command(report: EvalReport) -> str:
     """The command that finishes an interrupted run, when the run says where it lives."""
-    run_dir = report.metadata.get("run_dir")
+    run_dir = report.run_dir
     if not run_dir:
         return ""
     target = report.metadata.get("target")
@@ -595,7 +595,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
     """Pass rates corrected for judge error, when some judged criterion's calibration entry
-    was found; the statistics are the report's (report/correction.py)."""
+    was found; the statistics are the record's (record/_correction.py)."""
     if not report.calibration_found:
         return None
     rates = report.corrected_pass_rates()

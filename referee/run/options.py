@@ -32,6 +32,7 @@ from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
 from referee.run.judge_gate import JudgeGate
+from referee.store import runs_dir_or_default
 
 # How each option is named in errors: (Python keyword, command-line flag).
 _SPELLING: dict[str, tuple[str, str]] = {
@@ -87,7 +88,13 @@ class RunOptions(BaseModel):
     quiet: bool = False
     verbose: bool = True
     save: bool = True
-    runs_dir: str | Path | None = None
+    # Where the run directory goes: given, else $REFEREE_RUNS_DIR, else .referee/runs (resolved
+    # here, once, by the store's one rule), so what a run uses is what its options say.
+    runs_dir: Path = Field(default_factory=lambda: runs_dir_or_default())
+    # The new run's directory name under runs_dir; None: one is made when the run starts. A
+    # caller that must say where the run is before it ends (the CLI's --resume hint after
+    # Ctrl-C) gives one (referee.record.new_run_id()), and reads run_dir.
+    run_id: str | None = None
     resume: str | Path | None = None
     # With resume: run again the cases that ended in an error (an outage, a timeout), not only
     # the unfinished ones.
@@ -145,6 +152,20 @@ class RunOptions(BaseModel):
     def _default_concurrency(cls, value: Any) -> Any:
         return DEFAULT_CONCURRENCY if value is None else value
 
+    @field_validator("runs_dir", mode="before")
+    @classmethod
+    def _runs_dir(cls, value: Any) -> Path:
+        if value is not None and not isinstance(value, (str, Path)):
+            raise ValueError(f"runs_dir must be a path, got {type(value).__name__}")
+        return runs_dir_or_default(value)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, value: str | None) -> str | None:
+        if value is not None and (not value or value != Path(value).name or value in (".", "..")):
+            raise ValueError(f"run_id must be a directory name, got {value!r}")
+        return value
+
     @field_validator("judge_retry", mode="before")
     @classmethod
     def _judge_retry(cls, value: Any) -> JudgeRetry | None:
@@ -201,6 +222,16 @@ class RunOptions(BaseModel):
         return self
 
     # Derived -------------------------------------------------------------------------------
+    @property
+    def run_dir(self) -> Path | None:
+        """Where this run is stored, when that is known before it starts: the resumed run's
+        directory, or ``runs_dir/run_id``; None for a run not stored or not yet named."""
+        if self.resume is not None:
+            return Path(self.resume)
+        if self.save and self.run_id is not None:
+            return self.runs_dir / self.run_id
+        return None
+
     @property
     def file_formats(self) -> tuple[str, ...]:
         """The formats written as files in the run directory (all but the console)."""

@@ -21,11 +21,10 @@ from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
 from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
-from referee.run.agent import AgentError, AgentFn, takes_history
+from referee.run.conversation import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import gate
+from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.options import RunOptions
-from referee.run.session import run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
 
@@ -261,15 +260,11 @@ class UserSimulator:
         async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, by_case[id(case)], caller)
 
-        report = await run_stored(name=name, model_id="",
-                                  default_model_id=getattr(agent, "__name__", ""),
-                                  cases=cases, criteria=self.criteria, execute=execute,
-                                  options=options,
-                                  config_used={"user_simulator": {
-                                      "model": self.model, "temperature": self.temperature,
-                                      "max_turns": self.max_turns}})
-        gate(report, options)
-        return report
+        return await run_evaluation(RunRequest(
+            name=name, model_id="", default_model_id=getattr(agent, "__name__", ""),
+            cases=cases, criteria=self.criteria, execute=execute,
+            config_used={"user_simulator": {"model": self.model, "temperature": self.temperature,
+                                            "max_turns": self.max_turns}}), options)
 
 
 class BatchSimulator:

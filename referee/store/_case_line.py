@@ -56,6 +56,8 @@ def case_line(result: CaseResult) -> str:
     restore: dict[str, str] = {}
     stored = _without_copies(result, result.case, "", restore)
     line = stored.model_dump_json(exclude_defaults=True)
+    if '"index":' not in line[:9]:  # a line always names its case's place, 0 too
+        line = f'{{"index":{result.index},{line[1:]}'
     if not restore:
         return line
     return f'{line[:-1]}{_RESTORE_MARK}{_json(restore)}}}'
