@@ -1068,7 +1068,8 @@ class EvalReport(ReportAnalysis, BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
         data = {k: v for k, v in data.items()
-                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected")}
+                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected",
+                             "judge_cascade")}  # judge_cascade: the JSON report's, derived
         return cls.model_validate(data)
 
     @classmethod

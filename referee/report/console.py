@@ -27,6 +27,7 @@ from referee.record import (
     nothing_evaluated_reason,
 )
 from referee.redact import clip, redact_secrets
+from referee.report.cascade import cascade_lines
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's
@@ -61,6 +62,10 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     judge = redact_secrets(judge or {})
 
     def one(cfg: dict[str, Any]) -> str:
+        cascade = cfg.get("cascade")
+        if isinstance(cascade, dict):  # a judge cascade: its stages, cheapest first
+            return "cascade " + " -> ".join(one(stage) for stage in cascade.get("stages") or []
+                                            if isinstance(stage, dict))
         members = cfg.get("members")
         if isinstance(members, list):  # a judge panel
             return (f"panel of {len(members)} ({cfg.get('aggregate')}, quorum "
@@ -256,6 +261,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
                 console.print(Text(_plain(f"Judge agreement, {name}: "
                                           f"{s.judge_agreement.describe()}")))
     for line in corrected_lines(report):
+        console.print(Text(_plain(line)))
+    for line in cascade_lines(report):
         console.print(Text(_plain(line)))
 
     if report.errors:
