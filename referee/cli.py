@@ -246,6 +246,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+JUDGE_BATCH_API_HELP = ("send judge requests through the provider's batch API (OpenAI, "
+                        "Anthropic, Gemini) at half price; slower (minutes to hours), durable: a "
+                        "stored run killed after submitting and --resume'd polls its batches "
+                        "(REFEREE_JUDGE_BATCH_API=1)")
+
+
 def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--judge`` as every command that takes a judge spells it: once for one judge, repeated
     for a judge panel, whose rules the two options after it set."""
@@ -258,6 +264,7 @@ def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--judge-quorum", type=_positive_int, metavar="N",
                         help="with a panel: members that must answer for it to judge "
                              "(default a majority of them)")
+    parser.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
 
 
 def add_judge_request_options(parser: argparse.ArgumentParser) -> None:
@@ -804,12 +811,23 @@ def cmd_list(args: argparse.Namespace) -> int:
         if run.versions:
             earlier = ", ".join(f"@{n}" for n in run.versions if n != run.version)
             state += f"  (scoring {run.version}; earlier: {earlier})"
+        if not run.finished:  # batch seam: what an unfinished run left at the provider
+            state += _waiting_batches(run.path)
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         _say(f"{run.run_id}  {_when(run.started_at)}  {run.name or '-'}{model}  pass {pass_rate}"
              f"  errors {format_rate(run.error_rate, run.total)}  {run.passed}/{run.total} "
              f"case(s) passed{state}{flag}")
     return 0
+
+
+def _waiting_batches(run_dir: Path) -> str:
+    from referee.judge.batch import JOURNAL_FILE, BatchJournal
+
+    if not (run_dir / JOURNAL_FILE).is_file():
+        return ""
+    described = BatchJournal(run_dir).describe()
+    return f"  ({described}; --resume follows them)" if described else ""
 
 
 def cmd_cache_merge(args: argparse.Namespace) -> int:
@@ -988,6 +1006,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
+    run.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
     run.set_defaults(func=cmd_run)
 
     view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",
@@ -1130,6 +1149,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _output_closed()
 
 
+@contextlib.contextmanager
+def _judge_batch_api(on: bool) -> Iterator[None]:
+    """Batch seam: ``--judge-batch-api`` is REFEREE_JUDGE_BATCH_API=1 for the command (every
+    judge without its own ``batch_api``), and only for it."""
+    name = "REFEREE_JUDGE_BATCH_API"
+    before = os.environ.get(name)
+    if on:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            os.environ.pop(name, None)
+        elif on and before is not None:
+            os.environ[name] = before
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
@@ -1137,7 +1173,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_INPUT
-        return int(args.func(args))
+        with _judge_batch_api(getattr(args, "judge_batch_api", False)):
+            return int(args.func(args))
     except BrokenPipeError:
         raise  # main() ends quietly
     except CliError as exc:

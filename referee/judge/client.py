@@ -409,7 +409,8 @@ class Judge:
                  and not _FRESH.get() else None)
         key = ""
         flights: dict[str, asyncio.Future[str]] = {}
-        if cache is not None:
+        batch = cfg.effective_batch_api
+        if cache is not None or batch:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
                             json_mode=json_mode, temperature=request.temperature,
@@ -417,6 +418,7 @@ class Judge:
                             **({"trial": trial} if (trial := _TRIAL.get()) else {}),
                             **({"json_schema": schema_text(json_schema)}
                                if json_schema is not None else {}))
+        if cache is not None:
             hit = cache.get(key)
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
@@ -427,7 +429,9 @@ class Judge:
                     return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
         try:
-            if cacheable:
+            if batch:  # batch seam: referee/judge/batch sends it in a provider batch
+                raw, attempts, latency, batch = await self._call_by_batch(request, key)
+            elif cacheable:
                 # A reply schema is part of the provider's cached prefix (before the system
                 # text), so requests with another schema are not this prefix's siblings.
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
@@ -443,7 +447,8 @@ class Judge:
         reply = JudgeReply(text=raw.text, usage=usage_for(
                                cfg.model, raw.input_tokens, raw.output_tokens,
                                cached_input_tokens=raw.cached_input_tokens,
-                               cache_write_tokens=raw.cache_write_tokens),
+                               cache_write_tokens=raw.cache_write_tokens,
+                               batch_provider=cfg.provider if batch else None),
                            cached=False, provider=cfg.provider, model=cfg.model,
                            latency_s=latency, attempts=attempts,
                            truncated_at=request.max_tokens if raw.truncated else None,
@@ -467,6 +472,35 @@ class Judge:
         cfg = self.config
         return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
+
+    async def _call_by_batch(self, request: JudgeRequest, key: str
+                             ) -> tuple[RawReply, int, float, bool]:
+        """The batch seam: one request answered through the provider's batch API
+        (referee/judge/batch), which retries in later batches itself; the last field says
+        whether the batch answered it. A request no batch could answer is a judge error, or,
+        with ``batch_fallback="online"``, asked online."""
+        from referee.judge.batch import BatchRequestFailed, call_by_batch
+
+        # A re-ask past the cache (the reliability check) is a request of its own.
+        batch_key = f"{key}|fresh" if _FRESH.get() else key
+        try:
+            raw, latency = await call_by_batch(self._endpoint, self.config, request, batch_key)
+            return raw, 1, latency, True
+        except BatchRequestFailed as exc:
+            failure = self._unavailable(f"batch API: {exc}", exc)
+        except ProviderSetupError as exc:
+            raise self._unavailable(str(exc), exc) from None
+        except Exception as exc:
+            if not _retry.is_provider_failure(exc):
+                raise
+            failure = self._unavailable(f"batch API: {_retry.classify(exc).summary}: "
+                                        f"{_detail(exc)}", exc)
+        if self.config.batch_fallback != "online":
+            raise failure from None
+        logger.info("judge %s/%s: %s; asked online (batch_fallback='online')", self.provider,
+                    self.model, failure)
+        raw, attempts, latency = await self._call_with_retries(request)
+        return raw, attempts, latency, False
 
     @staticmethod
     async def _wait_out_the_floor(endpoint_pause_s: float) -> None:

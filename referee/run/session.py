@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from referee.case import EvalCase
 from referee.criteria.base import Criterion
+from referee.judge.batch import batch_journal, batch_progress
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
@@ -85,8 +86,12 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 metadata={**options.metadata, **(metadata or {})},
                 label_given=bool(model_id))
     try:
-        await _drive(run, cases, execute, options)
-        await check_judge_reliability(run.report, run.engine, run.reliability_samples)
+        # Batch seam: judge batches are journalled in the run directory, so a resume follows
+        # the batches already submitted instead of sending their requests again.
+        with batch_journal(run.store.run_dir if run.store is not None else None), \
+                batch_progress(options.verbose):
+            await _drive(run, cases, execute, options)
+            await check_judge_reliability(run.report, run.engine, run.reliability_samples)
         _finish(run, options)
     finally:
         if run.store is not None:
