@@ -9,6 +9,10 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray backend tests need the extra: pip install 'referee[ray]'")
 
+# Ray 2.5x writes a token for a cluster it starts under the home directory (~/.ray/auth_token),
+# which no test may do; a local test cluster needs none.
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
