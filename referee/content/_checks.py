@@ -34,7 +34,7 @@ def perceptual_hash(image: ImagePart | bytes) -> int:
         raise
     except Exception as exc:  # Pillow raises several unrelated types for damaged files
         raise ContentError(f"image cannot be decoded: {exc}") from None
-    pixels = list(small.getdata())
+    pixels = small.tobytes()  # mode L: one byte per pixel, row by row
     bits = 0
     for row in range(8):
         for col in range(8):
