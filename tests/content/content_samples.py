@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import io
 
 from PIL import Image, ImageDraw
 
 
+@functools.cache
 def picture(width: int = 320, height: int = 240, *, fmt: str = "PNG", seed: int = 0,
             mode: str = "RGB") -> bytes:
     """A picture with structure a perceptual hash can see: a diagonal gradient and shapes
