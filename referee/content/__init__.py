@@ -20,9 +20,12 @@ _EXPORTS = {
     "load_part": "referee.content._load",
     "load_parts": "referee.content._load",
     "is_part": "referee.content._load",
+    "find_parts": "referee.content._load",
     "BlobStore": "referee.content._blobs",
     "PROVIDER_LIMITS": "referee.content._limits",
     "fit_part": "referee.content._fit",
+    "PreparedContent": "referee.content._prepare",
+    "prepare_content": "referee.content._prepare",
     "image_tokens": "referee.content._tokens",
     "document_tokens": "referee.content._tokens",
     "user_content": "referee.content._wire",
@@ -33,6 +36,8 @@ _EXPORTS = {
     "image_problems": "referee.content._checks",
     "register_text_extractor": "referee.content._checks",
     "extract_text": "referee.content._checks",
+    "ImageMatches": "referee.content._criteria",
+    "ImageCheck": "referee.content._criteria",
 }
 
 __all__ = sorted(_EXPORTS)

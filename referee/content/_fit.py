@@ -20,6 +20,7 @@ from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPa
 
 _EXTRA_HINT = "pip install 'referee[images]'"
 _JPEG_QUALITIES = (90, 80, 65, 50)
+_PACKAGES = {"PIL": "Pillow"}
 
 
 def require(module: str) -> Any:
@@ -29,8 +30,8 @@ def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ContentError(f"images and documents need {module.split('.')[0]}: "
-                           f"{_EXTRA_HINT}") from None
+        package = _PACKAGES.get(module.split(".")[0], module)
+        raise ContentError(f"images and documents need {package}: {_EXTRA_HINT}") from None
 
 
 def fit_part(part: TextPart | ImagePart | DocumentPart, provider: str

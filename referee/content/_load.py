@@ -175,3 +175,42 @@ class _Reader:
             return self.media(kind, {"url": source.get("url")})
         raise self.fail(f"an Anthropic {kind} source of type {source.get('type')!r} holds no "
                         "bytes referee can read", expected="base64 or url")
+
+
+_MAX_DEPTH = 32
+
+
+def find_parts(value: Any, *, base_dir: Path | str | None = None) -> list[ImagePart | DocumentPart]:
+    """Every image and document held anywhere in ``value``: part models, part mappings in any
+    shape ``load_part`` reads, ``data:`` URLs of images or PDFs in strings, inside lists,
+    mappings and pydantic models (an ExecutionResult's tool results, turns and metadata, a
+    turn's message content), in order of appearance."""
+    found: list[ImagePart | DocumentPart] = []
+    _collect(value, found, Path(base_dir) if base_dir is not None else None, 0)
+    return found
+
+
+def _collect(value: Any, found: list[ImagePart | DocumentPart], base_dir: Path | None,
+             depth: int) -> None:
+    if depth > _MAX_DEPTH or value is None or isinstance(value, (bool, int, float, bytes)):
+        return
+    if isinstance(value, (ImagePart, DocumentPart)):
+        found.append(value)
+    elif isinstance(value, str):
+        if value[:5].lower() == "data:" and ("image/" in value[:30] or "/pdf" in value[:30]):
+            kind = "document" if "/pdf" in value[:30] else "image"
+            found.append(_Reader(base_dir, None, None).media(kind, {"url": value}))
+    elif isinstance(value, Mapping):
+        if is_part(value):
+            part = load_part(value, base_dir=base_dir)
+            if not isinstance(part, TextPart):
+                found.append(part)
+            return
+        for item in value.values():
+            _collect(item, found, base_dir, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect(item, found, base_dir, depth + 1)
+    elif hasattr(type(value), "model_fields"):  # a pydantic model: its fields, in order
+        for name in type(value).model_fields:
+            _collect(getattr(value, name, None), found, base_dir, depth + 1)

@@ -216,3 +216,42 @@ def test_a_registered_text_extractor_reads_its_media_type(monkeypatch):
     assert extract_text(document) is None
     register_text_extractor("application/pdf", lambda data: f"{len(data)} bytes of PDF")
     assert extract_text(document) == f"{document.size} bytes of PDF"
+
+
+def test_prepared_content_is_fitted_costed_and_keyed_by_bytes_never_by_path():
+    from referee.content import prepare_content
+
+    shot = picture(3000, 2000)
+    here = [TextPart(text="Rate it"), ImagePart(data=shot, path="a/shot.png"),
+            DocumentPart(data=pdf(2), path="a/form.pdf")]
+    elsewhere = [TextPart(text="Rate it"), ImagePart(data=shot, path="b/other-name.png"),
+                 DocumentPart(data=pdf(2), path="b/renamed.pdf")]
+    first = prepare_content("anthropic", "messages", "claude-sonnet-4-5", here)
+    second = prepare_content("anthropic", "messages", "claude-sonnet-4-5", elsewhere)
+    assert first.cache_key == second.cache_key
+    assert not any("shot.png" in key or "form.pdf" in key for key in first.cache_key)
+    assert first.media_tokens == 1532 + 2 * 3000  # the fitted 1313x875 image + two pages
+    assert first.content[1]["source"]["media_type"] == "image/png"
+    fitted = first.parts[1]
+    assert isinstance(fitted, ImagePart) and fitted.original_sha256 == here[1].sha256
+    gemini = prepare_content("google", "generate_content", "gemini-2.5-flash", here)
+    assert gemini.cache_key != first.cache_key  # Gemini gets the full-size image
+    assert gemini.media_tokens == 4 * 3 * 258 + 2 * 258
+
+
+def test_a_text_only_judge_is_refused_before_any_image_is_decoded():
+    from referee.content import prepare_content
+
+    broken = ImagePart(data=picture()[:60])  # would fail to decode if it were fitted
+    with pytest.raises(ContentError, match="takes text only"):
+        prepare_content("anthropic", "messages", "claude-3-5-haiku-latest", [broken])
+
+
+def test_without_pillow_fitting_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "PIL.Image", None)
+    with pytest.raises(ContentError) as raised:
+        fit_part(ImagePart(data=picture()), "openai")
+    assert str(raised.value) == ("images and documents need Pillow: pip install "
+                                 "'referee[images]'")
