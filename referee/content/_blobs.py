@@ -8,6 +8,7 @@ writers of the same blob write the same bytes.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -88,10 +89,26 @@ class BlobStore:
     def _stored(self, data: dict[str, Any]) -> dict[str, Any]:
         raw = data.get("data")
         if isinstance(raw, str):  # a JSON dump: base64 text
-            raw = (ImagePart if data.get("type") == "image" else DocumentPart).model_validate(
-                data).data
+            try:
+                raw = (ImagePart if data.get("type") == "image" else DocumentPart
+                       ).model_validate(data).data
+            except ValueError:  # a mapping that only looks like a part: stored as it is
+                return data
         if not isinstance(raw, bytes):
             raise ContentError(f"{data.get('type')} data is {type(raw).__name__}, not bytes")
         data["sha256"] = self.put(raw)
         data["data"] = None
         return {key: item for key, item in data.items() if item is not None}
+
+
+# How a media part's dump starts its kind in compact JSON (pydantic's model_dump_json).
+_MEDIA_MARKS = ('"type":"image"', '"type":"document"')
+
+
+def externalise_json_line(line: str, run_dir: Path | str) -> str:
+    """A compact JSON line (a stored case) with its images' and documents' bytes moved to the
+    run's blob store; a line that holds none is returned untouched, without being parsed."""
+    if not any(mark in line for mark in _MEDIA_MARKS):
+        return line
+    value = BlobStore(run_dir).externalise(json.loads(line))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

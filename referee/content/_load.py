@@ -120,10 +120,12 @@ class _Reader:
         data = {key: value for key, value in data.items() if value is not None}
         data.pop("type", None)
         path = data.get("path")
-        if path is not None:
+        # A part that already holds its bytes, a URL or a stored hash keeps ``path`` as where
+        # it came from; only a bare path is read.
+        if path is not None and not data.keys() & {"data", "url", "sha256"}:
             data["data"] = self._read(str(path), kind or "content")
         if kind is None:  # {path: ...} alone: the bytes say which
-            sniffed = sniff_media_type(data["data"])
+            sniffed = sniff_media_type(data.get("data") or b"")
             kind = "document" if sniffed in DOCUMENT_TYPES else "image"
         model = ImagePart if kind == "image" else DocumentPart
         try:
