@@ -5,6 +5,7 @@ still works offline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,12 @@ THUMBNAIL_BUDGET = 2_000_000
 class MediaViews:
     """Builds each case's media list; one per rendered page, so the budget spans the page."""
 
-    def __init__(self, run_dir: str | Path | None, budget: int | None = None) -> None:
+    def __init__(self, run_dir: str | Path | None, budget: int | None = None,
+                 blob_href: Callable[[str], str] | None = None) -> None:
+        """``blob_href`` turns a hash into the link to its file: by default the path beside
+        report.html in the run directory; the viewer serves blobs under the run's URL."""
         self.blobs = BlobStore(run_dir) if run_dir else None
+        self.blob_href = blob_href or (lambda sha256: f"blobs/{sha256[:2]}/{sha256}")
         self.left = THUMBNAIL_BUDGET if budget is None else budget
         self.shown: dict[str, int] = {}  # sha256 -> bytes of its thumbnail already counted
 
@@ -83,4 +88,4 @@ class MediaViews:
             return None
         if not self.blobs.path_of(part.sha256).is_file():
             return None
-        return f"blobs/{part.sha256[:2]}/{part.sha256}"
+        return self.blob_href(part.sha256)

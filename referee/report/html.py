@@ -681,7 +681,8 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
-    media = MediaViews(report.metadata.get("run_dir"))
+    media = MediaViews(report.metadata.get("run_dir"), blob_href=(
+        (lambda sha256: f"/run/{quote(run_key)}/blob/{sha256}") if run_key else None))
     for view, case in zip(cases, shown):
         view["media"] = media.of_case(case)
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []

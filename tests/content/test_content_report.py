@@ -85,3 +85,35 @@ def test_chromium_renders_the_thumbnails_of_the_200_case_report(image_run, tmp_p
                                "document.querySelector('#case-7 figure.media img')"
                                ".getBoundingClientRect().width")
         assert 0 < opened <= 160
+
+
+def _viewer_get(handle, path: str) -> tuple[int, bytes, dict[str, str]]:
+    import http.client
+
+    port = handle.server.server_address[1]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
+        resp = conn.getresponse()
+        return resp.status, resp.read(), dict(resp.getheaders())
+    finally:
+        conn.close()
+
+
+def test_the_viewer_shows_thumbnails_and_serves_the_stored_files(image_run):
+    import re
+
+    from referee.report.viewer import start_viewer
+
+    with start_viewer(None, image_run.parent) as handle:
+        status, page, _ = _viewer_get(handle, f"/run/{image_run.name}")
+        assert status == 200
+        text = page.decode("utf-8")
+        assert text.count('<img src="data:image/') == CASES
+        links = re.findall(rf'href="(/run/{image_run.name}/blob/[0-9a-f]{{64}})"', text)
+        assert len(links) == CASES
+        status, body, headers = _viewer_get(handle, links[0])
+        assert status == 200 and headers["Content-Type"] == "image/png"
+        assert body in {picture(480, 360, seed=s) for s in range(CASES)}
+        status, _, _ = _viewer_get(handle, f"/run/{image_run.name}/blob/{'0' * 64}")
+        assert status == 404
