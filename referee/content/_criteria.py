@@ -42,8 +42,24 @@ def reference_image(reference: ImagePart | bytes | str | Path) -> ImagePart:
 
 
 class _ImageCriterion(SyncCriterion):
+    """Scores the output's images (``_score``); an output without one fails. Passes at 1.0."""
+
+    def __init__(self, name: str | None) -> None:
+        super().__init__(threshold=1.0)
+        if name:
+            self.name = name
+
     def runs_off_loop(self, actual: ExecutionResult, expected: EvalCase) -> bool:
         return True  # decoding images takes milliseconds: never on the run's event loop
+
+    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
+        images = output_images(actual)
+        if not images:
+            return self._result(0.0, {"reason": "The output holds no image.", "images": 0})
+        return self._score(images)
+
+    def _score(self, images: list[ImagePart]) -> CriterionResult:
+        raise NotImplementedError
 
 
 class ImageMatches(_ImageCriterion):
@@ -56,19 +72,14 @@ class ImageMatches(_ImageCriterion):
 
     def __init__(self, reference: ImagePart | bytes | str | Path, *,
                  max_distance: int = DEFAULT_MAX_DISTANCE, name: str | None = None) -> None:
-        super().__init__(threshold=1.0)
+        super().__init__(name)
         if not 0 <= max_distance <= 64:
             raise ContentError(f"max_distance must be between 0 and 64, got {max_distance}",
                                field="max_distance")
         self.reference = reference_image(reference)
         self.max_distance = max_distance
-        if name:
-            self.name = name
 
-    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        images = output_images(actual)
-        if not images:
-            return self._result(0.0, {"reason": "The output holds no image.", "images": 0})
+    def _score(self, images: list[ImagePart]) -> CriterionResult:
         distances = [images_match(image, self.reference, self.max_distance)[1]
                      for image in images]
         best = min(distances)
@@ -94,18 +105,13 @@ class ImageCheck(_ImageCriterion):
                  min_width: int | None = None, min_height: int | None = None,
                  max_width: int | None = None, max_height: int | None = None,
                  max_bytes: int | None = None, name: str | None = None) -> None:
-        super().__init__(threshold=1.0)
+        super().__init__(name)
         self.bounds: dict[str, Any] = {
             "media_types": list(media_types) if media_types is not None else None,
             "min_width": min_width, "min_height": min_height, "max_width": max_width,
             "max_height": max_height, "max_bytes": max_bytes}
-        if name:
-            self.name = name
 
-    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        images = output_images(actual)
-        if not images:
-            return self._result(0.0, {"reason": "The output holds no image.", "images": 0})
+    def _score(self, images: list[ImagePart]) -> CriterionResult:
         problems = {image.label(): found for image in images
                     if (found := image_problems(image, **self.bounds))}
         reason = ("every image meets the bounds" if not problems else
