@@ -35,6 +35,8 @@ def is_part(value: Any) -> bool:
     kind = value.get("type")
     if kind in ("image", "document", "image_url", "input_image", "file", "input_file"):
         return True
+    if kind in ("blob", "uri") and "modality" in value:
+        return True
     return any(key in value for key in (*_SHORTHANDS, *_GEMINI_INLINE, *_GEMINI_FILE))
 
 
@@ -91,6 +93,10 @@ class _Reader:
                 return self._gemini_file(data[key])
         if "source" in data and kind in ("image", "document"):
             return self._anthropic(kind, data)
+        if kind == "image" and isinstance(data.get("image"), Mapping):  # OpenInference
+            return self.media("image", {"url": data["image"].get("url")})
+        if kind in ("blob", "uri") and "modality" in data:  # OTel GenAI message parts
+            return self._genai(kind, data)
         if kind == "image_url":  # Chat Completions
             image_url = data.get("image_url")
             url = image_url.get("url") if isinstance(image_url, Mapping) else image_url
@@ -165,6 +171,17 @@ class _Reader:
         kind = "document" if media_type in DOCUMENT_TYPES else "image"
         return self.media(kind, {"media_type": media_type,
                                  "url": blob.get("file_uri") or blob.get("fileUri")})
+
+    def _genai(self, shape: str, data: dict[str, Any]) -> ImagePart | DocumentPart:
+        media_type = data.get("mime_type") or data.get("mimeType") or ""
+        modality = data.get("modality")
+        if modality != "image" and media_type not in DOCUMENT_TYPES:
+            raise self.fail(f"{modality} parts are not images or PDFs",
+                            expected="an image or a PDF")
+        kind = "document" if media_type in DOCUMENT_TYPES else "image"
+        if shape == "blob":
+            return self.media(kind, {"media_type": media_type, "data": data.get("content")})
+        return self.media(kind, {"media_type": media_type, "url": data.get("uri")})
 
     def _anthropic(self, kind: str, data: dict[str, Any]) -> ImagePart | DocumentPart:
         source = data["source"] if isinstance(data["source"], Mapping) else {}

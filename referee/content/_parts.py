@@ -89,18 +89,30 @@ class _MediaPart(StrictModel):
 
                 self.media_type = media_type_of_name(self.url.split("?", 1)[0]) or ""
             return
-        sniffed = sniff_media_type(self.data)
-        # The bytes decide: providers reject a declared type that does not match the data.
-        media_type = sniffed or self.media_type
+        # The bytes decide: providers reject a declared type that does not match the data, and
+        # every type referee accepts has a signature it reads.
+        media_type = sniff_media_type(self.data)
+        if media_type is None and self.media_type and self.media_type not in self._accepted:
+            media_type = self.media_type  # refused below by its own name (an SVG, a video)
+        if media_type is None:
+            declared = f" (declared {self.media_type})" if self.media_type else ""
+            raise ContentError(f"{self._kind} bytes are in no format referee reads{declared}",
+                               expected=", ".join(sorted(self._accepted)))
         if media_type not in self._accepted:
-            shown = media_type or "unknown (the bytes match no supported format)"
-            raise ContentError(f"unsupported {self._kind} media type {shown}",
+            raise ContentError(f"unsupported {self._kind} media type {media_type}",
                                expected=", ".join(sorted(self._accepted)))
         self.media_type = media_type
         digest = sha256_hex(self.data)
         if self.sha256 is not None and self.sha256 != digest:
             raise ContentError(f"{self._kind} bytes do not match their sha256 {self.sha256}")
         self.sha256 = digest
+
+    def __repr_args__(self) -> Any:
+        # A part printed (a judge prompt's JSON of a tool result, a log line) names its size,
+        # never its bytes.
+        for key, value in super().__repr_args__():
+            yield key, (f"<{len(value)} bytes>" if key == "data" and value is not None
+                        else value)
 
     @field_serializer("data", when_used="json")
     def _data_as_base64(self, value: bytes | None) -> str | None:

@@ -159,3 +159,21 @@ def test_importing_referee_and_the_parts_loads_no_pillow():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_trace_shapes_read_into_parts():
+    png, document = picture(), pdf()
+    expected = ImagePart(data=png).sha256
+    assert load_part({"type": "blob", "modality": "image", "mime_type": "image/png",
+                      "content": b64(png)}).sha256 == expected  # OTel GenAI semconv
+    remote = load_part({"type": "uri", "modality": "image", "mime_type": "image/png",
+                        "uri": "https://example.com/x.png"})
+    assert isinstance(remote, ImagePart) and remote.url == "https://example.com/x.png"
+    assert isinstance(load_part({"type": "blob", "modality": "document",
+                                 "mime_type": "application/pdf", "content": b64(document)}),
+                      DocumentPart)
+    assert load_part({"type": "image", "image": {"url": f"data:image/png;base64,{b64(png)}"}}
+                     ).sha256 == expected  # OpenInference message_content
+    with pytest.raises(ContentError, match="audio parts are not images or PDFs"):
+        load_part({"type": "blob", "modality": "audio", "mime_type": "audio/wav",
+                   "content": "AAAA"})
