@@ -53,7 +53,7 @@ class _Typed(StrictModel):
     def _with_type(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            data["type"] = getattr(self, "type")
+            data["type"] = type(self).model_fields["type"].default
         return data
 
 
