@@ -1,6 +1,7 @@
 """Per-call costs behind the figures quoted in docs/benchmarks.md ("fifth look") and in code
 comments: the reply cache's key, re-checking a result a model or criterion handed back, and a
-judged sample asking for its judge by model name (built each time before issue 23, memoised now).
+looking a judge up by model name (once per criterion and run since issue 29, which bound the
+judge before the first case and dropped issue 23's memo).
 
     python -m benchmarks.micro_costs
 

@@ -14,10 +14,11 @@ from referee.criteria.base import (
     PreparedCriterion,
     criterion_label,
     criterion_threshold,
-    judge_surface,
 )
+from referee.criteria.judged import JudgedCriterionBase
 from referee.evaluators import CheckEvaluator, Contains, Faithfulness, GEval
 from referee.execution import ExecutionResult
+from referee.judge import DEFAULT_JUDGES
 from referee.result import CriterionResult
 from referee.run.session import NO_PROVIDER, judges_by_criterion
 
@@ -44,9 +45,13 @@ def test_both_surfaces_evaluators_meet_it_and_say_how_their_judge_is_chosen() ->
     check = CheckEvaluator("politeness", questions=["Is it polite?"])
     agent_style = ResponseMatchCriterion(CriterionConfig())
     assert all(isinstance(c, Criterion) for c in (contains, faithful, check, agent_style))
-    assert judge_surface(agent_style) == "AgentEvaluator"
-    assert judge_surface(faithful) == judge_surface(GEval(criteria="clear")) == "EvalSuite"
-    assert judge_surface(contains) is None and not isinstance(contains, JudgedCriterion)
+    # One judged-criterion base; the surface's rules are its settings (issue 29 retired the
+    # judge_surface string).
+    judged = (agent_style, faithful, GEval(criteria="clear"))
+    assert all(isinstance(c, JudgedCriterionBase) for c in judged)
+    assert agent_style.judge_defaults == DEFAULT_JUDGES["AgentEvaluator"]
+    assert faithful.judge_defaults == judged[2].judge_defaults == DEFAULT_JUDGES["EvalSuite"]
+    assert not isinstance(contains, (JudgedCriterion, JudgedCriterionBase))
     assert isinstance(check, PreparedCriterion) and not isinstance(contains, PreparedCriterion)
 
 
@@ -55,7 +60,7 @@ class _OwnJudgedCheck:
 
     name = "own_judged"
     threshold = 0.5
-    judge_surface = "AgentEvaluator"
+    judge_defaults = DEFAULT_JUDGES["AgentEvaluator"]
     config = CriterionConfig(judge_model="gemini-2.5-flash")
 
     def judge_config(self) -> None:

@@ -26,7 +26,6 @@ from referee import (
 )
 from referee.config import CriteriaConfig, EvalConfig
 from referee.criteria.llm import ResponseMatchCriterion, SimulationGoalsCriterion
-from referee.judge.config import current_judge_settings, judge_settings_applied
 from referee.report.agreement import fleiss_kappa
 from referee.report.console import render_text
 from referee.report.html import render_html
@@ -169,16 +168,19 @@ async def test_a_panel_from_the_environment(server, monkeypatch):
         await Coherence().evaluate(OUTPUT, CASE)
 
 
-async def test_a_configured_panel_travels_in_the_judge_settings_of_a_worker(server):
-    """What a Ray worker takes on (judge_settings_applied): the configured panel, pickled."""
+async def test_a_configured_panel_travels_in_the_binding_to_a_worker(server):
+    """What a Ray worker receives: the criterion with its bound panel, pickled; the worker's
+    own configure() (none here) does not choose its judge."""
     script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-c": {}})
     configure(members(server, "judge-a", "judge-b", "judge-c"))
-    settings = pickle.loads(pickle.dumps(current_judge_settings()))
+    coherence = Coherence()
+    coherence.bind_looked_up_judge()
+    coherence.ship_judge()
+    shipped = pickle.loads(pickle.dumps(coherence))
     configure(None)
-    with judge_settings_applied(settings):
-        result = await Coherence().evaluate(OUTPUT, CASE)
+    result = await shipped.evaluate(OUTPUT, CASE)
     assert result.details["panel"]["size"] == 3
-    assert Coherence().judge_panel() is None  # restored after the block
+    assert Coherence().judge_panel() is None  # a criterion bound nothing else
 
 
 def test_bad_panels_are_refused_with_the_field_named(server):

@@ -7,7 +7,7 @@ import math
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig
@@ -48,18 +48,13 @@ class PreparedCriterion(Protocol):
     def prepare(self) -> Any: ...
 
 
-# Which API surface's judge rules a judged criterion follows (referee.judge.DEFAULT_JUDGES):
-# "AgentEvaluator" names its judge by model (CriterionConfig.judge_model, JUDGE_PANEL members
-# as given); "EvalSuite" resolves a JudgeConfig (judge= > configure() > environment > default).
-JudgeSurface = Literal["AgentEvaluator", "EvalSuite"]
-
-
 @runtime_checkable
 class JudgedCriterion(Protocol):
     """The optional part of the protocol for a criterion that calls a judge, and says which:
     the run describes it before the first case and records it in meta.json. A
-    ``judge_surface`` attribute says whose rules its judge follows; without one it is
-    "EvalSuite" (a resolved JudgeConfig)."""
+    ``judge_defaults`` attribute (a ``referee.judge.DEFAULT_JUDGES`` entry) says whose rules its
+    judge follows; without one, a JudgeConfig resolved in layers. referee's own judged criteria
+    derive from ``referee.criteria.judged.JudgedCriterionBase``, whose judge a run binds."""
 
     def judge_config(self) -> JudgeConfig | None:
         """The judge it will call; None when no provider can serve it."""
@@ -84,15 +79,6 @@ def criterion_threshold(criterion: object) -> float:
         return float(getattr(criterion, "threshold", 0.0) or 0.0)
     except Exception:
         return 0.0
-
-
-def judge_surface(criterion: object) -> JudgeSurface | None:
-    """Which API surface's judge rules ``criterion`` follows; None when it calls no judge of
-    either kind."""
-    if not isinstance(criterion, JudgedCriterion):
-        return None
-    surface = getattr(criterion, "judge_surface", "EvalSuite")
-    return "AgentEvaluator" if surface == "AgentEvaluator" else "EvalSuite"
 
 
 @dataclass

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.case import EvalCase
-from referee.criteria.base import CURRENT_CASE, BaseCriterion, JudgeSurface
+from referee.criteria.base import CURRENT_CASE, BaseCriterion
+from referee.criteria.judged import JudgedCriterionBase
 from referee.errors import JudgeUnavailable
 from referee.evaluators._multivon import MultivonSurface
 from referee.evaluators.calibration import (
@@ -53,9 +54,9 @@ from referee.judge import (
     parse_json_object,
     parse_verdict,
     reply_evidence,
-    resolve_judge_config,
     unreadable_replies,
 )
+from referee.judge.binding import JudgeBinding, bind_in_layers
 from referee.judge.config import verdict_max_tokens
 from referee.judge.panel import (
     PANEL,
@@ -63,7 +64,6 @@ from referee.judge.panel import (
     PanelAnswers,
     ask_panel,
     check_judge,
-    effective_panel,
     vote,
 )
 from referee.result import CriterionResult
@@ -519,14 +519,13 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
     return QAGOutcome(score=score, details=details, token_usage=usage)
 
 
-class JudgeEvaluator(MultivonSurface, BaseCriterion):
-    """An EvalSuite-style evaluator: judge resolution, effective threshold, result building."""
+class JudgeEvaluator(MultivonSurface, JudgedCriterionBase, BaseCriterion):
+    """An EvalSuite-style evaluator: its judge resolved in layers (judge= > configure() >
+    environment > default), effective threshold, result building."""
 
     name = "judge_evaluator"
     default_threshold = 0.7
     uses_llm_judge = True
-    # The judge is resolved in layers: judge= > configure() > environment > default.
-    judge_surface: JudgeSurface = "EvalSuite"
     # Set on the evaluators the multivon-style API calibrates per judge model.
     calibration_key: str | None = None
 
@@ -541,17 +540,21 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         super().__init__(threshold=self._explicit_threshold
                          if self._explicit_threshold is not None else self.default_threshold)
 
+    def look_up_judge(self) -> JudgeBinding:
+        """``judge=``'s judge or panel, else ``configure()``'s, else the environment's, else
+        the default."""
+        return bind_in_layers(self.judge)
+
     def judge_config(self) -> JudgeConfig:
         """The one judge; with a panel, its first member (for one-judge work such as writing a
         CheckEvaluator's questions; scoring asks every member)."""
-        panel = self.judge_panel()
-        if panel is not None:
-            return panel.resolved_members()[0]
-        return resolve_judge_config(self.judge)  # type: ignore[arg-type]
+        return self._first_judge(self.judge_binding())
 
-    def judge_panel(self) -> JudgePanel | None:
-        """The panel that scores: ``judge=``'s, else one given to ``configure()``."""
-        return effective_panel(self.judge)  # type: ignore[arg-type]
+    def _first_judge(self, binding: JudgeBinding) -> JudgeConfig:
+        if binding.first is None:
+            raise JudgeUnavailable(f"{self.name}: no provider can serve judge model "
+                                   f"{binding.unreachable_model!r}")
+        return binding.first
 
     def question_set(self) -> str:
         """Identifies the questions this evaluator asks; a calibration holds for that set only."""
@@ -571,7 +574,7 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         """
         if self._explicit_threshold is not None:
             return None
-        if self.judge_panel() is not None:
+        if self.judge_now().panel is not None:
             if self._calibration_required:
                 raise ValueError(f"{type(self).__name__}: threshold='calibrated' holds for one "
                                  "judge model; a judge panel needs a numeric threshold")
@@ -587,7 +590,7 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         entry = self.calibration_entry(cfg)
         if entry is not None:
             return entry.threshold
-        if self.judge_panel() is not None:
+        if self.judge_now().panel is not None:
             return self.default_threshold  # calibrated thresholds are per judge model
         if self.calibration_key is not None:
             return calibrated_threshold(self.calibration_key, cfg.model)
@@ -602,7 +605,7 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         if (self.calibration_key is None and not self._calibration_required
                 and not calibration_file_configured()):
             return self.default_threshold  # nothing depends on the judge: no need to resolve it
-        return self.threshold_for(self.judge_config())
+        return self.threshold_for(self._first_judge(self.judge_now()))
 
     @threshold.setter
     def threshold(self, value: float) -> None:
@@ -637,7 +640,7 @@ class JudgeEvaluator(MultivonSurface, BaseCriterion):
         the table's "Other models" fallback)."""
         if self._explicit_threshold is not None:
             return "explicit"
-        if self.judge_panel() is not None:
+        if self.judge_now().panel is not None:
             return "default"
         return "calibrated" if calibration_row(cfg.model) is not None else "uncalibrated_default"
 
@@ -759,12 +762,12 @@ def _member_case_answer(evaluator: QAGEvaluator, panel: JudgePanel, actual: Exec
                         criteria: Sequence[Any]) -> MemberCaseAnswer:
     """Each member's part of its case-level request, shared by every ``batch="case"``
     evaluator judged by the same members (a request per member per case)."""
-    panel_identity = tuple(_judge_identity(m) for m in panel.resolved_members())
+    panel_identity = tuple(_judge_identity(m) for m in panel.members)
 
     def joins(criterion: QAGEvaluator) -> bool:
         other = criterion.judge_panel()
         return other is not None and tuple(
-            _judge_identity(m) for m in other.resolved_members()) == panel_identity
+            _judge_identity(m) for m in other.members) == panel_identity
 
     async def answer(cfg: JudgeConfig) -> tuple[list[dict[str, Any]], TokenUsage, JudgeReply,
                                                 str | None]:

@@ -35,6 +35,7 @@ from referee.judge.providers import (
     RawReply,
     adapter_for,
     bounds_its_attempts,
+    rules_for,
     schema_text,
     sends_reply_schema,
 )
@@ -511,7 +512,7 @@ class Judge:
                 if not _retry.is_provider_failure(exc):
                     budget.settle(permit, Outcome("failed"))
                     raise  # a bug, not an outage: it must surface as an evaluator error
-                info = _retry.classify(exc)
+                info = rules_for(self.provider).classify(exc)  # the provider's own reading
                 budget.settle(permit, _failure_outcome(info, time.monotonic() - sent))
                 detail = _detail(exc)
                 summary = f"{info.summary}: {detail}" if detail else info.summary

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
-import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
 from referee.config import DEFAULT_JUDGE_MODEL
-from referee.redact import KEY_ENV_VARS, BaseURL, mask_url_fields, remember_secret
+from referee.judge.providers import BUILTIN_ADAPTERS, known_providers, rules_for
+from referee.redact import BaseURL, mask_url_fields, remember_secret
 
-BUILTIN_PROVIDERS = ("anthropic", "openai", "google")
+BUILTIN_PROVIDERS = tuple(BUILTIN_ADAPTERS)
 
 # The multivon-style API: "None = inherit"; these are the effective values when no layer sets them.
 EFFECTIVE_TEMPERATURE = 0.0
@@ -38,21 +34,28 @@ DEFAULT_RETRY_MAX_TOTAL_S = 120.0
 # A 429 is the provider setting the pace: keep going at its pace for this long before giving up.
 DEFAULT_RATE_LIMIT_WAIT_S = 600.0
 
-# A provider switched in one layer must not inherit another provider's model name.
-DEFAULT_MODELS = {
-    "anthropic": "claude-haiku-4-5",
-    "openai": "gpt-4o-mini",
-    "google": "gemini-2.5-flash",
-}
+# A provider switched in one layer must not inherit another provider's model name: it gets its
+# adapter's default model.
+DEFAULT_MODELS = {name: rules.default_model for name, rules in BUILTIN_ADAPTERS.items()}
 
 
 @dataclass(frozen=True)
 class DefaultJudge:
-    """The judge an API surface calls when the user names none (each API keeps its own documented default)."""
+    """What an API surface's judged criteria assume where the user says nothing: the judge
+    they call and its temperature (each API keeps its own documented default), and the
+    surface's judge rules, as settings its criteria give the one judged-criterion core."""
 
     model: str
     provider: str  # empty: inferred from the model's name (``gemini*`` is Google, ...)
     temperature: float
+    # True: ``CriterionConfig.judge_model`` names the judge, so the criterion's config is its
+    # record; False: the judge is resolved in layers (judge= > configure() > environment >
+    # default), and a run records that resolved judge, not the config's judge fields.
+    named_by_config: bool = False
+    # The score given when no provider can serve the judge (the 10xgraph-style API's 0.5 "No
+    # LLM provider available", recorded as a judge error); None: the criterion has no such
+    # placeholder.
+    unreachable_score: float | None = None
 
 
 AGENT_EVALUATOR = "AgentEvaluator"
@@ -62,18 +65,11 @@ EVAL_SUITE = "EvalSuite"
 # 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last
 # layer is this default, at temperature 0.0.
 DEFAULT_JUDGES = {
-    AGENT_EVALUATOR: DefaultJudge(model=DEFAULT_JUDGE_MODEL, provider="", temperature=0.3),
+    AGENT_EVALUATOR: DefaultJudge(model=DEFAULT_JUDGE_MODEL, provider="", temperature=0.3,
+                                  named_by_config=True, unreachable_score=0.5),
     EVAL_SUITE: DefaultJudge(model="claude-haiku-4-5", provider="anthropic",
                              temperature=EFFECTIVE_TEMPERATURE),
 }
-
-# Providers registered at runtime (the in-process fake of referee.testing, users' own).
-_extra_providers: set[str] = set()
-
-
-def _register_provider_name(name: str) -> None:
-    _extra_providers.add(name)
-
 
 class JudgeConfig(StrictModel):
     """Which model judges, and how it is called.
@@ -117,8 +113,8 @@ class JudgeConfig(StrictModel):
     @classmethod
     def _known_provider(cls, value: str) -> str:
         value = value.strip().lower()
-        if value not in BUILTIN_PROVIDERS and value not in _extra_providers:
-            known = ", ".join(sorted(set(BUILTIN_PROVIDERS) | _extra_providers))
+        if value not in known_providers():
+            known = ", ".join(sorted(known_providers()))
             raise ValueError(f"unknown judge provider {value!r} (expected one of: {known})")
         return value
 
@@ -338,72 +334,6 @@ def resolve_judge(per_evaluator: JudgeConfig | None) -> JudgeConfig:
     return resolve_judge_config(per_evaluator)
 
 
-# The environment variables that choose a judge and how it is paced: another process (a Ray
-# worker) must see exactly these, unset ones included, to resolve the judge this one names.
-JUDGE_CHOICE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
-                    "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-                    "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
-                    "REFEREE_JUDGE_MAX_RETRIES", "REFEREE_CACHE")
-# The variables that let a judge in: set here, they win elsewhere; unset here, a process
-# elsewhere keeps its own (a cluster may hold its own keys).
-JUDGE_ACCESS_ENV = (*KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
-                    "GOOGLE_CLOUD_LOCATION")
-
-
-@dataclass(frozen=True, repr=False)
-class JudgeSettings:
-    """This process's judge choice as plain data, for a process elsewhere to take on.
-
-    ``configure()``'s judge and the judge environment: what an evaluator without its own
-    ``judge=`` (and an AgentEvaluator-style criterion's provider lookup) resolves from. It is
-    pickled to the workers in memory; it holds keys, so it is never written anywhere (its repr
-    names the variables, not their values).
-    """
-
-    configured: Any  # configure()'s JudgeConfig or judge panel, or None
-    choice_env: tuple[tuple[str, str | None], ...]
-    access_env: tuple[tuple[str, str], ...]
-
-    def __repr__(self) -> str:
-        names = [name for name, value in self.choice_env if value is not None]
-        names += [name for name, _ in self.access_env]
-        return f"JudgeSettings(configured={self.configured!r}, env={sorted(names)})"
-
-
-def current_judge_settings() -> JudgeSettings:
-    """The judge settings of this process, as :func:`judge_settings_applied` takes them."""
-    env = os.environ
-    return JudgeSettings(
-        configured=_configured_judge(),
-        choice_env=tuple((name, env.get(name)) for name in JUDGE_CHOICE_ENV),
-        access_env=tuple((name, env[name]) for name in JUDGE_ACCESS_ENV if env.get(name)))
-
-
-@contextmanager
-def judge_settings_applied(settings: JudgeSettings) -> Iterator[None]:
-    """Judge as the process that took ``settings`` would, until the block ends; then restore.
-
-    For a process that runs one piece of work at a time (a Ray worker runs one task at once):
-    ``configure()`` and the environment are process-wide.
-    """
-    env = os.environ
-    wanted = dict(settings.choice_env)
-    wanted.update(settings.access_env)
-    before = {name: env.get(name) for name in wanted}
-    configured_before = _configured_judge()
-    configured = settings.configured
-    for judge in getattr(configured, "members", None) or ([configured] if configured else []):
-        if judge.api_key is not None:
-            remember_secret(judge.api_key_value())  # unpickling skips the validator
-    try:
-        _set_env(wanted)
-        configure(settings.configured)
-        yield
-    finally:
-        _set_env(before)
-        configure(configured_before)
-
-
 def _configured_judge() -> Any:
     """What configure() was given: a judge panel, a JudgeConfig, or None."""
     from referee.judge.panel import get_configured_panel
@@ -411,24 +341,16 @@ def _configured_judge() -> Any:
     return get_configured_panel() or get_configured()
 
 
-def _set_env(values: dict[str, str | None]) -> None:
-    for name, value in values.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
     explicit = layer.model_fields_set
     switched = "provider" in explicit and layer.provider != merged["provider"]
     if switched:
         # Another provider's model name, endpoint or key would be wrong for this one.
-        merged["model"] = DEFAULT_MODELS.get(layer.provider, merged["model"])
+        merged["model"] = rules_for(layer.provider).default_model or merged["model"]
         merged["base_url"] = ""
         merged["api_key"] = None
     for name in explicit:
-        if name == "max_tokens" and layer._max_tokens_filled:
+        if name == "max_tokens" and not layer.max_tokens_chosen:
             continue  # a resolved config passed on as a layer: its max_tokens was a default
         value = getattr(layer, name)
         # None means "inherit" even when written out: JudgeConfig(temperature=None) keeps the
@@ -459,45 +381,12 @@ def resolve_judge_config(judge: JudgeConfig | None = None) -> JudgeConfig:
     Fields a layer does not set explicitly inherit from the layers below it; ``None`` fields
     are filled with the effective defaults (temperature 0.0, max_tokens 1024, timeout 30 s).
     """
-    env = os.environ
-    key = ("layers", env.get("JUDGE_PROVIDER"), env.get("JUDGE_MODEL"),
-           env.get("OPENAI_BASE_URL"), _layer_key(get_configured()), _layer_key(judge))
-    return _memoised(key, lambda: _resolve_layers((_env_layer(), get_configured(), judge)))
-
-
-def _memoised(key: tuple[Any, ...], build: Callable[[], JudgeConfig]) -> JudgeConfig:
-    """The one memo of resolved judges: a copy of the config built for ``key`` (a caller may
-    change it, and the next call must not see that)."""
-    try:
-        resolved = _resolved.get(key)
-    except TypeError:  # a subclass's field holds something unhashable: resolve it each time
-        return build()
-    if resolved is None:
-        resolved = build()
-        if len(_resolved) >= _RESOLVED_KEPT:
-            _resolved.clear()
-        _resolved[key] = resolved
-    return resolved.model_copy()
-
-
-# Resolved configs by all they depend on (the environment variables the layers read, each
-# layer's values; a model name's provider, endpoint and API): every evaluator call and every
-# judged sample resolves its judge, and building and validating a JudgeConfig each time cost
-# more than the rest of the call's bookkeeping.
-_resolved: dict[tuple[Any, ...], JudgeConfig] = {}
-_RESOLVED_KEPT = 256
-
-
-def _layer_key(layer: JudgeConfig | None) -> tuple[Any, ...] | None:
-    if layer is None:
-        return None
-    return (tuple(layer.__dict__.values()), frozenset(layer.model_fields_set),
-            layer._max_tokens_filled)
+    return _resolve_layers((_env_layer(), get_configured(), judge))
 
 
 @functools.lru_cache(maxsize=1)
 def _defaults() -> dict[str, Any]:
-    """Every field's default (a judge config is resolved for each evaluator call)."""
+    """Every field's default, built once."""
     defaults = JudgeConfig()
     return {name: getattr(defaults, name) for name in JudgeConfig.model_fields}
 
@@ -507,8 +396,9 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     for layer in layers:
         if layer is not None:
             _apply_layer(merged, layer)
-    if merged["provider"] == "openai" and not merged["base_url"]:
-        merged["base_url"] = os.environ.get("OPENAI_BASE_URL", "").strip()
+    rules = rules_for(merged["provider"])
+    if rules.resolves_base_url_from_env and not merged["base_url"]:
+        merged["base_url"] = os.environ.get(rules.base_url_env, "").strip()
     if merged["temperature"] is None:
         merged["temperature"] = EFFECTIVE_TEMPERATURE
     filled = merged["max_tokens"] is None
@@ -523,35 +413,12 @@ def _resolve_layers(layers: tuple[JudgeConfig | None, ...]) -> JudgeConfig:
     return resolved
 
 
-def env_switch(name: str, error: type[Exception] = ValueError) -> bool | None:
-    """An on/off environment variable: None when unset or empty, True for 1/true/yes/on, False
-    for 0/false/no/off; any other value raises ``error`` naming the variable."""
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise error(f"environment variable {name}={raw!r} is not a boolean "
-                "(expected 0/1, true/false, on/off)")
-
-
 def verdict_max_tokens(cfg: JudgeConfig) -> int:
     """max_tokens for a per-question verdict: the judge's when set, else VERDICT_MAX_TOKENS at a
     server that is not the provider's own API, else the effective default."""
     if cfg.max_tokens_chosen or is_provider_endpoint(cfg.provider, cfg.base_url):
         return cfg.effective_max_tokens
     return min(VERDICT_MAX_TOKENS, cfg.effective_max_tokens)
-
-
-# The 10xgraph-style API: the provider follows from CriterionConfig.judge_model.
-_OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
-# The environment variable each provider's SDK reads its endpoint from.
-BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-# Prefixes 10xgraph (and litellm) put before a model name that are not a provider's own name:
-# "gemini/gemini-2.5-flash" is Google's gemini-2.5-flash.
-_PROVIDER_PREFIX_ALIASES = {"gemini": "google", "gpt": "openai", "claude": "anthropic"}
 
 
 def split_judge_model(model_name: str) -> tuple[str | None, str]:
@@ -567,17 +434,15 @@ def split_judge_model(model_name: str) -> tuple[str | None, str]:
     name = model_name.strip()
     prefix, sep, rest = name.partition("/")
     prefix = prefix.strip().lower()
-    if sep and rest.strip() and prefix in _known_providers():
+    if sep and rest.strip() and prefix in known_providers():
         return prefix, rest.strip()
-    if sep and rest.strip() and prefix in _PROVIDER_PREFIX_ALIASES:
-        return _PROVIDER_PREFIX_ALIASES[prefix], rest.strip()
     last = name.rsplit("/", 1)[-1].lower()  # "models/gemini-2.5-flash", "publishers/..."
-    if last.startswith("gemini"):
-        return "google", name
-    if _OPENAI_MODEL.match(last):
-        return "openai", name
-    if last.startswith("claude"):
-        return "anthropic", name
+    for provider, rules in BUILTIN_ADAPTERS.items():
+        if sep and rest.strip() and prefix in rules.prefix_aliases:
+            return provider, rest.strip()
+    for provider, rules in BUILTIN_ADAPTERS.items():
+        if rules.names_model(last):
+            return provider, name
     return None, name
 
 
@@ -587,49 +452,23 @@ def provider_for_model(model_name: str) -> str | None:
     return split_judge_model(model_name)[0]
 
 
-def _known_providers() -> set[str]:
-    return set(BUILTIN_PROVIDERS) | _extra_providers
-
-
 def unknown_provider_message(prefix: str) -> str:
     """Why ``prefix`` names no provider: the known ones, and the nearest as a suggestion."""
     import difflib
 
-    known = sorted(_known_providers() | set(_PROVIDER_PREFIX_ALIASES))
+    aliases = {alias for rules in BUILTIN_ADAPTERS.values() for alias in rules.prefix_aliases}
+    known = sorted(known_providers() | aliases)
     near = difflib.get_close_matches(prefix.strip().lower(), known, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
-    return (f"unknown provider {prefix.strip()!r} (known: {', '.join(sorted(_known_providers()))}"
+    return (f"unknown provider {prefix.strip()!r} (known: {', '.join(sorted(known_providers()))}"
             f"; gemini, gpt and claude name google, openai and anthropic){hint}")
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def provider_available(provider: str, base_url: str = "") -> bool:
-    """Whether the provider's SDK is importable and some credentials (or endpoint) are set.
-
-    An OpenAI-compatible endpoint (``base_url`` or ``OPENAI_BASE_URL``) needs no key: local
-    servers ignore it.
-    """
-    env = os.environ
-    if provider == "google":
-        if importlib.util.find_spec("google.genai") is None:
-            return False
-        return (_truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI"))
-                or bool(env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")))
-    if provider == "openai":
-        return bool(env.get("OPENAI_API_KEY") or base_url or env.get("OPENAI_BASE_URL"))
-    if provider == "anthropic":
-        return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
-    return provider in _extra_providers
-
-
-# The providers' own public APIs. Any other base URL is a server that only speaks a provider's
-# API (a local llama.cpp, Ollama or vLLM server, a gateway): it gets the API every such server
-# has (Chat Completions) and a concurrency that starts low.
-_PROVIDER_HOSTS = {"openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
-                   "google": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")}
+    """Whether the provider's SDK is importable and some credentials (or endpoint) are set
+    (its adapter's rule, ``ProviderRules.available``). An OpenAI-compatible endpoint
+    (``base_url`` or ``OPENAI_BASE_URL``) needs no key: local servers ignore it."""
+    return provider in known_providers() and rules_for(provider).available(base_url)
 
 
 # Base URLs declared to behave as a provider's own API (declare_provider_endpoint).
@@ -651,10 +490,8 @@ def is_provider_endpoint(provider: str, base_url: str) -> bool:
     URL on the provider's host, or one declared so. A provider registered at runtime is taken
     at its word."""
     base_url = (base_url or "").strip()
-    if not base_url or base_url == "vertex" or provider not in _PROVIDER_HOSTS:
-        return True
-    host = (urlsplit(base_url).hostname or "").lower()
-    if any(host == known or host.endswith("." + known) for known in _PROVIDER_HOSTS[provider]):
+    rules = rules_for(provider)
+    if not base_url or not rules.own_hosts or rules.is_own_endpoint(base_url):
         return True
     with _declared_lock:
         declared = tuple(_declared_endpoints)
@@ -662,14 +499,16 @@ def is_provider_endpoint(provider: str, base_url: str) -> bool:
 
 
 def default_api_style(provider: str, base_url: str) -> Literal["chat", "responses"]:
-    """The OpenAI API an AgentEvaluator-style criterion uses when ``api_style`` is not set:
-    the documented Responses API at OpenAI itself, Chat Completions anywhere else.
+    """The API an AgentEvaluator-style criterion uses when ``api_style`` is not set, by its
+    provider's rule (``ProviderRules.default_api_style``): the documented Responses API at
+    OpenAI itself, Chat Completions anywhere else.
 
     Chosen up front rather than by falling back after a 404: llama-cpp-python's server answers
     /v1/responses with 404, but llama.cpp's own server accepts it and ignores JSON mode there,
     so no error would ever say the choice was wrong.
     """
-    return "responses" if is_provider_endpoint(provider, base_url) else "chat"
+    style = rules_for(provider).default_api_style(is_provider_endpoint(provider, base_url))
+    return "responses" if style == "responses" else "chat"
 
 
 def judge_config_for_model(model_name: str, api_style: str | None = None,
@@ -687,19 +526,16 @@ def judge_config_for_model(model_name: str, api_style: str | None = None,
     """
     provider, model = split_judge_model(model_name)
     base_url = base_url.strip()
-    # Asked on every call (the keys and SDKs it looks at may change); the config is memoised.
     if provider is None or (available_only and not provider_available(provider, base_url)):
         return None
     if api_style not in ("chat", "responses", None):
         raise ValueError(f"api_style must be 'responses' or 'chat', got {api_style!r}")
-    if not base_url and provider in BASE_URL_ENV:
-        base_url = os.environ.get(BASE_URL_ENV[provider], "").strip()
+    base_url_env = rules_for(provider).base_url_env
+    if not base_url and base_url_env:
+        base_url = os.environ.get(base_url_env, "").strip()
     if api_style is None:
         api_style = default_api_style(provider, base_url)
-    chosen_style = api_style
-    return _memoised(
-        ("model", provider, model, base_url, chosen_style, temperature),
-        lambda: JudgeConfig(provider=provider, model=model, base_url=base_url,
-                            api_style=chosen_style,  # type: ignore[arg-type]
-                            temperature=temperature, max_tokens=EFFECTIVE_MAX_TOKENS,
-                            timeout=EFFECTIVE_TIMEOUT))
+    return JudgeConfig(provider=provider, model=model, base_url=base_url,
+                       api_style=api_style,  # type: ignore[arg-type]
+                       temperature=temperature, max_tokens=EFFECTIVE_MAX_TOKENS,
+                       timeout=EFFECTIVE_TIMEOUT)

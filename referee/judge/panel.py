@@ -287,9 +287,9 @@ async def ask_panel(owner: str, panel: JudgePanel,
     ``ask`` returns a member's answer and what it spent; a member that raises JudgeUnavailable
     has not answered (its spend still counts). The error below the quorum carries the spend of
     the whole panel and the panel summary in its details. ``members``: the configs to ask, by
-    default each member resolved as the EvalSuite-style API resolves a ``judge=``.
+    default the panel's own (a bound panel's members are resolved already).
     """
-    members = list(members) if members is not None else panel.resolved_members()
+    members = list(members) if members is not None else list(panel.members)
     labels = member_labels(members)
     weights = panel.effective_weights
     outcomes = await asyncio.gather(*(ask(member) for member in members),

@@ -1,6 +1,7 @@
 """Provider prompt caching: each provider's published rules, and a cheap token estimate.
 
-The judge layer reads these rules to decide when a shared prefix is worth a cache breakpoint
+Each provider's adapter holds its rules (``ProviderRules.caching_rules``). The judge layer reads
+them to decide when a shared prefix is worth a cache breakpoint
 (Anthropic) or a warm-up request before its siblings fan out; ``referee.testing``'s scripted
 server reads the same rules to emulate each provider's cache, so what the judge assumes and
 what the tests see cannot drift apart.
@@ -26,12 +27,15 @@ import contextlib
 import functools
 import hashlib
 import math
-import re
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+
+from referee.judge.providers import CachingRules, rules_for
+
+__all__ = ["CHARS_PER_TOKEN", "CachingRules", "PrefixWarmer", "caching_rules", "estimate_tokens",
+           "loop_warmer", "warm_up", "worth_caching"]
 
 # ~4 characters per token for English text: the rule of thumb all three providers publish.
 CHARS_PER_TOKEN = 4
@@ -42,42 +46,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
-@dataclass(frozen=True)
-class CachingRules:
-    provider: str
-    min_tokens: int
-    # Cached length is rounded down to this many tokens (OpenAI caches in 128-token steps).
-    step_tokens: int = 1
-    needs_breakpoint: bool = False  # Anthropic caches only what a cache_control marks
-    ttl_s: float = 300.0
-
-
-_ANTHROPIC_MINIMUMS = (
-    (re.compile(r"claude-(haiku-4-5|opus-4-5|opus-4-6|opus-4-7)"), 4096),
-    (re.compile(r"claude-(3-5-haiku|3-haiku|haiku-3)"), 2048),
-)
-# Implicit caching exists from Gemini 2.5 on; the minimum rose with the model generation.
-_GEMINI_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
-_GEMINI_MINIMUMS = ((3.0, 4096), (2.5, 2048))
-
-
 @functools.lru_cache(maxsize=256)  # asked once per judge request, of a handful of models
 def caching_rules(provider: str, model: str) -> CachingRules | None:
-    """The prompt-caching rules of ``provider`` for ``model``; None when it does not cache."""
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    if provider == "openai":
-        return CachingRules("openai", min_tokens=1024, step_tokens=128)
-    if provider == "anthropic":
-        minimum = next((m for pattern, m in _ANTHROPIC_MINIMUMS if pattern.search(name)), 1024)
-        return CachingRules("anthropic", min_tokens=minimum, needs_breakpoint=True)
-    if provider == "google":
-        version = _GEMINI_VERSION.search(name)
-        if version is None:  # an alias such as "gemini-flash-latest": a current model
-            return CachingRules("google", min_tokens=_GEMINI_MINIMUMS[0][1])
-        found = next((m for since, m in _GEMINI_MINIMUMS if float(version.group(1)) >= since),
-                     None)
-        return CachingRules("google", min_tokens=found) if found is not None else None
-    return None
+    """The prompt-caching rules of ``provider`` for ``model`` (its adapter's,
+    ``ProviderRules.caching_rules``); None when it does not cache."""
+    return rules_for(provider).caching_rules(model.strip().lower().rsplit("/", 1)[-1])
 
 
 def worth_caching(provider: str, model: str, prefix_text: str) -> bool:

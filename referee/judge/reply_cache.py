@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import platformdirs
 
-from referee.judge.config import env_switch
+from referee.judge.environment import env_switch
 
 logger = logging.getLogger("referee.judge")
 

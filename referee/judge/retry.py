@@ -143,9 +143,9 @@ def _is_transport_error(exc: BaseException) -> bool:
                 cls.__name__ in _TRANSPORT_NAMES or "Timeout" in cls.__name__
                 or "Connect" in cls.__name__):
             return True
-        # openai/anthropic wrap transport failures in APIConnectionError/APITimeoutError.
-        if cls.__name__ in ("APIConnectionError", "APITimeoutError") and module.split(".")[0] in (
-                "openai", "anthropic"):
+        # The SDKs (openai's, anthropic's) wrap transport failures in APIConnectionError and
+        # APITimeoutError; only a provider's failure reaches here (is_provider_failure).
+        if cls.__name__ in ("APIConnectionError", "APITimeoutError"):
             return True
     return False
 

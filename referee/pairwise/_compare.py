@@ -18,12 +18,12 @@ from typing import Any, Literal
 from referee.case import EvalCase
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
-from referee.judge import JudgeConfig, resolve_judge_config
+from referee.judge import JudgeConfig
+from referee.judge.binding import bind_in_layers
 from referee.judge.panel import (
     PANEL,
     JudgePanel,
     check_judge,
-    effective_panel,
     member_labels,
     panel_model_name,
 )
@@ -376,12 +376,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     is done.
     """
     spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
-    panel = effective_panel(check_judge("compare", judge))
-    chosen: JudgeConfig | JudgePanel
-    if panel is not None:
-        chosen = panel.model_copy(update={"members": panel.resolved_members()})
-    else:
-        chosen = resolve_judge_config(judge)  # type: ignore[arg-type]
+    chosen = bind_in_layers(check_judge("compare", judge)).asked
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
     pairs = _paired(a, b)
     stored = None

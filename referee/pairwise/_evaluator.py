@@ -1,4 +1,4 @@
-"""The pairwise judge in both API styles, over the one core in ``_judging``.
+"""The pairwise judge: one evaluator, spelt in both API styles, over the core in ``_judging``.
 
 Given two outputs, ``compare`` returns the pair's verdict. As a criterion in a run (one output
 per case), the model's output is compared with the case's reference answer
@@ -13,11 +13,10 @@ from typing import Any
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig, Rubric
-from referee.criteria.base import BaseCriterion
 from referee.criteria.llm.caller import LLMCallerMixin
 from referee.evaluators.qag import JudgeEvaluator, case_cache_group, requires
 from referee.execution import ExecutionResult
-from referee.judge import JudgeConfig, JudgeUnavailable
+from referee.judge import JudgeConfig
 from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
 from referee.result import CriterionResult
 
@@ -83,39 +82,42 @@ class PairwiseJudge(JudgeEvaluator):
                                 cache_group=case_cache_group(case), owner=self.name)
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        missing = requires("PairwiseJudge", expected, "expected_output")
+        missing = requires(self.requirer, expected, "expected_output")
         if missing is not None:
             return self._skipped(missing)
-        cfg = self.judge_config()
+        cfg = self.judge_config()  # JudgeUnavailable when no provider can serve it
         score, details, verdict = await _against_reference(
             self.name, cfg, self.criterion, actual, expected, both_orders=self.both_orders)
         return self._scored(cfg, score, details, verdict.token_usage)
 
+    @property
+    def requirer(self) -> str:
+        """Who a skipped case names as needing ``expected_output``."""
+        return "PairwiseJudge"
 
-class PairwisePreferenceCriterion(LLMCallerMixin, BaseCriterion):
-    """AgentEvaluator-style spelling of the pairwise judge: the final response against the
+
+# Its judge= is a JudgeConfig only, narrower than PairwiseJudge's (which may be a panel).
+class PairwisePreferenceCriterion(LLMCallerMixin, PairwiseJudge):  # type: ignore[misc]
+    """AgentEvaluator-style spelling of ``PairwiseJudge``: the final response against the
     case's expected response, on ``criterion`` and/or ``config.rubrics``, judged by
-    ``config.judge_model`` (or ``judge=``). Scores 1.0 / 0.5 / 0.0 as ``PairwiseJudge`` does."""
+    ``config.judge_model`` (or ``judge=``) at that API's temperature. Scores 1.0 / 0.5 / 0.0 as
+    ``PairwiseJudge`` does; only its constructor and its judge's rules (``judge_defaults``,
+    ``LLMCallerMixin.look_up_judge``) differ."""
 
     name = "pairwise_preference"
     description = "Pairwise judgement of the final response against the expected response"
+    # One judge, named by model: a config's judge_panel does not apply (as before issue 29).
+    accepts_panel = False
 
     def __init__(self, config: CriterionConfig | None = None, *, criterion: str | None = None,
                  both_orders: bool = True, judge: JudgeConfig | None = None) -> None:
-        super().__init__(config if config is not None else CriterionConfig(threshold=0.5))
-        self.criterion = PairCriterion.of(criterion, self.config.rubrics,
+        config = config if config is not None else CriterionConfig(threshold=0.5)
+        self.criterion = PairCriterion.of(criterion, config.rubrics,
                                           owner="PairwisePreferenceCriterion")
+        JudgeEvaluator.__init__(self, threshold=config.threshold, judge=judge)
+        self.config = config
         self.both_orders = both_orders
-        self.judge = judge
 
-    async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        missing = requires(self.name, expected, "expected_output")
-        if missing is not None:
-            return self._skipped(missing)
-        cfg = self.judge_config()
-        if cfg is None:
-            raise JudgeUnavailable(f"{self.name}: no provider can serve judge model "
-                                   f"{self.config.judge_model!r}")
-        score, details, verdict = await _against_reference(
-            self.name, cfg, self.criterion, actual, expected, both_orders=self.both_orders)
-        return self._result(score, details, verdict.token_usage)
+    @property
+    def requirer(self) -> str:
+        return self.name

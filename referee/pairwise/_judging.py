@@ -291,7 +291,7 @@ async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, ou
     pair's verdict is the members' (weighted) majority among A, B and tie, a tie when no
     verdict has the most votes. Position-inconsistent when any member's verdict flipped with
     the order. JudgeUnavailable when fewer members than the quorum gave a verdict."""
-    members = list(members) if members is not None else panel.resolved_members()
+    members = list(members) if members is not None else list(panel.members)
     names = panel_model_name(members)
     if output_a == output_b:
         return PairVerdict("tie", True, "identical outputs", (), TokenUsage(), PANEL, names)

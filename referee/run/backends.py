@@ -6,9 +6,9 @@ skip (resume). It runs the others wherever it likes and hands every finished ``C
 to ``engine.record`` on this machine, which keeps the run store's single writer, resume and
 the reports the same whatever ran the cases.
 
-A backend that runs cases in other processes takes ``current_judge_settings()`` (referee.judge.
-config) here and runs them inside ``judge_settings_applied``: ``configure()`` and the judge
-environment are this process's, and the judge the run names must be the one that judges.
+A backend that runs cases in other processes sends each judged criterion with its bound judge
+(``JudgedCriterionBase.ship_judge``, which adds the endpoint and key this process's environment
+gives it): the judge the run names is the one that judges, and the other process looks none up.
 """
 
 from __future__ import annotations

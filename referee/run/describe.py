@@ -1,8 +1,10 @@
 """The criteria and judges of a run, described once for its record.
 
-``describe_run`` resolves each criterion's judge once and keeps what meta.json, the report and
-the before-the-first-case announcement say about it: ``criteria`` (what each criterion is and
-how it is set up, which a resume compares) and ``judges`` (the judge each judged criterion
+``describe_run`` looks up each judged criterion's judge once, before the first case, and binds
+it to the criterion (``JudgedCriterionBase.bind_judge``): scoring looks nothing up again, on any
+backend (design decision 16). It keeps what meta.json, the report and the
+before-the-first-case announcement say about those judges: ``criteria`` (what each criterion is
+and how it is set up, which a resume compares) and ``judges`` (the judge each judged criterion
 will call, by criterion label). Nothing here calls a model.
 """
 
@@ -15,8 +17,11 @@ from enum import Enum
 from typing import IO, Any
 
 from referee.case import canonical_json
-from referee.criteria.base import Criterion, JudgedCriterion, criterion_label, judge_surface
-from referee.judge.config import EFFECTIVE_RELIABILITY_SAMPLE
+from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
+from referee.criteria.judged import JudgedCriterionBase, judged_criteria
+from referee.judge.binding import JudgeBinding
+from referee.judge.config import DEFAULT_JUDGES, EFFECTIVE_RELIABILITY_SAMPLE, EVAL_SUITE
+from referee.judge.providers import rules_for
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.result import unique_labels
 from referee.terminal import terminal_safe
@@ -65,6 +70,9 @@ class RunDescription:
 
 
 def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
+    """Bind every judged criterion's judge (nested ones too), then describe the run."""
+    for criterion in judged_criteria(criteria):
+        criterion.bind_looked_up_judge()
     resolutions = [_resolution(c) for c in criteria]
     resolved = [judge for judge, _ in resolutions]
     labels = unique_labels([criterion_label(c) for c in criteria])
@@ -111,10 +119,38 @@ def judges_by_criterion(criteria: Sequence[Criterion],
         if judge is not None:
             per[name] = judge
             continue
-        model = getattr(getattr(criterion, "config", None), "judge_model", None)
-        if model and judge_surface(criterion) == "AgentEvaluator":
+        model = _unreachable_model(criterion)
+        if model:
             per[name] = {"model": model, "judge": NO_PROVIDER}
     return per
+
+
+def _unreachable_model(criterion: object) -> str | None:
+    """The judge model no provider can serve, of a criterion whose config names its judge."""
+    binding = _binding(criterion)
+    if binding is not None:
+        return binding.unreachable_model
+    if not isinstance(criterion, JudgedCriterion) or not _named_by_config(criterion):
+        return None
+    return getattr(getattr(criterion, "config", None), "judge_model", None)
+
+
+def _named_by_config(criterion: object) -> bool:
+    """Whether the criterion's config names its judge (the 10xgraph-style rule) rather than a
+    judge resolved in layers (the multivon-style one, also a protocol object's default)."""
+    defaults = getattr(criterion, "judge_defaults", DEFAULT_JUDGES[EVAL_SUITE])
+    return bool(getattr(defaults, "named_by_config", False))
+
+
+def _binding(criterion: object) -> JudgeBinding | None:
+    """A judged criterion's bound judge (bound now if no run did); None for another criterion,
+    or when its judge cannot be looked up (each case then errors, not the description)."""
+    if not isinstance(criterion, JudgedCriterionBase):
+        return None
+    try:
+        return criterion.judge_binding()
+    except Exception:
+        return None
 
 
 def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
@@ -125,7 +161,7 @@ def describe_judges(criteria: Sequence[Criterion]) -> dict[str, Any]:
 _JUDGE_FIELDS = ("provider", "model", "base_url", "api_style", "temperature", "max_tokens")
 
 
-def _resolved_judge(criterion: Criterion) -> dict[str, Any] | None:
+def _resolved_judge(criterion: object) -> dict[str, Any] | None:
     """An EvalSuite-style evaluator's effective judge (per-evaluator > configure() > env >
     default)."""
     return _resolution(criterion)[0]
@@ -138,22 +174,25 @@ def _reliability_sample(configs: Sequence[Any]) -> int | None:
     return max(samples) if samples else None
 
 
-def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None]:
+def _resolution(criterion: object) -> tuple[dict[str, Any] | None, int | None]:
     """``_resolved_judge``, and the reliability sample its judge asks for (None: no check)."""
-    panel = getattr(criterion, "judge_panel", None)
-    panel = panel() if callable(panel) else None
-    if panel is not None:  # every member, resolved, and how their answers combine
-        try:
-            # An AgentEvaluator-style criterion calls its members as given (no resolution).
-            configs = (panel.members if judge_surface(criterion) == "AgentEvaluator"
-                       else panel.resolved_members())
-            members = [_judge_fields(m) for m in configs]
-        except ValueError:  # as below: an unresolvable judge shows up as the case errors
+    if isinstance(criterion, JudgedCriterionBase):
+        binding = _binding(criterion)
+        if binding is None:
             return None, None
-        return ({"members": members, "aggregate": panel.aggregate,
-                 "quorum": panel.effective_quorum,
-                 **({"weights": panel.weights} if panel.aggregate == "weighted" else {})},
-                _reliability_sample(configs))
+        if binding.panel is not None:
+            return _panel_fields(binding.panel), _reliability_sample(binding.panel.members)
+        if binding.judge is None:
+            return None, None
+        return _judge_fields(binding.judge), _reliability_sample([binding.judge])
+    # A judged criterion of the user's own (the protocol alone): asked once, here.
+    panel = getattr(criterion, "judge_panel", None)
+    try:
+        panel = panel() if callable(panel) else None
+    except ValueError:  # as below: an unresolvable judge shows up as the case errors
+        return None, None
+    if panel is not None:
+        return _panel_fields(panel), _reliability_sample(panel.members)
     config = None
     if isinstance(criterion, JudgedCriterion):
         try:
@@ -167,17 +206,18 @@ def _resolution(criterion: Criterion) -> tuple[dict[str, Any] | None, int | None
     return _judge_fields(config), _reliability_sample([config])
 
 
+def _panel_fields(panel: Any) -> dict[str, Any]:
+    """Every member, as it is called, and how their answers combine."""
+    return {"members": [_judge_fields(m) for m in panel.members], "aggregate": panel.aggregate,
+            "quorum": panel.effective_quorum,
+            **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
+
+
 def _judge_fields(config: Any) -> dict[str, Any]:
     data = config.model_dump(mode="json")
     if data.get("base_url"):
         data["base_url"] = mask_url(data["base_url"])
     return {k: data[k] for k in _JUDGE_FIELDS if data.get(k) not in (None, "")}
-
-
-# How the judge line names the OpenAI API a judge is called through (a local server may serve
-# only one of them, or serve JSON mode on only one).
-_API_NAMES = {"chat": "Chat Completions (/chat/completions)",
-              "responses": "the Responses API (/responses)"}
 
 
 def announce_judges(criteria: Sequence[Criterion], stream: IO[str] | None = None) -> None:
@@ -193,21 +233,17 @@ def _announce(per: dict[str, dict[str, Any]], stream: IO[str] | None) -> None:
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
                 what += f" at {judge['base_url']}"
-            if judge.get("provider") == "openai" and judge.get("api_style") in _API_NAMES:
-                what += f" via {_API_NAMES[judge['api_style']]}"
+            # The API a judge is called through, where its provider offers several (a local
+            # server may serve only one of them, or serve JSON mode on only one).
+            api_names = rules_for(str(judge.get("provider"))).api_names
+            if judge.get("api_style") in api_names:
+                what += f" via {api_names[judge['api_style']]}"
         line = f"referee: judge for {name}: {what}"
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
     unreachable = dict.fromkeys(judge["model"] for judge in per.values()
                                 if judge.get("judge") == NO_PROVIDER)
     for line in _no_judge_reachable(list(unreachable)):
         print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
-
-
-# Each provider's name and where its credentials come from, for the "no judge is reachable"
-# advice.
-_CREDENTIALS = {"google": ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)"),
-                "openai": ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)"),
-                "anthropic": ("Anthropic", "ANTHROPIC_API_KEY")}
 
 
 def _no_judge_reachable(models: list[str]) -> list[str]:
@@ -225,7 +261,7 @@ def _no_judge_reachable(models: list[str]) -> list[str]:
             reasons.append(f"{model}: no provider follows from the name (write it as "
                            f"openai/{model} for an OpenAI-compatible server)")
         else:
-            name, credentials = _CREDENTIALS.get(provider, (provider, "its key"))
+            name, credentials = rules_for(provider).credentials_hint or (provider, "its key")
             reasons.append(f"{model}: a {name} model, and {credentials} is not set")
     return [
         f"referee: no judge is reachable ({'; '.join(reasons)}): each score of those criteria "
@@ -265,11 +301,11 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
-    surface = judge_surface(criterion)
-    if surface == "EvalSuite":
+    judged = isinstance(criterion, JudgedCriterion)
+    if judged and not _named_by_config(criterion):
         _record_resolved_judge(criterion, settings,
                                _resolved_judge(criterion) if judge is _UNRESOLVED else judge)
-    elif surface is None and isinstance(settings.get("config"), dict):
+    elif not judged and isinstance(settings.get("config"), dict):
         # A criterion that asks no judge records none: its config's judge defaults
         # (judge_model gemini-2.5-flash...) would name a judge that never judged it.
         settings["config"] = {k: v for k, v in settings["config"].items()
@@ -281,7 +317,7 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
 _JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "num_samples", "api_style"})
 
 
-def _record_resolved_judge(criterion: Criterion, settings: dict[str, Any],
+def _record_resolved_judge(criterion: object, settings: dict[str, Any],
                            resolved: dict[str, Any] | None) -> None:
     """An EvalSuite-style evaluator is judged by its resolved judge (judge= > configure() >
     environment > default), never by its config's judge_model: record that judge as

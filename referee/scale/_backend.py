@@ -21,13 +21,12 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Container, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from referee.case import EvalCase
-from referee.judge.config import JudgeSettings, current_judge_settings, judge_settings_applied
+from referee.criteria.judged import judged_criteria
 from referee.record import CaseResult, CaseStatus
 from referee.run.engine import Engine, Execute, StoredOutput
 from referee.scale._budget import DEFAULT_LEASE_TTL_S, ClusterBudgetOptions, use_cluster_budgets
@@ -53,9 +52,6 @@ class ShardSpec:
     runs: int = 1
     criterion_concurrency: int | None = None  # per worker engine, not across the cluster
     early_stop: bool = False
-    # configure()'s judge and the judge environment of the driver: the workers judge with the
-    # judge the run names, whatever their own environment says.
-    judge_settings: JudgeSettings | None = None
 
 
 @dataclass
@@ -72,9 +68,7 @@ def _shard_results(spec: ShardSpec, cases: list[EvalCase], indices: list[int],
     as they end: each yield holds every case that finished since the last one, so cases that
     end together cost the driver one object, and none waits for another."""
     use_cluster_budgets(spec.judge_budget)
-    settings = spec.judge_settings
-    with judge_settings_applied(settings) if settings is not None else nullcontext():
-        yield from _run_shard(spec, cases, indices, keys, outputs)
+    yield from _run_shard(spec, cases, indices, keys, outputs)
 
 
 def _run_shard(spec: ShardSpec, cases: list[EvalCase], indices: list[int], keys: list[str],
@@ -254,14 +248,17 @@ class RayBackend:
                       on_result: Callable[[CaseResult], None], stop: threading.Event) -> None:
         ray = self.ray
         outputs = engine.stored_outputs
+        for criterion in judged_criteria(engine.criteria):
+            # The judge the run bound is the judge that judges on every worker, whatever the
+            # worker's own environment and configure() say: it travels with the criterion.
+            criterion.ship_judge()
         spec_ref = ray.put(ShardSpec(criteria=list(engine.criteria),
                                      prepare_failures=dict(engine._prepare_failures),
                                      execute=execute, concurrency=engine.concurrency,
                                      timeout=engine.timeout, judge_budget=self.judge_budget,
                                      case_retry=engine.case_retry, runs=engine.runs,
                                      criterion_concurrency=engine.criterion_concurrency,
-                                     early_stop=engine.early_stop,
-                                     judge_settings=current_judge_settings()))
+                                     early_stop=engine.early_stop))
         # max_retries=0: a lost task is sent again from here, without the cases already recorded.
         run_shard = ray.remote(num_returns="streaming", max_retries=0,
                                num_cpus=self.task_cpus)(_shard_results)

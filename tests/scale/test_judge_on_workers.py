@@ -9,7 +9,7 @@ every case; no key reaches the run directory or Ray's session files.
 from __future__ import annotations
 
 import json
-import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -18,13 +18,8 @@ import ray
 from referee import CriterionConfig, EvalCase, EvalSuite
 from referee.criteria.llm import ResponseMatchCriterion
 from referee.evaluators import CustomRubric
-from referee.judge import configure, get_configured, resolve_judge_config
-from referee.judge.config import (
-    JUDGE_ACCESS_ENV,
-    JUDGE_CHOICE_ENV,
-    current_judge_settings,
-    judge_settings_applied,
-)
+from referee.judge import configure
+from referee.redact import KEY_ENV_VARS
 from referee.report.model import CaseStatus, EvalReport
 from referee.scale import RayBackend
 from referee.testing import Reply, ScriptedJudgeServer
@@ -34,6 +29,11 @@ CASES = 6
 KEY_A = "key-of-judge-a-5d81c0"
 KEY_B = "key-of-judge-b-93e2f7"
 MATCH_SCORE = json.dumps({"score": 0.9, "reasoning": "the same meaning"})
+# The environment that chooses, paces and lets in a judge: a developer's shell must not set it.
+JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
+             "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+             "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
+             "REFEREE_JUDGE_MAX_RETRIES", *KEY_ENV_VARS, "GOOGLE_GENAI_USE_VERTEXAI")
 
 
 def _judge(says: str):
@@ -44,7 +44,7 @@ def _judge(says: str):
 
 @pytest.fixture
 def judges(monkeypatch: pytest.MonkeyPatch):
-    for name in (*JUDGE_CHOICE_ENV, *JUDGE_ACCESS_ENV):
+    for name in JUDGE_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("REFEREE_CACHE", "0")
     with ScriptedJudgeServer(_judge("Yes")) as judge_a, ScriptedJudgeServer(_judge("No")) as judge_b:
@@ -141,21 +141,27 @@ def test_the_environment_judge_judges_on_the_workers(ray_cluster: str, judges,
     _no_key_stored(Path(on_ray.metadata["run_dir"]))
 
 
-def test_judge_settings_hide_their_keys_and_are_undone(judges,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shipped_binding_hides_its_keys_and_needs_no_worker_environment(
+        judges, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a worker receives (issue 29): each criterion's bound judge, holding what the
+    driver's environment and configure() chose, keys included; the worker's own say nothing."""
     judge_a, judge_b = judges
-    monkeypatch.setenv("OPENAI_API_KEY", KEY_A)
-    monkeypatch.setenv("JUDGE_MODEL", "judge-a")
+    _environment_names(judge_a, monkeypatch)
     configure(judge_b.judge_config(model="judge-b", api_key=KEY_B))
-    settings = current_judge_settings()
-    assert KEY_A not in repr(settings) and KEY_B not in repr(settings)
-    assert "OPENAI_API_KEY" in repr(settings)
-    # A worker with its own judge environment takes the driver's while the block runs.
+    polite = CustomRubric([(POLITE, True)], name="polite")
+    match = ResponseMatchCriterion(CriterionConfig(judge_model="openai/judge-a", num_samples=1))
+    for criterion in (polite, match):
+        criterion.bind_looked_up_judge()
+        criterion.ship_judge()
+        assert KEY_A not in repr(criterion.judge_binding())
+        assert KEY_B not in repr(criterion.judge_binding())
+    shipped = pickle.loads(pickle.dumps([polite, match]))
+    # A worker with its own judge environment and no keys.
     configure(None)
     monkeypatch.setenv("JUDGE_MODEL", "the-workers-own")
     monkeypatch.delenv("OPENAI_API_KEY")
-    with judge_settings_applied(settings):
-        assert resolve_judge_config().model == "judge-b"
-        assert os.environ["OPENAI_API_KEY"] == KEY_A and os.environ["JUDGE_MODEL"] == "judge-a"
-    assert get_configured() is None and "OPENAI_API_KEY" not in os.environ
-    assert os.environ["JUDGE_MODEL"] == "the-workers-own"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    by_layers, by_model = (c.judge_config() for c in shipped)
+    assert (by_layers.model, by_layers.api_key_value()) == ("judge-b", KEY_B)
+    assert (by_model.model, by_model.api_key_value()) == ("judge-a", KEY_A)
+    assert by_model.base_url == judge_a.base_url()

@@ -13,9 +13,10 @@ from contextvars import ContextVar
 from typing import Any
 
 from referee.config import CriterionConfig
-from referee.criteria.base import JudgeSurface
+from referee.criteria.judged import JudgedCriterionBase
 from referee.criteria.llm.prompts import JUDGE_SYSTEM_PROMPT, without_data_blocks
 from referee.criteria.llm.replies import reply_score, reply_text
+from referee.errors import JudgeUnavailable
 from referee.judge import (
     JudgeConfig,
     get_judge,
@@ -24,6 +25,7 @@ from referee.judge import (
     provider_for_model,
     reply_evidence,
 )
+from referee.judge.binding import JudgeBinding, with_temperature
 from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
 from referee.judge.panel import JudgePanel
 from referee.usage import TokenUsage
@@ -71,25 +73,21 @@ def sample_index_scope(index: int | None) -> Iterator[None]:
 
 _warned_models: set[str] = set()
 
-# While a judge panel scores a criterion, each member's calls run in their own task with the
-# member here: the criterion's judge calls go to that member.
-panel_member: ContextVar[JudgeConfig | None] = ContextVar("referee_panel_member", default=None)
-
 
 class NoProviderReply(dict):  # type: ignore[type-arg]
     """The 10xgraph-style API's fallback reply. Equal to the documented dict; its type tells the
     sampling loop that no judge gave it, so the result can be flagged ``judge_unavailable``."""
 
 
-def no_provider_reply() -> NoProviderReply:
-    return NoProviderReply(score=0.5, reasoning=NO_PROVIDER_REASONING)
+def no_provider_reply(score: float = 0.5) -> NoProviderReply:
+    return NoProviderReply(score=score, reasoning=NO_PROVIDER_REASONING)
 
 
 def is_no_provider_reply(reply: Any) -> bool:
     return isinstance(reply, NoProviderReply)
 
 
-class LLMCallerMixin:
+class LLMCallerMixin(JudgedCriterionBase):
     """Shared judge calls for criteria that have a ``config: CriterionConfig``.
 
     The provider follows from ``config.judge_model``: an explicit prefix (``openai/llama3``,
@@ -99,27 +97,35 @@ class LLMCallerMixin:
     temperature 0.3 and JSON mode.
 
     ``judge`` (a JudgeConfig) replaces all of that with the judge it names, as
-    ``UserSimulator(judge=...)`` does for its default criterion.
+    ``UserSimulator(judge=...)`` does for its default criterion; ``panel`` (a JudgePanel, or
+    ``config.judge_panel``) asks several judges.
     """
 
     config: CriterionConfig
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
     judge: JudgeConfig | None = None
+    panel: JudgePanel | None = None
     # The judge is named by model (config.judge_model), not resolved in layers.
-    judge_surface: JudgeSurface = "AgentEvaluator"
+    judge_defaults = DEFAULT_JUDGES[AGENT_EVALUATOR]
+    # Whether a judge panel (``panel``, ``config.judge_panel``) may judge it.
+    accepts_panel = True
 
-    def _named_judge(self) -> JudgeConfig | None:
-        """The judge ``judge=`` names, or the panel member being asked now."""
-        member = panel_member.get()
-        return member if member is not None else self.judge
-
-    def _judge_config(self) -> JudgeConfig | None:
-        judge = self._named_judge()
-        if judge is not None:
-            if "temperature" in judge.model_fields_set and judge.temperature is not None:
-                return judge
-            return judge.model_copy(update={"temperature": JUDGE_TEMPERATURE})
-        return self._judge_for_model(self.config.judge_model)
+    def look_up_judge(self) -> JudgeBinding:
+        """``panel``, else ``judge=`` (each at temperature 0.3 unless it chose one), else
+        ``config.judge_panel``, else the judge ``config.judge_model`` names when a provider can
+        serve it."""
+        panel = self.panel if self.panel is not None else (
+            self.config_panel() if self.judge is None and self.accepts_panel else None)
+        temperature = self.judge_defaults.temperature
+        if panel is not None:
+            members = [with_temperature(m, temperature) for m in panel.members]
+            return JudgeBinding(panel=panel.model_copy(update={"members": members}))
+        if self.judge is not None:
+            return JudgeBinding(judge=with_temperature(self.judge, temperature))
+        judge = self._judge_for_model(self.config.judge_model)
+        if judge is None:
+            return JudgeBinding(unreachable_model=self.config.judge_model)
+        return JudgeBinding(judge=judge)
 
     def _judge_for_model(self, model_name: str, *, available_only: bool = True
                          ) -> JudgeConfig | None:
@@ -151,21 +157,21 @@ class LLMCallerMixin:
     def judge_model_name(self) -> str:
         """The judge's name for ``details["judge_model"]``: ``provider/model`` for a given
         ``judge``, else ``config.judge_model``."""
-        judge = self._named_judge()
-        if judge is not None:
-            return f"{judge.provider}/{judge.model}"
+        if self.judge is not None:
+            return f"{self.judge.provider}/{self.judge.model}"
         return self.config.judge_model
-
-    def judge_config(self) -> JudgeConfig | None:
-        """The judge this criterion will call; None when no provider can serve
-        ``config.judge_model`` (every sample then scores 10xgraph's 0.5 placeholder)."""
-        return self._judge_config()
 
     async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None
                                   ) -> tuple[dict[str, Any], TokenUsage] | None:
-        cfg = self._judge_config()
+        """The bound judge's parsed reply when ``provider`` serves it, else None."""
+        cfg = self.judge_binding().judge
         if cfg is None or cfg.provider != provider:
             return None
+        return await self._ask_json(cfg, prompt, sample_index)
+
+    async def _ask_json(self, cfg: JudgeConfig, prompt: str, sample_index: int | None
+                        ) -> tuple[dict[str, Any], TokenUsage]:
+        """Ask judge ``cfg`` (the bound judge, or a panel member) for a JSON score object."""
         index = _sample_index.get() if sample_index is None else sample_index
         def accept(text: str) -> bool:
             return self._reply_yields_score(without_data_blocks(text, prompt))
@@ -219,7 +225,7 @@ class LLMCallerMixin:
             "openai": self._call_openai_json,
             "anthropic": self._call_anthropic_json,
         }
-        judge = self._named_judge()
+        judge = self.judge_binding().judge
         provider = (judge.provider if judge is not None
                     else provider_for_model(self.config.judge_model))
         caller: Callable[..., Awaitable[tuple[dict[str, Any], TokenUsage] | None]] | None = (
@@ -234,13 +240,22 @@ class LLMCallerMixin:
             with sample_index_scope(sample_index):
                 outcome = await caller(prompt)
         if outcome is None:
-            model = self.judge_model_name
-            if model not in _warned_models:  # once per model, not once per sample of every case
-                _warned_models.add(model)
-                logger.warning("No LLM provider available for judge model %r; scoring 0.5 "
-                               "(recorded as a judge error, not a verdict)", model)
-            return no_provider_reply(), TokenUsage()
+            return self._unreachable_reply(), TokenUsage()
         return outcome
+
+    def _unreachable_reply(self) -> NoProviderReply:
+        """The placeholder the surface scores when no provider can serve the judge
+        (``judge_defaults.unreachable_score``); JudgeUnavailable where it has none."""
+        model = self.judge_model_name
+        score = self.judge_defaults.unreachable_score
+        if score is None:
+            raise JudgeUnavailable(f"{getattr(self, 'name', type(self).__name__)}: no provider "
+                                   f"can serve judge model {model!r}")
+        if model not in _warned_models:  # once per model, not once per sample of every case
+            _warned_models.add(model)
+            logger.warning("No LLM provider available for judge model %r; scoring %.1f "
+                           "(recorded as a judge error, not a verdict)", model, score)
+        return no_provider_reply(score)
 
     async def _call_llm_score(self, prompt: str, sample_index: int | None = None
                               ) -> tuple[float, str, TokenUsage]:

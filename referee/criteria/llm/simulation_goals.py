@@ -92,7 +92,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
 
     def _score_from_reply(self, reply: dict[str, Any]) -> float:
         # The score is counted from the goals in evaluate(); only the fallback carries one.
-        return 0.5 if is_no_provider_reply(reply) else 0.0
+        return float(reply["score"]) if is_no_provider_reply(reply) else 0.0
 
     def _collect_extras(self, result_dict: dict[str, Any]) -> dict[str, Any]:
         if is_no_provider_reply(result_dict):

@@ -14,7 +14,6 @@ from referee.criteria.llm.caller import (
     LLMCallerMixin,
     is_no_provider_reply,
     logger,
-    panel_member,
     recording_replies,
     sample_index_scope,
 )
@@ -78,9 +77,6 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     description = "LLM-as-judge criterion"
     reads = ("actual_response",)
 
-    # Whether ``judge=`` may be a judge panel (each member asked num_samples times).
-    accepts_panel = True
-
     def __init__(self, config: CriterionConfig | None = None, *,
                  judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
         super().__init__(config)
@@ -91,13 +87,6 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                             "criterion does not take a judge panel")
         self.panel = judge if isinstance(judge, JudgePanel) else None
         self.judge = judge if isinstance(judge, JudgeConfig) else None
-
-    def judge_panel(self) -> JudgePanel | None:
-        """The panel ``judge=`` named, else the config's ``judge_panel``, else None (one judge,
-        or the ``judge=`` that replaces them)."""
-        if self.panel is not None:
-            return self.panel
-        return self.config_panel() if self.judge is None else None
 
     # Hooks -----------------------------------------------------------------------------------
 
@@ -136,12 +125,13 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
 
     # Sampling --------------------------------------------------------------------------------
 
-    async def _run_samples(self, prompt: str) -> SampleBatch:
-        """Ask the judge ``num_samples`` times at once: ``(scores, reasonings, extras, usage)``."""
+    async def _run_samples(self, prompt: str, judge: JudgeConfig | None = None) -> SampleBatch:
+        """Ask the judge ``num_samples`` times at once: ``(scores, reasonings, extras, usage)``.
+        ``judge``: a panel member to ask instead of the criterion's one judge."""
         count = self._sample_count()
         outcomes = await asyncio.gather(
-            *(self._one_sample(prompt, index) for index in range(count)), return_exceptions=True
-        )
+            *(self._one_sample(prompt, index, judge) for index in range(count)),
+            return_exceptions=True)
         scores: list[float] = []
         reasonings: list[str] = []
         extras: list[dict[str, Any]] = []
@@ -175,10 +165,13 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
                            failures=failures, provider_fallback=fallback,
                            sample_replies=samples)
 
-    async def _one_sample(self, prompt: str, index: int
+    async def _one_sample(self, prompt: str, index: int, judge: JudgeConfig | None = None
                           ) -> tuple[float, str, dict[str, Any], TokenUsage, bool, str | None]:
         with sample_index_scope(index), recording_replies() as recorded:
-            reply, usage = await self._call_llm_json(prompt)
+            # The one judge through the 10xgraph-style hook (a subclass may answer it itself);
+            # a panel member asked directly.
+            reply, usage = await (self._call_llm_json(prompt) if judge is None
+                                  else self._ask_json(judge, prompt, index))
         # A subclass that answers _call_llm_json itself sends no reply through the judge: its
         # parsed object is the evidence.
         raw = recorded[-1] if recorded else reply_evidence(
@@ -241,8 +234,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     async def _panel_result(self, panel: JudgePanel, prompt: str) -> CriterionResult:
         """Each member sampled as the one judge would be; its mean score is its answer."""
         async def ask(member: JudgeConfig) -> tuple[tuple[float, list[str]], TokenUsage]:
-            panel_member.set(member)  # this task's calls (and its samples') go to the member
-            batch = await self._run_samples(prompt)
+            batch = await self._run_samples(prompt, member)
             scores, reasonings, _, usage = batch
             if batch.provider_fallback or not scores:
                 problem = ("no LLM provider available" if batch.provider_fallback
@@ -254,7 +246,7 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             clamped = _in_range(scores)
             return (math.fsum(clamped) / len(clamped), reasonings), usage
 
-        answers = await ask_panel(self.name, panel, ask, members=panel.members)
+        answers = await ask_panel(self.name, panel, ask)
         score, reason, summary = combine_member_scores(
             answers, lambda answer: answer[0], lambda answer: {"reasonings": answer[1]})
         details = {"reason": reason, "panel": summary,

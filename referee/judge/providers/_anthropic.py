@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from referee.judge.config import JudgeConfig
 from referee.judge.providers._base import (
     JSON_INSTRUCTION,
+    CachingRules,
     JudgeRequest,
+    ProviderRules,
     ProviderSetupError,
     RawReply,
     as_dict,
@@ -19,6 +21,15 @@ from referee.judge.providers._base import (
 from referee.judge.providers._direct import use_direct_http
 from referee.judge.providers._sdk import aiohttp_http_client, post_json
 from referee.judge.retry import MalformedReply
+
+if TYPE_CHECKING:
+    from referee.judge.config import JudgeConfig
+
+# The shortest prefix Anthropic caches, by model (checked 2026-12-01, referee.judge.prompt_caching).
+_CACHE_MINIMUMS = (
+    (re.compile(r"claude-(haiku-4-5|opus-4-5|opus-4-6|opus-4-7)"), 4096),
+    (re.compile(r"claude-(3-5-haiku|3-haiku|haiku-3)"), 2048),
+)
 
 
 @functools.cache
@@ -32,7 +43,27 @@ def _accepts_temperature(client: Any) -> bool:
     return "temperature" in _messages_create_params(messages_type)
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(ProviderRules):
+    default_model = "claude-haiku-4-5"
+    own_hosts = ("api.anthropic.com",)
+    base_url_env = "ANTHROPIC_BASE_URL"
+    prefix_aliases = ("claude",)
+    credentials_hint = ("Anthropic", "ANTHROPIC_API_KEY")
+
+    def names_model(self, name: str) -> bool:
+        return name.startswith("claude")
+
+    def available(self, base_url: str) -> bool:
+        return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+    def caching_rules(self, model: str) -> CachingRules | None:
+        minimum = next((m for pattern, m in _CACHE_MINIMUMS if pattern.search(model)), 1024)
+        return CachingRules("anthropic", min_tokens=minimum, needs_breakpoint=True)
+
+    def sends_reply_schema(self, cfg: JudgeConfig, base_url: str) -> bool:
+        """Never: a forced tool would add Anthropic's tool-use system prompt."""
+        return False
+
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip()
         api_key = cfg.api_key_value() or os.environ.get("ANTHROPIC_API_KEY") or None

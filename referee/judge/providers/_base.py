@@ -1,17 +1,21 @@
-"""What every provider adapter shares: the request and reply types, the adapter Protocol, and
-the small readers of a reply's JSON."""
+"""What every provider adapter shares: the request and reply types, the adapter Protocol, the
+provider's rules (``ProviderRules``), and the small readers of a reply's JSON."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import orjson
 
-from referee.judge.config import JudgeConfig
+from referee.judge import retry
+
+if TYPE_CHECKING:  # the configuration reads the providers' rules, not the other way round
+    from referee.judge.config import JudgeConfig
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,78 @@ class ProviderSetupError(Exception):
     """The provider cannot be used at all (missing SDK, missing credentials); never retried."""
 
 
+@dataclass(frozen=True)
+class CachingRules:
+    """A provider's published prompt-caching rules for a model (referee.judge.prompt_caching)."""
+
+    provider: str
+    min_tokens: int
+    # Cached length is rounded down to this many tokens (OpenAI caches in 128-token steps).
+    step_tokens: int = 1
+    needs_breakpoint: bool = False  # Anthropic caches only what a cache_control marks
+    ttl_s: float = 300.0
+
+
+class ProviderRules:
+    """What a provider's API asks of the rest of referee, beyond a call: its defaults, which
+    endpoints are its own, the API a judge uses, prompt caching, reply schemas and how its
+    failures are retried. Each built-in adapter derives from this and sets its own, so that no
+    code outside ``judge/providers/`` asks which provider it is. An adapter registered at
+    runtime that does not derive from it gets these defaults: the provider taken at its word.
+    """
+
+    # The model a provider switched to in a configuration layer gets when the layer names none.
+    default_model: str = ""
+    # The hosts of the provider's own public API. Any other base URL is a server that only
+    # speaks its API (a local llama.cpp, Ollama or vLLM server, a gateway). None listed: every
+    # endpoint counts as its own.
+    own_hosts: tuple[str, ...] = ()
+    # The environment variable its SDK reads another endpoint from.
+    base_url_env: str = ""
+    # Whether the multivon-style resolution writes that endpoint into the resolved config
+    # (multivon's ``JudgeConfig.resolve()`` reads OPENAI_BASE_URL).
+    resolves_base_url_from_env: bool = False
+    # Prefixes the 10xgraph-style API writes before "/" that name this provider
+    # ("gemini/gemini-2.5-flash").
+    prefix_aliases: tuple[str, ...] = ()
+    # The APIs it offers, by ``api_style``, as a run's judge line names them.
+    api_names: Mapping[str, str] = MappingProxyType({})
+    # (its name, where its credentials come from), for the "no judge is reachable" advice.
+    credentials_hint: tuple[str, str] | None = None
+
+    def names_model(self, name: str) -> bool:
+        """Whether a bare model name (its last path part, lower-case) is this provider's, as
+        the 10xgraph-style API infers it (``gemini*`` is Google's)."""
+        return False
+
+    def available(self, base_url: str) -> bool:
+        """Whether its SDK is importable and some credentials (or an endpoint) are set."""
+        return True
+
+    def is_own_endpoint(self, base_url: str) -> bool:
+        """Whether ``base_url`` (not empty) is on one of its own hosts."""
+        host = (urlsplit(base_url).hostname or "").lower()
+        return any(host == known or host.endswith("." + known) for known in self.own_hosts)
+
+    def default_api_style(self, own_endpoint: bool) -> str:
+        """The API a judge uses when its ``api_style`` is not set: the documented Responses API
+        at the provider's own endpoint, Chat Completions (which every compatible server has)
+        anywhere else."""
+        return "responses" if own_endpoint else "chat"
+
+    def caching_rules(self, model: str) -> CachingRules | None:
+        """Its prompt-caching rules for ``model`` (a bare, lower-case name); None: no caching."""
+        return None
+
+    def sends_reply_schema(self, cfg: JudgeConfig, base_url: str) -> bool:
+        """Whether a request's reply schema is sent (``JudgeConfig.structured_output``)."""
+        return bool(cfg.structured_output)
+
+    def classify(self, exc: BaseException) -> retry.FailureInfo:
+        """How a failed call is retried (referee.judge.retry.classify)."""
+        return retry.classify(exc)
+
+
 class ProviderAdapter(Protocol):
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         """(base_url, api_key) after applying the SDK's own environment variables."""
@@ -82,26 +158,6 @@ SCHEMA_NAME = "referee_reply"
 def schema_text(schema: Mapping[str, Any]) -> str:
     """A schema as stable text: what tells two requests' reply formats apart in a cache key."""
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
-
-
-def sends_reply_schema(cfg: JudgeConfig, base_url: str) -> bool:
-    """Whether a request's reply schema is sent to the provider at ``base_url``.
-
-    ``JudgeConfig.structured_output`` decides when set. Unset, only OpenAI-compatible servers
-    other than OpenAI's own API get it (llama.cpp, vLLM, Ollama...): there it becomes a decoding
-    grammar that holds a small model to the shape asked for. OpenAI's and Gemini's APIs bill
-    it as input on every request (a batched request a quarter to a third more, docs/judge.md),
-    and their models follow the instruction, which the reply checks back up. Anthropic never
-    gets one (a forced tool would add its tool-use system prompt).
-    """
-    if cfg.provider == "anthropic":
-        return False
-    if cfg.structured_output is not None:
-        return cfg.structured_output
-    if cfg.provider != "openai" or not base_url:
-        return False
-    host = (urlsplit(base_url).hostname or "").lower()
-    return not (host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com")))
 
 
 def as_int(value: Any) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from referee.judge.config import env_switch
+from referee.judge.environment import env_switch
 from referee.judge.providers._base import ProviderSetupError, json_value
 from referee.judge.retry import MalformedReply
 

@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from referee.judge.config import JudgeConfig
 from referee.judge.providers._base import (
+    CachingRules,
     JudgeRequest,
+    ProviderRules,
     ProviderSetupError,
     RawReply,
     as_int,
 )
 from referee.judge.retry import MalformedReply
+
+if TYPE_CHECKING:
+    from referee.judge.config import JudgeConfig
+
+# Implicit caching exists from Gemini 2.5 on; the minimum rose with the model generation
+# (checked 2026-12-01, referee.judge.prompt_caching).
+_GEMINI_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
+_CACHE_MINIMUMS = ((3.0, 4096), (2.5, 2048))
+# The endpoint key of Vertex AI (``credentials``): Google's own, never sent anywhere.
+VERTEX = "vertex"
 
 
 def _use_vertex() -> bool:
@@ -40,7 +53,32 @@ def _takes_json_schema(config_type: type) -> bool:
     return "response_json_schema" in getattr(config_type, "model_fields", {})
 
 
-class GoogleAdapter:
+class GoogleAdapter(ProviderRules):
+    default_model = "gemini-2.5-flash"
+    own_hosts = ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")
+    prefix_aliases = ("gemini",)
+    credentials_hint = ("Google", "GOOGLE_API_KEY (or GEMINI_API_KEY)")
+
+    def names_model(self, name: str) -> bool:
+        return name.startswith("gemini")
+
+    def available(self, base_url: str) -> bool:
+        if importlib.util.find_spec("google.genai") is None:
+            return False
+        return _use_vertex() or bool(os.environ.get("GOOGLE_API_KEY")
+                                     or os.environ.get("GEMINI_API_KEY"))
+
+    def is_own_endpoint(self, base_url: str) -> bool:
+        return base_url == VERTEX or super().is_own_endpoint(base_url)
+
+    def caching_rules(self, model: str) -> CachingRules | None:
+        version = _GEMINI_VERSION.search(model)
+        if version is None:  # an alias such as "gemini-flash-latest": a current model
+            return CachingRules("google", min_tokens=_CACHE_MINIMUMS[0][1])
+        found = next((m for since, m in _CACHE_MINIMUMS if float(version.group(1)) >= since),
+                     None)
+        return CachingRules("google", min_tokens=found) if found is not None else None
+
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         _import_genai()
         api_key = (cfg.api_key_value() or os.environ.get("GOOGLE_API_KEY")
@@ -51,7 +89,7 @@ class GoogleAdapter:
                 "GOOGLE_GENAI_USE_VERTEXAI=true for Vertex AI, or JudgeConfig(api_key=...)")
         base_url = cfg.base_url
         if _use_vertex() and not cfg.api_key_value():
-            base_url = base_url or "vertex"  # distinct endpoint key; never sent anywhere
+            base_url = base_url or VERTEX  # distinct endpoint key; never sent anywhere
         return base_url, api_key
 
     def make_client(self, base_url: str, api_key: str | None, cfg: JudgeConfig) -> Any:
@@ -59,11 +97,11 @@ class GoogleAdapter:
         from google.genai import types
 
         http_options = types.HttpOptions(
-            base_url=base_url if base_url and base_url != "vertex" else None,
+            base_url=base_url if base_url and base_url != VERTEX else None,
             timeout=int(cfg.effective_timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        if base_url == "vertex":
+        if base_url == VERTEX:
             return genai.Client(vertexai=True, http_options=http_options)
         return genai.Client(api_key=api_key, vertexai=False if api_key else None,
                             http_options=http_options)

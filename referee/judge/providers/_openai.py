@@ -4,21 +4,64 @@ choice between Chat Completions and the Responses API (``JudgeConfig.api_style``
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from referee.judge.config import JudgeConfig
 from referee.judge.providers import _openai_chat, _openai_responses
 from referee.judge.providers._base import (
     PLACEHOLDER_API_KEY,
+    CachingRules,
     JudgeRequest,
+    ProviderRules,
     ProviderSetupError,
     RawReply,
 )
 from referee.judge.providers._direct import use_direct_http
 from referee.judge.providers._sdk import aiohttp_http_client
 
+if TYPE_CHECKING:
+    from referee.judge.config import JudgeConfig
 
-class OpenAIAdapter:
+# The model names the 10xgraph-style API reads as OpenAI's.
+_OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
+
+
+class OpenAIAdapter(ProviderRules):
+    default_model = "gpt-4o-mini"
+    own_hosts = ("api.openai.com",)
+    base_url_env = "OPENAI_BASE_URL"
+    resolves_base_url_from_env = True
+    prefix_aliases = ("gpt",)
+    api_names = MappingProxyType({"chat": "Chat Completions (/chat/completions)",
+                                  "responses": "the Responses API (/responses)"})
+    credentials_hint = ("OpenAI", "OPENAI_API_KEY (or OPENAI_BASE_URL)")
+
+    def names_model(self, name: str) -> bool:
+        return _OPENAI_MODEL.match(name) is not None
+
+    def available(self, base_url: str) -> bool:
+        """A key, or an OpenAI-compatible endpoint (local servers ignore the key)."""
+        env = os.environ
+        return bool(env.get("OPENAI_API_KEY") or base_url or env.get("OPENAI_BASE_URL"))
+
+    def caching_rules(self, model: str) -> CachingRules | None:
+        return CachingRules("openai", min_tokens=1024, step_tokens=128)
+
+    def sends_reply_schema(self, cfg: JudgeConfig, base_url: str) -> bool:
+        """Unset, only OpenAI-compatible servers other than OpenAI's own API get the schema
+        (llama.cpp, vLLM, Ollama...): there it becomes a decoding grammar that holds a small
+        model to the shape asked for. OpenAI's API bills it as input on every request (a
+        batched request a quarter to a third more, docs/judge.md), and its models follow the
+        instruction, which the reply checks back up."""
+        if cfg.structured_output is not None:
+            return cfg.structured_output
+        if not base_url:
+            return False
+        host = (urlsplit(base_url).hostname or "").lower()
+        return not (host == "openai.com" or host.endswith((".openai.com", ".openai.azure.com")))
+
     def credentials(self, cfg: JudgeConfig) -> tuple[str, str | None]:
         base_url = cfg.base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
         api_key = cfg.api_key_value() or os.environ.get("OPENAI_API_KEY") or None

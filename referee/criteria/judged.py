@@ -1,0 +1,110 @@
+"""The one base of judged criteria: the judge is bound before the first case.
+
+Both API styles' judged criteria (the multivon-style evaluators and the 10xgraph-style LLM
+criteria) hold their judge the same way. A run looks it up once, before its first case
+(``describe_run`` calls ``look_up_judge`` and hands the result to ``bind_judge``); scoring
+reads ``judge_binding()`` and looks nothing up (design decision 16). A criterion called by hand,
+outside a run, looks its judge up on first use and keeps it.
+
+What the two styles differ in is data, ``judge_defaults`` (referee.judge.DEFAULT_JUDGES): the
+default judge and temperature, whether the criterion's config names the judge, and the score
+given when no provider can serve it. Each style's ``look_up_judge`` reads its own settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from referee.judge.binding import JudgeBinding
+from referee.judge.config import DEFAULT_JUDGES, EVAL_SUITE, DefaultJudge, JudgeConfig
+from referee.judge.panel import JudgePanel
+
+# The attributes a judged criterion's judge follows from.
+_JUDGE_SETTINGS = frozenset({"judge", "panel", "config"})
+
+
+class JudgedCriterionBase:
+    """Holds a judged criterion's judge binding; combined with ``BaseCriterion`` (it is a mixin
+    so that the 10xgraph-style ``LLMCallerMixin`` carries it on its own too)."""
+
+    judge_defaults: ClassVar[DefaultJudge] = DEFAULT_JUDGES[EVAL_SUITE]
+    # Private: describe_criteria records public attributes only, and a resume compares them.
+    _judge_binding: JudgeBinding | None = None
+    # Why the run's look-up found no judge (a malformed JUDGE_PROVIDER, a panel that names no
+    # provider): raised again wherever the judge is asked for, so each case errors as it would
+    # have, without looking the judge up again.
+    _judge_lookup_failure: Exception | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A binding holds what the judge settings named when it was looked up: a criterion
+        # given another judge or config (calibrate's copies, a user's by-hand change) looks
+        # its judge up again on next use.
+        super().__setattr__(name, value)
+        if name in _JUDGE_SETTINGS:
+            super().__setattr__("_judge_binding", None)
+            super().__setattr__("_judge_lookup_failure", None)
+
+    def look_up_judge(self) -> JudgeBinding:
+        """The judge (or panel) this criterion's settings name now, with its effective settings."""
+        raise NotImplementedError(f"{type(self).__name__} must implement look_up_judge()")
+
+    def bind_judge(self, binding: JudgeBinding) -> None:
+        """Judge with ``binding`` from now on (a run binds every judged criterion before its
+        first case)."""
+        self._judge_binding, self._judge_lookup_failure = binding, None
+
+    def bind_looked_up_judge(self) -> JudgeBinding | None:
+        """Look the judge up now and bind it; None (the failure kept for scoring to raise)
+        when the look-up fails."""
+        try:
+            binding = self.look_up_judge()
+        except Exception as exc:
+            self._judge_binding, self._judge_lookup_failure = None, exc
+            return None
+        self.bind_judge(binding)
+        return binding
+
+    def ship_judge(self) -> None:
+        """Bind the judge as another process must call it (``JudgeBinding.for_elsewhere``),
+        before the criterion is sent to one (a Ray worker): it then looks nothing up there."""
+        try:
+            binding = self.judge_binding()
+        except Exception:  # the failure travels with the criterion and errors each case
+            return
+        self._judge_binding = binding.for_elsewhere()
+
+    def judge_binding(self) -> JudgeBinding:
+        """The bound judge; looked up on first use when no run bound one."""
+        if self._judge_lookup_failure is not None:
+            raise self._judge_lookup_failure.with_traceback(None)
+        if self._judge_binding is None:
+            self._judge_binding = self.look_up_judge()
+        return self._judge_binding
+
+    def judge_now(self) -> JudgeBinding:
+        """The bound judge; before anything bound one, the judge the settings name now, left
+        unbound (reading a threshold before the first case follows ``configure()``)."""
+        if self._judge_binding is not None or self._judge_lookup_failure is not None:
+            return self.judge_binding()
+        return self.look_up_judge()
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The one judge (a panel's first member); None when no provider can serve it."""
+        return self.judge_binding().first
+
+    def judge_panel(self) -> JudgePanel | None:
+        """The panel that scores, its members resolved; None when one judge does."""
+        return self.judge_binding().panel
+
+
+def judged_criteria(criteria: Iterable[Any]) -> Iterator[JudgedCriterionBase]:
+    """Every judged criterion among ``criteria``, the ones inside a composite or weighted
+    criterion included (they are judged as part of it)."""
+    for criterion in criteria:
+        if isinstance(criterion, JudgedCriterionBase):
+            yield criterion
+        nested = getattr(criterion, "criteria", None)  # GEval's is its criteria text
+        inner = list(nested) if isinstance(nested, (list, tuple)) else []
+        inner += [c for c, _ in getattr(criterion, "criteria_weights", None) or ()]
+        yield from judged_criteria(inner)
