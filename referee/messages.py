@@ -59,13 +59,20 @@ def content_text(value: Any) -> str:
     return text if isinstance(text, str) else str(value)
 
 
+# How a report or a judge prompt shows a call's arguments that the recording did not carry.
+NOT_RECORDED = "(not recorded)"
+
+
 class ToolCall(StrictModel):
     """One tool call, expected or actual. ``arguments=`` is accepted as an alias of ``args``."""
 
     model_config = ConfigDict(populate_by_name=True)
 
     name: str
-    args: dict[str, Any] = Field(default_factory=dict, validation_alias=AliasChoices("args", "arguments"))
+    # None: the recording did not carry them (a trace whose tool spans and model calls leave
+    # the opt-in arguments out), which is not "no arguments" ({}).
+    args: dict[str, Any] | None = Field(default_factory=dict,
+                                        validation_alias=AliasChoices("args", "arguments"))
     result: Any = None
     call_id: str | None = None
     # An agent used as a tool (the Agents SDK's ``as_tool``) runs an agent run of its own: the
@@ -84,14 +91,14 @@ class ToolCall(StrictModel):
                                           fields))
 
     @property
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> dict[str, Any] | None:
         return self.args
 
     def matches(self, other: ToolCall, check_args: bool = True,
                 check_call_id: bool = False) -> bool:
         """Whether this (actual) call satisfies ``other`` (the expected one), 10xgraph's rule:
         same name; same args when ``check_args`` and ``other`` names any (no args expected
-        means any args will do); same call id when ``check_call_id``."""
+        means any args will do, recorded or not); same call id when ``check_call_id``."""
         if self.name != other.name:
             return False
         if check_args and other.args and self.args != other.args:

@@ -165,6 +165,38 @@ async def test_check_args_with_empty_expected_args_accepts_any_args():
     assert (await trajectory(check_args=True).evaluate(actual, expected)).score == 1.0
 
 
+async def test_arguments_the_recording_left_out_are_accepted_only_by_any_arguments():
+    actual = ExecutionResult(tool_calls=[ToolCall(name="search", args=None),
+                                         ToolCall(name="book", args={"id": 7})])
+    any_search = case_expecting([ToolCall(name="search"), ToolCall(name="book", args={"id": 7})])
+    result = await trajectory(check_args=True).evaluate(actual, any_search)
+    assert (result.score, result.passed, result.skipped) == (1.0, True, False)
+
+    # Specific arguments against unrecorded ones cannot be checked: skipped, never failed.
+    paris = case_expecting([ToolCall(name="search", args={"q": "paris"}),
+                            ToolCall(name="book", args={"id": 7})])
+    result = await trajectory(check_args=True).evaluate(actual, paris)
+    assert result.skipped and result.details["unrecorded"] == ["tool_args"]
+    assert "the expected calls of search name arguments" in result.details["reason"]
+    # Without check_args, or where no call of that tool lacks its arguments, it is scored.
+    assert (await trajectory(check_args=False).evaluate(actual, paris)).score == 1.0
+    wrong_book = case_expecting([ToolCall(name="search"), ToolCall(name="book", args={"id": 8})])
+    result = await trajectory(check_args=True).evaluate(actual, wrong_book)
+    assert (result.skipped, result.score) == (False, 0.5)
+
+
+async def test_a_run_stored_with_unrecorded_arguments_as_empty_ones_still_says_so():
+    stored = ExecutionResult(tool_calls=[ToolCall(name="search", args={})], metadata={
+        "unrecorded": {"tool_args": "trace t: some tool arguments are not recorded"}})
+    paris = case_expecting([ToolCall(name="search", args={"q": "paris"})])
+    result = await trajectory(check_args=True).evaluate(stored, paris)
+    assert result.skipped
+    assert result.details["reason"].startswith(
+        "not scored: trace t: some tool arguments are not recorded")
+    assert (await trajectory(check_args=True).evaluate(
+        stored, case_expecting([ToolCall(name="search")]))).passed
+
+
 async def test_check_args_compares_nested_args():
     nested = {"filters": [{"field": "city", "in": ["Paris", "Lyon"]}], "opts": {"limit": 5}}
     expected = case_expecting([ToolCall(name="search", arguments=nested)])

@@ -135,6 +135,18 @@ def test_alignments_mark_every_kind_of_difference() -> None:
     assert word_diff("w " * 3000, "v " * 3000) is None  # too long to diff: shown whole instead
 
 
+def test_arguments_the_recording_left_out_show_as_not_recorded() -> None:
+    from referee.evaluators.agent import render_trace
+    from referee.execution import AgentStep
+    from referee.report.html import _calls
+
+    unknown = ToolCall(name="a", args=None)
+    (row,) = align_calls([ToolCall(name="a", args={"x": 1})], [unknown])
+    assert (row.outcome, row.actual_args, row.differing_keys) == ("matched", "(not recorded)", ())
+    assert _calls([unknown])[0]["args"] == "(not recorded)"
+    assert "Tool call 1: a((not recorded))" in render_trace([AgentStep(tool_calls=[unknown])])
+
+
 def test_case_table_has_latency_tokens_cost_and_criterion_cells() -> None:
     page = render_html(views_report())
     header = re.search(r'<table class="cases" id="case-table">.*?</thead>', page, re.S).group(0)

@@ -1,15 +1,19 @@
 """OTLP/JSON spans -> recorded runs (OpenTelemetry GenAI conventions and OpenInference).
 
-One trace is one turn; traces that share ``gen_ai.conversation.id`` (or OpenInference's
-``session.id``) are the turns of one conversation, in start order. Both GenAI convention
-generations read: the current one (``gen_ai.input.messages``/``gen_ai.output.messages`` with
-typed parts, ``gen_ai.tool.call.arguments``/``.result``, ``gen_ai.provider.name``) and the one
-before 1.37 still emitted by default (flattened ``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``,
-``gen_ai.usage.prompt_tokens``/``completion_tokens``, no tool arguments on ``execute_tool``).
+A turn is a user message: one trace is one turn, unless it holds several outermost agent
+spans sent different user messages; traces that share ``gen_ai.conversation.id`` (or
+OpenInference's ``session.id``) are the turns of one conversation, in start order.
+
+Both GenAI convention generations read: the current one (``gen_ai.input.messages`` and
+``gen_ai.output.messages`` with typed parts, ``gen_ai.tool.call.arguments``/``.result``,
+``gen_ai.provider.name``) and the one before 1.37 still emitted by default (flattened
+``gen_ai.prompt.N.*``/``gen_ai.completion.N.*``, ``gen_ai.usage.prompt_tokens``/
+``completion_tokens``, no tool arguments on ``execute_tool``).
 
 Tool arguments and results are opt-in attributes. When a tool span lacks them they are taken
-from the model's own recorded tool call (same call id) if the trace has it; otherwise the run
-says so in its notes, and the arguments stay empty rather than guessed.
+from the model's own recorded tool call (same call id: ``gen_ai.output.messages`` tool_call
+parts, or the v1.28-1.36 ``gen_ai.choice`` events) if the trace has it; otherwise the run says
+so in its notes, and the arguments read as not recorded (``args`` None), never as none ({}).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ REDACTED = "__REDACTED__"
 _EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                 "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 _CHOICE_EVENT = "gen_ai.choice"
+_EVENT_CONTENT = "gen_ai.event.content"
 
 
 @dataclass
@@ -63,6 +68,9 @@ class _Message:
     text: str = ""
     calls: list[tuple[str | None, str, Any]] = field(default_factory=list)  # (id, name, args)
     tool_call_id: str | None = None  # a tool result's call
+    # False when the instrumentation kept the message but left its content out (v1.28-1.36
+    # events without opt-in capture: a bare tool message, tool calls without arguments).
+    recorded: bool = True
 
 
 @dataclass
@@ -279,19 +287,28 @@ def _flat_message(raw: Mapping[str, Any]) -> _Message:
         function: Mapping[str, Any] = named if isinstance(named, Mapping) else call
         message.calls.append((call.get("id"), str(function.get("name", "")),
                               function.get("arguments")))
+    message.recorded = "content" in inner or any(args is not None for *_, args in message.calls)
     return message
 
 
 def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Message]:
     """Messages from v1.28-1.36 GenAI events: ``gen_ai.{system,user,assistant,tool}.message``
-    are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output."""
+    are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output. The body is
+    the log record's, or a span event's attributes, or the JSON text some SDKs (Azure AI
+    Inference, Semantic Kernel) put in a span event's ``gen_ai.event.content``."""
     messages = []
     for name, body in events:
-        body = body if isinstance(body, Mapping) else {"content": body}
+        if isinstance(body, Mapping) and _EVENT_CONTENT in body:
+            text = body[_EVENT_CONTENT]
+            body = _as_object(text) or {"content": text}
+        # An empty body is an event whose content was not captured (opt-in), not empty text.
+        body = body if isinstance(body, Mapping) else {} if body is None else {"content": body}
         if direction == "input" and name in _EVENT_ROLES:
-            raw = {"role": body.get("role") or _EVENT_ROLES[name], "content": body.get("content"),
+            raw = {"role": body.get("role") or _EVENT_ROLES[name],
                    "tool_calls": body.get("tool_calls"),
                    "tool_call_id": body.get("id") if name == "gen_ai.tool.message" else None}
+            if "content" in body:  # absent, not empty, without the opt-in content capture
+                raw["content"] = body["content"]
             messages.append(_flat_message(raw))
         elif direction == "output" and name == _CHOICE_EVENT:
             found = body.get("message")
@@ -395,6 +412,11 @@ def _graph_node(span: _Span) -> str | None:
     return str(node) if node not in (None, "") else None
 
 
+def _in_graph_step(span: _Span, tree: _Tree) -> bool:
+    """The span is (or runs inside) a LangGraph node."""
+    return any(_graph_node(s) is not None for s in [span, *tree.ancestors(span)])
+
+
 def _calling_tool(span: _Span, tree: _Tree) -> _Span | None:
     """The tool span ``span`` ran inside (an agent used as a tool), if any: the nearest."""
     return next((a for a in tree.ancestors(span) if a.kind == "tool"), None)
@@ -482,30 +504,7 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     if by_id is not None:
         by_id.taken = True
 
-    if found_args is not None and _redacted(found_args[1], f"arguments of {name!r}",
-                                            span.where, notes):
-        found_args = None
-        if by_id is None:
-            unknown.add("tool_args")
-    if found_args is not None and found_args[0] == "input.value" and not _is_json_object(
-            found_args[1]):
-        found_args = None  # OpenInference's input.value is whatever the tool took, often text
-        if by_id is None:
-            notes.append(f"{span.where}: input.value is not a JSON object, so the arguments "
-                         f"of {name!r} are unknown, left empty")
-            unknown.add("tool_args")
-    if found_args is not None:
-        args = parse_arguments(found_args[1], span.where, f"attributes.{found_args[0]}")
-    elif by_id is not None:
-        args = parse_arguments(by_id.arguments, span.where,
-                               f"the model's tool call {by_id.call_id} arguments")
-    else:
-        args = {}
-        if "tool_args" not in unknown:
-            notes.append(f"{span.where}: gen_ai.tool.call.arguments not recorded (an opt-in "
-                         f"attribute) and no model tool call with this id; arguments of "
-                         f"{name!r} are unknown, left empty")
-            unknown.add("tool_args")
+    args = _arguments(span, name, found_args, by_id, notes, unknown)
 
     result: Any = None
     if raw_result is not None and not _redacted(raw_result, f"result of {name!r}", span.where,
@@ -519,6 +518,65 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
                          f"attribute); the result of {name!r} is unknown")
         unknown.add("tool_results")
     return ToolCall(name=name, args=args, result=result, call_id=call_id)
+
+
+def _arguments(span: _Span, name: str, found_args: tuple[str, Any] | None,
+               by_id: _ModelCall | None, notes: list[str],
+               unknown: set[str]) -> dict[str, Any] | None:
+    """A tool span's arguments: its own attribute, else its model call's; None (with a note)
+    when neither records them, which is not the same as a call without arguments ({})."""
+    if found_args is not None and _redacted(found_args[1], f"arguments of {name!r}",
+                                            span.where, notes):
+        found_args, explained = None, True
+    elif found_args is not None and found_args[0] == "input.value" and not _is_json_object(
+            found_args[1]):
+        found_args = None  # OpenInference's input.value is whatever the tool took, often text
+        explained = by_id is None or by_id.arguments is None
+        if explained:
+            notes.append(f"{span.where}: input.value is not a JSON object, so the arguments "
+                         f"of {name!r} are not recorded (read as null)")
+    else:
+        explained = False
+    if found_args is not None:
+        return parse_arguments(found_args[1], span.where, f"attributes.{found_args[0]}")
+    if by_id is not None and by_id.arguments is not None:
+        return parse_arguments(by_id.arguments, span.where,
+                               f"the model's tool call {by_id.call_id} arguments")
+    unknown.add("tool_args")
+    if explained:
+        return None
+    if by_id is not None:
+        notes.append(f"{span.where}: gen_ai.tool.call.arguments not recorded (an opt-in "
+                     f"attribute), nor on the model's call {by_id.call_id or name!r} (content "
+                     f"capture is opt-in); the arguments of {name!r} are not recorded (read as "
+                     f"null)")
+    else:
+        notes.append(f"{span.where}: gen_ai.tool.call.arguments not recorded (an opt-in "
+                     f"attribute) and no model tool call with this id; the arguments of "
+                     f"{name!r} are not recorded (read as null)")
+    return None
+
+
+def _model_call(call: _ModelCall, index: int, model_results: Mapping[str, str],
+                unsent_results: set[str], where: str, notes: list[str],
+                unknown: set[str]) -> ToolCall:
+    """A tool call as only the model's own record shows it (no tool span)."""
+    args = None
+    if call.arguments is not None:
+        args = parse_arguments(call.arguments, where, f"tool_calls[{index}].arguments")
+    else:
+        notes.append(f"{where}: the model's call {call.call_id or index} of {call.name!r} "
+                     f"records no arguments (content capture is opt-in); read as null")
+        unknown.add("tool_args")
+    if call.call_id in unsent_results:
+        notes.append(f"{where}: the tool message answering the model's call {call.call_id} "
+                     f"of {call.name!r} records no content (capture is opt-in); its result is "
+                     f"unknown")
+        unknown.add("tool_results")
+    if call.call_id is None or call.call_id not in model_results:
+        return ToolCall(name=call.name, args=args, call_id=call.call_id)
+    return ToolCall(name=call.name, args=args, call_id=call.call_id,
+                    result=parse_result(model_results[call.call_id]))
 
 
 def _as_object(value: Any) -> Mapping[str, Any] | None:
@@ -544,12 +602,25 @@ class _Turn:
     unknown: set[str]  # execution fields this turn's spans could not carry
 
 
+def _user_messages(spans: list[_Span], inputs: Mapping[str, list[_Message]]) -> list[str]:
+    """The user messages the first model call was sent (the conversation so far), or those of
+    the first other span that shows any: an enclosing chain or agent span may show only the
+    conversation's first message. The turn's own message is the last one."""
+    by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
+    for span in by_kind:
+        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
+        if users:
+            return users
+    return []
+
+
 def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     spans = sorted(spans, key=lambda s: (s.start, s.order))
     inputs = {s.span_id: _messages(s, "input") for s in spans}
     outputs = {s.span_id: _messages(s, "output") for s in spans}
     model_calls: dict[str, _ModelCall] = {}  # by id (or position), in the order they were made
     model_results: dict[str, str] = {}  # call id -> result sent back to the model
+    unsent_results: set[str] = set()  # call ids whose result was sent, its content not recorded
     for span in spans:
         for message in outputs[span.span_id]:
             for call_id, name, arguments in message.calls:
@@ -558,17 +629,15 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
                     str(call_id) if call_id is not None else None, name, arguments))
         for message in inputs[span.span_id]:
             if message.role == "tool" and message.tool_call_id is not None:
-                model_results[str(message.tool_call_id)] = message.text
+                if message.recorded:
+                    model_results[str(message.tool_call_id)] = message.text
+                else:
+                    unsent_results.add(str(message.tool_call_id))
     unknown: set[str] = set()
     turn = TurnResult()
-    # The user message of this turn is the last one the first model call was sent: an
-    # enclosing chain or agent span may show only the conversation's first message.
-    by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
-    for span in by_kind:
-        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
-        if users:
-            turn.user_content = users[-1]
-            break
+    users = _user_messages(spans, inputs)
+    if users:
+        turn.user_content = users[-1]
     else:
         root_input = next((s.attrs.get("input.value") for s in spans
                            if not s.parent_id and s.attrs.get("input.value")), None)
@@ -590,12 +659,9 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
             else:
                 turn.tool_calls.append(made)
     else:  # only the model was instrumented: its own tool calls are the trajectory
-        for j, call in enumerate(calls):
-            args = parse_arguments(call.arguments, where=spans[0].where if spans else "",
-                                   field_name=f"tool_calls[{j}].arguments")
-            turn.tool_calls.append(ToolCall(
-                name=call.name, args=args, call_id=call.call_id,
-                result=parse_result(model_results.get(call.call_id)) if call.call_id else None))
+        turn.tool_calls.extend(_model_call(call, j, model_results, unsent_results,
+                                           spans[0].where, notes, unknown)
+                               for j, call in enumerate(calls))
     visits = _node_visits(spans, tree)
     for span, name in visits or []:
         caller = _calling_tool(span, tree)
@@ -618,22 +684,31 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     if _redacted(turn.user_content, "user message", where, notes):
         turn.user_content = ""
     models = [s for s in spans if s.kind == "llm"]
-    if models and not any(inputs[s.span_id] or outputs[s.span_id] for s in models):
+    if models and not any(m.recorded for s in models
+                          for m in [*inputs[s.span_id], *outputs[s.span_id]]):
         # The GenAI instrumentations' default: no content on the spans (opt-in), and with the
-        # v1.28-1.36 conventions it goes to the logs pipeline when enabled.
+        # v1.28-1.36 conventions it goes to the logs pipeline when enabled, where the events
+        # without it still name the model's tool calls.
         unknown.add("content")
         if not answered and not roots:
             unknown.add("actual_response")
-        if not tool_spans:
+        if not tool_spans and not calls:
             unknown.add("tool_calls")
     return _Turn(turn, _usage(spans, tree), visits is not None, unknown)
 
 
 def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
-    """A trace's turns: one per outermost agent span (a trace holding two top-level
-    ``invoke_agent`` spans holds two turns of the conversation); the whole trace without."""
-    outermost = sorted((s for s in spans if _outermost_agent(s, tree)),
-                       key=lambda s: (s.start, s.order))
+    """A trace's turns: one per user message, started by an outermost agent span (a trace
+    holding two top-level ``invoke_agent`` spans holds two turns of the conversation); the
+    whole trace without.
+
+    A turn is a user message, not an agent or model call: agent spans that were sent the same
+    user messages as the one before (a handoff, a ReAct loop's next step) continue its turn,
+    and an agent span inside a LangGraph node (the prebuilt ReAct agent's ``agent`` node is an
+    AGENT span, once per tool round) is a step of the graph run that holds it.
+    """
+    outermost = sorted((s for s in spans if _outermost_agent(s, tree)
+                        and not _in_graph_step(s, tree)), key=lambda s: (s.start, s.order))
     if len(outermost) < 2:
         return [spans]
     groups: dict[str, list[_Span]] = {s.span_id: [] for s in outermost}
@@ -645,7 +720,15 @@ def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
             if not span.parent_id and span.span_id in around_turns:
                 continue  # the conversation's own root span is no part of any one turn
         groups[owner.span_id].append(span)
-    return [groups[s.span_id] for s in outermost]
+    turns: list[tuple[list[str], list[_Span]]] = []
+    for start in outermost:
+        group = groups[start.span_id]
+        users = _user_messages(group, {s.span_id: _messages(s, "input") for s in group})
+        if turns and users and users == turns[-1][0]:
+            turns[-1][1].extend(group)
+        else:
+            turns.append((users, group))
+    return [group for _, group in turns] if len(turns) > 1 else [spans]
 
 
 def _conversation_id(spans: list[_Span]) -> str | None:

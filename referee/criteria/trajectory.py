@@ -8,12 +8,25 @@ from referee.case import EvalCase, ToolCall, flattened
 from referee.config import MatchType
 from referee.criteria.base import SyncCriterion
 from referee.criteria.matching import match_sequences, tool_call_matches
-from referee.execution import ExecutionResult
+from referee.execution import UNRECORDED_KEY, ExecutionResult
 from referee.result import CriterionResult
 
 
 def _label(call: ToolCall, with_args: bool) -> str:
     return f"{call.name}({call.args})" if with_args and call.args else call.name
+
+
+def _uncheckable(actual: ExecutionResult, actual_calls: list[ToolCall],
+                 expected_calls: list[ToolCall]) -> list[str]:
+    """Tools whose expected calls name arguments while the recording left some of their
+    calls' arguments out (``args`` None): those arguments cannot be checked. An expected call
+    with empty args accepts any arguments, recorded or not."""
+    unrecorded = actual.metadata.get(UNRECORDED_KEY)
+    # A run stored before unrecorded arguments were None kept them as {} and said so only here.
+    all_unknown = isinstance(unrecorded, dict) and "tool_args" in unrecorded and all(
+        call.args is not None for call in actual_calls)
+    unknown = {call.name for call in actual_calls if call.args is None or all_unknown}
+    return sorted({call.name for call in expected_calls if call.args and call.name in unknown})
 
 
 class TrajectoryMatchCriterion(SyncCriterion):
@@ -32,7 +45,10 @@ class TrajectoryMatchCriterion(SyncCriterion):
 
     Both of the latter score 1.0 when nothing is expected. With ``check_args`` an expected call's
     args must equal the actual ones (nested values compared structurally); an expected call
-    with empty ``args`` accepts any arguments. With ``include_nested`` (a referee extension)
+    with empty ``args`` accepts any arguments, also ones the recording left out (``args``
+    None, as a trace without the opt-in argument attributes reads). An expected call naming
+    arguments for a tool whose recorded call has none to compare skips the case: it cannot be
+    checked, and is not failed on no evidence. With ``include_nested`` (a referee extension)
     the actual calls include those made inside agents used as tools, each right after the
     call that ran its agent; without it such a call counts once, as the caller made it.
     """
@@ -40,9 +56,8 @@ class TrajectoryMatchCriterion(SyncCriterion):
     name = "tool_trajectory_avg_score"
     description = "Evaluates tool call trajectory matching"
 
-    @property
-    def reads(self) -> tuple[str, ...]:  # type: ignore[override]
-        return ("tool_calls", "tool_args") if self.config.check_args else ("tool_calls",)
+    # Arguments the recording left out are judged per case (evaluate_sync), not skipped wholesale.
+    reads = ("tool_calls",)
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         expected_calls = expected.expected_tool_trajectory
@@ -50,6 +65,15 @@ class TrajectoryMatchCriterion(SyncCriterion):
         actual_calls = flattened(actual.tool_calls) if include_nested else actual.tool_calls
         match_type = self.config.match_type
         check_args = self.config.check_args
+        uncheckable = _uncheckable(actual, actual_calls, expected_calls) if check_args else []
+        if uncheckable:
+            unrecorded = actual.metadata.get(UNRECORDED_KEY)
+            why = unrecorded.get("tool_args") if isinstance(unrecorded, dict) else None
+            skipped = self._skipped(
+                f"not scored: {why or 'some tool arguments are not recorded'}; the expected "
+                f"calls of {', '.join(uncheckable)} name arguments, which cannot be checked")
+            skipped.details["unrecorded"] = ["tool_args"]
+            return skipped
         outcome = match_sequences(match_type, actual_calls, expected_calls,
                                   partial(tool_call_matches, check_args=check_args))
 

@@ -39,6 +39,7 @@ from referee.evaluators.qag import (
 )
 from referee.execution import AgentStep, ExecutionResult
 from referee.judge import JudgeConfig, Verdict
+from referee.messages import NOT_RECORDED
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
 
@@ -101,7 +102,8 @@ def render_trace(steps: list[AgentStep]) -> str:
             lines.append(f"  Thought: {step.thought}")
         for call in step.tool_calls:
             number += 1
-            lines.append(f"  Tool call {number}: {call.name}({_as_json(call.args)})")
+            arguments = NOT_RECORDED if call.args is None else _as_json(call.args)
+            lines.append(f"  Tool call {number}: {call.name}({arguments})")
             result = "(no result recorded)" if call.result is None else _as_json(call.result)
             lines.append(f"    Result: {result}")
         if step.output:

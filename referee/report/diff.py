@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal
 
+from referee.messages import NOT_RECORDED
+
 WordOp = Literal["same", "removed", "added"]
 CallOutcome = Literal["matched", "wrong_args", "missing", "extra"]
 
@@ -60,6 +62,8 @@ class CallRow:
 
 
 def _args_text(args: Any) -> str:
+    if args is None:
+        return NOT_RECORDED
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str) if args else "{}"
 
 
@@ -80,9 +84,10 @@ def align_calls(expected: Sequence[Any], actual: Sequence[Any]) -> list[CallRow]
         if tag == "equal":
             for e, a in zip(expected[i1:i2], actual[j1:j2]):
                 e_args, a_args = dict(e.args or {}), dict(a.args or {})
-                differing = _differing_keys(e_args, a_args)
+                # Arguments the recording left out (None) differ in nothing that is known.
+                differing = () if a.args is None else _differing_keys(e_args, a_args)
                 rows.append(CallRow("wrong_args" if differing else "matched", e.name,
-                                    _args_text(e_args), a.name, _args_text(a_args), differing))
+                                    _args_text(e_args), a.name, _args_text(a.args), differing))
             continue
         rows.extend(CallRow("missing", e.name, _args_text(e.args), None, None)
                     for e in expected[i1:i2])

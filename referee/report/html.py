@@ -27,6 +27,8 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.case import flattened
+from referee.content._thumbs import without_bytes
+from referee.messages import NOT_RECORDED
 from referee.record import (
     CaseResult,
     CaseStatus,
@@ -37,6 +39,7 @@ from referee.record import (
 )
 from referee.redact import redacted_head
 from referee.report import charts
+from referee.report._media import MediaViews
 from referee.report.console import judge_consistency_line, judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
@@ -96,7 +99,7 @@ def content_security_policy(script: str | None, *, forms: bool = False,
         "default-src 'none'",
         f"style-src {_sha256_source(css)}",
         f"script-src {_sha256_source(script)}" if script else "script-src 'none'",
-        "img-src 'none'",
+        "img-src data:",  # the case thumbnails, inline (report/_media.py); nothing fetched
         "object-src 'none'",
         "base-uri 'none'",
         "form-action " + ("'self'" if forms else "'none'"),
@@ -373,7 +376,7 @@ def _calls(calls: Iterable[Any], prefix: str = "", depth: int = 0) -> list[dict[
     rows: list[dict[str, Any]] = []
     for number, c in enumerate(calls, 1):
         rows.append({"number": f"{prefix}{number}", "depth": depth, "agent": "", "name": c.name,
-                     "args": _json(c.args) if c.args else "{}",
+                     "args": _json(c.args) if c.args else NOT_RECORDED if c.args is None else "{}",
                      "result": "" if c.result is None else (_cut(c.result) if isinstance(c.result, str) else _json(c.result))})
         rows.extend(_inner_run(c, f"{prefix}{number}.", depth + 1))
     return rows
@@ -442,6 +445,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         extra["case"] = strip_raw_http(spec.metadata)
     if ex is not None and ex.metadata:
         extra["execution"] = strip_raw_http(ex.metadata)
+    extra = without_bytes(extra)  # images and PDFs show as thumbnails, not as base64
     error = case.error or (ex.error if ex is not None else None)
     return {
         "status": case.status.value,
@@ -677,6 +681,10 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
+    media = MediaViews(report.metadata.get("run_dir"), blob_href=(
+        (lambda sha256: f"/run/{quote(run_key)}/blob/{sha256}") if run_key else None))
+    for view, case in zip(cases, shown):
+        view["media"] = media.of_case(case)
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     labelling = None
     if label_href is None:  # a file on its own: the page labels into the browser's storage

@@ -54,6 +54,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee import __version__
+from referee.content._blobs import externalise_json_line
 from referee.errors import InputError, RefereeError
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
@@ -440,7 +441,8 @@ class RunStore:
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
-        line = result.model_dump_json() + "\n"
+        # Images and documents go to blobs/ once, by content hash; the line keeps the hash.
+        line = externalise_json_line(result.model_dump_json(), self.run_dir) + "\n"
         with _writing(self.run_dir):
             if self._cases_file is None:
                 self._cases_file = open(self.cases_path, "a", encoding="utf-8")

@@ -96,6 +96,19 @@ def session_of(case: EvalCase) -> Any:
     return using_session(case.eval_id)
 
 
+async def live_run(agent: Any, cases: list[EvalCase], case_context: Any = None) -> EvalReport:
+    """The agent's live run of ``cases``, one case at a time, scored with CONFIG."""
+    return await AgentEvaluator(agent, config=CONFIG, save=False,
+                                case_context=case_context or session_of).evaluate(
+        cases, verbose=False, parallel=False)
+
+
+async def recorded_run(spans: Path, cases: list[EvalCase], **options: Any) -> EvalReport:
+    """The same cases scored from the recorded spans, nothing re-run."""
+    return await score_traces_async(spans, cases=cases, config=CONFIG, verbose=False,
+                                    save=False, **options)
+
+
 # OpenAI Agents SDK + openinference-instrumentation-openai-agents --------------------------------
 
 ORDERS = {"1001": "shipped", "1002": "being packed"}
@@ -147,12 +160,9 @@ async def test_openai_agents_trace_scores_like_the_live_run(tmp_path):
                               tools=[lookup_order], model=model)
         triage = agents.Agent(name="triage", instructions="You route customers.",
                               handoffs=[orders], model=model)
-        live = await AgentEvaluator(OpenAIAgentsAgent(triage), config=CONFIG, save=False,
-                                    case_context=session_of).evaluate(
-            order_cases(), verbose=False, parallel=False)
+        live = await live_run(OpenAIAgentsAgent(triage), order_cases())
 
-    recorded = await score_traces_async(spans, cases=order_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, order_cases())
 
     assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.FAILED]
     assert live.cases[0].execution.node_visits == ["triage", "orders"] * 2
@@ -199,8 +209,7 @@ async def test_openai_agents_trace_nests_agents_used_as_tools_like_the_live_run(
                                     save=False, case_context=session_of).evaluate(
             [case_of()], verbose=False)
 
-    recorded = await score_traces_async(spans, cases=[case_of()], config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, [case_of()])
 
     assert live.cases[0].status == CaseStatus.PASSED, live.cases[0].criterion_results
     assert nesting(live.cases[0].execution.tool_calls) == nested
@@ -244,18 +253,103 @@ async def test_langgraph_trace_scores_like_the_live_run(tmp_path):
     spans = tmp_path / "spans.jsonl"
     with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
             instrumented(instrumentor_module.LangChainInstrumentor(), provider):
-        live = await AgentEvaluator(LangGraphAgent(example.build_graph(server.base_url())),
-                                    config=CONFIG, save=False, case_context=session_of).evaluate(
-            stock_cases(), verbose=False, parallel=False)
+        live = await live_run(LangGraphAgent(example.build_graph(server.base_url())),
+                              stock_cases())
 
-    recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases())
 
     assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
     first = live.cases[0].execution
     assert _calls(first.tool_calls)[0][:3] == ("check_stock", {"item": "keyboard"}, "4")
     assert [t.user_content for t in recorded.cases[0].execution.turns] == [
         "Is the keyboard in stock?", "And the mouse?"]
+    assert_same_run(live, recorded)
+
+
+# LangGraph's prebuilt ReAct agent + openinference-instrumentation-langchain ------------------------
+
+def refund_desk(request: RecordedRequest) -> Reply | str:
+    """Two tool rounds per question: look the order up, refund its total, then answer."""
+    order_id = re.findall(r"\d{4}", request.prompt)[-1]
+    if not request.tool_outputs:
+        return Reply.calling(("lookup_order", {"order_id": order_id}))
+    if "total" in request.tool_outputs[-1]:
+        return Reply.calling(("refund", {"order_id": order_id, "amount": "25.00"}))
+    return f"Refunded 25.00 for order {order_id}."
+
+
+def refund_cases() -> list[EvalCase]:
+    def turn(question: str, order_id: str) -> Invocation:
+        return Invocation(user_content=question,
+                          expected_final_response=f"Refunded 25.00 for order {order_id}.",
+                          expected_tool_trajectory=[
+                              ToolCall(name="lookup_order", args={"order_id": order_id}),
+                              ToolCall(name="refund", args={"order_id": order_id,
+                                                            "amount": "25.00"})],
+                          expected_node_order=["agent", "tools", "agent", "tools", "agent"])
+
+    return [EvalCase.multi_turn([turn("Please refund order 1001.", "1001")], eval_id="one-refund"),
+            EvalCase.multi_turn([turn("Please refund order 1001.", "1001"),
+                                 turn("And order 1002 too.", "1002")], eval_id="two-refunds")]
+
+
+class SessionPerCase:
+    """One LangGraphAgent per case whose runs name the case as their session: LangChain's
+    instrumentation takes the session from the run's ``metadata`` (``session_id`` before
+    ``thread_id``), as an application tags its own conversations."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph, self.agents = graph, {}
+        self.__name__ = "react agent"
+
+    async def __call__(self, message: str, history: list[Any]) -> ExecutionResult:
+        from referee.adapters import LangGraphAgent
+
+        case_id = CASE_ID.get()
+        agent = self.agents.setdefault(case_id, LangGraphAgent(
+            self.graph, config={"metadata": {"session_id": case_id}}))
+        return await agent(message, history)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # create_react_agent moved in 1.0
+@pytest.mark.parametrize("same_thread", [True, False], ids=["checkpointed-thread",
+                                                            "history-sent-again"])
+async def test_prebuilt_react_agent_trace_is_one_turn_per_user_message(tmp_path, same_thread):
+    pytest.importorskip("langgraph.prebuilt")
+    pytest.importorskip("langchain_openai")
+    instrumentor_module = pytest.importorskip("openinference.instrumentation.langchain")
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def lookup_order(order_id: str) -> dict:
+        """An order and its total."""
+        return {"order_id": order_id, "total": "25.00"}
+
+    @tool
+    def refund(order_id: str, amount: str) -> str:
+        """Refund an order."""
+        return f"refunded {amount} on {order_id}"
+
+    spans = tmp_path / "spans.jsonl"
+    with ScriptedJudgeServer(refund_desk) as server, span_file(spans) as provider, \
+            instrumented(instrumentor_module.LangChainInstrumentor(), provider):
+        model = ChatOpenAI(model="scripted-model", base_url=server.base_url(),
+                           api_key=DUMMY_API_KEY, max_retries=0)
+        graph = create_react_agent(model, [lookup_order, refund],
+                                   checkpointer=MemorySaver() if same_thread else None)
+        live = await live_run(SessionPerCase(graph), refund_cases(), case_id_of)
+
+    recorded = await recorded_run(spans, refund_cases())
+
+    assert [c.status for c in live.cases] == [CaseStatus.PASSED, CaseStatus.PASSED]
+    assert live.cases[0].execution.node_visits == ["agent", "tools", "agent", "tools", "agent"]
+    assert [[(t.user_content, t.response) for t in c.execution.turns]
+            for c in recorded.cases] == [[], [
+                ("Please refund order 1001.", "Refunded 25.00 for order 1001."),
+                ("And order 1002 too.", "Refunded 25.00 for order 1002.")]]
     assert_same_run(live, recorded)
 
 
@@ -324,9 +418,7 @@ async def _openai_v2_run(tmp_path: Path, logs: bool) -> tuple[EvalReport, Path, 
     with ScriptedJudgeServer(example.scripted_model) as server, span_file(spans) as provider, \
             openai_v2(provider, logs_path):
         agent = PerTurnSpans(LangGraphAgent(example.build_graph(server.base_url())), provider)
-        live = await AgentEvaluator(agent, config=CONFIG, save=False,
-                                    case_context=case_id_of).evaluate(
-            stock_cases(), verbose=False, parallel=False)
+        live = await live_run(agent, stock_cases(), case_id_of)
     return live, spans, logs_path
 
 
@@ -347,8 +439,7 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     live, spans, logs = await _openai_v2_run(tmp_path, logs=True)
 
-    recorded = await score_traces_async(spans, logs=logs, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases(), logs=logs)
 
     assert_same_run_but_nodes(live, recorded)
     for recorded_case in recorded.cases:
@@ -357,8 +448,7 @@ async def test_openai_v2_content_in_logs_scores_like_the_live_run(tmp_path, monk
         assert node_order.skipped and "no node visits" in node_order.details["reason"]
     # Without the logs the same spans say that their content is elsewhere, and nothing is
     # scored against the empty texts they leave.
-    spans_only = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                          verbose=False, save=False)
+    spans_only = await recorded_run(spans, stock_cases())
     first = spans_only.cases[0]
     assert first.status == CaseStatus.SKIPPED, first.criterion_results
     assert all(r.skipped for r in first.criterion_results)
@@ -378,8 +468,41 @@ async def test_openai_v2_latest_conventions_on_spans_score_like_the_live_run(tmp
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "span_only")
     live, spans, _ = await _openai_v2_run(tmp_path, logs=False)
 
-    recorded = await score_traces_async(spans, cases=stock_cases(), config=CONFIG,
-                                        verbose=False, save=False)
+    recorded = await recorded_run(spans, stock_cases())
 
     assert "gen_ai.input.messages" in spans.read_text(encoding="utf-8")
     assert_same_run_but_nodes(live, recorded)
+
+
+async def test_openai_v2_without_content_reads_unrecorded_arguments_as_not_recorded(
+        tmp_path, monkeypatch):
+    """The instrumentation's default (no content capture): its gen_ai.choice events name each
+    tool call, without arguments. They read as not recorded, and only an expectation that
+    accepts any arguments scores them."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    live, spans, logs = await _openai_v2_run(tmp_path, logs=True)
+
+    def any_arguments(cases: list[EvalCase]) -> list[EvalCase]:
+        for case in cases:
+            for turn in case.conversation:
+                turn.expected_tool_trajectory = [ToolCall(name=call.name) for call in
+                                                 turn.expected_tool_trajectory]
+        return cases
+
+    specific = await recorded_run(spans, stock_cases(), logs=logs)
+    accepting = await recorded_run(spans, any_arguments(stock_cases()), logs=logs)
+
+    for live_case, recorded in zip(live.cases, specific.cases):
+        calls = recorded.execution.tool_calls
+        assert [(c.name, c.call_id) for c in calls] == [
+            (c.name, c.call_id) for c in live_case.execution.tool_calls]
+        assert all(c.args is None and c.result is None for c in calls)
+        notes = recorded.execution.metadata["trace_notes"]
+        assert any("records no arguments" in note for note in notes)
+        trajectory = next(r for r in recorded.criterion_results
+                          if r.criterion == "tool_trajectory_avg_score")
+        assert trajectory.skipped and "cannot be checked" in trajectory.details["reason"]
+    for recorded in accepting.cases:
+        trajectory = next(r for r in recorded.criterion_results
+                          if r.criterion == "tool_trajectory_avg_score")
+        assert (trajectory.passed, trajectory.skipped) == (True, False), trajectory.details

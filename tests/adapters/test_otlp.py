@@ -41,7 +41,7 @@ def test_missing_opt_in_attributes_come_from_the_models_call_or_are_noted(tmp_pa
     from_model, unknown = read_traces(traces)
 
     assert from_model.execution.tool_calls[0].args == {"city": "Paris"}  # the model's call
-    assert unknown.execution.tool_calls[0].args == {}
+    assert unknown.execution.tool_calls[0].args is None  # not recorded, not "no arguments"
     notes = unknown.execution.metadata[TRACE_NOTES_KEY]
     assert any("gen_ai.tool.call.arguments not recorded (an opt-in attribute)" in n
                and "'execute_tool get_weather'" in n and "optin.json" in n for n in notes)
@@ -154,7 +154,7 @@ def test_an_openinference_tool_input_that_is_not_json_is_noted(tmp_path):
              input__value="cheap flights to Lisbon", output__value="3 results"))
     (run,) = read_traces(traces)
     (call,) = run.execution.tool_calls
-    assert (call.name, call.args, call.result) == ("search", {}, "3 results")
+    assert (call.name, call.args, call.result) == ("search", None, "3 results")  # unknown
     assert "input.value is not a JSON object" in run.execution.metadata[TRACE_NOTES_KEY][0]
 
 

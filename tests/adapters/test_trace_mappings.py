@@ -55,6 +55,67 @@ def test_two_top_level_agent_spans_in_one_trace_are_two_turns(tmp_path):
     assert (execution.token_usage.input_tokens, execution.token_usage.output_tokens) == (20, 4)
 
 
+def test_agent_spans_sent_the_same_user_message_are_one_turn(tmp_path):
+    # A handoff: triage and orders run one after the other, both on the user's one message.
+    trace = "d" * 32
+    question = {"role": "user", "parts": [{"type": "text", "content": "Where is order 1001?"}]}
+    spans = []
+    for n, (agent, reply) in enumerate((("triage", {"type": "tool_call", "id": "h1",
+                                                      "name": "transfer_to_orders",
+                                                      "arguments": {}}),
+                                         ("orders", {"type": "text",
+                                                     "content": "Order 1001 shipped."}))):
+        agent_span, chat = f"{n}a".ljust(16, "0"), f"{n}b".ljust(16, "0")
+        spans += [
+            span(trace, agent_span, f"invoke_agent {agent}", n * 100, end=n * 100 + 50,
+                 gen_ai__operation__name="invoke_agent", gen_ai__agent__name=agent,
+                 gen_ai__conversation__id="conv-h"),
+            span(trace, chat, "chat m", n * 100 + 1, parent=agent_span,
+                 gen_ai__operation__name="chat",
+                 gen_ai__input__messages=messages_json(question),
+                 gen_ai__output__messages=messages_json({"role": "assistant",
+                                                         "parts": [reply]})),
+        ]
+    (run,) = read_traces(write_export(tmp_path / "handoff.json", *spans))
+
+    assert run.user_turns == ["Where is order 1001?"]
+    assert run.execution.turns == []
+    assert run.execution.actual_response == "Order 1001 shipped."
+    assert run.execution.node_visits == ["triage", "orders"]
+
+
+def test_agent_nodes_of_a_langgraph_run_are_steps_of_one_turn(tmp_path):
+    # The prebuilt ReAct agent's "agent" node is an OpenInference AGENT span, once per tool
+    # round; with the messages hidden (TraceConfig hide_inputs) only the graph says so.
+    trace = "c" * 32
+    graph = "1" * 16
+
+    def node(span_id: str, name: str, start: int, kind: str = "CHAIN", **attrs):
+        return span(trace, span_id, name, start, end=start + 9, parent=graph,
+                    openinference__span__kind=kind, session__id="s-7",
+                    metadata=json.dumps({"langgraph_node": name, "langgraph_step": start}),
+                    **attrs)
+
+    spans = [
+        span(trace, graph, "LangGraph", 0, end=100, openinference__span__kind="CHAIN",
+             session__id="s-7", input__value="__REDACTED__",
+             output__value="Refunded 25.00 for order 1001."),
+        node("2" * 16, "agent", 10, "AGENT"),
+        node("3" * 16, "tools", 20),
+        span(trace, "4" * 16, "lookup_order", 21, parent="3" * 16,
+             openinference__span__kind="TOOL", tool__name="lookup_order",
+             input__value=json.dumps({"order_id": "1001"}), output__value="25.00"),
+        node("5" * 16, "agent", 30, "AGENT"),
+    ]
+    (run,) = read_traces(write_export(tmp_path / "graph.json", *spans))
+
+    assert run.execution.turns == []
+    assert run.execution.actual_response == "Refunded 25.00 for order 1001."
+    assert run.execution.node_visits == ["agent", "tools", "agent"]
+    assert [(c.name, c.args, c.result) for c in run.execution.tool_calls] == [
+        ("lookup_order", {"order_id": "1001"}, "25.00")]
+
+
 def test_openinference_tool_id_redaction_and_cached_tokens(tmp_path):
     trace = "f" * 32
     spans = [
@@ -208,6 +269,87 @@ def test_unknown_arguments_skip_an_argument_check_and_keep_the_name_check(tmp_pa
     assert (with_args["status"], with_args["skipped"]) == (CaseStatus.SKIPPED, True)
     assert "tool arguments are not recorded" in with_args["reason"]
     assert (names_only["status"], names_only["passed"]) == (CaseStatus.PASSED, True)
+
+
+def v1_36_trace_without_arguments(path):
+    """A v1.36-style run with content capture off (the default): the execute_tool span has no
+    arguments attribute (that version had none), and the model's gen_ai.choice event names the
+    call (id, name) without its arguments."""
+    trace, agent, chat, tool = "5" * 32, "1" * 16, "2" * 16, "3" * 16
+    spans = export(
+        span(trace, agent, "invoke_agent weather", 0, end=50,
+             gen_ai__operation__name="invoke_agent", gen_ai__agent__name="weather",
+             gen_ai__conversation__id="weather-1"),
+        span(trace, chat, "chat gpt", 1, end=5, parent=agent, gen_ai__operation__name="chat",
+             gen_ai__system="openai"),
+        span(trace, tool, "execute_tool get_weather", 6, end=9, parent=agent,
+             gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_weather",
+             gen_ai__tool__call__id="t1"))
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": trace, "spanId": trace[:8] + chat[:8], "eventName": "gen_ai.choice",
+         "body": any_value({"index": 0, "finish_reason": "tool_calls", "message": {
+             "role": "assistant", "tool_calls": [{"id": "t1", "type": "function",
+                                                  "function": {"name": "get_weather"}}]}})},
+    ]}]}]}
+    path.write_text(json.dumps(spans) + "\n" + json.dumps(logs) + "\n", encoding="utf-8")
+    return path
+
+
+def test_tool_arguments_no_span_or_model_call_records_read_as_not_recorded(tmp_path):
+    (run,) = read_traces(v1_36_trace_without_arguments(tmp_path / "v136.jsonl"))
+
+    (call,) = run.execution.tool_calls
+    assert (call.name, call.call_id, call.args) == ("get_weather", "t1", None)
+    assert run.execution.model_dump(mode="json")["tool_calls"][0]["args"] is None
+    assert any("arguments of 'get_weather' are not recorded" in note
+               for note in run.execution.metadata[TRACE_NOTES_KEY])
+    assert "tool_args" in run.execution.metadata[UNRECORDED_KEY]
+
+
+def test_unrecorded_arguments_pass_an_expectation_of_any_arguments(tmp_path):
+    traces = v1_36_trace_without_arguments(tmp_path / "v136.jsonl")
+    config = EvalConfig(criteria=CriteriaConfig(trajectory=CriterionConfig.trajectory(
+        match_type=MatchType.EXACT, check_args=True)))
+
+    def scored(args: dict):
+        case = EvalCase.single_turn("Weather?", eval_id="weather-1", expected_tool_trajectory=[
+            ToolCall(name="get_weather", args=args)])
+        (result,) = score_traces(traces, cases=[case], config=config, save=False,
+                                 verbose=False).cases
+        return result.status, result.criterion_results[0]
+
+    status, any_args = scored({})
+    assert (status, any_args.passed, any_args.skipped) == (CaseStatus.PASSED, True, False)
+    status, paris = scored({"city": "Paris"})
+    assert (status, paris.skipped) == (CaseStatus.SKIPPED, True)
+    assert "some tool arguments are not recorded" in paris.details["reason"]
+
+
+def test_tool_arguments_on_the_models_choice_event_content_are_read(tmp_path):
+    # Azure AI Inference's tracing (v1.36-era conventions): each event's body is JSON text in
+    # the span event's gen_ai.event.content; the execute_tool span has no arguments.
+    trace, agent, chat = "4" * 32, "1" * 16, "2" * 16
+    call = {"id": "t9", "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})}}
+    spans = [
+        span(trace, agent, "invoke_agent weather", 0, end=50,
+             gen_ai__operation__name="invoke_agent", gen_ai__agent__name="weather"),
+        span(trace, chat, "chat gpt", 1, end=5, parent=agent, gen_ai__operation__name="chat",
+             events=[("gen_ai.user.message", {"gen_ai.event.content": json.dumps(
+                         {"role": "user", "content": "Weather in Oslo?"})}),
+                     ("gen_ai.choice", {"gen_ai.event.content": json.dumps(
+                         {"message": {"tool_calls": [call]}, "finish_reason": "tool_calls",
+                          "index": 0})})]),
+        span(trace, "3" * 16, "execute_tool get_weather", 6, end=9, parent=agent,
+             gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_weather",
+             gen_ai__tool__call__id="t9", gen_ai__tool__call__result="sunny"),
+    ]
+    (run,) = read_traces(write_export(tmp_path / "azure.json", *spans))
+
+    assert run.user_turns == ["Weather in Oslo?"]
+    assert [(c.name, c.args, c.result) for c in run.execution.tool_calls] == [
+        ("get_weather", {"city": "Oslo"}, "sunny")]
+    assert TRACE_NOTES_KEY not in run.execution.metadata
 
 
 def test_tool_spans_without_ids_take_the_model_call_with_their_arguments(tmp_path):

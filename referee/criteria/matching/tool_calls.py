@@ -27,7 +27,8 @@ def args_equal(expected: Any, actual: Any) -> bool:
 
 
 def tool_call_matches(actual: ToolCall, expected: ToolCall, check_args: bool) -> bool:
-    """Same name; with ``check_args`` also equal args, unless the expected args are empty."""
+    """Same name; with ``check_args`` also equal args, unless the expected args are empty (any
+    args then, recorded or not: None is arguments the recording left out)."""
     if actual.name != expected.name:
         return False
     if not check_args or not expected.args:

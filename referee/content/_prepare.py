@@ -1,0 +1,55 @@
+"""Everything a judge request needs to know about its parts, decided once: the judge can see
+them (or the request is refused in one line), each is fitted to the provider, the provider's
+own content shape, what they add to the prompt's token estimate, and what the reply cache keys
+them by (the fitted bytes' hashes, never a path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from referee.content._fit import fit_part
+from referee.content._limits import limits_for
+from referee.content._parts import DocumentPart, ImagePart, TextPart, parts_key
+from referee.content._tokens import document_tokens, image_tokens
+from referee.content._vision import require_vision
+from referee.content._wire import user_content
+
+Part = TextPart | ImagePart | DocumentPart
+
+
+@dataclass(frozen=True)
+class PreparedContent:
+    parts: tuple[Part, ...]          # as sent: fitted to the provider
+    content: list[dict[str, Any]]    # the provider's user-content shape
+    media_tokens: int                # estimated prompt tokens of the images and documents
+    cache_key: tuple[str, ...]       # text, and each media part's content hash
+
+
+def prepare_content(provider: str, api_style: str, model: str, parts: Sequence[Part], *,
+                    takes_images: bool | None = None, detail: str = "auto") -> PreparedContent:
+    """``parts`` ready for ``provider``'s ``model``; ContentError (one line) when they cannot go."""
+    require_vision(provider, model, parts, takes_images)
+    fitted = tuple(fit_part(part, provider) for part in parts)
+    return PreparedContent(parts=fitted, content=user_content(provider, api_style, fitted),
+                           media_tokens=sum(media_tokens(provider, model, part, detail)
+                                            for part in fitted),
+                           cache_key=tuple(parts_key(list(fitted))))
+
+
+def media_tokens(provider: str, model: str, part: Part, detail: str = "auto") -> int:
+    """Estimated prompt tokens of one fitted part (0 for text, which the prompt counts).
+
+    An image known only by its URL is estimated at the largest size the provider looks at, so
+    that an estimate never undercounts; a PDF whose pages were not counted, at one page.
+    """
+    if isinstance(part, TextPart):
+        return 0
+    if isinstance(part, DocumentPart):
+        return document_tokens(provider, part.pages or 1)
+    if part.width is not None and part.height is not None:
+        return image_tokens(provider, model, part.width, part.height, detail)
+    edge = limits_for(provider).max_long_edge
+    return image_tokens(provider, model, edge, edge, detail)

@@ -1,0 +1,41 @@
+"""Which judge models can look at images and PDFs, so that a run is refused before its first
+case, in one line, rather than paying for replies to prompts the model cannot see.
+
+The table names the models each provider documents as text only (checked 2026-12-07); a model
+it does not name is taken to have vision, which the provider's own reply then confirms or
+refuses. A model served elsewhere (llama.cpp, vLLM) is declared with ``takes_images=``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+
+_TEXT_ONLY: dict[str, tuple[re.Pattern[str], ...]] = {
+    "openai": (re.compile(r"^gpt-3\.5"), re.compile(r"^gpt-4(-\d{4}|-32k.*)?$"),
+               re.compile(r"^(o1|o3)-mini"), re.compile(r"^(text|davinci|babbage)-"),
+               re.compile(r"^gpt-oss")),
+    "anthropic": (re.compile(r"^claude-(2|instant)"), re.compile(r"^claude-3-5-haiku")),
+    "google": (re.compile(r"^gemini-1\.0-pro(?!-vision)"), re.compile(r"^gemma-(2|3-1b)")),
+}
+
+
+def takes_images(provider: str, model: str, declared: bool | None = None) -> bool:
+    if declared is not None:
+        return declared
+    name = model.lower().rsplit("/", 1)[-1]
+    return not any(p.match(name) for p in _TEXT_ONLY.get(provider, ()))
+
+
+def require_vision(provider: str, model: str,
+                   parts: Iterable[TextPart | ImagePart | DocumentPart],
+                   declared: bool | None = None) -> None:
+    """Refuse, in one line, to send images or documents to a judge that cannot read them."""
+    media = [part for part in parts if not isinstance(part, TextPart)]
+    if media and not takes_images(provider, model, declared):
+        kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
+        raise ContentError(f"judge {provider}/{model} takes text only, and this criterion "
+                           f"judges {kinds}", expected="a judge model with vision, such as "
+                           "gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash")
