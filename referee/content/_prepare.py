@@ -6,6 +6,7 @@ them by (the fitted bytes' hashes, never a path).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,31 @@ class PreparedContent:
     cache_key: tuple[str, ...]       # text, and each media part's content hash
 
 
+_PREPARED: dict[tuple[Any, ...], PreparedContent] = {}
+_PREPARED_LIMIT = 256
+_PREPARED_LOCK = threading.Lock()
+
+
 def prepare_content(provider: str, api_style: str, model: str, parts: Sequence[Part], *,
                     takes_images: bool | None = None, detail: str = "auto") -> PreparedContent:
-    """``parts`` ready for ``provider``'s ``model``; ContentError (one line) when they cannot go."""
+    """``parts`` ready for ``provider``'s ``model``; ContentError (one line) when they cannot go.
+    The same parts for the same judge are prepared once (a case's requests and samples)."""
+    key = (provider, api_style, model, takes_images, detail,
+           tuple(p.text if isinstance(p, TextPart) else p.content_key() for p in parts))
+    with _PREPARED_LOCK:
+        done = _PREPARED.get(key)
+    if done is not None:
+        return done
+    prepared = _prepare(provider, api_style, model, parts, takes_images, detail)
+    with _PREPARED_LOCK:
+        if len(_PREPARED) >= _PREPARED_LIMIT:
+            _PREPARED.clear()
+        _PREPARED[key] = prepared
+    return prepared
+
+
+def _prepare(provider: str, api_style: str, model: str, parts: Sequence[Part],
+             takes_images: bool | None, detail: str) -> PreparedContent:
     require_vision(provider, model, parts, takes_images)
     fitted = tuple(fit_part(part, provider) for part in parts)
     return PreparedContent(parts=fitted, content=user_content(provider, api_style, fitted),

@@ -86,6 +86,16 @@ def _bytes_url(part: DocumentPart) -> str:
     return part.as_data_url()
 
 
+def around_prompt(prompt: str, prefix: str, parts: Sequence[Part]) -> list[Part]:
+    """A judge prompt with its parts: the shared case material (``prefix``), the images and
+    documents, then what is asked. The material and the media stay the requests' common
+    start, so the provider's prompt cache still serves a case's sibling requests."""
+    head, tail = (prefix, prompt[len(prefix):]) if prefix and prompt.startswith(prefix) \
+        else ("", prompt)
+    return [*([TextPart(text=head)] if head else []), *parts,
+            *([TextPart(text=tail)] if tail else [])]
+
+
 def user_content(provider: str, api_style: str, parts: Sequence[Part]) -> list[dict[str, Any]]:
     """The user message's content for a judge ``provider`` and its ``api_style``."""
     if provider == "openai":

@@ -22,6 +22,7 @@ from typing import Any
 
 from referee._strict import checked_again
 from referee.case import EvalCase
+from referee.content._scope import judging_content
 from referee.criteria.base import (
     CURRENT_CASE,
     CaseScope,
@@ -598,10 +599,11 @@ class Engine:
         scope = CURRENT_CASE.set(CaseScope(tuple(self.criteria)))
         scoring_started = time.perf_counter()
         try:
-            scored = await asyncio.gather(*(
-                self._score(i, criterion, execution, case)
-                for i, criterion in enumerate(self.criteria)
-            ))
+            with judging_content(execution, case):  # judges see the case's images and PDFs
+                scored = await asyncio.gather(*(
+                    self._score(i, criterion, execution, case)
+                    for i, criterion in enumerate(self.criteria)
+                ))
         finally:
             CURRENT_CASE.reset(scope)
         scoring_seconds = time.perf_counter() - scoring_started
@@ -620,8 +622,9 @@ class Engine:
         chosen = [(i, self.criteria[i]) for i in indices]
         scope = CURRENT_CASE.set(CaseScope(tuple(c for _, c in chosen)))
         try:
-            return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
-                                               for i, criterion in chosen)))
+            with judging_content(execution, case):
+                return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
+                                                   for i, criterion in chosen)))
         finally:
             CURRENT_CASE.reset(scope)
 

@@ -35,6 +35,10 @@ class JudgeRequest:
     cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
     # The reply object's JSON schema, for providers with structured output (implies json_mode).
     json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    # Images and PDFs shown with the prompt (referee.content parts, fitted to the provider):
+    # each adapter sends them in its API's own shape, after ``prompt_prefix``.
+    parts: tuple[Any, ...] = field(default=(), hash=False, compare=False)
+    media_tokens: int = 0  # their estimated prompt tokens, for the tpm budget
 
 
 @dataclass(frozen=True)

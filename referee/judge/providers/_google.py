@@ -9,6 +9,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from referee.content._wire import around_prompt, gemini_parts
 from referee.judge.providers._base import (
     CachingRules,
     JudgeRequest,
@@ -121,8 +122,11 @@ class GoogleAdapter(ProviderRules):
             http_options=types.HttpOptions(timeout=int(request.timeout * 1000),
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )
+        contents: Any = request.prompt if not request.parts else [{
+            "role": "user", "parts": gemini_parts(
+                around_prompt(request.prompt, request.prompt_prefix, request.parts))}]
         response = await client.aio.models.generate_content(model=request.model,
-                                                            contents=request.prompt,
+                                                            contents=contents,
                                                             config=config)
         candidates = getattr(response, "candidates", None)
         if candidates is None:
