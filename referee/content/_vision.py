@@ -9,7 +9,8 @@ refuses. A model served elsewhere (llama.cpp, vLLM) is declared with ``takes_ima
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
@@ -39,3 +40,44 @@ def require_vision(provider: str, model: str,
         raise ContentError(f"judge {provider}/{model} takes text only, and this criterion "
                            f"judges {kinds}", expected="a judge model with vision, such as "
                            "gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash")
+
+
+def refuse_blind_judges(judges: Mapping[str, Any], cases: Iterable[Any]) -> None:
+    """Before a run: refuse it, in one line, when a judged criterion's judge takes text only
+    and a case holds an image or PDF (``judges``: the run description's judge per criterion
+    label). Images an output will hold are refused when they reach such a judge."""
+    blind = [(label, judge) for label, judge in _described_judges(judges)
+             if not takes_images(judge["provider"], judge["model"])]
+    if not blind:
+        return
+    from referee.content._load import find_parts
+
+    for case in cases:
+        media = find_parts(case)
+        if media:
+            label, judge = blind[0]
+            kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
+            name = getattr(case, "display_name", None) or "a case"
+            raise ContentError(f"criterion '{label}': judge {judge['provider']}/"
+                               f"{judge['model']} takes text only, and case {name!r} holds "
+                               f"{kinds}", expected="a judge model with vision, such as "
+                               "gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash")
+
+
+def _described_judges(judges: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    for label, judge in judges.items():
+        for found in _judge_dicts(judge):
+            yield label, found
+
+
+def _judge_dicts(value: Any) -> Iterable[Mapping[str, Any]]:
+    """Each {provider, model} in a described judge (a panel lists its members)."""
+    if isinstance(value, Mapping):
+        if isinstance(value.get("provider"), str) and isinstance(value.get("model"), str):
+            yield value
+            return
+        for item in value.values():
+            yield from _judge_dicts(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _judge_dicts(item)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from referee.content._vision import refuse_blind_judges
 from referee.case import EvalCase
 from referee.criteria.base import Criterion
 from referee.judge.served import ServedLog, collect_served
@@ -104,6 +105,7 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     """
     keys = case_keys(cases)
     description = describe_run(criteria)
+    refuse_blind_judges(description.judges, cases)  # a text-only judge and an image case
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=description.judge, config_used=config_used or {},
                         metadata=metadata, runs=options.runs)

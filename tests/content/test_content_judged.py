@@ -12,7 +12,7 @@ from content_samples import pdf, picture
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.config import CriterionConfig
-from referee.content import DocumentPart, ImagePart
+from referee.content import ContentError, DocumentPart, ImagePart
 from referee.criteria.llm import LLMJudgeCriterion
 from referee.evaluators import CustomRubric, Faithfulness, GEval
 from referee.judge import get_judge
@@ -112,30 +112,41 @@ def test_every_judged_family_sends_the_cases_images_in_the_providers_format(
         assert "Which region sold most?" in request.prompt
 
 
-def test_a_judge_without_vision_is_refused_in_one_line_and_the_run_loses_nothing(server,
-                                                                                  tmp_path):
+def test_a_judge_without_vision_is_refused_before_the_run_when_a_case_holds_images(
+        server, tmp_path):
     judge = server.judge_config(provider="openai", model="gpt-3.5-turbo")
-    suite = EvalSuite("blind").add_cases([image_case(), EvalCase(input="Say hi")])
+    suite = EvalSuite("blind").add_cases([EvalCase(input="Say hi"), image_case()])
+    suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
+    with pytest.raises(ContentError) as refused:
+        suite.run(charting, verbose=False, runs_dir=tmp_path)
+    assert str(refused.value) == (
+        "criterion 'g_eval': judge openai/gpt-3.5-turbo takes text only, and case "
+        "'Which region sold most? (0)' holds documents (expected a judge model with vision, "
+        "such as gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash)")
+    assert server.request_count == 0 and not any(tmp_path.iterdir())
+
+
+def test_an_outputs_image_for_a_judge_without_vision_errors_that_case_alone(server, tmp_path):
+    judge = server.judge_config(provider="openai", model="gpt-3.5-turbo")
+    suite = EvalSuite("blind").add_cases([EvalCase(input="Draw it"), EvalCase(input="Say hi")])
     suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
 
     def model(prompt: str) -> ExecutionResult:
-        return charting(prompt) if prompt.startswith("Which") else ExecutionResult(
+        return charting(prompt) if prompt == "Draw it" else ExecutionResult(
             actual_response="hi")
 
     report = suite.run(model, verbose=False, runs_dir=tmp_path)
     by_input = {c.case_input: c for c in report.cases}
-    refused = by_input["Which region sold most? (0)"]
-    assert refused.status.value == "EVALUATOR_ERROR"
-    (result,) = refused.criterion_results
+    (result,) = by_input["Draw it"].criterion_results
+    assert by_input["Draw it"].status.value == "EVALUATOR_ERROR"
     assert "\n" not in str(result.error)
     assert str(result.error).endswith("judge openai/gpt-3.5-turbo takes text only, and this "
-                                      "criterion judges documents and images (expected a "
-                                      "judge model with vision, such as gpt-4.1, "
-                                      "claude-sonnet-4-5 or gemini-2.5-flash)")
+                                      "criterion judges images (expected a judge model with "
+                                      "vision, such as gpt-4.1, claude-sonnet-4-5 or "
+                                      "gemini-2.5-flash)")
     assert by_input["Say hi"].status.value != "EVALUATOR_ERROR"
-    assert all(not sent_media(r.body, "openai", "chat") for r in server.requests
-               if isinstance(r.body["messages"][-1]["content"], list))
-    assert server.request_count >= 1  # the text-only case was judged
+    assert server.request_count >= 1  # the text-only case was judged, nothing else was sent
+    assert all(isinstance(r.body["messages"][-1]["content"], str) for r in server.requests)
 
 
 async def test_the_reply_cache_keys_parts_by_content_never_by_path(server,
