@@ -41,6 +41,9 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, provider: str
         return part
     limits = limits_for(provider)
     if part.data is None:
+        if part.url is None:
+            raise ContentError(f"{part.label()} has no bytes here: a stored part, kept by "
+                               "its hash (BlobStore(run_dir).restore reads it back)")
         if isinstance(part, ImagePart) and limits.takes_image_urls:
             return part
         raise ContentError(f"{limits.label} takes {part.type}s as bytes; {part.label()} is "

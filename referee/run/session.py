@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from referee.content._vision import refuse_blind_judges
 from referee.case import EvalCase
+from referee.content._vision import refuse_blind_judges
 from referee.criteria.base import Criterion
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally

@@ -255,3 +255,10 @@ def test_without_pillow_fitting_names_the_extra(monkeypatch):
         fit_part(ImagePart(data=picture()), "openai")
     assert str(raised.value) == ("images and documents need Pillow: pip install "
                                  "'referee[images]'")
+
+
+def test_a_stored_part_without_its_bytes_says_where_they_are():
+    stored = ImagePart(sha256="ab" * 32, media_type="image/png", path="shot.png")
+    with pytest.raises(ContentError, match=r"^shot.png has no bytes here: a stored part, kept "
+                                           r"by its hash \(BlobStore\(run_dir\).restore"):
+        fit_part(stored, "anthropic")

@@ -32,7 +32,7 @@ def openai_json_system(request: JudgeRequest) -> str | None:
 
 
 async def call(client: Any, request: JudgeRequest) -> RawReply:
-    messages = []
+    messages: list[dict[str, Any]] = []
     system = openai_json_system(request)
     if system:
         messages.append({"role": "system", "content": system})
