@@ -15,7 +15,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from referee.content._prepare import prepare_content
+from referee.content._parts import ContentError
+from referee.content._prepare import PreparedContent, prepare_content
 from referee.content._scope import case_parts
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
@@ -404,10 +405,7 @@ class Judge:
         if json_schema is not None and not sends_reply_schema(cfg, self._endpoint.base_url):
             json_schema = None
         media = tuple(case_parts() if parts is None else parts)
-        # Fitting decodes and re-encodes images: off the event loop (and kept per content, so
-        # a case's later requests find it done).
-        prepared = (await asyncio.to_thread(prepare_content, cfg.provider, cfg.api_style,
-                                            cfg.model, media) if media else None)
+        prepared = await self._prepared(media) if media else None
         request = JudgeRequest(
             parts=prepared.parts if prepared else (),
             media_tokens=prepared.media_tokens if prepared else 0,
@@ -478,6 +476,17 @@ class Judge:
         if raw.content_error is not None:
             raise reply.unreadable(raw.content_error)
         return reply
+
+    async def _prepared(self, media: tuple[Any, ...]) -> PreparedContent:
+        """The images and PDFs as this judge's provider takes them; fitting decodes and
+        re-encodes images, so it runs off the event loop (kept per content: a case's later
+        requests find it done)."""
+        cfg = self.config
+        rules = rules_for(cfg.provider).content_rules
+        if rules is None:
+            raise ContentError(f"judge {cfg.provider}/{cfg.model} cannot be sent images or "
+                               "PDFs: its provider adapter names no content rules")
+        return await asyncio.to_thread(prepare_content, rules, cfg.api_style, cfg.model, media)
 
     def _cached_reply(self, text: str) -> JudgeReply:
         cfg = self.config

@@ -8,6 +8,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from referee.content._rules import ANTHROPIC_CONTENT
 from referee.content._wire import anthropic_content, around_prompt
 from referee.judge.providers._base import (
     JSON_INSTRUCTION,
@@ -45,6 +46,7 @@ def _accepts_temperature(client: Any) -> bool:
 
 
 class AnthropicAdapter(ProviderRules):
+    content_rules = ANTHROPIC_CONTENT
     default_model = "claude-haiku-4-5"
     own_hosts = ("api.anthropic.com",)
     base_url_env = "ANTHROPIC_BASE_URL"

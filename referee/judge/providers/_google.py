@@ -9,6 +9,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from referee.content._rules import GEMINI_CONTENT
 from referee.content._wire import around_prompt, gemini_parts
 from referee.judge.providers._base import (
     CachingRules,
@@ -55,6 +56,7 @@ def _takes_json_schema(config_type: type) -> bool:
 
 
 class GoogleAdapter(ProviderRules):
+    content_rules = GEMINI_CONTENT
     default_model = "gemini-2.5-flash"
     own_hosts = ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")
     prefix_aliases = ("gemini",)
