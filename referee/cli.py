@@ -35,6 +35,7 @@ from referee import __version__
 from referee.errors import EvalGateFailure, InputError
 from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
 from referee.redact import redact
+from referee.report_formats import DEFAULT_FORMATS
 from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ EXIT_INTERRUPTED = 130
 # reports (128 + 13), as cat and git do, with nothing printed.
 EXIT_OUTPUT_CLOSED = 141
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".csv")
-DEFAULT_FORMATS = "console,json,junit,html"
 
 RUN_DESCRIPTION = """\
 Run a model or agent over its cases, score them, and store the run.
@@ -255,6 +255,36 @@ def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
                              "(default a majority of them)")
 
 
+def add_judge_request_options(parser: argparse.ArgumentParser) -> None:
+    """How each judge request is made, spelt alike by every command that judges."""
+    parser.add_argument("--judge-timeout", type=_positive_float, metavar="SECONDS",
+                        help="each judge request's timeout (default: the judge's own, else "
+                             "30 s); raise it for a slow local model")
+    parser.add_argument("--judge-max-tokens", type=_positive_int, metavar="N",
+                        help="the judge's max_tokens (default: the judge's own; 1024, or 128 "
+                             "per verdict at a self-hosted server)")
+    parser.add_argument("--judge-max-retries", type=_retries, metavar="N",
+                        help="retries of a failed judge request (default: the judge's own, "
+                             "else 4); 0 gives up on a dead judge or panel member at once")
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
+    return value
+
+
+def judge_request_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The JudgeConfig fields the --judge-* request options set (those given)."""
+    given = (("timeout", args.judge_timeout), ("max_tokens", args.judge_max_tokens),
+             ("max_retries", args.judge_max_retries))
+    return {name: value for name, value in given if value is not None}
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -439,6 +469,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
     args.judge_gate = _judge_gate(args)
+    if args.judge_max_retries is not None:
+        # Every judged criterion resolves its judge through the environment's layer, here and
+        # on Ray workers, so the setting reaches each of them.
+        os.environ["REFEREE_JUDGE_MAX_RETRIES"] = str(args.judge_max_retries)
     args.backend = _ray_backend(args.ray) if args.ray is not None else None
     target = Path(args.target) if args.target else None
     if args.traces:
@@ -577,9 +611,11 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
     try:
         imported = import_labels(args.run_dir, args.file, labeller=args.labeller)
     except LabelImportError as exc:
-        for problem in exc.problems:  # every bad line, so one pass fixes them all
+        if len(exc.problems) == 1:
+            return _fail(f"{exc.problems[0]}; nothing was imported", EXIT_INPUT)
+        for problem in exc.problems:  # every fault, so one pass fixes them all
             _say(f"referee: error: {problem}", sys.stderr)
-        _say(f"referee: {len(exc.problems)} bad line(s) in {args.file}; nothing was imported",
+        _say(f"referee: {exc.bad_lines} bad line(s) in {args.file}; nothing was imported",
              sys.stderr)
         return EXIT_INPUT
     _say(f"{imported.added} label(s) added to {args.run_dir}/labels.jsonl"
@@ -595,13 +631,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_reports(run_a, run_b)
     if args.judge is None:
         if args.criterion is not None or args.question or args.one_order \
-                or args.judge_aggregate is not None or args.judge_quorum is not None:
-            raise CliError("--criterion, --question, --one-order, --judge-aggregate and "
-                           "--judge-quorum need --judge PROVIDER/MODEL")
+                or args.judge_aggregate is not None or args.judge_quorum is not None \
+                or judge_request_settings(args):
+            raise CliError("--criterion, --question, --one-order, --judge-aggregate, "
+                           "--judge-quorum and --judge-timeout/-max-tokens/-max-retries need "
+                           "--judge PROVIDER/MODEL")
         if args.html:
             from referee.report.html import render_compare_html
 
             Path(args.html).write_text(render_compare_html(comparison), encoding="utf-8")
+            # stdout may be the JSON; where the page went is said beside it.
+            _say(f"referee: comparison page written to {args.html}", sys.stderr)
         if args.json:
             import json
 
@@ -628,7 +668,9 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     from referee.pairwise import compare_runs
     from referee.pairwise._html import render_pairwise_html
 
-    judge = judge_from_cli(args.judge, args.judge_aggregate, args.judge_quorum)
+    judge = _with_request_settings(
+        judge_from_cli(args.judge, args.judge_aggregate, args.judge_quorum), args)
+    _check_judge_reachable(judge)
     if args.question and args.criterion is not None:
         raise CliError("give --criterion or --question, not both")
     criterion = (None if args.question else
@@ -660,6 +702,40 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     return 0 if comparison.acceptable else EXIT_GATE
 
 
+def _with_request_settings(judge: Any, args: argparse.Namespace) -> Any:
+    """The --judge judge (or each panel member) with the --judge-* request settings given."""
+    settings = judge_request_settings(args)
+    if not settings or judge is None:
+        return judge
+    from referee.judge import JudgePanel
+
+    if isinstance(judge, JudgePanel):
+        return judge.model_copy(update={"members": [m.model_copy(update=settings)
+                                                    for m in judge.members]})
+    return judge.model_copy(update=settings)
+
+
+def _check_judge_reachable(judge: Any) -> None:
+    """Before the first pair, as a run does before its first case: a judge (or too many panel
+    members) that cannot be reached at all (no API key) is said once, not once a pair."""
+    from referee.judge import JudgePanel
+    from referee.judge.providers import ProviderSetupError, adapter_for
+
+    members = judge.members if isinstance(judge, JudgePanel) else [judge]
+    unreachable = []
+    for member in members:
+        try:
+            adapter_for(member.provider).credentials(member)
+        except ProviderSetupError as exc:
+            unreachable.append(f"{member.provider}/{member.model}: {exc}")
+    needed = judge.effective_quorum if isinstance(judge, JudgePanel) else 1
+    if len(members) - len(unreachable) < needed:
+        raise CliError(f"--judge: cannot reach {'; '.join(unreachable)}; no pair was judged",
+                       EXIT_NOTHING_EVALUATED)
+    for reason in unreachable:
+        _say(f"referee: warning: panel member {reason}; the others judge", sys.stderr)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from referee.store import list_runs
 
@@ -683,8 +759,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             state += f"  (scoring {run.version}; earlier: {earlier})"
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
-        _say(f"{run.run_id}  {run.name or '-'}{model}  pass {pass_rate}  errors "
-             f"{format_rate(run.error_rate, run.total)}  {run.passed}/{run.total}{state}{flag}")
+        _say(f"{run.run_id}  {_when(run.started_at)}  {run.name or '-'}{model}  pass {pass_rate}"
+             f"  errors {format_rate(run.error_rate, run.total)}  {run.passed}/{run.total} "
+             f"case(s) passed{state}{flag}")
     return 0
 
 
@@ -773,6 +850,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_command(args, load_module_of)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``referee serve``: referee/serve/_command.py does the work."""
+    from referee.serve._command import run_serve
+
+    return run_serve(args, load_python_file=load_python_file, error=CliError)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="Evaluate LLM applications and agents.")
     parser.add_argument("--version", action="version", version=f"referee {__version__}")
@@ -815,9 +899,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what --fail-threshold gates: the raw pass rate (default), or each "
                           "criterion's pass rate corrected for judge error (its interval's "
                           "lower bound)")
-    run.add_argument("--format", default=DEFAULT_FORMATS, metavar="LIST",
+    run.add_argument("--format", metavar="LIST",
                      help=f"reports to produce, comma-separated: console prints the summary, "
-                          f"json/junit/html write files (default {DEFAULT_FORMATS})")
+                          f"json/junit/html write files (default {','.join(DEFAULT_FORMATS)}, "
+                          f"as for a run started from Python)")
     run.add_argument("--resume", metavar="RUN_DIR",
                      help="finish an interrupted run without re-running its finished cases")
     run.add_argument("--retry-errors", action="store_true",
@@ -831,6 +916,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "one, shut down when the run ends); needs the extra referee[ray]. The "
                           "target's folder travels to the workers, and so does the judge; results "
                           "come back here and the run is stored here, as a local run")
+    run.add_argument("--judge-max-retries", type=_retries, metavar="N",
+                     help="retries of a failed judge request, for every judged criterion "
+                          "(sets REFEREE_JUDGE_MAX_RETRIES for the run; default 4)")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")
@@ -890,6 +978,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_options(compare, "also judge each case's two outputs pairwise, e.g. "
                       "openai/gpt-4o-mini: win/tie/loss per case, B's win rate with a 95%% "
                       "interval and a sign test (2 judge requests per case and judge)")
+    add_judge_request_options(compare)
     compare.add_argument("--criterion", metavar="TEXT",
                          help="with --judge: what the better output does (default: "
                               f"{DEFAULT_PAIRWISE_CRITERION!r})")
@@ -939,10 +1028,17 @@ def build_parser() -> argparse.ArgumentParser:
     stats.set_defaults(func=cmd_cache_stats)
     clear.set_defaults(func=cmd_cache_clear)
 
+    # `referee serve` (online scoring): defined in referee/serve/_command.py, wired here only.
+    from referee.serve._command import add_parser as add_serve_parser
+
+    add_serve_parser(sub, port=_port, positive_int=_positive_int, seconds=_positive_float,
+                     fraction=_fraction).set_defaults(func=cmd_serve)
+
     from referee.calibrate._command import add_parser as add_calibrate_parser
 
     add_calibrate_parser(sub, positive_int=_positive_int, fraction=_fraction,
-                         seconds=_positive_float, judge_options=add_judge_options
+                         judge_options=add_judge_options,
+                         judge_request_options=add_judge_request_options
                          ).set_defaults(func=cmd_calibrate)
     return parser
 

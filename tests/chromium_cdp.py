@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from chromium_support import find_chromium
+from chromium_support import browser_env, find_chromium
 from websockets.sync.client import connect
 
 KEY_CODES = {"ArrowDown": 40, "ArrowUp": 38, "Escape": 27, "Enter": 13}
@@ -27,7 +27,7 @@ class Browser:
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
              "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=browser_env(tmp_path))
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not port_file.is_file() or not port_file.read_text().strip():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +34,17 @@ def find_chromium() -> str:
         pytest.fail(f"{BROWSER_MISSING} (CI is set: the browser tests never skip there)",
                     pytrace=False)
     pytest.skip(BROWSER_MISSING)
+
+
+def browser_env(tmp_path: Path) -> dict[str, str]:
+    """The environment with a home of the browser's own under ``tmp_path``: Chromium keeps
+    dconf and crash data in the user's home and cache whatever its profile directory, and no
+    test may write there."""
+    home = tmp_path / "browser-home"
+    env = dict(os.environ)
+    for name, folder in (("HOME", ""), ("XDG_CACHE_HOME", ".cache"),
+                         ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                         ("XDG_STATE_HOME", ".local/state")):
+        (home / folder).mkdir(parents=True, exist_ok=True)
+        env[name] = str(home / folder)
+    return env

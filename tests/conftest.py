@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from chromium_support import BROWSER_MISSING
 
 from referee.judge import configure
+from referee.judge.reply_cache import flush_caches
 from referee.run.session import default_runs_dir
 from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
 
@@ -19,7 +23,7 @@ from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
 JUDGE_ENV = ("JUDGE_PROVIDER", "JUDGE_MODEL", "JUDGE_PANEL", "JUDGE_PANEL_AGGREGATE",
              "JUDGE_PANEL_QUORUM", "OPENAI_BASE_URL", "REFEREE_CACHE_DIR",
              "REFEREE_JUDGE_CONCURRENCY", "REFEREE_JUDGE_RPM", "REFEREE_JUDGE_TPM",
-             "REFEREE_DIRECT_HTTP")
+             "REFEREE_JUDGE_MAX_RETRIES", "REFEREE_DIRECT_HTTP")
 
 
 @pytest.fixture
@@ -87,6 +91,86 @@ def no_runs_left_in_the_checkout() -> Iterator[None]:
         pytest.fail(f"this test stored {len(left)} run(s) in the checkout's runs directory "
                     f"({', '.join(map(str, left[:3]))}); give it runs_dir=tmp_path (--out for "
                     "the CLI) or save=False", pytrace=False)
+
+
+# Nothing a test does may reach the user's home or cache (design decision 18). Each test
+# process points the home and the XDG directories (where platformdirs puts the judge cache and
+# anything else per user) at a sentinel directory of its own, so a write meant for them lands
+# there instead, and the test that made it fails (a created or a changed file alike).
+USER_DIR_VARIABLES = ("HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+                      "XDG_STATE_HOME", "LOCALAPPDATA", "APPDATA")
+_sentinel_home: Path | None = None
+_test_caches: Path | None = None  # where each test's own judge cache folder goes
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _sentinel_home, _test_caches
+    _sentinel_home = Path(tempfile.mkdtemp(prefix="referee-tests-home-"))
+    _test_caches = Path(tempfile.mkdtemp(prefix="referee-tests-caches-"))
+    for name in USER_DIR_VARIABLES:
+        folder = _sentinel_home / name.lower()
+        folder.mkdir()
+        os.environ[name] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in (_sentinel_home, _test_caches):
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_cache_folders = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def a_judge_cache_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge cache is on by default, so a test that asks a judge without placing its cache
+    would use the user's. Unplaced, it goes to a folder of the test's own (created only when
+    used): never the user's, and no reply one test cached answers another's request."""
+    assert _test_caches is not None
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(_test_caches / f"test-{next(_cache_folders)}"))
+
+
+def user_dir_entries() -> dict[Path, tuple[int, int]]:
+    """Every file and folder under the sentinel home, with its size and modification time (a
+    cache that already exists is written to, not created)."""
+    found: dict[Path, tuple[int, int]] = {}
+    if _sentinel_home is not None:
+        for folder, dirs, files in os.walk(_sentinel_home):
+            for name in (*dirs, *files):
+                path = Path(folder) / name
+                try:
+                    stat = path.lstat()
+                except OSError:  # gone meanwhile
+                    continue
+                # A folder's own times change with what is put in it, which is seen anyway.
+                found[path] = ((0, 0) if path.is_dir() and not path.is_symlink()
+                               else (stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+def written_to_user_dirs(before: dict[Path, tuple[int, int]]) -> str | None:
+    """The failure message for what was created or changed under the user's directories since
+    ``before`` (None: nothing was)."""
+    written = sorted(path for path, stat in user_dir_entries().items()
+                     if before.get(path) != stat)
+    if not written:
+        return None
+    shown = ", ".join(map(str, written[:3]))
+    more = f" and {len(written) - 3} more" if len(written) > 3 else ""
+    return (f"this test wrote {len(written)} path(s) under the user's home or cache "
+            f"directories ({shown}{more}); write under tmp_path instead (a judge cache: "
+            "cache_path=, or the reply_cache_in_tmp_path fixture)")
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_to_the_users_home() -> Iterator[None]:
+    before = user_dir_entries()
+    yield
+    flush_caches()  # a judge cache writes a moment later: the test that filled it is this one
+    message = written_to_user_dirs(before)
+    if message is not None:
+        pytest.fail(message, pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

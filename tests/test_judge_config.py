@@ -193,6 +193,7 @@ def test_judge_config_for_model_needs_credentials(monkeypatch: pytest.MonkeyPatc
 
 def test_vertex_flag_makes_google_available(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("REFEREE_CACHE", "0")  # else the default cache, in the user's home
     cfg = judge_config_for_model("gemini-2.5-flash")
     assert cfg is not None and cfg.provider == "google"
 
@@ -229,6 +230,7 @@ async def test_vertex_without_project_is_judge_unavailable(monkeypatch: pytest.M
     for name in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("REFEREE_CACHE", "0")  # else the default cache, in the user's home
     cfg = judge_config_for_model("gemini-2.5-flash")
     assert cfg is not None
     with pytest.raises(JudgeUnavailable, match="google"):

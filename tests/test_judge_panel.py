@@ -86,7 +86,7 @@ async def test_majority_per_question_outvotes_a_dissenting_judge(server):
     by_question = verdicts(result)
     # Two of three say the output jumps abruptly: the panel's verdict is the majority's.
     assert by_question["abrupt jumps"] == (
-        "yes", {"openai:judge-a": "no", "openai:judge-b": "yes", "openai:judge-c": "yes"}, 3)
+        "yes", {"openai/judge-a": "no", "openai/judge-b": "yes", "openai/judge-c": "yes"}, 3)
     assert by_question["logical order"][0] == "yes"
     assert result.score == pytest.approx(3 / 4)
     assert server.request_count == 3 * 4
@@ -125,8 +125,8 @@ async def test_a_member_down_is_counted_not_dropped(server):
     panel = result.details["panel"]
     assert (panel["size"], panel["answered"]) == (3, 2)
     down = panel["members"][2]
-    assert down["judge"] == "openai:judge-down" and not down["answered"] and down["error"]
-    assert all(q["judges_answered"] == 2 and q["judges"]["openai:judge-down"] is None
+    assert down["judge"] == "openai/judge-down" and not down["answered"] and down["error"]
+    assert all(q["judges_answered"] == 2 and q["judges"]["openai/judge-down"] is None
                for q in result.details["questions"])
     assert result.score == 1.0
 
@@ -282,10 +282,10 @@ def test_html_case_detail_shows_each_judges_vote_and_reply(server, tmp_path):
     page.write_text(render_html(report), encoding="utf-8")
     dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
 
-    assert ("openai:judge-a: no, openai:judge-b: yes, openai:judge-down: no answer "
+    assert ("openai/judge-a: no, openai/judge-b: yes, openai/judge-down: no answer "
             "(2 answered)") in dom
-    assert "openai:judge-b: Yes" in dom  # the member's own reply, named
-    assert '"answered": 2' in dom and '"judge": "openai:judge-down"' in dom
+    assert "openai/judge-b: Yes" in dom  # the member's own reply, named
+    assert '"answered": 2' in dom and '"judge": "openai/judge-down"' in dom
 
 
 async def test_benchmark_panel_costs_members_times_requests():
@@ -390,7 +390,7 @@ async def test_a_member_whose_batched_reply_copies_the_placeholders_has_not_answ
     assert (panel["size"], panel["answered"]) == (3, 2)
     copier = panel["members"][2]
     assert not copier["answered"] and "rejected" in copier["error"]
-    assert all(q["judges"]["openai:judge-copies"] is None and q["judges_answered"] == 2
+    assert all(q["judges"]["openai/judge-copies"] is None and q["judges_answered"] == 2
                for q in result.details["questions"])
 
 
@@ -572,24 +572,62 @@ def test_each_members_spend_is_summed_over_the_run(server, tmp_path, monkeypatch
     spent = report.summary.judge_member_token_usage
     # judge-a: 2 cases x (4 Coherence questions + 1 GEval run); judge-b: 2 x 4; judge-c: 2 x 1.
     assert {name: usage.requests for name, usage in spent.items()
-            if name != "openai:judge-down"} == {"openai:judge-a": 10, "openai:judge-b": 8,
-                                                "openai:judge-c": 2}
-    assert "openai:judge-down" in spent
+            if name != "openai/judge-down"} == {"openai/judge-a": 10, "openai/judge-b": 8,
+                                                "openai/judge-c": 2}
+    assert "openai/judge-down" in spent
     assert sum(u.requests for u in spent.values()) == report.token_usage.requests
     assert sum(u.input_tokens for u in spent.values()) == report.token_usage.input_tokens
-    assert all(u.input_tokens > 0 for name, u in spent.items() if name != "openai:judge-down")
+    assert all(u.input_tokens > 0 for name, u in spent.items() if name != "openai/judge-down")
 
     run_dir = tmp_path / ".referee" / "runs" / report.run_id
     stored = json.loads((run_dir / "report.json").read_text())
-    assert stored["summary"]["judge_member_token_usage"]["openai:judge-b"]["requests"] == 8
+    assert stored["summary"]["judge_member_token_usage"]["openai/judge-b"]["requests"] == 8
     reloaded = load_run(run_dir).summary.judge_member_token_usage
     assert {k: u.requests for k, u in reloaded.items()} == {k: u.requests
                                                             for k, u in spent.items()}
-    a = spent["openai:judge-a"]
+    a = spent["openai/judge-a"]
     text = render_text(report)
-    assert f"Judge spend by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " \
+    assert f"Judge spend by panel member: openai/judge-a: {a.describe()}; openai/judge-b: " \
         in " ".join(text.split())
     page = tmp_path / "report.html"
     page.write_text(render_html(report), encoding="utf-8")
     dom = html.unescape(chromium_dom(page.as_uri(), tmp_path))
-    assert f"by panel member: openai:judge-a: {a.describe()}; openai:judge-b: " in dom
+    assert f"by panel member: openai/judge-a: {a.describe()}; openai/judge-b: " in dom
+
+
+def _attempts_per_question(server: ScriptedJudgeServer, model: str) -> set[int]:
+    """How many times each distinct prompt was sent to ``model``."""
+    sent: dict[str, int] = {}
+    for request in server.requests:
+        if request.model == model:
+            sent[request.prompt] = sent.get(request.prompt, 0) + 1
+    return set(sent.values())
+
+
+async def test_a_member_down_costs_its_own_max_retries_plus_one_attempts(server):
+    """Not the default five: a panel member's own max_retries holds, as for a single judge."""
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(503)})
+    down = server.judge_config(model="judge-down", max_retries=1)
+    result = await Coherence(judge=[*members(server, "judge-a", "judge-b"), down]).evaluate(
+        OUTPUT, CASE)
+    assert result.details["panel"]["answered"] == 2
+    assert _attempts_per_question(server, "judge-down") == {2}
+
+
+async def test_referee_judge_max_retries_sets_the_attempts_of_judges_that_leave_it_unset(
+        server, monkeypatch):
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", "0")
+    script_judges(server, {"judge-a": {}, "judge-b": {}, "judge-down": Fault.http(503)})
+    result = await Coherence(judge=members(server, "judge-a", "judge-b", "judge-down")).evaluate(
+        OUTPUT, CASE)
+    assert result.details["panel"]["answered"] == 2
+    assert _attempts_per_question(server, "judge-down") == {1}
+    # An explicit max_retries still wins over the environment.
+    assert JudgeConfig(max_retries=3).effective_max_retries == 3
+
+
+@pytest.mark.parametrize(("value", "problem"), [("-1", "at least 0"), ("two", "not an integer")])
+def test_a_bad_referee_judge_max_retries_is_one_clear_error(monkeypatch, value, problem):
+    monkeypatch.setenv("REFEREE_JUDGE_MAX_RETRIES", value)
+    with pytest.raises(ValueError, match=f"REFEREE_JUDGE_MAX_RETRIES.*{problem}"):
+        JudgeConfig().effective_max_retries  # noqa: B018

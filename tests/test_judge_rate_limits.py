@@ -413,3 +413,130 @@ def test_a_request_is_budgeted_by_the_one_token_estimate(system: str | None, pro
     short = JudgeRequest(model="m", prompt=prompt, system=system, json_mode=False,
                          temperature=0.0, max_tokens=4, timeout=30.0, api_style="chat")
     assert estimate_request_tokens(short) == expected - 12
+
+
+# --- a 429 that asks for no pause (issue 31) ---------------------------------------------------
+
+HOT_LOOP_BUDGET_S = 1.0
+HOT_LOOP_TIMEOUT_S = 5.0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("header", [{"retry_after": 0}, {"retry_after_ms": 0}],
+                         ids=["retry-after", "retry-after-ms"])
+def test_a_429_asking_for_no_pause_is_a_judge_error_within_the_wait_budget(
+        judge_server: ScriptedJudgeServer, tmp_path, provider: str, header: dict) -> None:
+    """Some gateways answer every 429 with a pause of 0: taken at its word that was a loop of
+    about 300 requests a second that never gave up, since a budget of pauses of 0 is never
+    spent. Every pause has a floor, and the budget counts the refused attempts by the clock."""
+    from referee import CaseStatus, EvalCase, EvalSuite
+    from referee.evaluators import CustomRubric
+    from referee.judge.retry import RETRY_AFTER_FLOOR_S
+
+    judge = judge_server.judge_config(provider=provider, model="m",
+                                      rate_limit_wait_s=HOT_LOOP_BUDGET_S,
+                                      timeout=HOT_LOOP_TIMEOUT_S)
+    # The SDK's import (seconds on a busy machine) and the run's setup are not the test.
+    asyncio.run(get_judge(judge).complete("warm-up"))
+    judge_server.set_reply(Fault.rate_limit(**header))
+    suite = EvalSuite("hot loop").add_case(EvalCase(input="q"))
+    suite.add_evaluator(CustomRubric([("Is it polite?", True)], judge=judge))
+    report = suite.run(lambda prompt: "out", verbose=False, runs_dir=tmp_path)
+    assert report.cases[0].status == CaseStatus.JUDGE_ERROR
+    assert "rate-limit wait budget" in (report.cases[0].judge_error or "")
+    refused = [r.arrived_at for r in judge_server.requests[1:]]
+    elapsed = refused[-1] - refused[0]  # from the first refused request to the last
+    # Each pause is at least the floor, so the budget admits at most budget / floor pauses.
+    sent = len(refused)
+    assert 2 <= sent <= HOT_LOOP_BUDGET_S / RETRY_AFTER_FLOOR_S + 1
+    assert elapsed < HOT_LOOP_BUDGET_S + HOT_LOOP_TIMEOUT_S
+    assert all(later - earlier >= RETRY_AFTER_FLOOR_S * 0.9  # a floor under every pause
+               for earlier, later in zip(refused, refused[1:]))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_429s_slow_to_arrive_spend_the_wait_budget_by_the_clock(
+        judge_server: ScriptedJudgeServer, provider: str) -> None:
+    """Pauses alone would let a server that takes its time to refuse hold a request for many
+    times the budget: its refused attempts count too."""
+    from referee.judge.retry import RATE_LIMIT_CLOCK_ALLOWANCE_S
+
+    cfg = judge_server.judge_config(provider=provider, rate_limit_wait_s=1.0, timeout=5.0)
+    await get_judge(cfg).complete("warm-up")
+
+    def refuse_slowly(request: object) -> Fault:
+        time.sleep(1.0)
+        return Fault.rate_limit(retry_after=0)
+
+    judge_server.set_reply(refuse_slowly)
+    started = time.monotonic()
+    with pytest.raises(JudgeUnavailable, match="rate-limit wait budget"):
+        await get_judge(cfg).complete("q")
+    elapsed = time.monotonic() - started
+    # Counting pauses only, four pauses of 0.25 s fit the budget: five refusals, 6 s. By the
+    # clock two refusals (2 s, with a pause) pass the budget and its allowance for round trips.
+    assert judge_server.request_count - 1 <= 3
+    assert elapsed < 1.0 + RATE_LIMIT_CLOCK_ALLOWANCE_S + 5.0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_retry_after_one_still_gives_up_after_three_requests(
+        judge_server: ScriptedJudgeServer, provider: str) -> None:
+    cfg = judge_server.judge_config(provider=provider, rate_limit_wait_s=2.0)
+    await get_judge(cfg).complete("warm-up")  # the SDK's import and client are not the test
+    judge_server.set_reply(Fault.rate_limit(retry_after=1))
+    with pytest.raises(JudgeUnavailable, match="rate-limit wait budget"):
+        await get_judge(cfg).complete("q")
+    assert judge_server.request_count - 1 == 3  # pauses of 1 s and 1 s; a third would pass 2 s
+
+
+async def test_a_429_without_retry_after_backs_off_and_gives_up(
+        judge_server: ScriptedJudgeServer) -> None:
+    cfg = judge_server.judge_config(provider="openai", rate_limit_wait_s=2.0)
+    await get_judge(cfg).complete("warm-up")
+    judge_server.set_reply(Fault.rate_limit())
+    with pytest.raises(JudgeUnavailable, match="rate-limit wait budget"):
+        await get_judge(cfg).complete("q")
+    # Backoffs of 0.25-0.5, 0.5-1 and 1-2 s: the third or fourth pause passes the budget.
+    assert 3 <= judge_server.request_count - 1 <= 4
+
+
+class _Refusal(Exception):
+    """An SDK's HTTP error as classify() reads it: a status and the response's headers."""
+
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status_code = status
+        self.response = SimpleNamespace(status_code=status, headers=headers)
+
+
+PAUSE_HEADERS = [{"retry-after": value} for value in
+                 ("0", "0.0", "-5", "0.001", "1e-9", "nan", "", "Wed, 21 Oct 2015 07:28:00 GMT")]
+PAUSE_HEADERS += [{"retry-after-ms": value} for value in ("0", "-1", "1", "0.5", "nan")]
+PAUSE_HEADERS += [{"retry-after-ms": "0", "retry-after": "0"}, {}]
+
+
+@pytest.mark.parametrize("status", [429, 503, 529])
+@pytest.mark.parametrize("headers", PAUSE_HEADERS)
+def test_no_header_value_yields_a_pause_below_the_floor(status: int, headers: dict) -> None:
+    from referee.judge import retry as retry_module
+    from referee.judge.client import _failure_outcome
+
+    floor = retry_module.RETRY_AFTER_FLOOR_S
+    info = retry_module.classify(_Refusal(status, headers))
+    outcome = _failure_outcome(info, latency_s=0.0)
+    assert outcome.retry_after is None or outcome.retry_after >= floor
+    assert retry_module.RetryPolicy().delay(0, info.retry_after) >= floor / 2
+    if info.retry_after is not None:
+        assert retry_module.RetryPolicy().delay(0, info.retry_after) >= floor
+    limiter = EndpointLimiter(BudgetSettings(max_concurrency=4, pinned=True))
+
+    async def refused() -> float:
+        permit = await limiter.lease(1)
+        limiter.settle(permit, outcome)
+        return limiter.paused_for()
+
+    paused = asyncio.run(refused())
+    if outcome.retry_after is not None or outcome.kind == "rate_limited":
+        # The endpoint's pause, as the next lease waits it (a little of it has passed).
+        assert paused >= floor - 0.1

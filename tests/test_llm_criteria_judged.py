@@ -294,10 +294,39 @@ async def test_simulation_goals_without_goals_is_one_with_a_note(server):
     assert server.request_count == 0
 
 
+async def test_simulation_goals_without_goals_says_so_in_10xgraphs_words(server):
+    result = await SimulationGoalsCriterion(cfg()).evaluate(run(TRANSCRIPT), case(expected=None))
+    assert result.details["note"] == "No goals defined — skipping evaluation"
+
+
+async def test_simulation_goals_error_names_the_judges_failure(server):
+    """10xgraph puts the judge call's exception in ``result.error``; "All LLM samples failed"
+    alone hid why (an outage, a refused request, a bad key)."""
+    from referee.testing.script import Fault
+
+    server.set_reply(Fault.http(400))
+    result = await SimulationGoalsCriterion(cfg()).evaluate(run(TRANSCRIPT), case(expected=GOALS))
+    assert not result.passed and result.error_kind == "judge"
+    assert "JudgeUnavailable" in result.error and "HTTP 400" in result.error
+    assert result.details["achieved_goals"] == [] and result.details["unachieved_goals"] == []
+
+
+async def test_simulation_goals_error_names_any_exception_of_its_call(server, monkeypatch):
+    async def broken(self, prompt):
+        raise RuntimeError("API error")
+
+    monkeypatch.setattr(SimulationGoalsCriterion, "_call_llm_json", broken)
+    result = await SimulationGoalsCriterion(cfg()).evaluate(run(TRANSCRIPT), case(expected=GOALS))
+    assert not result.passed and "API error" in result.error
+    assert result.error_kind == "evaluator"
+
+
 async def test_simulation_goals_reply_without_goal_list_fails(server):
     server.set_reply(reply(1.0, "all good"))
     result = await SimulationGoalsCriterion(cfg()).evaluate(run(TRANSCRIPT), case(expected=GOALS))
-    assert result.error == "All LLM samples failed"
+    # Issue 31: the cause follows, as 10xgraph puts the judge's exception in the error.
+    assert result.error.startswith("All LLM samples failed: JudgeUnavailable: ")
+    assert "'achieved'" in result.error
     assert result.error_kind == "judge"
     assert result.details["achieved_goals"] == []
 

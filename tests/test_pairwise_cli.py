@@ -214,18 +214,18 @@ def test_compare_with_a_panel_takes_the_members_majority(tmp_path, capsys, serve
             for m in ("good-1", "good-2", "biased")} == {"good-1": 8, "good-2": 8, "biased": 8}
     # Two of three prefer B; the biased member's flips are its own ties, outvoted.
     assert "B won 4, tied 2, lost 0 of 6 judged pair(s)" in out
-    assert "judge panel of 3 (majority, quorum 2): openai:good-1, openai:good-2, openai:biased" \
+    assert "judge panel of 3 (majority, quorum 2): openai/good-1, openai/good-2, openai/biased" \
         in out
-    assert ("openai:good-1: B won 4, tied 0, lost 0; agrees with the panel on 4 of 4; "
+    assert ("openai/good-1: B won 4, tied 0, lost 0; agrees with the panel on 4 of 4; "
             "8 request(s)") in out
-    assert ("openai:biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
+    assert ("openai/biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
             "4 position-inconsistent; 8 request(s)") in out
-    assert "[B] What is 1 + 1? (sum-1): panel: B (B 2, A 0, tie 1 of 3 of 3 judge(s))" in out
+    assert "[B] What is 1 + 1? (sum-1): panel: B (votes of all 3 judges: B 2, A 0, tie 1)" in out
 
     data = json.loads(page.with_suffix(".json").read_text())
     assert data["judge_provider"] == "panel"
-    assert [j["judge"] for j in data["judges"]] == ["openai:good-1", "openai:good-2",
-                                                    "openai:biased"]
+    assert [j["judge"] for j in data["judges"]] == ["openai/good-1", "openai/good-2",
+                                                    "openai/biased"]
     assert data["judge_agreement"] == pytest.approx(-0.5)  # 2 vs 1 on every pair
     pair = next(p for p in data["pairs"] if p["eval_id"] == "sum-1")
     assert [j["preferred"] for j in pair["verdict"]["judges"]] == ["b", "b", "tie"]
@@ -235,9 +235,9 @@ def test_compare_with_a_panel_takes_the_members_majority(tmp_path, capsys, serve
     dom = chromium_dom(page.as_uri(), tmp_path)
     assert "judge panel of 3 (majority, quorum 2)" in html.unescape(dom)
     listed = re.search(r'<ul id="judges">(.*?)</ul>', dom, re.S).group(1)
-    assert listed.count("<li>") == 3 and "openai:biased: B won 0, tied 4" in listed
+    assert listed.count("<li>") == 3 and "openai/biased: B won 0, tied 4" in listed
     first = dom[dom.index('id="pair-1"'):dom.index('id="pair-2"')]
-    assert "openai:good-2: A shown first: judge preferred B" in first
+    assert "openai/good-2: A shown first: judge preferred B" in first
 
 
 def test_compare_with_a_split_panel_is_a_tie_and_below_quorum_a_judge_error(
@@ -247,12 +247,12 @@ def test_compare_with_a_split_panel_is_a_tie_and_below_quorum_a_judge_error(
     code, out, err = compare(capsys, str(a), str(b), *judges("good-1", "contrarian"))
     assert code == 0, err
     assert "B won 0, tied 6, lost 0" in out  # one vote each way on every pair: ties
-    assert "panel: a tie (B 1, A 1, tie 0 of 2 of 2 judge(s))" in out
+    assert "panel: a tie (votes of both judges: B 1, A 1, tie 0)" in out
 
     # One member down of three: the two others still judge; two down: below the quorum.
     code, out, _ = compare(capsys, str(a), str(b), *judges("good-1", "good-2", "down"))
     assert code == 0 and "B won 4, tied 2, lost 0" in out
-    assert "openai:down: B won 0, tied 0, lost 0; agrees with the panel on 0 of 0; no verdict " \
+    assert "openai/down: B won 0, tied 0, lost 0; agrees with the panel on 0 of 0; no verdict " \
            "on 4" in out
     code, out, _ = compare(capsys, str(a), str(b), *judges("good-1", "down", "down"),
                            "--judge-quorum", "2")
@@ -300,7 +300,7 @@ def test_a_panel_comparison_resumes_from_its_stored_pairs_with_each_members_verd
     assert server.request_count == before
     assert "6 pair(s) taken from the stored comparison" in out
     assert "judge panel of 3 (majority, quorum 2)" in out
-    assert ("openai:biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
+    assert ("openai/biased: B won 0, tied 4, lost 0; agrees with the panel on 0 of 4; "
             "4 position-inconsistent; 0 request(s)") in out
 
     # Reopened as stored (the viewer's way): the panel, its records, kappa and page as first.
@@ -316,7 +316,7 @@ def test_a_panel_comparison_resumes_from_its_stored_pairs_with_each_members_verd
                                                                    re.S).group(0)
     assert re.findall(r'<div class="muted order">(.*?)</div>', again) == re.findall(
         r'<div class="muted order">(.*?)</div>', original)
-    assert "openai:good-2: A shown first: judge preferred B" in html.unescape(again)
+    assert "openai/good-2: A shown first: judge preferred B" in html.unescape(again)
 
     # Other panel rules are another comparison, asked afresh.
     code, out, err = compare(capsys, *argv[:-1], "3")

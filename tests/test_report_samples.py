@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from chromium_support import find_chromium
+from chromium_support import browser_env, find_chromium
 
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.execution import ExecutionResult, TurnResult
@@ -192,7 +192,7 @@ def chromium_dom(url: str, tmp_path: Path) -> str:
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
          "--virtual-time-budget=3000", "--dump-dom", url],
-        capture_output=True, text=True, timeout=90,
+        capture_output=True, text=True, timeout=90, env=browser_env(tmp_path),
     )
     assert proc.returncode == 0, f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}"
     assert "<body" in proc.stdout, f"chromium dumped no DOM: {proc.stderr[-2000:]}"

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from chromium_support import find_chromium
+from chromium_support import browser_env, find_chromium
 from test_report_samples import chromium_dom
 
 from referee.case import EvalCase, ToolCall
@@ -299,7 +299,7 @@ def _screenshot(url: str, tmp_path: Path, name: str) -> object:
          "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
          "--hide-scrollbars", "--window-size=1280,1600", "--virtual-time-budget=3000",
          f"--screenshot={png}", url],
-        capture_output=True, text=True, timeout=90)
+        capture_output=True, text=True, timeout=90, env=browser_env(tmp_path))
     assert proc.returncode == 0 and png.is_file(), proc.stderr[-2000:]
     return Image.open(io.BytesIO(png.read_bytes())).convert("RGB")
 

@@ -147,12 +147,12 @@ def test_a_judge_panel_from_the_form_is_shown_with_its_members_and_reopened_as_s
         assert (card(page, "wins"), card(page, "ties"), card(page, "losses")) == ("4", "2", "0")
         judges_text = "Array.from(document.querySelectorAll('#judges li')).map(l => l.textContent)"
         members = page.evaluate(judges_text)
-        assert [m.split(":")[0] + ":" + m.split(":")[1] for m in members] == [
-            "openai:good-1", "openai:good-2", "openai:biased"]
-        assert "openai:biased: B won 0, tied 4, lost 0" in members[2]
+        assert [m.split(": ")[0] for m in members] == [
+            "openai/good-1", "openai/good-2", "openai/biased"]
+        assert "openai/biased: B won 0, tied 4, lost 0" in members[2]
         meta = page.evaluate("document.querySelector('#pairwise .meta').textContent")
         assert "judge panel of 3 (majority, quorum 2)" in meta
-        assert "openai:good-2: A shown first" in page.evaluate(
+        assert "openai/good-2: A shown first" in page.evaluate(
             "document.querySelector('#pair-1').textContent")
         # The form holds the panel; reopened, the page shows the same members asking nothing.
         assert page.evaluate("document.querySelector('#judge-form [name=judge]').value") == panel
@@ -185,7 +185,7 @@ def test_a_configured_panel_is_the_forms_default_and_keeps_its_own_rules(runs, s
         assert state["state"] == "done", state
         assert server.request_count == 4 * 2 * 2
         result = html.unescape(request(handle, "GET", state["href"])[1])
-        assert "judge panel of 2 (majority, quorum 1): openai:good-1, openai:biased" in result
+        assert "judge panel of 2 (majority, quorum 1): openai/good-1, openai/biased" in result
     [stored] = (b / COMPARISONS_DIR).iterdir()
     assert json.loads(stored.read_text().splitlines()[0])["panel"]["quorum"] == 1
 

@@ -232,7 +232,7 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
                              criteria: Sequence[Any] | None = None, config: Any = None,
                              name: str | None = None, verbose: bool = True, save: bool = True,
                              runs_dir: str | Path | None = None, concurrency: int | None = None,
-                             formats: Sequence[str] = (), resume: str | Path | None = None,
+                             formats: Sequence[str] | None = None, resume: str | Path | None = None,
                              fail_threshold: float | None = None,
                              max_error_rate: float | None = None,
                              on_note: Callable[[list[str]], None] | None = None,

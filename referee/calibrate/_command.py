@@ -32,17 +32,17 @@ labelled rows, both verdicts, with the scores the judge gave them), with the rep
 and says whether agreement with people moved and whether the provider now serves another model
 version than the one calibrated; --evaluator and --judge pick entries, --tolerance sets how far
 agreement may fall (default 0.10).
-Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge does
-not separate the labels (so nothing was recorded), or with --recheck its agreement fell beyond
-the tolerance or its served version changed, 2 bad input, 130 interrupted."""
+Exit codes: 0 done (with --recheck: the judge still agrees as calibrated), 1 the judge or
+panel does not separate the labels (so nothing was recorded), or with --recheck its agreement
+fell beyond the tolerance or its served version changed, 2 bad input, 130 interrupted."""
 
 DATASETS = ("labels", "summedits", "halueval", "evouna")
 
 
 def add_parser(sub: Any, *, positive_int: Callable[[str], int],
                fraction: Callable[[str], float],
-               seconds: Callable[[str], float],
-               judge_options: Callable[[argparse.ArgumentParser, str], None]
+               judge_options: Callable[[argparse.ArgumentParser, str], None],
+               judge_request_options: Callable[[argparse.ArgumentParser], None]
                ) -> argparse.ArgumentParser:
     parser = sub.add_parser("calibrate", help="measure an evaluator's agreement with human "
                             "labels and fit its threshold", description=DESCRIPTION,
@@ -62,12 +62,7 @@ def add_parser(sub: Any, *, positive_int: Callable[[str], int],
     judge_options(parser, "the judge, e.g. openai/gpt-4o-mini (default: the evaluator's own, "
                   "else configure()/JUDGE_PROVIDER/JUDGE_MODEL); a panel is reported beside "
                   "each member's agreement with the same labels")
-    parser.add_argument("--judge-timeout", type=seconds, metavar="SECONDS",
-                        help="each judge request's timeout (default: the judge's own, else "
-                             "30 s); raise it for a slow local model")
-    parser.add_argument("--judge-max-tokens", type=positive_int, metavar="N",
-                        help="the judge's max_tokens (default: the judge's own; 1024, or 128 "
-                             "per verdict at a self-hosted server)")
+    judge_request_options(parser)
     parser.add_argument("--metric", choices=("kappa", "f1", "youden"), default="kappa",
                         help="what the fitted threshold maximises (default kappa)")
     parser.add_argument("--folds", type=positive_int, metavar="K",
@@ -188,7 +183,8 @@ def run_command(args: argparse.Namespace,
                        concurrency=args.concurrency,
                        labels=str(args.labels) if args.from_run is None
                        else f"{args.from_run}/{LABELS_FILE}",
-                       judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens)
+                       judge_timeout=args.judge_timeout, judge_max_tokens=args.judge_max_tokens,
+                       judge_max_retries=args.judge_max_retries)
     written = None
     refused = report.fit_problem is not None and not args.force
     if not args.no_write and report.threshold.value is not None and not refused \
@@ -213,6 +209,9 @@ def run_command(args: argparse.Namespace,
             from referee.calibrate._report import NOT_SEPARATED
 
             print(f"referee: {NOT_SEPARATED}: {report.fit_problem}", file=sys.stderr)
+            # As for a single judge: a panel that cannot tell the labels apart fails, unless
+            # the run was only a report (--no-write).
+            return 0 if args.no_write else 1
         return 0
     if report.threshold.value is None:
         print(f"referee: no threshold was fitted: {args.metric} is undefined on the "
@@ -285,7 +284,8 @@ def run_recheck(args: argparse.Namespace,
                                else args.tolerance,
                                runs_dir=args.runs_dir, concurrency=args.concurrency,
                                judge_timeout=args.judge_timeout,
-                               judge_max_tokens=args.judge_max_tokens))
+                               judge_max_tokens=args.judge_max_tokens,
+                               judge_max_retries=args.judge_max_retries))
     if not results:
         raise ValueError(f"no entry of {location} keeps canary rows to recheck")
     if args.json:

@@ -169,7 +169,8 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
                         runs_dir: str | Path | None = None,
                         concurrency: int = DEFAULT_CONCURRENCY,
                         judge_timeout: float | None = None,
-                        judge_max_tokens: int | None = None) -> Recheck:
+                        judge_max_tokens: int | None = None,
+                        judge_max_retries: int | None = None) -> Recheck:
     """Judge ``entry``'s canary again with ``evaluator`` and the entry's judge."""
     if not entry.canary:
         raise ValueError(f"the entry for {entry.evaluator} by {entry.judge_provider}/"
@@ -183,7 +184,8 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
     run, evaluator, provider, model = await score_labelled(
         evaluator, rows, recheck_judge(evaluator, entry), runs_dir=runs_dir,
         concurrency=concurrency, judge_timeout=judge_timeout,
-        judge_max_tokens=judge_max_tokens, labels=f"canary of the {entry.date} calibration",
+        judge_max_tokens=judge_max_tokens, judge_max_retries=judge_max_retries,
+        labels=f"canary of the {entry.date} calibration",
         purpose={"recheck": True})
     name = criterion_name(evaluator)
     by_id = {case.eval_id: case for case in run.cases}

@@ -37,6 +37,13 @@ def _estimate(e: Estimate) -> str:
     return interval + " W" if e.method == "wilson" else interval
 
 
+def _column(e: Estimate) -> str:
+    """An estimate in a right-aligned column: the flag keeps its own two characters, so a row
+    with ``W`` lines up with the rows without it."""
+    text = _estimate(e)
+    return text if text.endswith(" W") else text + "  "
+
+
 def console_text(report: CalibrationReport) -> str:
     """The calibration as plain text: the fitted threshold, agreement with intervals, questions."""
     a = report.agreement
@@ -53,15 +60,15 @@ def console_text(report: CalibrationReport) -> str:
     lines.append(f"positive (pass) base rate {_num(a.base_rate)}; 95% bootstrap intervals "
                  "(W: Wilson's, where every resample gave the same proportion; constant: no "
                  "resample moved it, so no interval)")
-    header = f"  {'metric':<20}{'at threshold ' + _num(a.threshold):>26}"
+    header = f"  {'metric':<20}{'at threshold ' + _num(a.threshold) + '  ':>26}"
     cv = report.cross_validation
     if cv is not None:
-        header += f"{f'{cv.folds}-fold cross-validated':>30}"
+        header += f"{f'{cv.folds}-fold cross-validated  ':>30}"
     lines.append(header)
     for key, label in METRIC_ROWS:
-        row = f"  {label:<20}{_estimate(getattr(a, key)):>26}"
+        row = f"  {label:<20}{_column(getattr(a, key)):>26}"
         if cv is not None:
-            row += f"{_estimate(getattr(cv.agreement, key)):>30}"
+            row += f"{_column(getattr(cv.agreement, key)):>30}"
         lines.append(row)
     lines.append(f"  confusion: judge pass & human pass {a.tp}, judge pass & human fail {a.fp}, "
                  f"judge fail & human pass {a.fn}, judge fail & human fail {a.tn}")

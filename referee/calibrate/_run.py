@@ -91,8 +91,12 @@ def evaluator_by_name(name: str) -> Any:
     choices = _built_in_evaluators()
     cls = choices.get(name.strip().lower().replace("-", "_"))
     if cls is None:
+        import difflib
+
         names = sorted({str(getattr(c, "name", c.__name__)) for c in choices.values()})
-        raise ValueError(f"unknown evaluator {name!r}; built-in judge evaluators: "
+        near = difflib.get_close_matches(name.strip().lower().replace("-", "_"), names, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise ValueError(f"unknown evaluator {name!r}; {hint}built-in judge evaluators: "
                          f"{', '.join(names)} (or give FILE.py:OBJECT)")
     return cls()
 
@@ -129,6 +133,7 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
                           concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
                           judge_timeout: float | None = None,
                           judge_max_tokens: int | None = None,
+                          judge_max_retries: int | None = None,
                           verbose: bool = False, labels: str = "") -> CalibrationReport:
     """Run ``evaluator`` over the labelled outputs and report its agreement with the labels.
 
@@ -136,8 +141,8 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
     like any other: judge errors are rows left out and counted, never an abort, and
     ``resume=RUN_DIR`` finishes an interrupted calibration without asking the judge again about
     finished rows. ``judge=`` ("provider/model" or a JudgeConfig) replaces the evaluator's judge;
-    ``judge_timeout`` and ``judge_max_tokens`` set those of whichever judge it uses (``timeout``
-    bounds a whole row).
+    ``judge_timeout``, ``judge_max_tokens`` and ``judge_max_retries`` set those of whichever
+    judge it uses (``timeout`` bounds a whole row).
     """
     if metric not in FIT_METRICS:
         raise ValueError(f"metric {metric!r}: expected one of {', '.join(FIT_METRICS)}")
@@ -149,8 +154,8 @@ async def calibrate_async(evaluator: Any, labelled_cases: Sequence[LabelledCase]
     run, evaluator, provider, model = await score_labelled(
         evaluator, rows, judge, runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
         concurrency=concurrency, timeout=timeout, judge_timeout=judge_timeout,
-        judge_max_tokens=judge_max_tokens, verbose=verbose, labels=labels,
-        purpose={"metric": metric, "folds": folds})
+        judge_max_tokens=judge_max_tokens, judge_max_retries=judge_max_retries,
+        verbose=verbose, labels=labels, purpose={"metric": metric, "folds": folds})
     name = criterion_name(evaluator)
     report = build_report(
         run, evaluator=name, judge_provider=provider, judge_model=model,
@@ -167,7 +172,8 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
                          resume: str | Path | None = None, retry_errors: bool = False,
                          concurrency: int = DEFAULT_CONCURRENCY, timeout: float | None = None,
                          judge_timeout: float | None = None,
-                         judge_max_tokens: int | None = None, verbose: bool = False,
+                         judge_max_tokens: int | None = None,
+                         judge_max_retries: int | None = None, verbose: bool = False,
                          labels: str = "", purpose: dict[str, Any] | None = None,
                          ) -> tuple[EvalReport, Any, str, str]:
     """The labelled outputs scored by ``evaluator`` (with ``judge`` in place of its own) as a
@@ -180,7 +186,8 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
                          "numeric threshold (the scores do not depend on it)")
     config = parse_judge(judge)
     settings = {name: value for name, value in (("timeout", judge_timeout),
-                                                ("max_tokens", judge_max_tokens))
+                                                ("max_tokens", judge_max_tokens),
+                                                ("max_retries", judge_max_retries))
                 if value is not None}
     if config is not None or settings:
         evaluator = _with_judge(evaluator, config, settings)

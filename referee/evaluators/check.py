@@ -193,8 +193,8 @@ class CheckEvaluator(QAGEvaluator):
             return questions, False
         warnings.warn(
             f"CheckEvaluator {self.name!r}: question generation failed after "
-            f"{GENERATION_ATTEMPTS} attempts ({'; '.join(failures)}); using the criterion "
-            "itself as a single yes/no question. Pin questions= for reproducible runs.",
+            f"{GENERATION_ATTEMPTS} attempts ({'; '.join(failures)}). Using fallback: the "
+            "criterion itself as a single yes/no question. Pin questions= for reproducible runs.",
             UserWarning, stacklevel=2)
         return [self.criterion], True
 

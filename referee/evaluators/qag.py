@@ -477,8 +477,10 @@ def score_records(owner: str, cfg: JudgeConfig, records: list[dict[str, Any]],
     if rejected is not None:
         problem = f"batched judge reply rejected, so the case has no score: {rejected}"
     elif unknown == total:
-        problem = (f"every judge verdict was unparseable ({total} of {total} question(s) "
-                   "UNKNOWN), so the case has no score")
+        # Worded as the multivon-style API words it ("no parseable Yes/No verdict").
+        problem = (f"every judge verdict was unparseable: the judge returned no parseable "
+                   f"Yes/No verdict for any of {total} question(s) ({total} of {total} "
+                   "question(s) UNKNOWN), so the case has no score")
     elif answered < needed:
         problem = (f"insufficient verdict coverage: only {answered} of {total} question(s) "
                    f"answered ({unknown} UNKNOWN); a score needs verdicts on at least {needed}")

@@ -85,6 +85,8 @@ def _self_contained(cfg: JudgeConfig) -> JudgeConfig:
     if cfg.max_concurrency is None and cfg.concurrency_pinned:
         update["max_concurrency"] = cfg.effective_max_concurrency
     update.update(rpm=cfg.effective_rpm, tpm=cfg.effective_tpm)
+    if cfg.max_retries is None:  # REFEREE_JUDGE_MAX_RETRIES, else the default
+        update["max_retries"] = cfg.effective_max_retries
     update = {k: v for k, v in update.items() if v is not None}
     if not update:
         return cfg

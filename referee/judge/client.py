@@ -497,8 +497,9 @@ class Judge:
         """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt
         to its reply; the wait for a permit is not the provider's latency).
 
-        A 429 sets the pace: the endpoint pauses and the request waits its turn again, as long
-        as its 429 pauses add up to at most ``rate_limit_wait_s``; other failures get
+        A 429 sets the pace: the endpoint pauses (at least ``RETRY_AFTER_FLOOR_S``) and the
+        request waits its turn again, as long as its refused attempts and their pauses add up
+        to at most ``rate_limit_wait_s``; other failures get
         ``max_retries`` retries within ``retry_max_total_s`` of the first, and a timeout at
         temperature 0 only ``DETERMINISTIC_TIMEOUT_RETRIES``."""
         assert self._endpoint is not None
@@ -507,7 +508,7 @@ class Judge:
         policy: _retry.RetryPolicy | None = None  # built on the first failure
         tokens = estimate_request_tokens(request)
         rate_limit_budget = self.config.effective_rate_limit_wait_s
-        rate_limit_waited = 0.0
+        paused_s = refused_s = 0.0
         outage_deadline: float | None = None
         attempt = failures = timeouts = 0
         while True:
@@ -548,16 +549,19 @@ class Judge:
                         exc) from None
                 now = time.monotonic()
                 if info.rate_limited:
-                    # The endpoint has paused (settle); the next lease waits it out. Counting
-                    # the pauses rather than the clock keeps the budget about the provider.
-                    wait = max(budget.paused_for(),
-                               min(info.retry_after or 0.0, _retry.RETRY_AFTER_CAP_S))
-                    if rate_limit_waited + wait > rate_limit_budget:
+                    # The endpoint has paused (settle); the next lease waits it out. The budget
+                    # is about the provider, not the wait for a slot behind other requests: it
+                    # counts the pauses, and by the clock the refused attempts' round trips.
+                    wait = max(budget.paused_for(), _retry.server_pause(info.retry_after or 0.0))
+                    refused_s += now - sent
+                    if (paused_s + wait > rate_limit_budget or paused_s + refused_s + wait
+                            > rate_limit_budget + _retry.RATE_LIMIT_CLOCK_ALLOWANCE_S):
                         raise self._unavailable(
-                            f"{summary}: still rate limited after {attempt} attempt(s) and "
-                            f"{rate_limit_waited:.1f}s of pauses, rate-limit wait budget "
-                            f"({rate_limit_budget:g}s) exhausted", exc) from None
-                    rate_limit_waited += wait
+                            f"{summary}: still rate limited after {attempt} attempt(s), "
+                            f"{paused_s:.1f}s of pauses and {refused_s:.1f}s of refused "
+                            f"attempts; rate-limit wait budget ({rate_limit_budget:g}s) "
+                            "exhausted", exc) from None
+                    paused_s += wait
                     # INFO, not WARNING: being paced is routine and a run may see hundreds.
                     logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
                                 self.model, info.summary, wait)
@@ -622,7 +626,7 @@ def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None
     if kind in ("rate_limited", "overloaded") and info.retry_after is not None:
-        retry_after = min(info.retry_after, _retry.RETRY_AFTER_CAP_S)
+        retry_after = _retry.server_pause(info.retry_after)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 
 

@@ -228,7 +228,10 @@ class JudgeConfig(StrictModel):
 
     @property
     def effective_max_retries(self) -> int:
-        return DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries
+        if self.max_retries is not None:
+            return self.max_retries
+        env = _env_count("REFEREE_JUDGE_MAX_RETRIES")
+        return DEFAULT_MAX_RETRIES if env is None else env
 
     @property
     def effective_retry_max_total_s(self) -> float:
@@ -261,6 +264,20 @@ def _env_positive(name: str, kind: type[int] | type[float]) -> float | None:
     return value
 
 
+def _env_count(name: str) -> int | None:
+    """A whole number of at least 0 from the environment, or None when unset; else one error."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 0:
+        raise ValueError(f"environment variable {name} must be at least 0, got {value}")
+    return value
+
+
 def _env_int(name: str) -> int | None:
     value = _env_positive(name, int)
     return None if value is None else int(value)
@@ -278,11 +295,15 @@ def configure(config: Any) -> None:
     """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets.
 
     A judge panel (a ``JudgePanel`` or a list of JudgeConfigs) is accepted too: EvalSuite-style
-    evaluators without ``judge=`` are then scored by the panel.
+    evaluators without ``judge=`` are then scored by the panel. A JudgeConfig that sets no field
+    (``JudgeConfig()``, what :func:`get_global_judge` returns when nothing is configured) is a
+    layer that changes nothing, and is taken as ``None``.
     """
     global _global_config
     from referee.judge.panel import as_panel, set_configured_panel
 
+    if isinstance(config, JudgeConfig) and not config.model_fields_set:
+        config = None
     panel = None if config is None or isinstance(config, JudgeConfig) else as_panel(config)
     if config is not None and not isinstance(config, JudgeConfig) and panel is None:
         raise TypeError("configure() expects a JudgeConfig, a list of JudgeConfig, a JudgePanel "
@@ -296,6 +317,28 @@ def get_configured() -> JudgeConfig | None:
     """The config passed to ``configure()``, or None."""
     with _global_lock:
         return _global_config
+
+
+def get_global_judge() -> Any:
+    """The multivon-style ``get_global_judge()``: what ``configure()`` holds (a JudgeConfig or
+    a judge panel), else ``JudgeConfig()`` with no field set, so that every field inherits.
+    Handing it back to ``configure()`` restores the judge it was read from."""
+    configured = _configured_judge()
+    return JudgeConfig() if configured is None else configured
+
+
+def resolve_judge(per_evaluator: JudgeConfig | None) -> JudgeConfig:
+    """The multivon-style ``resolve_judge()``: ``per_evaluator`` over ``configure()``'s judge,
+    over JUDGE_PROVIDER/JUDGE_MODEL, over the defaults; fields a layer leaves unset
+    (``None``) inherit. The same as :func:`resolve_judge_config`."""
+    return resolve_judge_config(per_evaluator)
+
+
+def _configured_judge() -> Any:
+    """What configure() was given: a judge panel, a JudgeConfig, or None."""
+    from referee.judge.panel import get_configured_panel
+
+    return get_configured_panel() or get_configured()
 
 
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:
@@ -407,6 +450,18 @@ def provider_for_model(model_name: str) -> str | None:
     """The provider of a ``judge_model``: its prefix (``openai/llama3``), else inferred from
     the name (``gemini*`` google, ``gpt*``/``o1``/``o3``/``o4`` openai, ``claude*`` anthropic)."""
     return split_judge_model(model_name)[0]
+
+
+def unknown_provider_message(prefix: str) -> str:
+    """Why ``prefix`` names no provider: the known ones, and the nearest as a suggestion."""
+    import difflib
+
+    aliases = {alias for rules in BUILTIN_ADAPTERS.values() for alias in rules.prefix_aliases}
+    known = sorted(known_providers() | aliases)
+    near = difflib.get_close_matches(prefix.strip().lower(), known, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (f"unknown provider {prefix.strip()!r} (known: {', '.join(sorted(known_providers()))}"
+            f"; gemini, gpt and claude name google, openai and anthropic){hint}")
 
 
 def provider_available(provider: str, base_url: str = "") -> bool:

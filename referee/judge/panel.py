@@ -25,6 +25,7 @@ from referee.judge.config import (
     get_configured,
     resolve_judge_config,
     split_judge_model,
+    unknown_provider_message,
 )
 from referee.judge.verdict import Verdict
 from referee.usage import TokenUsage
@@ -87,9 +88,17 @@ class JudgePanel(StrictModel):
         return [resolve_judge_config(member) for member in self.members]
 
 
+def judges_answered(answered: int, members: int) -> str:
+    """Whose answers a panel's verdict rests on: "all 3 judges", "2 of 3 judges"."""
+    if answered == members:
+        return "both judges" if members == 2 else f"all {members} judges"
+    return f"{answered} of {members} judges"
+
+
 def member_labels(members: Sequence[JudgeConfig]) -> list[str]:
-    """A name per member for reports: ``provider:model``, numbered when two share one."""
-    plain = [f"{m.provider}:{m.model}" for m in members]
+    """A name per member for reports: ``provider/model``, as ``--judge`` and JUDGE_PANEL spell
+    it, numbered when two share one."""
+    plain = [f"{m.provider}/{m.model}" for m in members]
     return [name if plain.count(name) == 1 else f"{name}#{index + 1}"
             for index, name in enumerate(plain)]
 
@@ -149,6 +158,9 @@ def judge_members(entries: Sequence[str], source: str) -> list[JudgeConfig]:
     members = []
     for entry in entries:
         provider, model = split_judge_model(entry)
+        prefix, _, rest = entry.strip().partition("/")
+        if provider is None and prefix.strip() and rest.strip():
+            raise ValueError(f"{source}: {entry.strip()!r}: {unknown_provider_message(prefix)}")
         if provider is None or "/" not in entry or not model:
             raise ValueError(f"{source}: {entry.strip()!r} is not PROVIDER/MODEL (e.g. "
                              "openai/gpt-4o-mini)")
@@ -344,6 +356,6 @@ def combine_member_scores(answers: PanelAnswers[T], score_of: Callable[[T], floa
         if member.answer is not None:
             entry.update(score=score_of(member.answer), **member_details(member.answer))
     how = "median" if answers.panel.aggregate == "majority" else answers.panel.aggregate
-    reason = (f"panel {how} {score:.2f} of {len(answered)} of {len(answers.members)} judge(s): "
+    reason = (f"panel {how} {score:.2f} (of {judges_answered(len(answered), len(answers.members))}): "
               + ", ".join(f"{m.label} {s:.2f}" for (m, _), s in zip(answered, scores)))
     return score, reason, summary

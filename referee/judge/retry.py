@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 RETRY_AFTER_CAP_S = 60.0
+# The shortest pause a Retry-After may ask for. Some gateways answer every 429 with
+# ``retry-after: 0``: taken at its word that is a loop of hundreds of requests a second, and a
+# wait budget that adds up pauses of zero is never spent.
+RETRY_AFTER_FLOOR_S = 0.25
+# A request's rate-limit wait budget counts its pauses, and by the clock its refused attempts
+# too (a server slow to refuse must spend it as well), allowing this much for the round trips
+# themselves: on a busy machine they alone would otherwise cut the documented count of pauses.
+RATE_LIMIT_CLOCK_ALLOWANCE_S = 1.0
 # A request at temperature 0 that timed out asks the same of the same server again: most likely
 # it takes as long again (a small local model rambling to max_tokens, a server busy with other
 # requests), and each retry holds a slot for a whole timeout. One retry covers a stall.
@@ -45,8 +53,15 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             # The server knows its own recovery time better than our backoff does.
-            return min(max(retry_after, 0.0), self.retry_after_cap_s)
+            return server_pause(retry_after, self.retry_after_cap_s)
         return self.backoff(attempt)
+
+
+def server_pause(retry_after: float, cap_s: float = RETRY_AFTER_CAP_S) -> float:
+    """The pause a server's Retry-After asks for, held between the floor and ``cap_s``."""
+    if not retry_after >= RETRY_AFTER_FLOOR_S:  # also NaN
+        return RETRY_AFTER_FLOOR_S
+    return min(retry_after, max(cap_s, RETRY_AFTER_FLOOR_S))
 
 
 class MalformedReply(Exception):
@@ -174,6 +189,8 @@ def classify(exc: BaseException) -> FailureInfo:
             try:
                 retry_after = max(float(headers["retry-after-ms"]) / 1000.0, 0.0)
             except ValueError:
+                retry_after = None
+            if retry_after is not None and retry_after != retry_after:  # NaN
                 retry_after = None
         if retry_after is None:
             retry_after = parse_retry_after(headers.get("retry-after"))

@@ -21,8 +21,9 @@ from referee.store import load_run
 def run_root(run_dir: str | Path) -> Path:
     path = Path(run_dir)
     if not path.is_dir():
-        raise InputError("not a run directory", source=str(path),
-                         expected="the directory of a stored run (its labels.jsonl lies there)")
+        raise InputError("a file, not a directory" if path.exists() else "no such directory",
+                         source=str(path),
+                         expected="a stored run's directory, as `referee list` shows it")
     return path
 
 

@@ -29,11 +29,13 @@ _LABEL_KEYS = ("scoring", "verdict", "human", "comment", "judge_passed", "judge_
 
 
 class LabelImportError(InputError):
-    """Some lines of a labels file do not fit the run; ``problems`` has one line each."""
+    """Some lines of a labels file do not fit the run; ``problems`` has one line per fault
+    (lines with the same fault share one), ``bad_lines`` counts the lines."""
 
-    def __init__(self, problems: list[InputError]) -> None:
+    def __init__(self, problems: list[InputError], bad_lines: int | None = None) -> None:
         self.problems = problems
-        more = f" (and {len(problems) - 1} more bad line(s))" if len(problems) > 1 else ""
+        self.bad_lines = len(problems) if bad_lines is None else bad_lines
+        more = f" (and {len(problems) - 1} more fault(s))" if len(problems) > 1 else ""
         super().__init__(f"{problems[0]}{more}; nothing was imported")
 
 
@@ -56,18 +58,28 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
     fallback_labeller = labeller or default_labeller()
     labels: list[Label] = []
     problems: list[InputError] = []
+    # Lines with the same fault (every line of another run's file) are told once.
+    same_fault: dict[tuple[str | None, str, str | None], list[int]] = {}
     for number, line in jsonl_lines(read_text(source)):
         try:
             row = parse_json(line, str(source), number)
             labels.append(_label_from_row(row, report, scoring=scoring,
                                           labeller=fallback_labeller))
         except _BadField as bad:
-            problems.append(InputError(bad.message, source=str(source), line=number,
-                                       field=bad.field, expected=bad.expected))
+            same_fault.setdefault((bad.field, bad.message, bad.expected), []).append(number)
         except InputError as exc:
             problems.append(exc)
+    for (field, message, expected), numbers in same_fault.items():
+        if len(numbers) == 1:
+            problems.append(InputError(message, source=str(source), line=numbers[0],
+                                       field=field, expected=expected))
+        else:
+            problems.append(InputError(f"{message} ({_count_lines(numbers, labels)})",
+                                       source=f"{source}: lines {_spans(numbers)}",
+                                       field=field, expected=expected))
     if problems:
-        raise LabelImportError(problems)
+        grouped = sum(len(numbers) - 1 for numbers in same_fault.values())
+        raise LabelImportError(problems, bad_lines=len(problems) + grouped)
     if not labels:
         raise InputError("no labels", source=str(source), expected=_EXPECTED_ROW)
     store = LabelStore(root)
@@ -80,6 +92,21 @@ def import_labels(run_dir: str | Path, labels_file: str | Path, *,
         stored.append(label)
         added += 1
     return Imported(added=added, already=len(labels) - added)
+
+
+def _spans(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` as ``1-3, 7``."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _count_lines(numbers: list[int], good: list[Label]) -> str:
+    return f"all {len(numbers)} lines" if not good else f"{len(numbers)} lines"
 
 
 def _cut_fields(metadata: dict[str, Any]) -> Any:

@@ -147,7 +147,9 @@ class PairwiseComparison:
                  for s in ("b", "a", "tie", "judge_error", "not_compared")}
         return WinRate(wins=count["b"], losses=count["a"], ties=count["tie"],
                        position_inconsistent=sum(p.position_inconsistent for p in self.pairs),
-                       judge_errors=count["judge_error"], not_compared=count["not_compared"])
+                       judge_errors=count["judge_error"], not_compared=count["not_compared"],
+                       identical=sum(1 for p in self.pairs if p.status == "tie"
+                                     and p.verdict is not None and not p.verdict.orders))
 
     @property
     def judge_answered(self) -> int:

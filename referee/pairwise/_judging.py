@@ -24,7 +24,7 @@ from referee.judge import (
     reply_reason,
     unreadable_replies,
 )
-from referee.judge.panel import PANEL, JudgePanel, ask_panel, panel_model_name
+from referee.judge.panel import PANEL, JudgePanel, ask_panel, judges_answered, panel_model_name
 from referee.usage import TokenUsage
 
 Preference = Literal["a", "b", "tie"]
@@ -315,9 +315,9 @@ async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, ou
     consistent = (None if all(v.position_consistent is None for v in said)
                   else all(v.position_consistent is not False for v in said))
     shown = {"a": "A", "b": "B", "tie": "tie"}
+    who = judges_answered(len(answers.answered), len(answers.members))
     reason = (f"panel: {shown[preferred] if preferred != 'tie' else 'a tie'} "
-              f"(B {votes['b']:g}, A {votes['a']:g}, tie {votes['tie']:g} of "
-              f"{len(answers.answered)} of {len(answers.members)} judge(s)); "
+              f"(votes of {who}: B {votes['b']:g}, A {votes['a']:g}, tie {votes['tie']:g}); "
               + "; ".join(f"{m.label}: {shown[m.answer.preferred]} — {m.answer.reason}"
                           for m in answers.answered if m.answer is not None))
     orders = tuple(replace(order, judge=m.label) for m in answers.answered

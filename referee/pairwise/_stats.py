@@ -35,6 +35,8 @@ class WinRate:
     judge_errors: int
     not_compared: int
     confidence: float = 0.95
+    # Of the ties, the pairs whose two outputs are the same: tied without asking the judge.
+    identical: int = 0
 
     @property
     def decisive(self) -> int:
@@ -59,6 +61,9 @@ class WinRate:
     def describe(self) -> str:
         counts = (f"B won {self.wins}, tied {self.ties}, lost {self.losses} of {self.judged} "
                   f"judged pair(s)")
+        if self.identical:
+            counts += (f" ({self.identical} of the ties: identical outputs, tied without asking "
+                       "the judge)")
         if self.position_inconsistent:
             counts += (f"; {self.position_inconsistent} position-inconsistent (a preference "
                        "flipped with the order and was counted as a tie)")
@@ -78,5 +83,6 @@ class WinRate:
         return {"wins": self.wins, "losses": self.losses, "ties": self.ties,
                 "position_inconsistent": self.position_inconsistent,
                 "judge_errors": self.judge_errors, "not_compared": self.not_compared,
+                "identical": self.identical,
                 "win_rate": self.rate, "ci_low": low, "ci_high": high,
                 "confidence": self.confidence, "sign_test_p": self.p_value}

@@ -809,12 +809,18 @@ class EvalReport(ReportAnalysis, BaseModel):
     # Counts (the multivon-style API) -------------------------------------------------------------
     @property
     def results(self) -> list[CaseResult]:
-        return self.cases
+        return self.case_results
 
     @property
     def case_results(self) -> list[CaseResult]:
-        """multivon's name for the per-case results."""
-        return self.cases
+        """multivon's name for the per-case results: a plain ``list``, as code written for
+        multivon checks, wherever the run keeps its cases in memory anyway (every unsaved run,
+        and a stored run of up to 2,000 cases, parsed once). A larger stored run hands back its
+        lazy sequence (``StoredCases``) rather than parse every case into memory unasked;
+        ``list(report.cases)`` makes the list when it is wanted."""
+        kept = getattr(self.cases, "kept_list", None)
+        listed = kept() if callable(kept) else None
+        return listed if listed is not None else self.cases
 
     @classmethod
     def create(cls, eval_set_id: str, results: list[CaseResult], eval_set_name: str = "",

@@ -136,11 +136,22 @@ class AgentEvaluator:
         self.agent = agent
         self.config = config if config is not None else EvalConfig.default()
         self.criteria: list[Criterion] = [*build_criteria(self.config), *(criteria or [])]
-        self.model_id = model_id or getattr(agent, "__name__", type(agent).__name__)
+        self._default_model_id = getattr(agent, "__name__", type(agent).__name__)
+        self._label = model_id
         self.runs_dir = runs_dir
         self.save = save
         self.backend = backend
         self.case_context = case_context
+
+    @property
+    def model_id(self) -> str:
+        """The run's label: the one given, else the agent's name."""
+        return self._label or self._default_model_id
+
+    @model_id.setter
+    def model_id(self, label: str) -> None:
+        # Kept apart from the default, so that a resume without a label keeps the stored one.
+        self._label = label
 
     async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
         if self.case_context is None:
@@ -196,7 +207,8 @@ class AgentEvaluator:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")
-        report = await run_stored(name=name, model_id=self.model_id, cases=cases,
+        report = await run_stored(name=name, model_id=self._label,
+                                  default_model_id=self._default_model_id, cases=cases,
                                   criteria=self.criteria, execute=self._execute, options=options,
                                   config_used=self.config.model_dump(mode="json"))
         if self.config.reporter is not None:

@@ -41,6 +41,9 @@ class RunDescription:
     # By criterion label: the reliability_sample of each judged criterion whose judge has
     # reliability_check (run/reliability.py re-asks a sample of the run for it).
     reliability_samples: dict[str, int] = field(default_factory=dict)
+    # By criterion label: the threshold a judged criterion takes from the built-in table for
+    # its judge model, when none was given (it differs from judge to judge).
+    judge_thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def judge(self) -> dict[str, Any]:
@@ -59,6 +62,11 @@ class RunDescription:
         that is not the one the user meant (or none at all) should not take a whole run to
         notice."""
         _announce(self.judges, stream)
+        for name, threshold in self.judge_thresholds.items():
+            model = self.judges.get(name, {}).get("model", "?")
+            line = (f"referee: threshold for {name}: {threshold:g}, the built-in default for "
+                    f"judge {model} (it differs by judge model; threshold= sets one)")
+            print(terminal_safe(redact(line)), file=stream or sys.stderr, flush=True)
 
 
 def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
@@ -71,7 +79,29 @@ def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
     return RunDescription(criteria=describe_criteria(criteria, resolved),
                           judges=judges_by_criterion(criteria, resolved),
                           reliability_samples={label: sample for label, (_, sample)
-                                               in zip(labels, resolutions) if sample is not None})
+                                               in zip(labels, resolutions) if sample is not None},
+                          judge_thresholds={label: threshold for label, threshold in (
+                              (label, _judge_table_threshold(c)) for label, c in
+                              zip(labels, criteria)) if threshold is not None})
+
+
+def _judge_table_threshold(criterion: Criterion) -> float | None:
+    """The threshold ``criterion`` takes from the built-in per-judge table; None when it was
+    given one, or its threshold does not depend on the judge."""
+    if getattr(criterion, "calibration_key", None) is None \
+            or getattr(criterion, "_explicit_threshold", 0) is not None \
+            or getattr(criterion, "calibration_required", False):
+        return None
+    panel = getattr(criterion, "judge_panel", None)
+    if callable(panel) and panel() is not None:
+        return None
+    entry = getattr(criterion, "calibration_entry", None)
+    try:
+        if callable(entry) and entry(criterion.judge_config()) is not None:  # type: ignore[attr-defined]
+            return None  # a calibration file's entry: the run's own record names it
+        return float(criterion.threshold)
+    except Exception:  # a judge that cannot be resolved is reported by the judge line
+        return None
 
 
 def judges_by_criterion(criteria: Sequence[Criterion],
@@ -271,10 +301,20 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
     threshold = getattr(criterion, "threshold", None)
     if isinstance(threshold, (int, float)):
         settings["threshold"] = threshold
-    if isinstance(criterion, JudgedCriterion) and not _named_by_config(criterion):
+    judged = isinstance(criterion, JudgedCriterion)
+    if judged and not _named_by_config(criterion):
         _record_resolved_judge(criterion, settings,
                                _resolved_judge(criterion) if judge is _UNRESOLVED else judge)
+    elif not judged and isinstance(settings.get("config"), dict):
+        # A criterion that asks no judge records none: its config's judge defaults
+        # (judge_model gemini-2.5-flash...) would name a judge that never judged it.
+        settings["config"] = {k: v for k, v in settings["config"].items()
+                              if k not in _JUDGE_CONFIG_FIELDS}
     return redact_secrets(settings)
+
+
+# The CriterionConfig fields only a judged criterion reads.
+_JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "num_samples", "api_style"})
 
 
 def _record_resolved_judge(criterion: object, settings: dict[str, Any],

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from referee.report.writers import parse_formats
+from referee.report_formats import default_formats
 from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
@@ -95,6 +96,7 @@ class RunOptions(BaseModel):
     # the stored run's) instead of refusing; the model is called only for cases without one.
     rescore: bool = False
     # Report formats, parsed: "console" prints the summary, the others are written as files.
+    # Not given (None): report_formats.default_formats, the same rule for every front door.
     formats: tuple[str, ...] = ()
     metadata: dict[str, Any] = {}
     # Where the cases execute: None/"local" (this process), "ray", or an executor object.
@@ -127,9 +129,15 @@ class RunOptions(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _quiet(cls, values: Any) -> Any:
-        if isinstance(values, dict) and values.get("quiet"):
-            return {**values, "verbose": False}
+    def _quiet_and_default_formats(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        if values.get("quiet"):
+            values = {**values, "verbose": False}
+        if values.get("formats") is None:
+            values = {**values, "formats": default_formats(
+                verbose=values.get("verbose", True) is not False,
+                stored=values.get("save", True) is not False or values.get("resume") is not None)}
         return values
 
     @field_validator("concurrency", mode="before")

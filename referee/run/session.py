@@ -77,13 +77,20 @@ class _OpenRun:
 async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                      criteria: Sequence[Criterion], execute: Execute, options: RunOptions,
                      config_used: dict[str, Any] | None = None,
-                     metadata: dict[str, Any] | None = None) -> EvalReport:
+                     metadata: dict[str, Any] | None = None,
+                     default_model_id: str = "") -> EvalReport:
     """Run and store. ``metadata`` is what the front door adds to the options' own.
+
+    ``model_id`` is the label the user gave, ``default_model_id`` the one the front door
+    would name the run after otherwise (the model function's name): a resume without a label
+    keeps the stored run's own.
 
     Raises ``RunStoreWriteError`` when the run directory cannot be written (the finished cases
     are kept, and resuming completes the run)."""
-    run = _open(name=name, model_id=model_id, cases=cases, criteria=criteria, options=options,
-                config_used=config_used, metadata={**options.metadata, **(metadata or {})})
+    run = _open(name=name, model_id=model_id or default_model_id, cases=cases,
+                criteria=criteria, options=options, config_used=config_used,
+                metadata={**options.metadata, **(metadata or {})},
+                label_given=bool(model_id))
     try:
         await _drive(run, cases, execute, options)
         await check_judge_reliability(run.report, run.engine, run.reliability_samples)
@@ -98,7 +105,7 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
 
 def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequence[Any],
           options: RunOptions, config_used: dict[str, Any] | None,
-          metadata: dict[str, Any]) -> _OpenRun:
+          metadata: dict[str, Any], label_given: bool = True) -> _OpenRun:
     """Describe the run, open (or reopen) its directory, and build the engine that writes to it.
 
     Everything that can refuse the run is checked before the run directory is touched: a bad
@@ -122,6 +129,10 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
         plan, store = ResumePlan.open(options, cases, keys, description)
         run_meta[VERSION_KEY] = plan.version
         report.run_id = str(plan.meta.get("run_id") or plan.run_dir.name)
+        if not label_given and plan.meta.get("model_id"):
+            # The stored outputs are that model's: a resume names them after it, not after
+            # whatever function this resume happens to call.
+            report.model_id = str(plan.meta["model_id"])
         report.started_at = float(plan.meta.get("started_at") or report.started_at)
         report.metadata["resumed"] = True
         report.metadata.update(describe_versions(plan.run_dir, plan.version))

@@ -247,7 +247,7 @@ class UserSimulator:
                        name: str = "user simulation", concurrency: int = 4,
                        timeout: float | None = None, verbose: bool = False, save: bool = True,
                        runs_dir: str | Path | None = None, resume: str | Path | None = None,
-                       formats: Sequence[str] = (), fail_threshold: float | None = None,
+                       formats: Sequence[str] | None = None, fail_threshold: float | None = None,
                        max_error_rate: float | None = None) -> EvalReport:
         """Every scenario as one case of a stored run, with the usual report and gates."""
         options = RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
@@ -261,7 +261,8 @@ class UserSimulator:
         async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, by_case[id(case)], caller)
 
-        report = await run_stored(name=name, model_id=getattr(agent, "__name__", ""),
+        report = await run_stored(name=name, model_id="",
+                                  default_model_id=getattr(agent, "__name__", ""),
                                   cases=cases, criteria=self.criteria, execute=execute,
                                   options=options,
                                   config_used={"user_simulator": {

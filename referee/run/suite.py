@@ -227,7 +227,8 @@ class EvalSuite:
             return await caller.call(model_fn, case.input or "")
 
         report = await run_stored(
-            name=self.name, model_id=self.model_id or getattr(model_fn, "__name__", ""),
+            name=self.name, model_id=self.model_id,
+            default_model_id=getattr(model_fn, "__name__", ""),
             cases=self._source if self._source is not None else self._cases,
             criteria=self._evaluators, execute=execute, options=options)
         gate(report, options)

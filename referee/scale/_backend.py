@@ -16,6 +16,7 @@ judge endpoint for the whole cluster, unless the backend was told otherwise.
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections import deque
@@ -191,8 +192,10 @@ class RayBackend:
                     "runtime_env={'working_dir': ...} to your ray.init() instead")
             return False
         try:
+            # Ray's own INFO and WARNING lines ("Connecting to existing Ray cluster", "SIGTERM
+            # handler is not set") would mix into referee's output; its errors still show.
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     **self._init_options())
+                     **{"logging_level": logging.ERROR, **self._init_options()})
         except ConnectionError as exc:
             raise ConnectionError(f"{exc}. {token_auth_hint()}") from None
         return True

@@ -70,6 +70,11 @@ class StoredCases(Sequence[CaseResult]):
             self._cached = list(self._stream())
         return self._cached
 
+    def kept_list(self) -> list[CaseResult] | None:
+        """The parsed cases as the plain list this run keeps anyway (up to
+        CACHED_CASES_UP_TO cases); None for a larger run, which is never held whole."""
+        return self._all()
+
     def _stream(self) -> Iterator[CaseResult]:
         offsets = self._index()
         if not offsets:

@@ -441,8 +441,12 @@ class RunStore:
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
-        # Images and documents go to blobs/ once, by content hash; the line keeps the hash.
-        line = externalise_json_line(result.model_dump_json(), self.run_dir) + "\n"
+        # A field at its default is left out (reading fills it back in): most of a line's
+        # fields are unset (no error, no traceback, a tool call's result), and at a million
+        # cases their names alone would be hundreds of megabytes. Images and documents go to
+        # blobs/ once, by content hash; the line keeps the hash.
+        line = externalise_json_line(result.model_dump_json(exclude_defaults=True),
+                                     self.run_dir) + "\n"
         with _writing(self.run_dir):
             if self._cases_file is None:
                 self._cases_file = open(self.cases_path, "a", encoding="utf-8")

@@ -74,11 +74,15 @@ class Fault:
     retry_after: str | None = None
     seconds: float | None = None
     body: str | None = None
+    retry_after_ms: str | None = None  # OpenAI's ``retry-after-ms`` header
 
     @classmethod
-    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
+    def rate_limit(cls, retry_after: float | str | None = None, *,
+                   retry_after_ms: float | str | None = None) -> Fault:
         return cls("status", status=429,
-                   retry_after=None if retry_after is None else _header_value(retry_after))
+                   retry_after=None if retry_after is None else _header_value(retry_after),
+                   retry_after_ms=None if retry_after_ms is None
+                   else _header_value(retry_after_ms))
 
     @classmethod
     def quota_exhausted(cls) -> Fault:

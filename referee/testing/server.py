@@ -414,6 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(request, Reply(), fault.seconds or 0.0)
         elif fault.kind == "status":
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            if fault.retry_after_ms is not None:
+                headers["retry-after-ms"] = fault.retry_after_ms
             if fault.body is not None:
                 self._send_raw(fault.status, fault.body.encode("utf-8"), "application/json",
                                headers)

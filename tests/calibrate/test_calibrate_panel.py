@@ -73,14 +73,14 @@ def test_cli_calibrates_a_panel_beside_each_member_asking_each_member_once(
     [run_dir] = [p for p in runs.iterdir() if p.is_dir()]
     report = json.loads((run_dir / "calibration.json").read_text())
     assert report["judge_provider"] == "panel"
-    assert report["judge_model"] == "openai:judge-a, openai:judge-b, openai:judge-c"
+    assert report["judge_model"] == "openai/judge-a, openai/judge-b, openai/judge-c"
     # The majority outvotes each misreading: the panel agrees with people on every row.
     agreement = report["agreement"]
     assert (agreement["tp"], agreement["fp"], agreement["fn"], agreement["tn"]) == (12, 0, 0, 12)
     assert agreement["kappa"]["value"] == pytest.approx(1.0)
     # Each member alone misreads 4 of the 24 rows (2 passes, 2 fails).
     members = {m["judge"]: m for m in report["members"]}
-    assert list(members) == [f"openai:{judge}" for judge in JUDGES]
+    assert list(members) == [f"openai/{judge}" for judge in JUDGES]
     for member in members.values():
         assert member["scored"] == ROWS and member["no_score"] == 0
         a = member["agreement"]
@@ -89,11 +89,11 @@ def test_cli_calibrates_a_panel_beside_each_member_asking_each_member_once(
         assert a["kappa"]["value"] == pytest.approx((20 / 24 - 0.5) / 0.5)
         assert a["tpr"]["value"] == pytest.approx(10 / 12)
         assert a["tnr"]["value"] == pytest.approx(10 / 12)
-    assert report["best_member"] == "openai:judge-a"
+    assert report["best_member"] == "openai/judge-a"
 
     assert "the panel and each member on the same labels" in out
-    assert re.search(r"openai:judge-b\s+24\s+\S+\s+0\.83\s+0\.67", out)
-    assert "the panel (kappa 1.00) beats its best member openai:judge-a (kappa 0.67)" in out
+    assert re.search(r"openai/judge-b\s+24\s+\S+\s+0\.83\s+0\.67", out)
+    assert "the panel (kappa 1.00) beats its best member openai/judge-a (kappa 0.67)" in out
     # A panel's threshold is not recorded: calibrated thresholds are per judge model.
     assert not calibration_file.exists()
     assert "judge panel's threshold is not recorded" in err
@@ -114,9 +114,9 @@ def test_python_api_panel_with_a_member_down_and_html_in_chromium(tmp_path, serv
     # of them misreads) their votes tie, too few questions have a verdict and the row is a
     # judge error. The member that was down has no score and no agreement figures.
     assert (report.scored, report.excluded) == (16, {"JUDGE_ERROR": 8})
-    down = next(m for m in report.members if m.judge == "openai:judge-down")
+    down = next(m for m in report.members if m.judge == "openai/judge-down")
     assert (down.scored, down.no_score) == (0, 16) and down.agreement.kappa.value is None
-    assert report.best_member in ("openai:judge-a", "openai:judge-b")
+    assert report.best_member in ("openai/judge-a", "openai/judge-b")
     with pytest.raises(ValueError, match="judge panel's threshold is not recorded"):
         report.write_calibration_file(tmp_path / "calibration.json")
 
@@ -126,9 +126,9 @@ def test_python_api_panel_with_a_member_down_and_html_in_chromium(tmp_path, serv
     assert [re.sub(r"<[^>]+>", "", cell) for cell in
             re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:][0].split("</td>")][:2] == [
         "panel", "16"]
-    assert "openai:judge-down" in table and "openai:judge-b" in table
+    assert "openai/judge-down" in table and "openai/judge-b" in table
     assert re.search(r'id="panel-versus-best">The panel \(kappa [\d.]+\) (beats|ties with|does '
-                     r'not beat) its best member openai:judge-[ab]', dom)
+                     r'not beat) its best member openai/judge-[ab]', dom)
 
 
 def test_a_judge_list_of_provider_model_texts_is_a_panel():
@@ -152,3 +152,45 @@ def test_cli_panel_options_are_checked(tmp_path, capsys, server):
     err = capsys.readouterr().err
     assert "--judge: quorum must be between 1 and the number of members (2), got 3" in err
     assert server.request_count == 0
+
+
+def test_cli_a_panel_that_does_not_separate_the_labels_exits_1_as_one_judge_does(
+        tmp_path, capsys, openai_judge_server):
+    def same_reading_for_every_row(request: RecordedRequest) -> str:
+        return "No" if OUTSIDE in request.prompt or CONTRADICTS in request.prompt else "Yes"
+
+    openai_judge_server(same_reading_for_every_row)
+    labels = str(labelled_file(tmp_path))
+    panel = [arg for judge in JUDGES for arg in ("--judge", f"openai/{judge}")]
+    common = ["--resamples", "50", "--out", str(tmp_path / "runs"),
+              "--calibration-file", str(tmp_path / "calibration.json")]
+    code = main(["calibrate", labels, "--evaluator", "faithfulness", "--judge", "openai/judge-a",
+                 *common])
+    err = capsys.readouterr().err
+    assert code == 1 and "does not separate the labels" in err
+    code = main(["calibrate", labels, "--evaluator", "faithfulness", *panel, *common])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "does not separate the labels" in err
+    # Only a report was asked for: nothing was to be recorded, and that is no failure.
+    assert main(["calibrate", labels, "--evaluator", "faithfulness", *panel, *common,
+                 "--no-write"]) == 0
+
+
+def test_the_console_table_lines_up_rows_with_and_without_the_w_flag(tmp_path, server):
+    from referee.calibrate._render import console_text
+
+    rows = load_labels(labelled_file(tmp_path))
+    judges = [JudgeConfig(provider="openai", model=m) for m in JUDGES]
+    report = calibrate(Faithfulness(judge=judges), rows, resamples=100,
+                       runs_dir=tmp_path / "runs")
+    lines = console_text(report).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("metric"))
+    end = next(i for i, line in enumerate(lines) if line.strip().startswith("confusion"))
+    table = lines[start + 1:end]
+    # The perfect panel: proportions get Wilson's interval (W), kappa none (constant).
+    assert any(line.endswith(" W") for line in table) and any(
+        not line.endswith(" W") for line in table), table
+    # Every estimate ends at the same column, and the flag, or its blank, follows it.
+    assert len({len(line) for line in table}) == 1, table
+    assert all(line[-2:] in (" W", "  ") and line[-3] != " " for line in table), table

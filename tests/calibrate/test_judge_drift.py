@@ -80,7 +80,7 @@ def calibrated(server, tmp_path, capsys):
     ("openai", "chat", "fp_44709d6fcb"), ("openai", "responses", None),
     ("anthropic", "chat", None), ("google", "chat", None)])
 def test_each_sdk_reply_names_the_model_version_that_served_it(
-        isolated_judge, provider, api_style, fingerprint):
+        isolated_judge, provider, api_style, fingerprint, tmp_path):
     async def ask(cfg: JudgeConfig):
         with recording_served() as log:
             reply = await get_judge(cfg).complete("Is the sky blue?")
@@ -90,7 +90,7 @@ def test_each_sdk_reply_names_the_model_version_that_served_it(
     with ScriptedJudgeServer(reply="Yes", served_model="a-2024-01") as srv:
         srv.system_fingerprint = "fp_44709d6fcb"
         cfg = srv.judge_config(provider=provider, api_style=api_style, model="a", cache=True,
-                               cache_path=None)
+                               cache_path=str(tmp_path / "judge_cache.sqlite3"))
         reply, again, seen = asyncio.run(ask(cfg))
     assert reply.model == "a" and reply.served_model == "a-2024-01"
     assert reply.system_fingerprint == fingerprint

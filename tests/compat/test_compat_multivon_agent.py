@@ -354,7 +354,7 @@ async def test_a_panel_votes_on_the_recovery_question_too(server):
         weather_run("Error: timeout"), EvalCase(input=TASK))
     assert server.request_count == 3 * 4
     assert result.details["recovery"]["judges"] == {
-        "openai:judge-a": "yes", "openai:judge-b": "no", "openai:judge-c": "no"}
+        "openai/judge-a": "yes", "openai/judge-b": "no", "openai/judge-c": "no"}
     assert result.score == pytest.approx(2 / 3 - 0.2) and "did not recover" in result.reason
     assert result.token_usage.requests == 12
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from chromium_support import find_chromium
+from chromium_support import browser_env, find_chromium
 
 from referee.testing import Fault, RecordedRequest, Reply, ScriptedJudgeServer
 
@@ -122,7 +122,7 @@ def rendered_dom(url: str, profile: Path) -> str:
          "--disable-extensions", "--disable-background-networking", "--disable-sync",
          "--disable-component-update", f"--user-data-dir={profile}",
          "--virtual-time-budget=2000", "--dump-dom", url],
-        capture_output=True, text=True, timeout=90)
+        capture_output=True, text=True, timeout=90, env=browser_env(profile.parent))
     assert done.returncode == 0, f"chromium failed ({done.returncode}): {done.stderr[-1500:]}"
     assert "<body" in done.stdout, f"chromium returned no DOM: {done.stderr[-1500:]}"
     return done.stdout

@@ -208,3 +208,23 @@ def test_repeated_runs_travel_to_the_workers(ray_cluster: str, tmp_path: Path) -
     # A steady answer settles each case after six runs, on the workers as here.
     assert {c.runs for c in on_ray.cases} == {6}
     assert shape(on_ray) == shape(local) and on_ray.runs == 10
+
+
+def test_rays_own_log_lines_stay_out_of_referees_output(ray_cluster: str,
+                                                        tmp_path: Path) -> None:
+    """Issue 31: under --ray, stderr holds referee's lines only (Ray's INFO/WARNING lines,
+    such as 'Connecting to existing Ray cluster' or 'SIGTERM handler is not set', do not)."""
+    target = tmp_path / "tiny.py"
+    target.write_text(
+        "from referee import EvalCase, EvalSuite\n"
+        "from referee.evaluators.deterministic import Contains\n"
+        "suite = EvalSuite('tiny').add_cases([EvalCase(input='q')])\n"
+        "suite.add_evaluator(Contains(['a']))\n"
+        "def model(question):\n"
+        "    return 'a'\n")
+    proc = _referee("run", str(target), "--ray", ray_cluster, "--out", str(tmp_path / "runs"),
+                    "-q")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    foreign = [line for line in proc.stderr.splitlines()
+               if line.strip() and not line.startswith("referee")]
+    assert foreign == [], foreign

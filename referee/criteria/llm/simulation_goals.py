@@ -8,7 +8,7 @@ from typing import Any
 from referee.case import EvalCase
 from referee.criteria.llm.caller import NO_PROVIDER_REASONING, is_no_provider_reply, logger
 from referee.criteria.llm.prompts import DATA_NOTICE, data_block, json_reply_format
-from referee.criteria.llm.templated import TemplatedLLMCriterion
+from referee.criteria.llm.templated import ALL_SAMPLES_FAILED, TemplatedLLMCriterion
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
@@ -71,7 +71,7 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
     def _get_skip_result(self, actual: ExecutionResult,
                          expected: EvalCase) -> CriterionResult | None:
         if not parse_goals(expected.last_expected_response() or ""):
-            note = "No goals defined for this case"
+            note = "No goals defined — skipping evaluation"  # 10xgraph's own words
             return self._nothing_to_judge(note, achieved_goals=[], unachieved_goals=[],
                                           reasoning=note, judge_model=self.judge_model_name)
         return None
@@ -121,9 +121,12 @@ class SimulationGoalsCriterion(TemplatedLLMCriterion):
                                "judge" if isinstance(exc, JudgeUnavailable) else "evaluator")
         scores, reasonings, extras, token_usage = batch
         if not scores:
-            failed = self._all_samples_failed(getattr(batch, "failures", []), token_usage,
+            failures: list[Exception] = getattr(batch, "failures", [])
+            failed = self._all_samples_failed(failures, token_usage,
                                               getattr(batch, "sample_replies", []))
             failed.details.update(achieved_goals=[], unachieved_goals=[])
+            if failures:  # the one call's exception, as 10xgraph reports it
+                failed.error = f"{ALL_SAMPLES_FAILED}: {type(failures[0]).__name__}: {failures[0]}"
             return failed
         if extras[0].get("no_provider"):
             details = self._details([], [], NO_PROVIDER_REASONING)
