@@ -17,7 +17,12 @@ import binascii
 import hashlib
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_serializer
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+)
 
 from referee._strict import StrictModel
 from referee.content._media import (
@@ -40,12 +45,24 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class TextPart(StrictModel):
+class _Typed(StrictModel):
+    """A part's dump always names its type, even where defaults are left out (the run store's
+    lines): the type is how a stored value is known to be a part again."""
+
+    @model_serializer(mode="wrap")
+    def _with_type(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            data["type"] = type(self).model_fields["type"].default
+        return data
+
+
+class TextPart(_Typed):
     type: Literal["text"] = "text"
     text: str
 
 
-class _MediaPart(StrictModel):
+class _MediaPart(_Typed):
     """What images and documents share: bytes or a URL, their media type and their hash."""
 
     media_type: str = ""
