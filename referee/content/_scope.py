@@ -13,15 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
+from referee.content._blobs import BlobStore
 from referee.content._load import find_parts
 from referee.content._parts import DocumentPart, ImagePart
 
 
 class _CaseContent:
-    def __init__(self, actual: Any, expected: Any) -> None:
+    def __init__(self, actual: Any, expected: Any, blobs: BlobStore | None) -> None:
         self._sources = (expected, actual)  # what the case gives, then what the model made
+        self._blobs = blobs
         self._parts: tuple[ImagePart | DocumentPart, ...] | None = None
 
     def parts(self) -> tuple[ImagePart | DocumentPart, ...]:
@@ -32,19 +35,29 @@ class _CaseContent:
                 for part in find_parts(source):
                     if part.content_key() not in seen:
                         seen.add(part.content_key())
-                        found.append(part)
+                        found.append(self._with_bytes(part))
             self._parts = tuple(found)
         return self._parts
+
+    def _with_bytes(self, part: ImagePart | DocumentPart) -> ImagePart | DocumentPart:
+        """A stored output's part (its hash, no bytes: a re-scored run) read back from the
+        run's blobs/."""
+        if part.data is None and part.url is None and self._blobs is not None:
+            return self._blobs.restore(part)
+        return part
 
 
 _CASE_CONTENT: ContextVar[_CaseContent | None] = ContextVar("referee_case_content", default=None)
 
 
 @contextmanager
-def judging_content(actual: Any, expected: Any) -> Iterator[None]:
+def judging_content(actual: Any, expected: Any, run_dir: Path | str | None = None
+                    ) -> Iterator[None]:
     """Judge requests made inside show the judge the images and PDFs of ``expected`` (the
-    case) and ``actual`` (its output), each once."""
-    token = _CASE_CONTENT.set(_CaseContent(actual, expected))
+    case) and ``actual`` (its output), each once; a part stored by hash alone is read back
+    from ``run_dir``'s blobs/."""
+    token = _CASE_CONTENT.set(_CaseContent(actual, expected,
+                                           BlobStore(run_dir) if run_dir else None))
     try:
         yield
     finally:

@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 import warnings
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import Any
 
@@ -599,7 +600,8 @@ class Engine:
         scope = CURRENT_CASE.set(CaseScope(tuple(self.criteria)))
         scoring_started = time.perf_counter()
         try:
-            with judging_content(execution, case):  # judges see the case's images and PDFs
+            # Judges see the case's images and PDFs (a re-scored output's, from blobs/).
+            with judging_content(execution, case, self._run_dir()):
                 scored = await asyncio.gather(*(
                     self._score(i, criterion, execution, case)
                     for i, criterion in enumerate(self.criteria)
@@ -622,11 +624,14 @@ class Engine:
         chosen = [(i, self.criteria[i]) for i in indices]
         scope = CURRENT_CASE.set(CaseScope(tuple(c for _, c in chosen)))
         try:
-            with judging_content(execution, case):
+            with judging_content(execution, case, self._run_dir()):
                 return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
                                                    for i, criterion in chosen)))
         finally:
             CURRENT_CASE.reset(scope)
+
+    def _run_dir(self) -> Path | None:
+        return self.store.run_dir if self.store is not None else None
 
     async def _score(self, i: int, criterion: Criterion, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:

@@ -12,7 +12,7 @@ from content_samples import pdf, picture
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.config import CriterionConfig
-from referee.content import ContentError, DocumentPart, ImagePart
+from referee.content import ContentError, DocumentPart, ImagePart, _prepare
 from referee.criteria.llm import LLMJudgeCriterion
 from referee.evaluators import CustomRubric, Faithfulness, GEval
 from referee.judge import get_judge
@@ -163,3 +163,23 @@ async def test_the_reply_cache_keys_parts_by_content_never_by_path(server,
                                  parts=[ImagePart(data=picture(400, 300, seed=12))])
     assert (first.cached, moved.cached, other.cached) == (False, True, False)
     assert server.request_count == 2
+
+
+def test_a_rescored_run_shows_the_judge_its_stored_images_from_blobs(server, tmp_path):
+    judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
+    suite = EvalSuite("again").add_case(image_case())
+    suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
+    first = suite.run(charting, verbose=False, runs_dir=tmp_path)
+    run_dir = tmp_path / first.run_id
+    assert (run_dir / "blobs").is_dir()
+    server.reset_record()
+    _prepare._PREPARED.clear()  # as a new process re-scoring the stored run would start
+
+    def never(prompt: str) -> ExecutionResult:
+        raise AssertionError("a re-scored run does not call the model")
+
+    suite.run(never, verbose=False, runs_dir=tmp_path, resume=run_dir, rescore=True)
+    assert server.requests
+    for request in server.requests:
+        assert sent_media(request.body, "anthropic", "chat") == [
+            ("application/pdf", REPORT), ("image/png", CHART)]
