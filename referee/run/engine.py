@@ -17,8 +17,8 @@ import queue
 import threading
 import time
 import warnings
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from referee._strict import checked_again
