@@ -27,6 +27,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.case import flattened
+from referee.content._gallery import Gallery
 from referee.content._thumbs import without_bytes
 from referee.messages import NOT_RECORDED
 from referee.record import (
@@ -39,7 +40,6 @@ from referee.record import (
 )
 from referee.redact import redacted_head
 from referee.report import charts
-from referee.report._media import MediaViews
 from referee.report.console import judge_consistency_line, judge_label, repeated_runs_line
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
@@ -99,7 +99,7 @@ def content_security_policy(script: str | None, *, forms: bool = False,
         "default-src 'none'",
         f"style-src {_sha256_source(css)}",
         f"script-src {_sha256_source(script)}" if script else "script-src 'none'",
-        "img-src data:",  # the case thumbnails, inline (report/_media.py); nothing fetched
+        "img-src data:",  # the case thumbnails, inline (content/_gallery.py); nothing fetched
         "object-src 'none'",
         "base-uri 'none'",
         "form-action " + ("'self'" if forms else "'none'"),
@@ -681,10 +681,10 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
-    media = MediaViews(report.metadata.get("run_dir"), blob_href=(
+    media = Gallery(report.metadata.get("run_dir"), blob_href=(
         (lambda sha256: f"/run/{quote(run_key)}/blob/{sha256}") if run_key else None))
     for view, case in zip(cases, shown):
-        view["media"] = media.of_case(case)
+        view["media"] = media.of_case(case.case, case.execution)
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     labelling = None
     if label_href is None:  # a file on its own: the page labels into the browser's storage

@@ -341,11 +341,14 @@ class _Handler(BaseHTTPRequestHandler):
         return run_dir, scoring, self.catalog.load(key)
 
     def _labelling_page(self, key: str) -> None:
+        from referee.content._gallery import Gallery
         from referee.labels._review import queue_items
         from referee.labels._store import LabelStore
 
         run_dir, scoring, report = self._labelled_run(key)
-        items = queue_items(report, LabelStore(run_dir).latest())
+        base_key = quote(key.partition("@")[0])
+        items = queue_items(report, LabelStore(run_dir).latest(), gallery=Gallery(
+            run_dir, blob_href=lambda sha256: f"/run/{base_key}/blob/{sha256}"))
         self._send_page(render_labelling_html(
             run_name=report.name or key, scoring=scoring, labeller=self.labeller,
             token=self.token, post_href=f"/run/{quote(key)}/labels",

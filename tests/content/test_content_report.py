@@ -11,7 +11,7 @@ from content_samples import pdf, picture
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.content import DocumentPart, ImageCheck, ImagePart
-from referee.report import _media
+from referee.content import _gallery as _media
 from referee.report.html import render_html
 from referee.report.store import load_run
 from referee.report.writers import write_reports
@@ -117,3 +117,33 @@ def test_the_viewer_shows_thumbnails_and_serves_the_stored_files(image_run):
         assert body in {picture(480, 360, seed=s) for s in range(CASES)}
         status, _, _ = _viewer_get(handle, f"/run/{image_run.name}/blob/{'0' * 64}")
         assert status == 404
+
+
+def test_the_viewers_labelling_page_shows_each_cases_images(tmp_path, openai_judge_server):
+    from chromium_cdp import Browser
+
+    from referee.evaluators import GEval
+    from referee.report.viewer import start_viewer
+
+    server = openai_judge_server('{"score": 8, "reason": "fine"}')
+    suite = EvalSuite("to-label").add_cases([EvalCase(input=f"draw {i}") for i in range(3)])
+    suite.add_evaluators(GEval(criteria="Is the drawing right?", judge=server.judge_config()))
+
+    def painter(prompt: str) -> ExecutionResult:
+        seed = int(prompt.split()[-1])
+        return ExecutionResult(actual_response="drawn", metadata={
+            "picture": ImagePart(data=picture(480, 360, seed=seed), path=f"out/{seed}.png")})
+
+    report = suite.run(painter, verbose=False, runs_dir=tmp_path / "runs")
+    key = report.run_id
+    with start_viewer(None, tmp_path / "runs") as handle, Browser(tmp_path) as page:
+        page.goto(f"{handle.base_url}/run/{key}/label")
+        items = page.evaluate("document.querySelectorAll('section.item').length")
+        assert items == 3
+        decoded = page.wait_for(
+            "Array.from(document.querySelectorAll('section.item figure.media img'))"
+            ".filter(img => img.complete && img.naturalWidth > 0).length")
+        assert decoded == 3
+        links = page.evaluate("Array.from(document.querySelectorAll('section.item figure a'))"
+                              ".map(a => a.getAttribute('href'))")
+        assert all(link.startswith(f"/run/{key}/blob/") for link in links) and len(links) == 3

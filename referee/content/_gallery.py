@@ -1,7 +1,7 @@
-"""The images and documents of each case, for the report's case details: a thumbnail inline
-while the report's image budget lasts, and a link to the file beside the run (blobs/) for
-documents and for images past the budget, so a report of many image cases stays small and
-still works offline."""
+"""The images and documents of each case, for the pages people read (the report's case
+details, the viewer's labelling page): a thumbnail inline while the page's image budget
+lasts, and a link to the file beside the run (blobs/) for documents and for images past the
+budget, so a page of many image cases stays small and still works offline."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 from referee.content._blobs import BlobStore
 from referee.content._load import find_parts
 from referee.content._parts import ContentError, DocumentPart, ImagePart
-from referee.record import CaseResult
+from referee.content._thumbs import thumbnail_data_url
 
 # Inline thumbnails per report file, in bytes of data: URL. At about 5 KB a thumbnail that is
 # some 400 distinct images; identical images repeat in the compressed case bodies for little.
 THUMBNAIL_BUDGET = 2_000_000
 
 
-class MediaViews:
+class Gallery:
     """Builds each case's media list; one per rendered page, so the budget spans the page."""
 
     def __init__(self, run_dir: str | Path | None, budget: int | None = None,
@@ -31,10 +31,11 @@ class MediaViews:
         self.left = THUMBNAIL_BUDGET if budget is None else budget
         self.shown: dict[str, int] = {}  # sha256 -> bytes of its thumbnail already counted
 
-    def of_case(self, case: CaseResult) -> list[dict[str, Any]]:
+    def of_case(self, case: Any, execution: Any) -> list[dict[str, Any]]:
+        """The media of a case (``case``: what it gives) and of its output (``execution``)."""
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for where, holder in (("case", case.case), ("output", case.execution)):
+        for where, holder in (("case", case), ("output", execution)):
             try:
                 parts = find_parts(holder)
             except ContentError as exc:  # a part that cannot be read is named, not fatal
@@ -67,8 +68,6 @@ class MediaViews:
             item["href"] = item["href"] or part.url
             return item
         try:
-            from referee.content._thumbs import thumbnail_data_url
-
             src = thumbnail_data_url(part if part.data is not None
                                      else part.model_copy(update={"data": data}))
         except ContentError as exc:
