@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -785,6 +786,14 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
     def case_href(run_href: str | None, index: int | None) -> str | None:
         return f"{run_href}#case-{index}" if run_href and index is not None else None
 
+    gallery_a, gallery_b = _run_gallery(comparison.a, a_href), _run_gallery(comparison.b, b_href)
+
+    def media(report: EvalReport, gallery: Gallery, index: int | None) -> list[dict[str, Any]]:
+        if index is None:
+            return []
+        case = report.cases[index]
+        return gallery.of_case(case.case, case.execution)
+
     return dict(
         a=a, b=b, counts=counts, index_href=index_href, chart=chart,
         deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
@@ -797,5 +806,20 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
                   "href_a": case_href(a_href, c.index_a), "href_b": case_href(b_href, c.index_b),
                   "output_a": _clip(c.output_a), "output_b": _clip(c.output_b),
                   "diff": _diff(c.output_a, c.output_b) if c.output_changed else None,
+                  "media_a": media(comparison.a, gallery_a, c.index_a),
+                  "media_b": media(comparison.b, gallery_b, c.index_b),
                   "reasons": list(c.reasons)} for c in changes],
     )
+
+
+def _run_gallery(report: EvalReport, run_href: str | None) -> Gallery:
+    """A compared run's images: linked through the viewer when its page is the viewer's,
+    else to the files in its run directory."""
+    run_dir = report.metadata.get("run_dir")
+    if run_href and run_href.startswith("/run/"):
+        base = run_href.split("#", 1)[0]
+        return Gallery(run_dir, blob_href=lambda sha256: f"{base}/blob/{sha256}")
+    if run_dir:
+        blobs = Path(run_dir).resolve() / "blobs"
+        return Gallery(run_dir, blob_href=lambda sha256: (blobs / sha256[:2] / sha256).as_uri())
+    return Gallery(None)

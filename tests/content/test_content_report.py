@@ -147,3 +147,27 @@ def test_the_viewers_labelling_page_shows_each_cases_images(tmp_path, openai_jud
         links = page.evaluate("Array.from(document.querySelectorAll('section.item figure a'))"
                               ".map(a => a.getAttribute('href'))")
         assert all(link.startswith(f"/run/{key}/blob/") for link in links) and len(links) == 3
+
+
+def test_compare_shows_both_runs_images_side_by_side(tmp_path):
+    from referee.report.compare import compare_reports
+    from referee.report.html import render_compare_html
+
+    def run_with(seed_offset: int):
+        suite = EvalSuite("pair").add_cases([EvalCase(input=f"draw {i}") for i in range(2)])
+        suite.add_evaluators(ImageCheck(media_types=["image/png"]))
+
+        def painter(prompt: str) -> ExecutionResult:
+            seed = int(prompt.split()[-1]) + seed_offset
+            return ExecutionResult(actual_response=f"drawn {seed}", metadata={
+                "picture": ImagePart(data=picture(320, 240, seed=seed))})
+
+        return load_run(tmp_path / "runs" / suite.run(
+            painter, verbose=False, runs_dir=tmp_path / "runs").run_id)
+
+    first, second = run_with(0), run_with(10)
+    html = render_compare_html(compare_reports(first, second))
+    assert html.count('class="side media-pair"') == 2
+    assert html.count('<img src="data:image/') == 4
+    blob = ImagePart(data=picture(320, 240, seed=10)).sha256
+    assert f'/blobs/{blob[:2]}/{blob}"' in html and 'href="file://' in html
