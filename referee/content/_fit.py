@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from referee.content._limits import ProviderLimits, fitted_size, limits_for
+from referee.content._limits import ProviderLimits, fitted_size
 from referee.content._media import human_size
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
@@ -34,13 +34,15 @@ def require(module: str) -> Any:
         raise ContentError(f"images and documents need {package}: {_EXTRA_HINT}") from None
 
 
-def fit_part(part: TextPart | ImagePart | DocumentPart, provider: str
+def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
              ) -> TextPart | ImagePart | DocumentPart:
-    """``part`` as it can be sent to ``provider``'s judge (itself when it already fits)."""
+    """``part`` as it can be sent to a judge with these ``limits`` (itself when it fits)."""
     if isinstance(part, TextPart):
         return part
-    limits = limits_for(provider)
     if part.data is None:
+        if part.url is None:
+            raise ContentError(f"{part.label()} has no bytes here: a stored part, kept by "
+                               "its hash (BlobStore(run_dir).restore reads it back)")
         if isinstance(part, ImagePart) and limits.takes_image_urls:
             return part
         raise ContentError(f"{limits.label} takes {part.type}s as bytes; {part.label()} is "

@@ -29,40 +29,30 @@ class ProviderLimits:
     takes_image_urls: bool
 
 
-PROVIDER_LIMITS: dict[str, ProviderLimits] = {
-    # OpenAI: PNG, JPEG, WEBP, non-animated GIF; at detail "high" the image is fitted within
-    # 2048x2048, then its short side to 768; 20 MB per image; PDF file inputs up to 100 pages
-    # and 32 MB per request.
-    "openai": ProviderLimits(
-        label="OpenAI", image_types=frozenset({"image/png", "image/jpeg", "image/webp",
-                                                "image/gif"}),
-        max_long_edge=2048, max_short_edge=768, max_pixels=None, max_image_bytes=20 * MB,
-        max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True),
-    # Anthropic: JPEG, PNG, GIF, WEBP; an image past 1568 px on its long edge or about 1.15
-    # megapixels is scaled down before the model sees it; 5 MB per image through the API; PDF
-    # documents up to 100 pages in a 32 MB request.
-    "anthropic": ProviderLimits(
-        label="Anthropic", image_types=frozenset({"image/jpeg", "image/png", "image/gif",
-                                                   "image/webp"}),
-        max_long_edge=1568, max_short_edge=None, max_pixels=1_150_000, max_image_bytes=5 * MB,
-        max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True),
-    # Gemini: PNG, JPEG, WEBP, HEIC, HEIF; inline data up to 20 MB per request; PDFs up to
-    # 1000 pages. Gemini bills 258 tokens per 768x768 tile, so referee keeps the long edge at
-    # 3072 (4x4 tiles) rather than sending a camera's full resolution.
-    "google": ProviderLimits(
-        label="Gemini", image_types=frozenset({"image/png", "image/jpeg", "image/webp",
-                                                "image/heic", "image/heif"}),
-        max_long_edge=3072, max_short_edge=None, max_pixels=None, max_image_bytes=20 * MB,
-        max_document_bytes=20 * MB, max_document_pages=1000, takes_image_urls=False),
-}
-
-
-def limits_for(provider: str) -> ProviderLimits:
-    try:
-        return PROVIDER_LIMITS[provider]
-    except KeyError:
-        raise ValueError(f"no content limits for provider {provider!r} (expected one of "
-                         f"{', '.join(sorted(PROVIDER_LIMITS))})") from None
+# OpenAI: PNG, JPEG, WEBP, non-animated GIF; at detail "high" the image is fitted within
+# 2048x2048, then its short side to 768; 20 MB per image; PDF file inputs up to 100 pages
+# and 32 MB per request.
+OPENAI_LIMITS = ProviderLimits(
+    label="OpenAI", image_types=frozenset({"image/png", "image/jpeg", "image/webp",
+                                            "image/gif"}),
+    max_long_edge=2048, max_short_edge=768, max_pixels=None, max_image_bytes=20 * MB,
+    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True)
+# Anthropic: JPEG, PNG, GIF, WEBP; an image past 1568 px on its long edge or about 1.15
+# megapixels is scaled down before the model sees it; 5 MB per image through the API; PDF
+# documents up to 100 pages in a 32 MB request.
+ANTHROPIC_LIMITS = ProviderLimits(
+    label="Anthropic", image_types=frozenset({"image/jpeg", "image/png", "image/gif",
+                                               "image/webp"}),
+    max_long_edge=1568, max_short_edge=None, max_pixels=1_150_000, max_image_bytes=5 * MB,
+    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True)
+# Gemini: PNG, JPEG, WEBP, HEIC, HEIF; inline data up to 20 MB per request; PDFs up to
+# 1000 pages. Gemini bills 258 tokens per 768x768 tile, so referee keeps the long edge at
+# 3072 (4x4 tiles) rather than sending a camera's full resolution.
+GEMINI_LIMITS = ProviderLimits(
+    label="Gemini", image_types=frozenset({"image/png", "image/jpeg", "image/webp",
+                                            "image/heic", "image/heif"}),
+    max_long_edge=3072, max_short_edge=None, max_pixels=None, max_image_bytes=20 * MB,
+    max_document_bytes=20 * MB, max_document_pages=1000, takes_image_urls=False)
 
 
 def fitted_size(width: int, height: int, limits: ProviderLimits) -> tuple[int, int]:

@@ -6,16 +6,15 @@ them by (the fitted bytes' hashes, never a path).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from referee.content._fit import fit_part
-from referee.content._limits import limits_for
 from referee.content._parts import DocumentPart, ImagePart, TextPart, parts_key
-from referee.content._tokens import document_tokens, image_tokens
+from referee.content._rules import ContentRules
 from referee.content._vision import require_vision
-from referee.content._wire import user_content
 
 Part = TextPart | ImagePart | DocumentPart
 
@@ -28,28 +27,35 @@ class PreparedContent:
     cache_key: tuple[str, ...]       # text, and each media part's content hash
 
 
-def prepare_content(provider: str, api_style: str, model: str, parts: Sequence[Part], *,
+_PREPARED: dict[tuple[Any, ...], PreparedContent] = {}
+_PREPARED_LIMIT = 256
+_PREPARED_LOCK = threading.Lock()
+
+
+def prepare_content(rules: ContentRules, api_style: str, model: str, parts: Sequence[Part], *,
                     takes_images: bool | None = None, detail: str = "auto") -> PreparedContent:
-    """``parts`` ready for ``provider``'s ``model``; ContentError (one line) when they cannot go."""
-    require_vision(provider, model, parts, takes_images)
-    fitted = tuple(fit_part(part, provider) for part in parts)
-    return PreparedContent(parts=fitted, content=user_content(provider, api_style, fitted),
-                           media_tokens=sum(media_tokens(provider, model, part, detail)
+    """``parts`` ready for ``model`` of the provider whose ``rules`` these are; ContentError
+    (one line) when they cannot go. The same parts for the same judge are prepared once (a
+    case's requests and samples)."""
+    key = (rules.provider, api_style, model, takes_images, detail,
+           tuple(p.text if isinstance(p, TextPart) else p.content_key() for p in parts))
+    with _PREPARED_LOCK:
+        done = _PREPARED.get(key)
+    if done is not None:
+        return done
+    prepared = _prepare(rules, api_style, model, parts, takes_images, detail)
+    with _PREPARED_LOCK:
+        if len(_PREPARED) >= _PREPARED_LIMIT:
+            _PREPARED.clear()
+        _PREPARED[key] = prepared
+    return prepared
+
+
+def _prepare(rules: ContentRules, api_style: str, model: str, parts: Sequence[Part],
+             takes_images: bool | None, detail: str) -> PreparedContent:
+    require_vision(rules, model, parts, takes_images)
+    fitted = tuple(fit_part(part, rules.limits) for part in parts)
+    return PreparedContent(parts=fitted, content=rules.user_content(api_style, fitted),
+                           media_tokens=sum(rules.media_tokens(model, part, detail)
                                             for part in fitted),
                            cache_key=tuple(parts_key(list(fitted))))
-
-
-def media_tokens(provider: str, model: str, part: Part, detail: str = "auto") -> int:
-    """Estimated prompt tokens of one fitted part (0 for text, which the prompt counts).
-
-    An image known only by its URL is estimated at the largest size the provider looks at, so
-    that an estimate never undercounts; a PDF whose pages were not counted, at one page.
-    """
-    if isinstance(part, TextPart):
-        return 0
-    if isinstance(part, DocumentPart):
-        return document_tokens(provider, part.pages or 1)
-    if part.width is not None and part.height is not None:
-        return image_tokens(provider, model, part.width, part.height, detail)
-    edge = limits_for(provider).max_long_edge
-    return image_tokens(provider, model, edge, edge, detail)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 
-from referee.content._limits import PROVIDER_LIMITS, fitted_size
+from referee.content._limits import ANTHROPIC_LIMITS, OPENAI_LIMITS, fitted_size
 
 # (model name pattern, base tokens, tokens per 512x512 tile); the first match wins.
 _OPENAI_TILES: tuple[tuple[re.Pattern[str], int, int], ...] = (
@@ -40,41 +40,33 @@ _OPENAI_PATCHES: tuple[tuple[re.Pattern[str], float], ...] = (
 _PATCH = 32
 _MAX_PATCHES = 1536
 GEMINI_TILE_TOKENS = 258
-DOCUMENT_PAGE_TOKENS = {"openai": 3000, "anthropic": 3000, "google": GEMINI_TILE_TOKENS}
+# Per PDF page: Gemini's documented figure; Anthropic's upper figure, used for OpenAI too.
+GEMINI_PAGE_TOKENS = GEMINI_TILE_TOKENS
+ESTIMATED_PAGE_TOKENS = 3000
 
 
-def image_tokens(provider: str, model: str, width: int, height: int,
-                 detail: str = "auto") -> int:
-    """Prompt tokens of one ``width`` x ``height`` image sent to ``provider``'s ``model``."""
-    if provider == "openai":
-        return _openai_tokens(model.lower(), width, height, detail)
-    if provider == "anthropic":
-        seen_w, seen_h = fitted_size(width, height, PROVIDER_LIMITS["anthropic"])
-        return math.ceil(seen_w * seen_h / 750)
-    if provider == "google":
-        if width <= 384 and height <= 384:
-            return GEMINI_TILE_TOKENS
-        return math.ceil(width / 768) * math.ceil(height / 768) * GEMINI_TILE_TOKENS
-    raise ValueError(f"no image token rule for provider {provider!r}")
-
-
-def document_tokens(provider: str, pages: int) -> int:
-    """Prompt tokens of a PDF of ``pages`` pages (an upper estimate for OpenAI and Anthropic)."""
-    try:
-        return DOCUMENT_PAGE_TOKENS[provider] * pages
-    except KeyError:
-        raise ValueError(f"no document token rule for provider {provider!r}") from None
-
-
-def _openai_tokens(model: str, width: int, height: int, detail: str) -> int:
+def openai_image_tokens(model: str, width: int, height: int, detail: str = "auto") -> int:
+    """Prompt tokens of one ``width`` x ``height`` image sent to an OpenAI ``model``."""
+    model = model.lower()
     for pattern, multiplier in _OPENAI_PATCHES:
         if pattern.match(model):
             return math.ceil(_patches(width, height) * multiplier)
     base, per_tile = next((b, t) for pattern, b, t in _OPENAI_TILES if pattern.match(model))
     if detail == "low":
         return base
-    seen_w, seen_h = fitted_size(width, height, PROVIDER_LIMITS["openai"])
+    seen_w, seen_h = fitted_size(width, height, OPENAI_LIMITS)
     return base + per_tile * math.ceil(seen_w / 512) * math.ceil(seen_h / 512)
+
+
+def anthropic_image_tokens(model: str, width: int, height: int, detail: str = "auto") -> int:
+    seen_w, seen_h = fitted_size(width, height, ANTHROPIC_LIMITS)
+    return math.ceil(seen_w * seen_h / 750)
+
+
+def gemini_image_tokens(model: str, width: int, height: int, detail: str = "auto") -> int:
+    if width <= 384 and height <= 384:
+        return GEMINI_TILE_TOKENS
+    return math.ceil(width / 768) * math.ceil(height / 768) * GEMINI_TILE_TOKENS
 
 
 def _patches(width: int, height: int) -> int:

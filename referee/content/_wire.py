@@ -86,13 +86,25 @@ def _bytes_url(part: DocumentPart) -> str:
     return part.as_data_url()
 
 
-def user_content(provider: str, api_style: str, parts: Sequence[Part]) -> list[dict[str, Any]]:
-    """The user message's content for a judge ``provider`` and its ``api_style``."""
-    if provider == "openai":
-        return (openai_responses_content(parts) if api_style == "responses"
-                else openai_chat_content(parts))
-    if provider == "anthropic":
-        return anthropic_content(parts)
-    if provider == "google":
-        return gemini_parts(parts)
-    raise ValueError(f"no content builder for provider {provider!r}")
+def around_prompt(prompt: str, prefix: str, parts: Sequence[Part]) -> list[Part]:
+    """A judge prompt with its parts: the shared case material (``prefix``), the images and
+    documents, then what is asked. The material and the media stay the requests' common
+    start, so the provider's prompt cache still serves a case's sibling requests."""
+    head, tail = (prefix, prompt[len(prefix):]) if prefix and prompt.startswith(prefix) \
+        else ("", prompt)
+    return [*([TextPart(text=head)] if head else []), *parts,
+            *([TextPart(text=tail)] if tail else [])]
+
+
+def openai_user_content(api_style: str, parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """OpenAI's user content in the API the judge uses (``api_style``)."""
+    return (openai_responses_content(parts) if api_style == "responses"
+            else openai_chat_content(parts))
+
+
+def anthropic_user_content(api_style: str, parts: Sequence[Part]) -> list[dict[str, Any]]:
+    return anthropic_content(parts)
+
+
+def gemini_user_content(api_style: str, parts: Sequence[Part]) -> list[dict[str, Any]]:
+    return gemini_parts(parts)

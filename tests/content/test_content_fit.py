@@ -11,15 +11,16 @@ from content_samples import pdf, picture
 from PIL import Image
 
 from referee.content import (
+    ANTHROPIC_CONTENT,
+    GEMINI_CONTENT,
+    OPENAI_CONTENT,
     ContentError,
     DocumentPart,
     ImagePart,
     TextPart,
-    document_tokens,
     extract_text,
     fit_part,
     image_problems,
-    image_tokens,
     images_match,
     perceptual_hash,
     register_text_extractor,
@@ -27,7 +28,9 @@ from referee.content import (
     takes_images,
 )
 from referee.content._checks import hash_distance
-from referee.content._limits import MB
+from referee.content._limits import ANTHROPIC_LIMITS, GEMINI_LIMITS, MB, OPENAI_LIMITS
+
+RULES = {"openai": OPENAI_CONTENT, "anthropic": ANTHROPIC_CONTENT, "google": GEMINI_CONTENT}
 
 
 def size_of(part: ImagePart) -> tuple[int, int]:
@@ -43,7 +46,7 @@ def size_of(part: ImagePart) -> tuple[int, int]:
 ])
 def test_a_large_image_is_scaled_to_what_each_provider_looks_at(provider, expected):
     original = ImagePart(data=picture(3000, 2000), path="big.png")
-    fitted = fit_part(original, provider)
+    fitted = fit_part(original, RULES[provider].limits)
     assert isinstance(fitted, ImagePart)
     assert size_of(fitted) == expected == (fitted.width, fitted.height)
     if expected == (3000, 2000):
@@ -58,7 +61,7 @@ def test_a_format_the_provider_does_not_take_is_re_encoded():
     bmp = ImagePart(data=picture(200, 100, fmt="BMP"))
     assert bmp.media_type == "image/bmp"
     for provider in ("openai", "anthropic", "google"):
-        fitted = fit_part(bmp, provider)
+        fitted = fit_part(bmp, RULES[provider].limits)
         assert isinstance(fitted, ImagePart)
         assert fitted.media_type == "image/png" and size_of(fitted) == (200, 100)
 
@@ -68,17 +71,15 @@ def test_an_animated_gif_goes_to_openai_as_its_first_frame():
     out = io.BytesIO()
     frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:])
     gif = ImagePart(data=out.getvalue())
-    fitted = fit_part(gif, "openai")
+    fitted = fit_part(gif, OPENAI_LIMITS)
     assert isinstance(fitted, ImagePart) and fitted.media_type == "image/png"
     assert images_match(fitted, picture(64, 64, seed=1))[0]
 
 
-def tight_anthropic(monkeypatch, max_bytes):
-    from referee.content import _limits
+def tight_anthropic(max_bytes):
+    from dataclasses import replace
 
-    tight = _limits.ProviderLimits(**{**_limits.PROVIDER_LIMITS["anthropic"].__dict__,
-                                      "max_image_bytes": max_bytes})
-    monkeypatch.setitem(_limits.PROVIDER_LIMITS, "anthropic", tight)
+    return replace(ANTHROPIC_LIMITS, max_image_bytes=max_bytes)
 
 
 def grainy_photo() -> bytes:
@@ -89,63 +90,61 @@ def grainy_photo() -> bytes:
     return out.getvalue()
 
 
-def test_an_image_over_the_byte_limit_is_re_encoded_as_jpeg(monkeypatch):
-    tight_anthropic(monkeypatch, 120_000)
+def test_an_image_over_the_byte_limit_is_re_encoded_as_jpeg():
     original = ImagePart(data=grainy_photo())
     assert original.size is not None and original.size > 1_000_000
-    fitted = fit_part(original, "anthropic")
+    fitted = fit_part(original, tight_anthropic(120_000))
     assert isinstance(fitted, ImagePart) and fitted.media_type == "image/jpeg"
     assert fitted.size is not None and fitted.size <= 120_000
     assert size_of(fitted) == (1000, 800) and images_match(fitted, original)[0]
 
 
-def test_an_image_that_cannot_get_under_the_byte_limit_is_refused(monkeypatch):
-    tight_anthropic(monkeypatch, 40_000)
+def test_an_image_that_cannot_get_under_the_byte_limit_is_refused():
     noise = Image.frombytes("RGB", (1000, 800), random.Random(7).randbytes(1000 * 800 * 3))
     out = io.BytesIO()
     noise.save(out, format="PNG")
     with pytest.raises(ContentError, match=r"^image noise.png is [\d.]+ KB even as JPEG at "
                                            r"quality 50; Anthropic takes at most 39.1 KB$"):
-        fit_part(ImagePart(data=out.getvalue(), path="noise.png"), "anthropic")
+        fit_part(ImagePart(data=out.getvalue(), path="noise.png"), tight_anthropic(40_000))
 
 
 def test_a_small_image_within_limits_is_sent_unchanged():
     small = ImagePart(data=picture(300, 200, fmt="JPEG"))
-    assert fit_part(small, "anthropic").sha256 == small.sha256
-    assert fit_part(TextPart(text="x"), "openai") == TextPart(text="x")
+    assert fit_part(small, ANTHROPIC_LIMITS).sha256 == small.sha256
+    assert fit_part(TextPart(text="x"), OPENAI_LIMITS) == TextPart(text="x")
 
 
 def test_a_pdf_is_counted_and_an_oversized_one_refused_in_one_line():
     document = DocumentPart(data=pdf(3), path="forms/claim.pdf")
-    checked = fit_part(document, "anthropic")
+    checked = fit_part(document, ANTHROPIC_LIMITS)
     assert isinstance(checked, DocumentPart) and checked.pages == 3
     long = DocumentPart(data=pdf(101), path="forms/manual.pdf")
     with pytest.raises(ContentError) as raised:
-        fit_part(long, "anthropic")
+        fit_part(long, ANTHROPIC_LIMITS)
     assert str(raised.value) == ("document forms/manual.pdf has 101 pages; Anthropic takes "
                                  "PDFs up to 100 pages")
-    assert fit_part(long, "google").pages == 101  # Gemini reads up to 1000 pages
+    assert fit_part(long, GEMINI_LIMITS).pages == 101  # Gemini reads up to 1000 pages
 
 
 def test_a_pdf_over_the_byte_limit_is_refused_before_it_is_parsed():
     heavy = DocumentPart(data=b"%PDF-1.7\n" + b"0" * (21 * MB), path="scan.pdf")
     with pytest.raises(ContentError, match=r"^document scan.pdf is 21.0 MB; Gemini takes PDFs "
                                            r"up to 20.0 MB$"):
-        fit_part(heavy, "google")
+        fit_part(heavy, GEMINI_LIMITS)
 
 
 def test_a_broken_pdf_or_image_is_named():
     with pytest.raises(ContentError, match="document bad.pdf is not a readable PDF"):
-        fit_part(DocumentPart(data=b"%PDF-1.4 garbage", path="bad.pdf"), "openai")
+        fit_part(DocumentPart(data=b"%PDF-1.4 garbage", path="bad.pdf"), OPENAI_LIMITS)
     with pytest.raises(ContentError, match="image cut.png cannot be decoded"):
-        fit_part(ImagePart(data=picture()[:60], path="cut.png"), "openai")
+        fit_part(ImagePart(data=picture()[:60], path="cut.png"), OPENAI_LIMITS)
 
 
 def test_a_url_only_image_goes_to_providers_that_fetch_and_is_refused_for_gemini():
     remote = ImagePart(url="https://example.com/a.png")
-    assert fit_part(remote, "openai") is remote
+    assert fit_part(remote, OPENAI_LIMITS) is remote
     with pytest.raises(ContentError, match="Gemini takes images as bytes"):
-        fit_part(remote, "google")
+        fit_part(remote, GEMINI_LIMITS)
 
 
 @pytest.mark.parametrize(("provider", "model", "size", "detail", "tokens"), [
@@ -161,29 +160,30 @@ def test_a_url_only_image_goes_to_providers_that_fetch_and_is_refused_for_gemini
     ("google", "gemini-2.5-flash", (1600, 900), "auto", 258 * 3 * 2),
 ])
 def test_image_tokens_follow_each_providers_rule(provider, model, size, detail, tokens):
-    assert image_tokens(provider, model, *size, detail=detail) == tokens
+    assert RULES[provider].image_tokens(model, *size, detail) == tokens
 
 
 def test_document_tokens_per_page():
-    assert document_tokens("google", 4) == 4 * 258
-    assert document_tokens("anthropic", 2) == 6000
-    with pytest.raises(ValueError, match="no document token rule"):
-        document_tokens("cohere", 1)
+    four, two = DocumentPart(data=pdf(4), pages=4), DocumentPart(data=pdf(2), pages=2)
+    assert GEMINI_CONTENT.media_tokens("gemini-2.5-flash", four) == 4 * 258
+    assert ANTHROPIC_CONTENT.media_tokens("claude-sonnet-4-5", two) == 6000
+    assert OPENAI_CONTENT.media_tokens("gpt-4.1", TextPart(text="x")) == 0
 
 
 def test_a_text_only_judge_is_refused_before_the_run_in_one_line():
     parts = [TextPart(text="Is the chart right?"), ImagePart(data=picture())]
-    assert not takes_images("openai", "gpt-3.5-turbo")
-    assert takes_images("openai", "gpt-4.1") and takes_images("anthropic", "claude-haiku-4-5")
+    assert not takes_images(OPENAI_CONTENT, "gpt-3.5-turbo")
+    assert takes_images(OPENAI_CONTENT, "gpt-4.1")
+    assert takes_images(ANTHROPIC_CONTENT, "claude-haiku-4-5")
     with pytest.raises(ContentError) as raised:
-        require_vision("openai", "gpt-3.5-turbo", parts)
+        require_vision(OPENAI_CONTENT, "gpt-3.5-turbo", parts)
     assert str(raised.value).startswith("judge openai/gpt-3.5-turbo takes text only, and this "
                                         "criterion judges images (expected a judge model "
                                         "with vision")
-    require_vision("openai", "gpt-3.5-turbo", parts[:1])  # text alone is fine
-    require_vision("openai", "my-local-llava", parts)
+    require_vision(OPENAI_CONTENT, "gpt-3.5-turbo", parts[:1])  # text alone is fine
+    require_vision(OPENAI_CONTENT, "my-local-llava", parts)
     with pytest.raises(ContentError):
-        require_vision("openai", "my-local-llava", parts, declared=False)
+        require_vision(OPENAI_CONTENT, "my-local-llava", parts, declared=False)
 
 
 def test_the_perceptual_hash_sees_copies_as_equal_and_other_images_as_different():
@@ -226,15 +226,15 @@ def test_prepared_content_is_fitted_costed_and_keyed_by_bytes_never_by_path():
             DocumentPart(data=pdf(2), path="a/form.pdf")]
     elsewhere = [TextPart(text="Rate it"), ImagePart(data=shot, path="b/other-name.png"),
                  DocumentPart(data=pdf(2), path="b/renamed.pdf")]
-    first = prepare_content("anthropic", "messages", "claude-sonnet-4-5", here)
-    second = prepare_content("anthropic", "messages", "claude-sonnet-4-5", elsewhere)
+    first = prepare_content(ANTHROPIC_CONTENT, "chat", "claude-sonnet-4-5", here)
+    second = prepare_content(ANTHROPIC_CONTENT, "chat", "claude-sonnet-4-5", elsewhere)
     assert first.cache_key == second.cache_key
     assert not any("shot.png" in key or "form.pdf" in key for key in first.cache_key)
     assert first.media_tokens == 1532 + 2 * 3000  # the fitted 1313x875 image + two pages
     assert first.content[1]["source"]["media_type"] == "image/png"
     fitted = first.parts[1]
     assert isinstance(fitted, ImagePart) and fitted.original_sha256 == here[1].sha256
-    gemini = prepare_content("google", "generate_content", "gemini-2.5-flash", here)
+    gemini = prepare_content(GEMINI_CONTENT, "chat", "gemini-2.5-flash", here)
     assert gemini.cache_key != first.cache_key  # Gemini gets the full-size image
     assert gemini.media_tokens == 4 * 3 * 258 + 2 * 258
 
@@ -244,7 +244,7 @@ def test_a_text_only_judge_is_refused_before_any_image_is_decoded():
 
     broken = ImagePart(data=picture()[:60])  # would fail to decode if it were fitted
     with pytest.raises(ContentError, match="takes text only"):
-        prepare_content("anthropic", "messages", "claude-3-5-haiku-latest", [broken])
+        prepare_content(ANTHROPIC_CONTENT, "chat", "claude-3-5-haiku-latest", [broken])
 
 
 def test_without_pillow_fitting_names_the_extra(monkeypatch):
@@ -252,6 +252,13 @@ def test_without_pillow_fitting_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "PIL.Image", None)
     with pytest.raises(ContentError) as raised:
-        fit_part(ImagePart(data=picture()), "openai")
+        fit_part(ImagePart(data=picture()), OPENAI_LIMITS)
     assert str(raised.value) == ("images and documents need Pillow: pip install "
                                  "'referee[images]'")
+
+
+def test_a_stored_part_without_its_bytes_says_where_they_are():
+    stored = ImagePart(sha256="ab" * 32, media_type="image/png", path="shot.png")
+    with pytest.raises(ContentError, match=r"^shot.png has no bytes here: a stored part, kept "
+                                           r"by its hash \(BlobStore\(run_dir\).restore"):
+        fit_part(stored, ANTHROPIC_LIMITS)

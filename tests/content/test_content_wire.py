@@ -9,7 +9,15 @@ import base64
 import pytest
 from content_samples import pdf, picture
 
-from referee.content import DocumentPart, ImagePart, TextPart, fit_part, user_content
+from referee.content import (
+    ANTHROPIC_CONTENT,
+    GEMINI_CONTENT,
+    OPENAI_CONTENT,
+    DocumentPart,
+    ImagePart,
+    TextPart,
+    fit_part,
+)
 from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
 
 PNG = picture(400, 300)
@@ -36,7 +44,7 @@ async def test_chat_completions_gets_image_url_and_file_parts(server):
                                   max_retries=0) as client:
         reply = await client.chat.completions.create(
             model="gpt-4.1", messages=[{"role": "user",
-                                        "content": user_content("openai", "chat", PARTS)}])
+                                        "content": OPENAI_CONTENT.user_content("chat", PARTS)}])
     assert reply.choices[0].message.content == "Yes"
     (request,) = server.requests
     assert request.path.endswith("/chat/completions")
@@ -56,7 +64,7 @@ async def test_responses_gets_input_image_and_input_file_parts(server):
                                   max_retries=0) as client:
         await client.responses.create(
             model="gpt-4.1", input=[{"role": "user",
-                                     "content": user_content("openai", "responses", PARTS)}])
+                                     "content": OPENAI_CONTENT.user_content("responses", PARTS)}])
     (request,) = server.requests
     assert request.path.endswith("/responses")
     assert request.body["input"][0]["content"] == [
@@ -77,7 +85,7 @@ async def test_anthropic_gets_image_and_document_blocks(server):
         reply = await client.messages.create(
             model="claude-sonnet-4-5", max_tokens=16,
             messages=[{"role": "user",
-                       "content": user_content("anthropic", "messages", [*PARTS, remote])}])
+                       "content": ANTHROPIC_CONTENT.user_content("chat", [*PARTS, remote])}])
     assert reply.content[0].text == "Yes"
     (request,) = server.requests
     assert request.body["messages"][0]["content"] == [
@@ -99,7 +107,7 @@ async def test_gemini_gets_inline_data_parts(server):
         base_url=server.base_url("google"), retry_options=types.HttpRetryOptions(attempts=1)))
     reply = await client.aio.models.generate_content(
         model="gemini-2.5-flash",
-        contents=[{"role": "user", "parts": user_content("google", "generate_content", PARTS)}])
+        contents=[{"role": "user", "parts": GEMINI_CONTENT.user_content("chat", PARTS)}])
     assert reply.text == "Yes"
     (request,) = server.requests
     text, image, document = request.body["contents"][0]["parts"]
@@ -121,11 +129,11 @@ async def test_a_fitted_image_is_what_the_provider_receives(server):
     import anthropic
 
     large = ImagePart(data=picture(3000, 2000), path="big.png")
-    fitted = fit_part(large, "anthropic")
+    fitted = fit_part(large, ANTHROPIC_CONTENT.limits)
     async with anthropic.AsyncAnthropic(base_url=server.base_url("anthropic"),
                                         api_key=DUMMY_API_KEY, max_retries=0) as client:
         await client.messages.create(model="claude-sonnet-4-5", max_tokens=16, messages=[
-            {"role": "user", "content": user_content("anthropic", "messages", [fitted])}])
+            {"role": "user", "content": ANTHROPIC_CONTENT.user_content("chat", [fitted])}])
     (request,) = server.requests
     sent = base64.b64decode(request.body["messages"][0]["content"][0]["source"]["data"])
     assert sent == fitted.data and len(sent) < len(large.data or b"")
