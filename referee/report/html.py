@@ -788,11 +788,13 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
 
     gallery_a, gallery_b = _run_gallery(comparison.a, a_href), _run_gallery(comparison.b, b_href)
 
-    def media(report: EvalReport, gallery: Gallery, index: int | None) -> list[dict[str, Any]]:
-        if index is None:
-            return []
-        case = report.cases[index]
-        return gallery.of_case(case.case, case.execution)
+    by_id_a = {case.eval_id: case for case in comparison.a.cases}
+    by_id_b = {case.eval_id: case for case in comparison.b.cases}
+
+    def media(cases: dict[str, CaseResult], gallery: Gallery, eval_id: str
+              ) -> list[dict[str, Any]]:
+        case = cases.get(eval_id)
+        return [] if case is None else gallery.of_case(case.case, case.execution)
 
     return dict(
         a=a, b=b, counts=counts, index_href=index_href, chart=chart,
@@ -806,8 +808,8 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
                   "href_a": case_href(a_href, c.index_a), "href_b": case_href(b_href, c.index_b),
                   "output_a": _clip(c.output_a), "output_b": _clip(c.output_b),
                   "diff": _diff(c.output_a, c.output_b) if c.output_changed else None,
-                  "media_a": media(comparison.a, gallery_a, c.index_a),
-                  "media_b": media(comparison.b, gallery_b, c.index_b),
+                  "media_a": media(by_id_a, gallery_a, c.eval_id),
+                  "media_b": media(by_id_b, gallery_b, c.eval_id),
                   "reasons": list(c.reasons)} for c in changes],
     )
 
