@@ -1,10 +1,12 @@
 """referee: evaluate LLM applications and agents.
 
-The top level holds referee's own surface (``__all__`` starts with it) and the names the two peer
-APIs' users import from their package's top level: the multivon-style ``EvalSuite`` API's and
-the 10xgraph-style ``AgentEvaluator`` API's (docs/compat.md). Everything else is imported from
-its subpackage (``referee.judge``, ``referee.run``, ``referee.report``, ``referee.evaluators``,
-...). Names resolve lazily, so ``import referee`` stays fast for the CLI and the pytest plugin.
+``__all__`` holds referee's own surface, and only that. The names the two peer APIs' users
+import from their package's top level (the multivon-style ``EvalSuite`` API's and the
+10xgraph-style ``AgentEvaluator`` API's, docs/compat.md) import from here as well, so that only
+the import line changes, but they are the peers' vocabulary, not referee's, and stay out of
+``__all__`` (``dir(referee)`` lists them). Everything else is imported from its subpackage
+(``referee.judge``, ``referee.run``, ``referee.report``, ``referee.evaluators``, ...). Names
+resolve lazily, so ``import referee`` stays fast for the CLI and the pytest plugin.
 """
 
 from __future__ import annotations
@@ -174,11 +176,11 @@ _MOVED: dict[str, str] = {
 
 _EXPORTS: dict[str, str] = {**_OWN, **_MULTIVON, **_TENXGRAPH}
 
-__all__ = [*_OWN, *sorted({*_MULTIVON, *_TENXGRAPH} - set(_OWN)), "__version__"]
+__all__ = [*_OWN, "__version__"]
 
 
 __getattr__ = lazy_getattr(__name__, globals(), _EXPORTS, moved=_MOVED)
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return [*__all__, *sorted(_EXPORTS.keys() - set(_OWN))]

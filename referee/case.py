@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from referee import _adk
 from referee._strict import StrictModel, move_alias, with_positions
 from referee.execution import as_steps, store_trace, stored_trace
 from referee.messages import MessageContent as MessageContent
@@ -62,12 +61,9 @@ def _message_text(value: Any) -> Any:
 class Invocation(StrictModel):
     """One user turn and what is expected of the agent in it.
 
-    Also reads ADK's invocation (``final_response``, ``intermediate_data`` with ``tool_uses`` or
-    ``invocation_events``, ``creation_timestamp``, ``rubrics``, ...): what has no field here is
-    kept under ``metadata["adk"]`` so that the ADK file can be written back unchanged.
+    A case file's ADK invocation (``final_response``, ``intermediate_data``, ...) is read into
+    these fields where the file is read (:mod:`referee.compat.adk`), not here.
     """
-
-    _input_aliases = _adk.TURN_KEYS
 
     user_content: Any = ""
     expected_final_response: str | None = None
@@ -80,12 +76,9 @@ class Invocation(StrictModel):
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        data = _adk.read_turn(data)
         content = data.get("user_content")
         if isinstance(content, dict) and is_chat_message(content):
             data["user_content"] = MessageContent.model_validate(content)
-        elif isinstance(content, dict):
-            data["user_content"] = _adk.collapse_plain_content(content, role="user")
         if "expected_final_response" in data:
             data["expected_final_response"] = _message_text(data["expected_final_response"])
         return data
@@ -147,12 +140,12 @@ class EvalCase(StrictModel):
     conversation becomes a one-turn conversation carrying those expectations.
 
     Peer spellings are accepted: 10xgraph's ``user_query``/``expected_response``/
-    ``expected_tools``, multivon's ``case_id`` and ``expected_tool_calls`` (tool names), and
-    Google ADK's case fields (see :mod:`referee.evalset`).
+    ``expected_tools``, multivon's ``case_id`` and ``expected_tool_calls`` (tool names). A
+    case file's Google ADK fields are read where the file is read (:mod:`referee.evalset`).
     """
 
     _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
-                      | _adk.CASE_KEYS | frozenset(_MULTIVON_METADATA_FIELDS) | {"agent_trace"})
+                      | frozenset(_MULTIVON_METADATA_FIELDS) | {"agent_trace"})
 
     input: str | None = None
     expected_output: str | None = None
@@ -171,7 +164,6 @@ class EvalCase(StrictModel):
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        data = _adk.read_case(data)
         if "agent_trace" in data:
             data = _keep_recorded_trace(data, data.pop("agent_trace"))
         # multivon's provenance fields have no referee field; they are kept in metadata.

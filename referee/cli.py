@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import logging
@@ -26,7 +27,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -40,6 +42,7 @@ from referee.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from referee.record import EvalReport
+    from referee.run.evaluation import RunRequest
     from referee.run.options import RunOptions
 
 EXIT_GATE = 1
@@ -90,7 +93,9 @@ VIEW_DESCRIPTION = (
     "Ctrl-C stops the viewer.")
 COMPARE_DESCRIPTION = (
     "Compare run B (candidate) with run A (baseline) case by case: regressions, improvements, "
-    "cases added and removed. Exit code 1 when any case regressed or B is an unfinished "
+    "cases added and removed, and paired tests that say in words which differences are real "
+    "(McNemar for verdicts, Wilcoxon and a paired bootstrap for scores, Holm across criteria, "
+    "effect sizes, the smallest detectable change; docs/statistics.md). Exit code 1 when any case regressed or B is an unfinished "
     "(interrupted) run, 0 otherwise, 2 on bad input. With --judge PROVIDER/MODEL a judge also "
     "says, case by case, which run's output better meets --criterion, asking each pair in both "
     "orders (a preference that flips with the order is a tie); --judge repeated makes a judge "
@@ -241,6 +246,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+JUDGE_BATCH_API_HELP = ("send judge requests through the provider's batch API (OpenAI, "
+                        "Anthropic, Gemini) at half price; slower (minutes to hours), durable: a "
+                        "stored run killed after submitting and --resume'd polls its batches "
+                        "(REFEREE_JUDGE_BATCH_API=1)")
+
+
 def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     """``--judge`` as every command that takes a judge spells it: once for one judge, repeated
     for a judge panel, whose rules the two options after it set."""
@@ -253,6 +264,7 @@ def add_judge_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--judge-quorum", type=_positive_int, metavar="N",
                         help="with a panel: members that must answer for it to judge "
                              "(default a majority of them)")
+    parser.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
 
 
 def add_judge_request_options(parser: argparse.ArgumentParser) -> None:
@@ -303,74 +315,90 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _run_metadata(args: argparse.Namespace) -> dict[str, Any]:
-    """What the run directory should remember of the command line: its target, for --resume."""
-    return {"target": args.target}
+@dataclass(frozen=True)
+class _Target:
+    """What ``referee run``'s target runs, once the options are known (``start``), and the run
+    settings the target brings itself (an AgentEvaluator's EvalConfig), under the flags."""
+
+    start: Callable[[RunOptions], Coroutine[Any, Any, EvalReport]]
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
-def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunOptions the command line sets for every kind of target."""
-    settings: dict[str, Any] = {
-        "quiet": args.quiet, "resume": args.resume, "retry_errors": args.retry_errors,
-        "rescore": args.rescore, "formats": args.format, "fail_threshold": args.fail_threshold,
-        "max_error_rate": args.max_error_rate}
-    if args.judge_gate is not None:
-        settings["judge_gate"] = args.judge_gate
-    if args.backend is not None:
-        settings["backend"] = args.backend
+def _run_options(args: argparse.Namespace, target: _Target, *, judge_gate: Any,
+                 backend: Any) -> RunOptions:
+    """The one ``RunOptions`` of ``referee run``: the flags given, over the target's defaults;
+    checked when built (its errors name the flags) and never changed after. The run's id is
+    chosen here, so the command knows the run's directory before the run starts (the --resume
+    hint after Ctrl-C)."""
+    from referee.record import new_run_id
+    from referee.run.options import RunOptions
+
+    given = {"concurrency": args.concurrency, "timeout": args.timeout,
+             "runs_dir": args.runs_dir, "judge_gate": judge_gate, "backend": backend}
+    values = {**target.defaults, **{k: v for k, v in given.items() if v is not None},
+              **_statistics_settings(args)}
+    return RunOptions.from_command_line(
+        **values, quiet=args.quiet, resume=args.resume, retry_errors=args.retry_errors,
+        rescore=args.rescore, formats=args.format, fail_threshold=args.fail_threshold,
+        max_error_rate=args.max_error_rate, run_id=new_run_id())
+
+
+def _statistics_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """--sequential, --trials and --flaky as RunOptions settings (run/sequential.py,
+    run/gates.py); none when not given."""
+    settings: dict[str, Any] = {}
+    if args.sequential and not args.full:
+        settings.update(sequential=True, sequential_confidence=args.sequential_confidence)
+    if args.trials is not None:
+        settings["runs"] = args.trials
+    if args.flaky is not None:
+        settings["flaky"] = args.flaky
     return settings
 
 
-def _evaluate_agent(evaluator: Any, eval_set: Any,
-                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
-    """An AgentEvaluator run with the command line's settings (timeout, concurrency, gates)."""
-    from referee.run.options import flag_spelling
-
-    if args.timeout is not None:  # the run's config (report.json config_used) says so too
-        evaluator.config = evaluator.config.model_copy(update={"timeout": args.timeout})
-    if args.label:
-        evaluator.model_id = args.label
-    with flag_spelling():
-        options = evaluator.run_options(
-            parallel=True if args.concurrency else None, max_concurrency=args.concurrency,
-            verbose=not args.quiet, output_dir=args.runs_dir, metadata=_run_metadata(args),
-            **_run_settings(args))
-    return evaluator.evaluate(eval_set, options=options), options
+def _labelled(request: RunRequest, args: argparse.Namespace) -> RunRequest:
+    """The request under --label, when one is given; the user's suite or evaluator stays as
+    it was."""
+    return dataclasses.replace(request, model_id=args.label) if args.label else request
 
 
-def _run_from_python(path: Path,
-                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _agent_target(evaluator: Any, eval_set: Any, args: argparse.Namespace) -> _Target:
+    """An AgentEvaluator's run: its cases through its agent, --timeout recorded in the stored
+    config (the evaluator keeps its own)."""
+    from referee.run.evaluation import run_evaluation
+
+    request = _labelled(evaluator.run_request(eval_set, timeout=args.timeout), args)
+    return _Target(start=lambda options: run_evaluation(request, options),
+                   defaults={**evaluator.option_defaults(), "metadata": {"target": args.target}})
+
+
+def _run_from_python(path: Path, args: argparse.Namespace, backend: Any) -> _Target:
     from referee.run.agent import AgentEvaluator
+    from referee.run.evaluation import run_evaluation
     from referee.run.suite import EvalSuite
 
     module = load_python_file(path)
-    if args.backend is not None:
-        args.backend.send_by_value(module)  # the workers cannot import a file loaded by path
+    if backend is not None:
+        backend.send_by_value(module)  # the workers cannot import a file loaded by path
     suite = getattr(module, "suite", None)
     evaluator = getattr(module, "evaluator", None)
     if isinstance(suite, EvalSuite):
         model = getattr(module, "model", None)
         if not callable(model):
             raise CliError(f"{path}: defines `suite` but no callable `model` to evaluate")
-        if args.label:
-            suite.model_id = args.label
-        from referee.run.options import RunOptions
-
-        options = RunOptions.from_command_line(
-            concurrency=args.concurrency, timeout=args.timeout, runs_dir=args.runs_dir,
-            metadata=_run_metadata(args), **_run_settings(args))
-        return suite.run_async(model, options=options), options
+        request = _labelled(suite.run_request(model), args)
+        return _Target(start=lambda options: run_evaluation(request, options),
+                       defaults={"metadata": {"target": args.target}})
     if isinstance(evaluator, AgentEvaluator):
         eval_set = getattr(module, "eval_set", None)
         if eval_set is None:
             raise CliError(f"{path}: defines `evaluator` but no `eval_set` to run it on")
-        return _evaluate_agent(evaluator, eval_set, args)
+        return _agent_target(evaluator, eval_set, args)
     raise CliError(f"{path}: defines neither `suite` + `model` (an EvalSuite and the function "
                    f"under test) nor `evaluator` + `eval_set` (an AgentEvaluator and its cases)")
 
 
-def _run_from_cases(path: Path,
-                    args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _run_from_cases(path: Path, args: argparse.Namespace, backend: Any) -> _Target:
     from referee.config import EvalConfig
     from referee.evalset import EvalSet
     from referee.run.agent import AgentEvaluator
@@ -382,9 +410,9 @@ def _run_from_cases(path: Path,
     config = EvalConfig.from_file(args.config) if args.config else None
     eval_set = EvalSet.load(path)
     agent = load_callable(args.agent)
-    if args.backend is not None:
-        args.backend.send_by_value(sys.modules[agent.__module__])
-    return _evaluate_agent(AgentEvaluator(agent, config=config), eval_set, args)
+    if backend is not None:
+        backend.send_by_value(sys.modules[agent.__module__])
+    return _agent_target(AgentEvaluator(agent, config=config), eval_set, args)
 
 
 def _ray_backend(address: str) -> Any:
@@ -408,8 +436,7 @@ def _print_trace_notes(notes: list[str]) -> None:
              f"execution.metadata.trace_notes in report.json)", sys.stderr)
 
 
-def _run_from_traces(target: Path | None,
-                     args: argparse.Namespace) -> tuple[Coroutine[Any, Any, EvalReport], RunOptions]:
+def _run_from_traces(target: Path | None, args: argparse.Namespace) -> _Target:
     """Score recorded runs: cases from TARGET (a case file or a .py) or from the traces."""
     from referee.adapters import score_traces_async
 
@@ -452,48 +479,49 @@ def _run_from_traces(target: Path | None,
         from referee.config import EvalConfig
 
         config = EvalConfig.from_file(args.config)
-    from referee.run.options import RunOptions
-
-    options = RunOptions.from_command_line(concurrency=args.concurrency, runs_dir=args.runs_dir,
-                                           **_run_settings(args))
-    return score_traces_async(traces, logs=logs, cases=cases, criteria=criteria, config=config,
-                              name=name, on_note=_print_trace_notes, options=options), options
+    return _Target(start=lambda options: score_traces_async(
+        traces, logs=logs, cases=cases, criteria=criteria, config=config, name=name,
+        on_note=_print_trace_notes, options=options))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``referee run``: the target names the front door, which gets one RunOptions built from
-    these arguments (checked there: formats, resume rules, gates)."""
+    """``referee run``: the target names what to run; one RunOptions, built from these
+    arguments over the target's own defaults, says how (checked there: formats, resume rules,
+    gates); ``run_evaluation`` runs it. The command changes none of the user's objects."""
     if args.traces_logs and not args.traces:
         raise CliError("--traces-logs goes with --traces FILE (the spans of the same runs)")
     if args.ray is not None and args.traces:
         raise CliError("--ray runs a model or agent on a cluster; --traces scores recorded "
                        "traces here, with nothing to run")
-    args.judge_gate = _judge_gate(args)
+    judge_gate = _judge_gate(args)
     if args.judge_max_retries is not None:
         # Every judged criterion resolves its judge through the environment's layer, here and
         # on Ray workers, so the setting reaches each of them.
         os.environ["REFEREE_JUDGE_MAX_RETRIES"] = str(args.judge_max_retries)
-    args.backend = _ray_backend(args.ray) if args.ray is not None else None
-    target = Path(args.target) if args.target else None
+    backend = _ray_backend(args.ray) if args.ray is not None else None
+    path = Path(args.target) if args.target else None
     if args.traces:
-        pending, options = _run_from_traces(target, args)
-    elif target is None:
+        target = _run_from_traces(path, args)
+    elif path is None:
         raise CliError("run needs a TARGET (a .py file or a case file), or --traces FILE")
-    elif target.suffix == ".py":
+    elif path.suffix == ".py":
         if args.agent or args.config:
             raise CliError("--agent and --config go with a case file, not a Python target")
-        pending, options = _run_from_python(target, args)
-    elif target.name.endswith(CASE_FILE_SUFFIXES):
-        pending, options = _run_from_cases(target, args)
+        target = _run_from_python(path, args, backend)
+    elif path.name.endswith(CASE_FILE_SUFFIXES):
+        target = _run_from_cases(path, args, backend)
     else:
-        raise CliError(f"{target}: expected a Python file (.py) or a case file "
+        raise CliError(f"{path}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
+    options = _run_options(args, target, judge_gate=judge_gate, backend=backend)
     from referee.run.sync import run_sync
     from referee.store import RunStoreWriteError
 
     try:
         with _quiet_logs(args.quiet), _terminate_as_interrupt():
-            report = run_sync(pending)
+            report = run_sync(target.start(options))
+    except KeyboardInterrupt:
+        return _interrupted(options.run_dir)
     except RunStoreWriteError as exc:
         # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
         return _fail(str(exc), EXIT_INTERRUPTED)
@@ -502,11 +530,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             # No pass rate to gate on: say that, rather than "0.0% < threshold".
             return _nothing_evaluated(exc.report)  # type: ignore[arg-type]  # an EvalReport
         _say(f"referee: {exc}", sys.stderr)
-        run_dir = getattr(exc.report, "metadata", {}).get("run_dir")
-        if run_dir:
-            _say(f"referee: the run is stored in {run_dir}", sys.stderr)
+        stored_in = getattr(exc.report, "run_dir", None)
+        if stored_in:
+            _say(f"referee: the run is stored in {stored_in}", sys.stderr)
         return EXIT_GATE
-    run_dir = report.metadata.get("run_dir", "")
+    run_dir = report.run_dir or ""
     if args.quiet:
         _say(f"{report.passed} passed, {report.failed} failed, {report.errors} errors, "
              f"{report.skipped} skipped of {report.total}; run stored in {run_dir}")
@@ -517,6 +545,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.evaluated == 0:
         return _nothing_evaluated(report)
     return 0
+
+
+def _interrupted(run_dir: Path | None) -> int:
+    """Ctrl-C or SIGTERM during a run: where its finished cases are, and how to finish it."""
+    if run_dir is not None and run_dir.is_dir():
+        print(f"referee: interrupted; finished cases are kept in {run_dir} — rerun with "
+              f"--resume {run_dir}", file=sys.stderr)
+    else:
+        print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
+              file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 @contextlib.contextmanager
@@ -561,16 +600,15 @@ def _nothing_evaluated(report: EvalReport) -> int:
     """A run without one evaluated case has no verdict; CI must not read it as a pass."""
     from referee.record import nothing_evaluated_reason
 
-    run_dir = report.metadata.get("run_dir")
-    where = f"; the run is stored in {run_dir}" if run_dir else ""
+    where = f"; the run is stored in {report.run_dir}" if report.run_dir else ""
     _say(f"referee: nothing evaluated: {nothing_evaluated_reason(report)}{where}", sys.stderr)
     return EXIT_NOTHING_EVALUATED
 
 
 def _runs_dir(value: str | None) -> Path:
-    from referee.run.session import default_runs_dir
+    from referee.store import runs_dir_or_default
 
-    return Path(value) if value else default_runs_dir()
+    return runs_dir_or_default(value)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -620,6 +658,22 @@ def cmd_labels_import(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     _say(f"{imported.added} label(s) added to {args.run_dir}/labels.jsonl"
          + (f"; {imported.already} already there" if imported.already else ""), sys.stderr)
+    return 0
+
+
+def cmd_labels_estimate(args: argparse.Namespace) -> int:
+    """``referee labels estimate``: the judge's pass rates and mean scores corrected by labels."""
+    from referee.labels._estimate import estimate_run
+
+    estimates = estimate_run(args.run_dir, confidence=args.confidence)
+    if args.json:
+        import json
+
+        print(json.dumps([e.to_dict() for e in estimates], indent=2))
+    elif not estimates:
+        _say(f"no labels on the current scoring of {args.run_dir}", sys.stderr)
+    else:
+        sys.stdout.write(terminal_safe("".join(e.describe() + "\n" for e in estimates)))
     return 0
 
 
@@ -757,12 +811,23 @@ def cmd_list(args: argparse.Namespace) -> int:
         if run.versions:
             earlier = ", ".join(f"@{n}" for n in run.versions if n != run.version)
             state += f"  (scoring {run.version}; earlier: {earlier})"
+        if not run.finished:  # batch seam: what an unfinished run left at the provider
+            state += _waiting_batches(run.path)
         model = f"  [{run.model_id}]" if run.model_id else ""
         pass_rate = format_rate(run.pass_rate, run.passed + run.failed)
         _say(f"{run.run_id}  {_when(run.started_at)}  {run.name or '-'}{model}  pass {pass_rate}"
              f"  errors {format_rate(run.error_rate, run.total)}  {run.passed}/{run.total} "
              f"case(s) passed{state}{flag}")
     return 0
+
+
+def _waiting_batches(run_dir: Path) -> str:
+    from referee.judge.batch import JOURNAL_FILE, BatchJournal
+
+    if not (run_dir / JOURNAL_FILE).is_file():
+        return ""
+    described = BatchJournal(run_dir).describe()
+    return f"  ({described}; --resume follows them)" if described else ""
 
 
 def cmd_cache_merge(args: argparse.Namespace) -> int:
@@ -887,6 +952,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_float, metavar="SECONDS", help="per-case timeout")
     run.add_argument("--fail-threshold", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when pass_rate is below RATE")
+    run.add_argument("--sequential", action="store_true",
+                     help="with --fail-threshold: run the cases in a seeded random order and "
+                          "stop judging once the pass rate is settled above or below RATE "
+                          "(an anytime-valid test); the cases not run are recorded as not run, "
+                          "and --resume RUN_DIR runs them")
+    run.add_argument("--sequential-confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                     help="with --sequential: how sure the decision must be (default 0.95)")
+    run.add_argument("--full", action="store_true",
+                     help="run every case even where --sequential is given")
+    run.add_argument("--trials", type=_positive_int, metavar="N",
+                     help="run each case N times, each judged afresh; the report lists the "
+                          "flaky cases (a verdict that flipped between runs) with their flip "
+                          "rate, and a case passes only if every run did")
+    run.add_argument("--flaky", choices=("quarantine", "fail"),
+                     help="with --trials N: what the gate does with flaky cases: quarantine "
+                          "leaves them out of --fail-threshold's pass rate; fail fails the gate "
+                          "on any (default: they count as the failures they are)")
     run.add_argument("--max-error-rate", type=_fraction, metavar="RATE",
                      help="fail (exit 1) when error_rate exceeds RATE")
     run.add_argument("--require-calibrated", action="store_true",
@@ -924,6 +1006,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "report, the viewer and compare (default: the model function's name)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
+    run.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
     run.set_defaults(func=cmd_run)
 
     view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",
@@ -964,6 +1047,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="who made the labels whose line names nobody (default: the OS "
                               "user)")
     imports.set_defaults(func=cmd_labels_import)
+    estimate = labels_sub.add_parser(
+        "estimate", help="the judge's pass rates and mean scores corrected by the labels",
+        description="For each judged criterion, the judge's pass rate and mean score over the "
+                    "cases it scored, corrected by the labelled cases (prediction-powered "
+                    "inference: the pass rate from the labels' pass/fail, the mean score from "
+                    "their human_score), with an interval. The labelled cases must be a "
+                    "random sample of the run's cases.")
+    estimate.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    estimate.add_argument("--confidence", type=_fraction, default=0.95, metavar="LEVEL",
+                          help="the interval's confidence (default 0.95)")
+    estimate.add_argument("--json", action="store_true", help="print the estimates as JSON")
+    estimate.set_defaults(func=cmd_labels_estimate)
 
     compare = sub.add_parser("compare", help="per-case regressions between two runs (exit 1 on any)",
                              description=COMPARE_DESCRIPTION)
@@ -1054,6 +1149,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _output_closed()
 
 
+@contextlib.contextmanager
+def _judge_batch_api(on: bool) -> Iterator[None]:
+    """Batch seam: ``--judge-batch-api`` is REFEREE_JUDGE_BATCH_API=1 for the command (every
+    judge without its own ``batch_api``), and only for it."""
+    name = "REFEREE_JUDGE_BATCH_API"
+    before = os.environ.get(name)
+    if on:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if on and before is None:
+            os.environ.pop(name, None)
+        elif on and before is not None:
+            os.environ[name] = before
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
@@ -1061,22 +1173,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_INPUT
-        return int(args.func(args))
+        with _judge_batch_api(getattr(args, "judge_batch_api", False)):
+            return int(args.func(args))
     except BrokenPipeError:
         raise  # main() ends quietly
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:
-        from referee.run import session
-
-        run_dir = session.last_interrupted_run_dir
-        if run_dir is not None:
-            print(f"referee: interrupted; finished cases are kept in {run_dir} — rerun with "
-                  f"--resume {run_dir}", file=sys.stderr)
-        else:
-            print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
-                  file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _interrupted(None)
     except (InputError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError,
             TypeError) as exc:
         return _fail(_describe(exc), EXIT_INPUT)

@@ -22,9 +22,10 @@ from pydantic import (
 
 from referee._strict import StrictModel, move_alias, unknown_field
 from referee.errors import InputError, beyond_python_limits
+from referee.judge.config import DEFAULT_JUDGE_MODEL as DEFAULT_JUDGE_MODEL
+from referee.judge.config import JudgeConfig, split_judge_model
+from referee.judge.panel import JudgePanel
 from referee.redact import BaseURL, mask_url_fields
-
-DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
 
 class MatchType(str, Enum):
@@ -61,6 +62,20 @@ def known_api_style(value: str) -> str:
     return value
 
 
+def judges_named(models: list[str]) -> list[JudgeConfig]:
+    """The JudgeConfig each model name of a judge panel or cascade names; an error naming
+    ``models[i]`` for a name no provider follows from."""
+    judges = []
+    for index, name in enumerate(models):
+        provider, model = split_judge_model(name)
+        if provider is None or not model:
+            raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
+                             "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
+                             "openai/llama3")
+        judges.append(JudgeConfig(provider=provider, model=model))
+    return judges
+
+
 class CriterionJudgePanel(StrictModel):
     """``judge_panel`` of a criterion config: several judge models asked the same thing.
 
@@ -86,20 +101,48 @@ class CriterionJudgePanel(StrictModel):
     @model_validator(mode="after")
     def _a_panel(self) -> CriterionJudgePanel:
         # The panel's own rules (weights per member, quorum range) are checked where they live.
-        from referee.judge.config import JudgeConfig, split_judge_model
-        from referee.judge.panel import JudgePanel
-
-        members = []
-        for index, name in enumerate(self.models):
-            provider, model = split_judge_model(name)
-            if provider is None or not model:
-                raise ValueError(f"models[{index}]: {name!r} names no provider; use a known "
-                                 "model name (gemini*, gpt*, claude*) or PROVIDER/MODEL, e.g. "
-                                 "openai/llama3")
-            members.append(JudgeConfig(provider=provider, model=model))
-        JudgePanel(members=members, aggregate=self.aggregate, weights=self.weights,
-                   quorum=self.quorum)
+        JudgePanel(members=judges_named(self.models), aggregate=self.aggregate,
+                   weights=self.weights, quorum=self.quorum)
         return self
+
+
+class CriterionJudgeCascade(StrictModel):
+    """``judge_cascade`` of a criterion config: judge models asked in turn, cheapest first, a
+    later one only where the one before is unsure (referee.judge.cascade.JudgeCascade).
+
+    ``models`` are named as ``judge_model`` is and share the config's ``base_url`` and
+    ``api_style``; the other fields are JudgeCascade's (``escalate_on``, ``margin``,
+    ``min_tpr``, ``min_tnr``, ``calibration_file``, ``audit_rate``, ``audit_seed``).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    models: list[str] = Field(min_length=2)
+    escalate_on: list[str] | None = None
+    margin: float | None = None
+    min_tpr: float | None = None
+    min_tnr: float | None = None
+    calibration_file: str | None = None
+    audit_rate: float | None = None
+    audit_seed: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _models_alone(cls, data: Any) -> Any:
+        return {"models": data} if isinstance(data, list) else data
+
+    @model_validator(mode="after")
+    def _a_cascade(self) -> CriterionJudgeCascade:
+        # The cascade's own rules (escalation reasons, ranges) are checked where they live.
+        self.cascade_of(judges_named(self.models))
+        return self
+
+    def cascade_of(self, stages: list[Any]) -> Any:
+        """The JudgeCascade of these resolved stages with this config's settings."""
+        from referee.judge.cascade import JudgeCascade
+
+        settings = self.model_dump(exclude={"models"}, exclude_none=True)
+        return JudgeCascade(stages, **settings)
 
 
 class CriterionConfig(StrictModel):
@@ -125,6 +168,8 @@ class CriterionConfig(StrictModel):
     base_url: BaseURL = ""
     # referee extension: a judge panel in place of judge_model (judged criteria only).
     judge_panel: CriterionJudgePanel | None = None
+    # referee extension: a judge cascade in place of judge_model (judged criteria only).
+    judge_cascade: CriterionJudgeCascade | None = None
 
     @field_validator("threshold")
     @classmethod
@@ -139,6 +184,13 @@ class CriterionConfig(StrictModel):
         if value < 1:
             raise ValueError(f"num_samples must be at least 1, got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _panel_or_cascade(self) -> CriterionConfig:
+        if self.judge_panel is not None and self.judge_cascade is not None:
+            raise ValueError("judge_panel and judge_cascade: give one (a cascade's stages are "
+                             "its judges)")
+        return self
 
     def __repr_args__(self) -> Any:
         return mask_url_fields(super().__repr_args__())  # a base_url password is never printed
@@ -239,6 +291,9 @@ class CriteriaConfig(StrictModel):
             cfg = getattr(self, name)
             if cfg is not None and cfg.judge_panel is not None and name not in PANEL_CRITERIA:
                 raise ValueError(f"{name}.judge_panel: {name} takes no judge panel (only "
+                                 f"{', '.join(PANEL_CRITERIA)} do)")
+            if cfg is not None and cfg.judge_cascade is not None and name not in PANEL_CRITERIA:
+                raise ValueError(f"{name}.judge_cascade: {name} takes no judge cascade (only "
                                  f"{', '.join(PANEL_CRITERIA)} do)")
         return self
 

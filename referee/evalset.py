@@ -18,7 +18,9 @@ Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``conversation_scenario`` (a case with no turn of its own, run through the user simulator),
 ``rubrics``, creation timestamps, camelCase spellings) load into the same model, and so does
 ADK's legacy list (``[{name, data: [{query, expected_tool_use, reference}], initial_session}]``,
-which ADK converts the same way); ``save(path, format="adk")`` writes one back, unchanged for a file that was read and not edited (see :mod:`referee._adk`). The JSON
+which ADK converts the same way); ``save(path, format="adk")`` writes one back, unchanged for a
+file that was read and not edited. Both are :mod:`referee.compat.adk`'s, applied here where
+the file is read, never inside the case model. The JSON
 files 10xgraph's ``EvalSet.to_file`` writes load as well, and 10xgraph's ``EvalSetBuilder`` and
 ``create_simple_eval_set`` build sets in code.
 
@@ -41,9 +43,9 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from referee import _adk
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
+from referee.compat import adk
 from referee.errors import InputError, beyond_python_limits
 from referee.formats import csv_rows, jsonl_values, parse_json, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
@@ -65,7 +67,7 @@ class EvalSet(StrictModel):
     ``save`` know.
     """
 
-    _input_aliases = frozenset({"cases"}) | _adk.SET_KEYS
+    _input_aliases = frozenset({"cases"})
 
     eval_set_id: str = ""
     name: str = ""
@@ -76,14 +78,6 @@ class EvalSet(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         move_alias(data, "cases", "eval_cases")
-        for key in ("name", "description"):
-            if key in data and data[key] is None:  # ADK writes null for an unnamed set
-                data[key] = ""
-        kept = {key: data.pop(key) for key in sorted(_adk.SET_KEYS) if key in data}
-        if kept:
-            metadata = dict(data.get("metadata") or {})
-            metadata[_adk.ADK] = {**metadata.get(_adk.ADK, {}), **kept}
-            data["metadata"] = metadata
         return data
 
     @model_validator(mode="after")
@@ -190,15 +184,8 @@ class EvalSet(StrictModel):
             raise InputError(_plain(err["msg"]), source=source) from None
 
     def to_adk(self) -> dict[str, Any]:
-        """The set as a Google ADK EvalSet document (see :mod:`referee._adk`)."""
-        document: dict[str, Any] = {"eval_set_id": self.eval_set_id, "name": self.name,
-                                    "description": self.description,
-                                    "eval_cases": [_adk.write_case(c) for c in self.eval_cases]}
-        document.update(self.metadata.get(_adk.ADK, {}))
-        metadata = {k: v for k, v in self.metadata.items() if k != _adk.ADK}
-        if metadata:
-            document["metadata"] = metadata
-        return document
+        """The set as a Google ADK EvalSet document (see :mod:`referee.compat.adk`)."""
+        return adk.write_set(self)
 
     def save(self, path: str | Path, format: str = "referee") -> None:
         """Write the set in the format its file name names; ``load`` reads it back unchanged.
@@ -353,9 +340,9 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
     if data is None:
         raise InputError("empty document", source=source,
                          expected="an EvalSet object with 'eval_cases' or a list of cases")
-    if _adk.is_legacy(data):
+    if adk.is_legacy(data):
         try:
-            return {}, _adk.from_legacy(data), ()
+            return {}, adk.from_legacy(data), ()
         except ValueError as exc:
             raise InputError(str(exc), source=source,
                              expected="ADK's legacy eval data ([{name, data: [{query, "
@@ -363,6 +350,7 @@ def _split_document(data: Any, source: str) -> tuple[dict[str, Any], list[Any], 
     if isinstance(data, list):
         return {}, data, ()
     if isinstance(data, dict):
+        data = adk.read_set_header(data)
         accepted = EvalSet.accepted_names()
         data = {snake_case(k) if isinstance(k, str) and snake_case(k) in accepted else k: v
                 for k, v in data.items()}
@@ -565,6 +553,15 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
         where = (*prefix, *exc.loc)
         raise InputError(str(exc), source=source, line=line or _line_of(text, where),
                          field=_path(where) or None, expected=SURROGATE_EXPECTED) from None
+    try:
+        raw = adk.read_case_entry(raw)
+    except adk.TurnProblem as exc:
+        where = (*prefix, "conversation", exc.turn)
+        raise InputError(str(exc), source=source, line=line or _line_of(text, where),
+                         field=_path(where)) from None
+    except ValueError as exc:
+        raise InputError(str(exc), source=source, line=line or _line_of(text, prefix),
+                         field=_path(prefix) or None) from None
     if isinstance(raw, dict):
         unknown = _unknown_key(raw)
         if unknown:
@@ -584,7 +581,7 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
         full = (*prefix, *loc)
         raise InputError(message, source=source, line=line or _line_of(text, full),
                          field=_path(full) or None) from None
-    if case.input is None and not case.conversation and _adk.scenario_of(case) is None:
+    if case.input is None and not case.conversation and adk.scenario_of(case) is None:
         raise InputError("the case has nothing to ask", source=source,
                          line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
                          expected="an 'input' or a 'conversation'")

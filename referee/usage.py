@@ -30,6 +30,11 @@ class TokenUsage(BaseModel):
         default=0, validation_alias=AliasChoices("cached_input_tokens", "cache_read_tokens"))
     cache_write_tokens: int = Field(
         default=0, validation_alias=AliasChoices("cache_write_tokens", "cache_creation_tokens"))
+    # Requests sent through a provider's batch API (billed at its batch price), and what that
+    # price saved against the same requests online: cost_usd + batch_savings_usd is the
+    # online bill.
+    batch_requests: int = 0
+    batch_savings_usd: float = 0.0
 
     @computed_field  # type: ignore[prop-decorator]  # serialised, as 10xgraph's to_dict has it
     @property
@@ -56,7 +61,16 @@ class TokenUsage(BaseModel):
         text += f" + {self.output_tokens} output tokens"
         if self.cost_usd is not None:
             text += f", ${self.cost_usd:.4f}"
+        if self.batch_requests:
+            text += f"; {self.batch_requests} by batch API"
+            if self.online_cost_usd is not None:
+                text += f" (online: ${self.online_cost_usd:.4f})"
         return text
+
+    @property
+    def online_cost_usd(self) -> float | None:
+        """What these requests would have cost online (batch requests at the online price)."""
+        return None if self.cost_usd is None else self.cost_usd + self.batch_savings_usd
 
     def to_dict(self) -> dict[str, int]:
         """10xgraph's plain-dict form, with the total."""
@@ -88,4 +102,6 @@ class TokenUsage(BaseModel):
                    cached_requests=sum(u.cached_requests for u in present),
                    cost_usd=sum(costs) if costs else None,
                    cached_input_tokens=sum(u.cached_input_tokens for u in present),
-                   cache_write_tokens=sum(u.cache_write_tokens for u in present))
+                   cache_write_tokens=sum(u.cache_write_tokens for u in present),
+                   batch_requests=sum(u.batch_requests for u in present),
+                   batch_savings_usd=sum(u.batch_savings_usd for u in present))

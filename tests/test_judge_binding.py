@@ -3,7 +3,9 @@
 A 10-case run with two EvalSuite-style QAG evaluators and two AgentEvaluator-style LLM
 criteria, against the scripted judge server: each criterion's judge is looked up exactly once,
 by ``describe_run`` before the first case, and never while scoring. A criterion called by hand
-looks its judge up lazily, once. (The same run on Ray: tests/scale/test_judge_binding_on_ray.py.)
+looks its judge up lazily, once. The user simulator's judge (the model in the user's seat) is
+bound the same way, by the run that owns the simulator. (The same runs on Ray:
+tests/scale/test_judge_binding_on_ray.py.)
 """
 
 from __future__ import annotations
@@ -16,10 +18,22 @@ from pathlib import Path
 import pytest
 from scale.judge_lookups import install
 
-from referee import CriterionConfig, EvalCase, EvalSuite, ExecutionResult, Rubric
+from referee import (
+    AgentEvaluator,
+    BatchSimulator,
+    ConversationScenario,
+    CriterionConfig,
+    EvalCase,
+    EvalSuite,
+    ExecutionResult,
+    Rubric,
+    UserSimulator,
+)
+from referee.config import CriteriaConfig, EvalConfig, UserSimulatorConfig
 from referee.criteria.llm import ResponseMatchCriterion, RubricBasedCriterion
 from referee.evaluators import AnswerAccuracy, Relevance
 from referee.judge import JudgeConfig
+from referee.run.sync import run_sync
 from referee.testing import Reply, ScriptedJudgeServer
 
 CASES = 10
@@ -27,6 +41,11 @@ SCORE = json.dumps({"score": 0.9, "reasoning": "the same meaning"})
 
 
 def _reply(request) -> Reply:
+    if "numbered list of goals" in request.prompt:  # simulation_goals
+        return Reply('{"achieved": [1], "reasoning": "the number was answered"}')
+    if "CONVERSATION SO FAR" in request.prompt:  # the simulated user: done once answered
+        return Reply("[CONVERSATION COMPLETE]" if "ASSISTANT: answer" in request.prompt
+                     else "question 0 again")
     return Reply(SCORE if '"score"' in request.prompt else "Yes")
 
 
@@ -163,3 +182,119 @@ async def test_the_unreachable_placeholder_is_a_setting_of_the_surface(isolated_
     refused = await NoPlaceholder(config).evaluate(ExecutionResult(actual_response="a"), case)
     assert refused.error_kind == "judge"
     assert "no provider can serve" in str(refused.details["sample_errors"])
+
+
+# The user simulator ---------------------------------------------------------------------------
+
+def scenarios() -> list[ConversationScenario]:
+    return [ConversationScenario(scenario_id=f"s{i}", starting_prompt=f"question {i}",
+                                 goals=[f"hear answer {i}"], max_turns=3) for i in range(CASES)]
+
+
+def scenario_cases() -> list[EvalCase]:
+    """ADK conversation_scenario cases: AgentEvaluator hands each to the user simulator."""
+    return [EvalCase(name=f"s{i}", metadata={"adk": {"conversation_scenario": {
+        "starting_prompt": f"question {i}", "conversation_plan": "Ask, then stop."}}})
+        for i in range(CASES)]
+
+
+def test_a_simulated_run_looks_the_simulated_user_up_once(
+        judge_server: ScriptedJudgeServer, lookups: Lookups, tmp_path: Path) -> None:
+    # One scenario at a time: a look-up made for any conversation after the first would come
+    # after the agent's first answer.
+    simulator = UserSimulator(model="openai/simulated-user", api_style="chat")
+    report = run_sync(simulator.evaluate(lookups.answer, scenarios(), concurrency=1,
+                                      runs_dir=tmp_path))
+
+    assert report.passed == CASES, [(c.error, c.failed_criteria) for c in report.cases]
+    # The simulated user, and its default simulation_goals criterion (named by the same model).
+    assert lookups.before_first_case == {"judge_config_for_model": 2}
+    assert lookups.while_scoring == {}
+    assert {r.model for r in judge_server.requests} == {"simulated-user"}
+
+
+def test_agent_evaluator_binds_the_simulated_user_of_its_scenario_cases_once(
+        judge_server: ScriptedJudgeServer, lookups: Lookups) -> None:
+    config = EvalConfig(criteria=CriteriaConfig(), user_simulator_config=UserSimulatorConfig(
+        model="openai/simulated-user", api_style="chat", max_turns=3))
+    evaluator = AgentEvaluator(lookups.answer, config=config, save=False)
+    report = evaluator.evaluate_sync(scenario_cases(), max_concurrency=1, verbose=False)
+
+    assert [c.error for c in report.cases] == [None] * CASES
+    assert all(len(c.execution.turns) == 1 for c in report.cases)  # asked, answered, done
+    assert lookups.before_first_case == {"judge_config_for_model": 1}
+    assert lookups.while_scoring == {}
+    lookups.next_run()
+    evaluator.evaluate_sync(scenario_cases(), max_concurrency=1, verbose=False)
+    assert lookups.before_first_case == {"judge_config_for_model": 2}  # each run binds anew
+    assert lookups.while_scoring == {}
+
+
+def test_a_batch_binds_the_simulated_user_and_its_criteria_once(
+        judge_server: ScriptedJudgeServer, lookups: Lookups) -> None:
+    simulator = UserSimulator(model="openai/simulated-user", api_style="chat")
+    results = BatchSimulator(simulator=simulator, max_concurrency=1).run_batch_sync(
+        lookups.answer, scenarios())
+
+    assert [r.status for r in results] == ["PASSED"] * CASES, [r.error for r in results]
+    assert lookups.before_first_case == {"judge_config_for_model": 2}
+    assert lookups.while_scoring == {}
+
+
+def test_a_simulator_given_another_model_looks_it_up_again(
+        judge_server: ScriptedJudgeServer, lookups: Lookups) -> None:
+    simulator = UserSimulator(model="openai/simulated-user", api_style="chat", criteria=[])
+    simulator.bind_judge()
+    simulator.model = "openai/second-user"
+    result = simulator.run_sync(lookups.answer, scenarios()[0])
+
+    assert result.error is None and result.turns == 1
+    assert {r.model for r in judge_server.requests} == {"second-user"}
+    assert lookups.before_first_case == {"judge_config_for_model": 2}
+
+
+def test_a_failed_look_up_errors_each_conversation_and_is_not_repeated(
+        judge_server: ScriptedJudgeServer, lookups: Lookups, tmp_path: Path) -> None:
+    simulator = UserSimulator(model="openai/simulated-user", api_style="fax", criteria=[])
+    report = run_sync(simulator.evaluate(lookups.answer, scenarios()[:3], concurrency=1,
+                                      save=False))
+
+    assert [c.status.value for c in report.cases] == ["MODEL_ERROR"] * 3
+    assert all("api_style must be 'responses' or 'chat'" in (c.error or "")
+               for c in report.cases)
+    assert lookups.before_first_case == {"judge_config_for_model": 1}
+    assert judge_server.request_count == 0
+
+
+def test_a_simulator_sent_elsewhere_carries_the_judge_this_process_looked_up(
+        judge_server: ScriptedJudgeServer, lookups: Lookups,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Ray worker receives: the endpoint and key come with the simulator, so the
+    worker's own environment (here: emptied) neither picks nor blocks its judge."""
+    import pickle
+
+    simulator = UserSimulator(model="openai/simulated-user", api_style="chat", criteria=[])
+    simulator.bind_judge()
+    shipped = pickle.dumps(simulator)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    received = pickle.loads(shipped)
+    result = received.run_sync(lookups.answer, scenarios()[0])
+
+    assert result.error is None and result.turns == 1
+    assert judge_server.request_count == 1
+    assert lookups.before_first_case == {"judge_config_for_model": 1}
+    assert b"sk-dummy-binding" not in pickle.dumps(repr(received))
+
+
+def test_a_simulator_whose_judge_cannot_be_looked_up_is_still_sent(
+        judge_server: ScriptedJudgeServer, lookups: Lookups) -> None:
+    import pickle
+
+    simulator = UserSimulator(model="openai/simulated-user", api_style="fax", criteria=[])
+    received = pickle.loads(pickle.dumps(simulator))
+    result = received.run_sync(lookups.answer, scenarios()[0])
+
+    assert result.status == "MODEL_ERROR"
+    assert "api_style must be 'responses' or 'chat'" in (result.error or "")
+    assert lookups.before_first_case == {"judge_config_for_model": 1}

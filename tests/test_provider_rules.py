@@ -29,9 +29,10 @@ from referee.judge.providers import (
 from referee.judge.retry import FailureInfo
 
 PACKAGE = Path(__file__).resolve().parent.parent / "referee"
-# The adapters are where provider rules live. referee.testing's scripted server stands in for
-# the providers' own servers: each provider's wire format is its subject, as it is the adapters'.
-RULES_LIVE_IN = ("judge/providers/", "testing/")
+# The adapters are where provider rules live. referee.testing's scripted server speaks each
+# provider's API through one wire format per API (testing/wire.py), chosen by a request's
+# route: it asks no provider's name either.
+RULES_LIVE_IN = ("judge/providers/",)
 NAMES = frozenset(BUILTIN_ADAPTERS) | {"vertex"}
 
 

@@ -55,7 +55,7 @@ def test_failure_message_lists_every_problem():
     class Broken(NotEmpty):
         name = "broken"
 
-        def check(self, output, case, actual):
+        def evaluate_sync(self, actual, case):  # the one signature (issue 29: no check())
             raise RuntimeError("regex failed to compile")
 
     with pytest.raises(AssertionError) as info:

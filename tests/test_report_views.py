@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from chromium_support import browser_env, find_chromium
+from stored_runs import store_report
 from test_report_samples import chromium_dom
 
 from referee.case import EvalCase, ToolCall
@@ -264,15 +265,8 @@ def test_deltas_are_paired_by_case() -> None:
 def test_compare_cli_writes_html_and_json_with_outputs(tmp_path, capsys) -> None:
     from referee.cli import main
 
-    dirs = []
-    for name, shift in (("a", 0.0), ("b", 0.3)):
-        report = views_report(name, shift)
-        store = RunStore.create(tmp_path / "runs", report, case_ids=[c.eval_id for c in report.cases])
-        for case in report.cases:
-            store.append_case(case)
-        report.finished_at = report.started_at + 1
-        store.write_report(report)
-        dirs.append(str(store.run_dir))
+    dirs = [str(store_report(tmp_path / "runs", views_report(name, shift)))
+            for name, shift in (("a", 0.0), ("b", 0.3))]
     out_html = tmp_path / "diff.html"
     code = main(["compare", *dirs, "--json", "--html", str(out_html)])
     data = json.loads(capsys.readouterr().out)

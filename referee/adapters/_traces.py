@@ -250,9 +250,8 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
     from referee.config import EvalConfig
     from referee.criteria.registry import build_criteria
     from referee.run.engine import ModelCaller
-    from referee.run.gates import gate
+    from referee.run.evaluation import RunRequest, run_evaluation
     from referee.run.options import RunOptions
-    from referee.run.session import run_stored
 
     if options is None:
         options = RunOptions(concurrency=concurrency, verbose=verbose, save=save,
@@ -277,14 +276,12 @@ async def score_traces_async(traces: str | Path | Iterable[RecordedRun], *, case
         return recorded[id(case)]
 
     config_used = config.model_dump(mode="json") if hasattr(config, "model_dump") else None
-    report = await run_stored(name=name or set_name or Path(source).stem,
-                              model_id=RECORDED_MODEL_ID,
-                              cases=[case for case, _ in pairs], criteria=chosen,
-                              execute=execute, options=options, config_used=config_used,
-                              metadata={"traces": source, "trace_notes": notes} if notes
-                              else {"traces": source})
-    gate(report, options)
-    return report
+    return await run_evaluation(RunRequest(
+        name=name or set_name or Path(source).stem, model_id=RECORDED_MODEL_ID,
+        cases=[case for case, _ in pairs], criteria=chosen, execute=execute,
+        config_used=config_used,
+        metadata={"traces": source, "trace_notes": notes} if notes else {"traces": source}),
+        options)
 
 
 def score_traces(traces: str | Path | Iterable[RecordedRun], **kwargs: Any) -> Any:

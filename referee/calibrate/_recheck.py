@@ -208,7 +208,7 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
         served_then=entry.served_model,
         served_now=collect_served(judged).models(f"{provider}/{model}"),
         question_set_changed=_question_set(evaluator) != entry.question_set,
-        run_dir=run.metadata.get("run_dir"))
+        run_dir=str(run.run_dir) if run.run_dir else None)
 
 
 def recheck(evaluator: Any, entry: CalibrationEntry, **options: Any) -> Recheck:

@@ -298,7 +298,7 @@ def build_report(run: EvalReport, *, evaluator: str, judge_provider: str, judge_
         evaluator=evaluator, judge_provider=judge_provider, judge_model=judge_model,
         question_set=question_set, metric=metric, labels=labels,
         data_fingerprint=data_fingerprint, date=_dt.date.today().isoformat(),
-        run_dir=run.metadata.get("run_dir"), rows=len(run.cases), scored=len(scores),
+        run_dir=str(run.run_dir) if run.run_dir else None, rows=len(run.cases), scored=len(scores),
         excluded=dict(excluded), judge_errors=excluded.get("JUDGE_ERROR", 0),
         excluded_rows=excluded_rows, threshold=threshold,
         fit_problem=_stats.fit_problem(agreement, threshold, metric),

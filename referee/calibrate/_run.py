@@ -18,7 +18,8 @@ from referee.judge import JudgeConfig
 from referee.judge.panel import PANEL, JudgePanel, check_judge, panel_model_name
 from referee.record import EvalReport
 from referee.run.engine import DEFAULT_CONCURRENCY, ModelCaller
-from referee.run.session import RunOptions, run_stored
+from referee.run.evaluation import RunRequest, run_evaluation
+from referee.run.options import RunOptions
 from referee.run.sync import run_sync
 
 NO_JUDGE = "none"
@@ -198,15 +199,15 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
     async def replay(case: EvalCase, caller: ModelCaller) -> Any:
         return case.metadata[LABEL_KEY]["output"]  # the output the people judged
 
-    run = await run_stored(
+    run = await run_evaluation(RunRequest(
         name=f"calibrate {name}", model_id="human-labelled outputs", cases=cases,
         criteria=[evaluator], execute=replay,
-        options=RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
-                           runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
-                           formats=("json",),
-                           metadata={"calibration": {"labels": labels, **(purpose or {})}}),
         config_used={"calibrate": {"evaluator": name, "labels": labels, **(purpose or {}),
-                                   "judge": f"{provider}/{model}"}})
+                                   "judge": f"{provider}/{model}"}}),
+        RunOptions(concurrency=concurrency, timeout=timeout, verbose=verbose,
+                   runs_dir=runs_dir, resume=resume, retry_errors=retry_errors,
+                   formats=("json",),
+                   metadata={"calibration": {"labels": labels, **(purpose or {})}}))
     return run, evaluator, provider, model
 
 

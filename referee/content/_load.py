@@ -209,17 +209,23 @@ def find_parts(value: Any, *, base_dir: Path | str | None = None) -> list[ImageP
     return found
 
 
+_SCALARS = (bool, int, float, bytes, type(None))
+
+
 def _collect(value: Any, found: list[ImagePart | DocumentPart], base_dir: Path | None,
              depth: int) -> None:
-    if depth > _MAX_DEPTH or value is None or isinstance(value, (bool, int, float, bytes)):
-        return
-    if isinstance(value, (ImagePart, DocumentPart)):
-        found.append(value)
-    elif isinstance(value, str):
+    # Every case of a judged run is walked once: the common kinds are tested first, by type.
+    kind = type(value)
+    if kind is str:
         if value[:5].lower() == "data:" and ("image/" in value[:30] or "/pdf" in value[:30]):
-            kind = "document" if "/pdf" in value[:30] else "image"
-            found.append(_Reader(base_dir, None, None).media(kind, {"url": value}))
-    elif isinstance(value, Mapping):
+            media = "document" if "/pdf" in value[:30] else "image"
+            found.append(_Reader(base_dir, None, None).media(media, {"url": value}))
+        return
+    if kind in _SCALARS or depth > _MAX_DEPTH:
+        return
+    if kind is ImagePart or kind is DocumentPart:
+        found.append(value)
+    elif kind is dict or isinstance(value, Mapping):
         if is_part(value):
             part = load_part(value, base_dir=base_dir)
             if not isinstance(part, TextPart):
@@ -227,9 +233,13 @@ def _collect(value: Any, found: list[ImagePart | DocumentPart], base_dir: Path |
             return
         for item in value.values():
             _collect(item, found, base_dir, depth + 1)
-    elif isinstance(value, (list, tuple)):
+    elif kind is list or kind is tuple:
         for item in value:
             _collect(item, found, base_dir, depth + 1)
-    elif hasattr(type(value), "model_fields"):  # a pydantic model: its fields, in order
-        for name in type(value).model_fields:
-            _collect(getattr(value, name, None), found, base_dir, depth + 1)
+    elif isinstance(value, (ImagePart, DocumentPart)):
+        found.append(value)
+    else:
+        fields = getattr(kind, "__pydantic_fields__", None)  # a pydantic model: its fields
+        if fields:
+            for name in fields:
+                _collect(getattr(value, name, None), found, base_dir, depth + 1)

@@ -1,4 +1,6 @@
-"""ExactMatchCriterion: the response is exactly the expected string."""
+"""ExactMatchCriterion: the response is exactly the expected string. One rule for both API
+surfaces: the multivon-style ``ExactMatch`` (referee.evaluators) is this criterion with
+multivon's settings."""
 
 from __future__ import annotations
 
@@ -21,15 +23,31 @@ class ExactMatchCriterion(SyncCriterion):
     name = "exact_match"
     reads = ("actual_response",)
     description = "Evaluates exact string match of response"
+    # The rule's settings, the 10xgraph-style API's here; a surface with other documented
+    # defaults sets its own (multivon's ExactMatch: case-insensitive, both sides stripped).
+    case_sensitive: bool = True
+    strips_expected: bool = False
+
+    def expected_text(self, case: EvalCase) -> str | None:
+        """What the response must equal; None when the case says nothing."""
+        return case.last_expected_response()
+
+    def no_expectation(self, case: EvalCase) -> str:
+        return "The case defines no expected final response to compare with."
 
     def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        expected_response = expected.last_expected_response()
-        actual_response = actual.actual_response.strip()
+        expected_response = self.expected_text(expected)
+        actual_response = (actual.actual_response or "").strip()
         if expected_response is None:
-            skipped = self._skipped("The case defines no expected final response to compare with.")
+            skipped = self._skipped(self.no_expectation(expected))
             skipped.details["match"] = False
             return skipped
-        is_match = actual_response == expected_response
+        if self.strips_expected:
+            expected_response = expected_response.strip()
+        if self.case_sensitive:
+            is_match = actual_response == expected_response
+        else:
+            is_match = actual_response.casefold() == expected_response.casefold()
         if is_match:
             reason = "The response matches the expected response exactly."
         else:

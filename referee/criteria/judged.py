@@ -13,15 +13,24 @@ given when no provider can serve it. Each style's ``look_up_judge`` reads its ow
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
+from referee.case import canonical_json
 from referee.judge.binding import JudgeBinding
+from referee.judge.cascade import Calibration, audited, run_cascade, stage_labels
 from referee.judge.config import DEFAULT_JUDGES, EVAL_SUITE, DefaultJudge, JudgeConfig
 from referee.judge.panel import JudgePanel
 
 # The attributes a judged criterion's judge follows from.
-_JUDGE_SETTINGS = frozenset({"judge", "panel", "config"})
+_JUDGE_SETTINGS = frozenset({"judge", "panel", "config", "cascade"})
+
+# Cascade seam: the stage each cascaded criterion (by id) is scoring with in this task, so
+# judge_binding() answers that stage's judge there and the strong judge everywhere else.
+_SCORING_STAGE: ContextVar[dict[int, JudgeBinding] | None] = ContextVar(
+    "referee_cascade_stage", default=None)
 
 
 class JudgedCriterionBase:
@@ -44,6 +53,14 @@ class JudgedCriterionBase:
         if name in _JUDGE_SETTINGS:
             super().__setattr__("_judge_binding", None)
             super().__setattr__("_judge_lookup_failure", None)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Cascade seam: every judged criterion's own evaluate() scores through the cascade its
+        # binding holds, whatever the criterion (both API styles, a user's subclass too).
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("evaluate")
+        if callable(own) and not getattr(own, "_through_cascade", False):
+            cls.evaluate = _through_cascade(own)  # type: ignore[attr-defined]
 
     def look_up_judge(self) -> JudgeBinding:
         """The judge (or panel) this criterion's settings name now, with its effective settings."""
@@ -75,7 +92,11 @@ class JudgedCriterionBase:
         self._judge_binding = binding.for_elsewhere()
 
     def judge_binding(self) -> JudgeBinding:
-        """The bound judge; looked up on first use when no run bound one."""
+        """The bound judge; looked up on first use when no run bound one. While a cascade
+        scores a case, the stage it is asking."""
+        staged = (_SCORING_STAGE.get() or {}).get(id(self))
+        if staged is not None:
+            return staged
         if self._judge_lookup_failure is not None:
             raise self._judge_lookup_failure.with_traceback(None)
         if self._judge_binding is None:
@@ -96,6 +117,57 @@ class JudgedCriterionBase:
     def judge_panel(self) -> JudgePanel | None:
         """The panel that scores, its members resolved; None when one judge does."""
         return self.judge_binding().panel
+
+
+def _through_cascade(evaluate: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(evaluate)
+    async def scored(self: JudgedCriterionBase, actual: Any, expected: Any) -> Any:
+        staged = _SCORING_STAGE.get() or {}
+        try:
+            binding = None if id(self) in staged else self.judge_binding()
+        except Exception:  # the look-up's failure is raised where scoring asks for the judge
+            binding = None
+        if binding is None or binding.cascade is None:
+            return await evaluate(self, actual, expected)
+        cascade, stages = binding.cascade, binding.stages
+
+        async def score_with(index: int) -> Any:
+            token = _SCORING_STAGE.set({**staged, id(self): stages[index]})
+            try:
+                return await evaluate(self, actual, expected)
+            finally:
+                _SCORING_STAGE.reset(token)
+
+        name = str(getattr(self, "name", type(self).__name__))
+        calibration, calibrated = _stage_calibration(self, stages[0], cascade.calibration_file)
+        case_key = getattr(expected, "eval_id", "") or canonical_json(
+            getattr(expected, "input", None))
+        return await run_cascade(cascade, stage_labels(cascade.stages), score_with,
+                                 calibration=calibration, calibrated=calibrated,
+                                 audit=audited(cascade, name, str(case_key)))
+
+    scored._through_cascade = True  # type: ignore[attr-defined]
+    return scored
+
+
+def _stage_calibration(criterion: Any, stage: JudgeBinding,
+                       path: str | None) -> tuple[Calibration, bool]:
+    """(the stage judge's (TPR, TNR) for this criterion, whether a calibration file was given)
+    from the cascade's calibration file; a panel has no entry (it is not calibrated)."""
+    if path is None:
+        return None, False
+    from referee.evaluators.calibration import NO_QUESTION_SET, read_calibration_file
+
+    judge = stage.judge
+    if judge is None:
+        return None, True
+    describe = getattr(criterion, "question_set", None)
+    question_set = str(describe()) if callable(describe) else NO_QUESTION_SET
+    entry = read_calibration_file(path).find(str(getattr(criterion, "name", "")),
+                                             judge.provider, judge.model, question_set)
+    if entry is None or entry.tpr is None or entry.tnr is None:
+        return None, True
+    return (entry.tpr, entry.tnr), True
 
 
 def judged_criteria(criteria: Iterable[Any]) -> Iterator[JudgedCriterionBase]:

@@ -145,7 +145,7 @@ class ToolCallAccuracy(DeterministicEvaluator):
         self.require_order = require_order
         self.penalize_unexpected = penalize_unexpected
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
         expected = [call.name for call in case.expected_tool_trajectory]
         if not expected and case.metadata.get(EXPECTS_NO_TOOLS) != []:
             return self._skipped("ToolCallAccuracy requires the case's expected_tool_calls (or "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -21,8 +20,10 @@ from rapidfuzz.distance import LCSseq
 from rapidfuzz.distance import Levenshtein as _rapidfuzz_levenshtein
 
 from referee.case import EvalCase
+from referee.compat.multivon import MultivonSurface
 from referee.criteria.base import SyncCriterion
-from referee.evaluators._multivon import MultivonSurface
+from referee.criteria.exact_match import ExactMatchCriterion
+from referee.criteria.keywords import ContainsKeywordsCriterion
 from referee.execution import ExecutionResult
 from referee.result import CriterionResult
 
@@ -51,13 +52,6 @@ class DeterministicEvaluator(MultivonSurface, SyncCriterion):
     def __init__(self, threshold: float = 1.0) -> None:
         super().__init__(threshold=threshold)
 
-    def evaluate_sync(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
-        return self.check(actual.actual_response or "", expected, actual)
-
-    @abstractmethod
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
-        """Score one output; ``actual`` is there for checks that need more than the text."""
-
     def _verdict(self, score: float, reason: str, **details: Any) -> CriterionResult:
         return self._result(score, {"reason": reason, **details})
 
@@ -72,10 +66,12 @@ def _fold(text: str, case_sensitive: bool) -> str:
     return text if case_sensitive else text.casefold()
 
 
-class Contains(DeterministicEvaluator):
+class Contains(MultivonSurface, ContainsKeywordsCriterion):
     """The output contains the given substrings; score = fraction found.
 
-    ``match_any=True`` scores 1.0 when at least one is found (0.0 otherwise).
+    ``match_any=True`` scores 1.0 when at least one is found (0.0 otherwise). The 10xgraph-style
+    ``ContainsKeywordsCriterion`` with multivon's constructor (at least one substring), not a
+    second rule.
     """
 
     name = "contains"
@@ -83,48 +79,42 @@ class Contains(DeterministicEvaluator):
 
     def __init__(self, substrings: Sequence[str] | str, case_sensitive: bool = False,
                  threshold: float = 1.0, match_any: bool = False) -> None:
-        super().__init__(threshold)
-        if isinstance(substrings, str):
-            substrings = [substrings]  # a bare string would be searched letter by letter
-        self.substrings = list(substrings)
+        super().__init__(threshold=threshold)
+        self.keywords = substrings
         if not self.substrings:
             raise ValueError("Contains needs at least one substring to look for")
         self.case_sensitive = case_sensitive
         self.match_any = match_any
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
-        text = _fold(output, self.case_sensitive)
-        found = [s for s in self.substrings if _fold(s, self.case_sensitive) in text]
-        missing = [s for s in self.substrings if s not in found]
-        if self.match_any:
-            score = 1.0 if found else 0.0
-            reason = (f"Found {found[0]!r}." if found
-                      else f"None of {self.substrings!r} found.")
-        else:
-            score = len(found) / len(self.substrings)
-            reason = ("All substrings found." if not missing
-                      else f"Found {len(found)} of {len(self.substrings)}; missing {missing!r}.")
-        return self._verdict(score, reason, found=found, missing=missing)
+    # multivon's name for the keywords, kept as the public attribute it was: a stored run's
+    # criteria settings (which resume compares) read as before.
+    @property
+    def keywords(self) -> list[str]:
+        return list(self.substrings)
+
+    @keywords.setter
+    def keywords(self, keywords: Sequence[str] | str) -> None:
+        # A bare string would otherwise be searched letter by letter.
+        self.substrings = [keywords] if isinstance(keywords, str) else list(keywords)
 
 
-class ExactMatch(DeterministicEvaluator):
-    """The output equals ``expected_output`` after stripping whitespace (case-insensitive by default)."""
+class ExactMatch(MultivonSurface, ExactMatchCriterion):
+    """The output equals ``expected_output`` after stripping whitespace (case-insensitive by
+    default): the 10xgraph-style ``ExactMatchCriterion`` with multivon's settings and
+    constructor, not a second rule."""
 
-    name = "exact_match"
     description = "The output equals the expected output"
+    strips_expected = True
 
     def __init__(self, case_sensitive: bool = False, threshold: float = 1.0) -> None:
-        super().__init__(threshold)
+        super().__init__(threshold=threshold)
         self.case_sensitive = case_sensitive
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
-        skipped = self._needs_expected_output(case)
-        if skipped:
-            return skipped
-        got, want = output.strip(), (case.expected_output or "").strip()
-        match = _fold(got, self.case_sensitive) == _fold(want, self.case_sensitive)
-        reason = "Exact match." if match else f"Expected {want[:200]!r}, got {got[:200]!r}."
-        return self._verdict(1.0 if match else 0.0, reason, match=match)
+    def expected_text(self, case: EvalCase) -> str | None:
+        return case.expected_output
+
+    def no_expectation(self, case: EvalCase) -> str:
+        return f"{type(self).__name__} needs the case's expected_output, and this case has none."
 
 
 class StartsWith(DeterministicEvaluator):
@@ -138,7 +128,8 @@ class StartsWith(DeterministicEvaluator):
         self.prefix = prefix
         self.case_sensitive = case_sensitive
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         ok = _fold(output.lstrip(), self.case_sensitive).startswith(
             _fold(self.prefix, self.case_sensitive))
         reason = (f"Starts with {self.prefix!r}." if ok
@@ -164,7 +155,8 @@ class RegexMatch(DeterministicEvaluator):
         # A user's pattern can backtrack catastrophically on a short output too.
         return True
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         found = self.pattern.search(output)
         if found:
             return self._verdict(1.0, f"Pattern matched {found.group(0)[:100]!r}.",
@@ -178,7 +170,8 @@ class NotEmpty(DeterministicEvaluator):
     name = "not_empty"
     description = "The output is not empty"
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         ok = bool(output.strip())
         return self._verdict(1.0 if ok else 0.0, "Output is not empty." if ok else "Output is empty.")
 
@@ -217,7 +210,8 @@ class WordCount(DeterministicEvaluator):
             raise ValueError(f"WordCount min_words ({self.min_words}) exceeds "
                              f"max_words ({self.max_words})")
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         count = len(output.split())
         low = self.min_words if self.min_words is not None else 0
         high = "∞" if self.max_words is None else self.max_words
@@ -256,7 +250,8 @@ class JSONSchema(DeterministicEvaluator):
         self.__dict__.update(state)
         self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         try:
             data = json.loads(output)
         except json.JSONDecodeError as exc:
@@ -293,7 +288,8 @@ class Levenshtein(DeterministicEvaluator):
         super().__init__(threshold)
         self.case_sensitive = case_sensitive
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         skipped = self._needs_expected_output(case)
         if skipped:
             return skipped
@@ -330,7 +326,7 @@ class MaxLatency(DeterministicEvaluator):
     def max_ms(self) -> float:
         return self.limit_s * 1000.0
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
         if actual.latency_s is None:
             return self._skipped(f"{type(self).__name__} needs the run's latency_s, "
                                  "and none was measured.")
@@ -389,7 +385,8 @@ class BLEU(DeterministicEvaluator):
             raise ValueError(f"BLEU n must be at least 1, got {n}")
         self.n = n
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         skipped = self._needs_expected_output(case)
         if skipped:
             return skipped
@@ -412,7 +409,8 @@ class ROUGE(DeterministicEvaluator):
     def __init__(self, threshold: float = 0.5) -> None:
         super().__init__(threshold)
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         skipped = self._needs_expected_output(case)
         if skipped:
             return skipped

@@ -23,6 +23,7 @@ from referee.judge import (
     reply_reason,
     unreadable_replies,
 )
+from referee.judge.cascade import JudgeCascade
 from referee.judge.panel import PANEL, JudgePanel, ask_panel, combine_member_scores
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
@@ -48,7 +49,7 @@ class GEval(JudgeEvaluator):
     """
 
     def __init__(self, criteria: str, name: str = "g_eval", runs: int = 2,
-                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
+                 judge: JudgeConfig | JudgePanel | JudgeCascade | list[JudgeConfig] | None = None,
                  threshold: float | str | None = None) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError(f"GEval: criteria must be a non-empty string, got {criteria!r}")

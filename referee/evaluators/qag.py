@@ -57,13 +57,13 @@ from referee.judge import (
     unreadable_replies,
 )
 from referee.judge.binding import JudgeBinding, bind_in_layers
+from referee.judge.cascade import JudgeCascade, check_judge_or_cascade
 from referee.judge.config import verdict_max_tokens
 from referee.judge.panel import (
     PANEL,
     JudgePanel,
     PanelAnswers,
     ask_panel,
-    check_judge,
     vote,
 )
 from referee.result import CriterionResult
@@ -530,13 +530,14 @@ class JudgeEvaluator(MultivonSurface, JudgedCriterionBase, BaseCriterion):
     calibration_key: str | None = None
 
     def __init__(self, threshold: float | str | None = None,
-                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
+                 judge: JudgeConfig | JudgePanel | JudgeCascade | list[JudgeConfig] | None = None
+                 ) -> None:
         # threshold="calibrated": the calibration file's entry for this evaluator, judge and
         # question set, and an error when there is none (a silent fallback would hide it).
         self._calibration_required = threshold == CALIBRATED
         self._explicit_threshold = check_threshold(
             type(self).__name__, None if self._calibration_required else threshold)  # type: ignore[arg-type]
-        self.judge = check_judge(type(self).__name__, judge)
+        self.judge = check_judge_or_cascade(type(self).__name__, judge)
         super().__init__(threshold=self._explicit_threshold
                          if self._explicit_threshold is not None else self.default_threshold)
 
@@ -652,7 +653,7 @@ class QAGEvaluator(JudgeEvaluator):
     required_fields: tuple[str, ...] = ()
 
     def __init__(self, threshold: float | str | None = None,
-                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None,
+                 judge: JudgeConfig | JudgePanel | JudgeCascade | list[JudgeConfig] | None = None,
                  *, batch: bool | str = False) -> None:
         super().__init__(threshold=threshold, judge=judge)
         self.batch = check_batch(type(self).__name__, batch)

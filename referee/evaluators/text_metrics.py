@@ -66,7 +66,8 @@ class ChrfScore(DeterministicEvaluator):
         text = text if self.case_sensitive else text.lower()
         return text if self.include_whitespace else "".join(text.split())
 
-    def check(self, output: str, case: EvalCase, actual: ExecutionResult) -> CriterionResult:
+    def evaluate_sync(self, actual: ExecutionResult, case: EvalCase) -> CriterionResult:
+        output = actual.actual_response or ""
         skipped = self._needs_expected_output(case)
         if skipped:
             return skipped

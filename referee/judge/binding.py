@@ -8,11 +8,13 @@ from its own environment (``for_elsewhere``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pydantic import SecretStr
 
 from referee.errors import JudgeUnavailable
+from referee.judge.cascade import JudgeCascade
 from referee.judge.config import JudgeConfig, resolve_judge_config
 from referee.judge.panel import JudgePanel, effective_panel
 from referee.judge.providers import PLACEHOLDER_API_KEY, ProviderSetupError, adapter_for
@@ -30,6 +32,12 @@ class JudgeBinding:
     judge: JudgeConfig | None = None
     panel: JudgePanel | None = None
     unreachable_model: str | None = None
+    # Cascade seam (referee/judge/cascade.py): a cascade's binding is its last (strong) stage's,
+    # so whatever reads the binding outside a case's scoring (thresholds, calibration, a
+    # CheckEvaluator's questions) sees the judge whose answer is the verdict; ``stages`` holds
+    # every stage's own binding, cheapest first, for the criterion to score with in turn.
+    cascade: JudgeCascade | None = None
+    stages: tuple[JudgeBinding, ...] = ()
 
     def __post_init__(self) -> None:
         if self.judge is not None and self.panel is not None:
@@ -62,6 +70,9 @@ class JudgeBinding:
         its environment says: each holds the endpoint and key its provider reads from this
         process's environment, and the reply cache switch and pacing this environment sets.
         Keys stay secret: excluded from every dump, never in a repr."""
+        if self.stages:
+            stages = tuple(stage.for_elsewhere() for stage in self.stages)
+            return replace(stages[-1], cascade=self.cascade, stages=stages)
         if self.panel is not None:
             members = [_self_contained(m) for m in self.panel.members]
             return replace(self, panel=self.panel.model_copy(update={"members": members}))
@@ -95,9 +106,12 @@ def _self_contained(cfg: JudgeConfig) -> JudgeConfig:
     return bound
 
 
-def bind_in_layers(judge: JudgeConfig | JudgePanel | None) -> JudgeBinding:
+def bind_in_layers(judge: JudgeConfig | JudgePanel | JudgeCascade | None) -> JudgeBinding:
     """The multivon-style API's judge: ``judge=`` > ``configure()`` > the environment >
-    the default, a panel in the same order, each member resolved as a single judge is."""
+    the default, a panel in the same order, each member resolved as a single judge is; a
+    cascade's stages each resolved the same way."""
+    if isinstance(judge, JudgeCascade):
+        return bind_cascade(judge, bind_in_layers)
     panel = effective_panel(judge)
     if panel is not None:
         return JudgeBinding(panel=panel.model_copy(update={"members": panel.resolved_members()}))
@@ -109,3 +123,10 @@ def with_temperature(judge: JudgeConfig, temperature: float) -> JudgeConfig:
     if "temperature" in judge.model_fields_set and judge.temperature is not None:
         return judge
     return judge.model_copy(update={"temperature": temperature})
+
+
+def bind_cascade(cascade: JudgeCascade,
+                 bind_stage: Callable[[JudgeConfig | JudgePanel], JudgeBinding]) -> JudgeBinding:
+    """A cascade's binding: its strong stage's, with every stage bound by ``bind_stage``."""
+    stages = tuple(bind_stage(stage) for stage in cascade.stages)
+    return replace(stages[-1], cascade=cascade, stages=stages)

@@ -422,7 +422,8 @@ class Judge:
                  and not _FRESH.get() else None)
         key = ""
         flights: dict[str, asyncio.Future[str]] = {}
-        if cache is not None:
+        batch = cfg.effective_batch_api
+        if cache is not None or batch:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
                             json_mode=json_mode, temperature=request.temperature,
@@ -431,6 +432,7 @@ class Judge:
                             **({"parts": list(prepared.cache_key)} if prepared else {}),
                             **({"json_schema": schema_text(json_schema)}
                                if json_schema is not None else {}))
+        if cache is not None:
             hit = cache.get(key)
             if hit is not None and _accepted(hit.text, accept):
                 return self._cached_reply(hit.text)
@@ -441,7 +443,9 @@ class Judge:
                     return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
         try:
-            if cacheable:
+            if batch:  # batch seam: referee/judge/batch sends it in a provider batch
+                raw, attempts, latency, batch = await self._call_by_batch(request, key)
+            elif cacheable:
                 # A reply schema is part of the provider's cached prefix (before the system
                 # text), so requests with another schema are not this prefix's siblings.
                 async with warm_up(cfg.provider, cfg.model, self._endpoint.base_url,
@@ -457,7 +461,8 @@ class Judge:
         reply = JudgeReply(text=raw.text, usage=usage_for(
                                cfg.model, raw.input_tokens, raw.output_tokens,
                                cached_input_tokens=raw.cached_input_tokens,
-                               cache_write_tokens=raw.cache_write_tokens),
+                               cache_write_tokens=raw.cache_write_tokens,
+                               batch_provider=cfg.provider if batch else None),
                            cached=False, provider=cfg.provider, model=cfg.model,
                            latency_s=latency, attempts=attempts,
                            truncated_at=request.max_tokens if raw.truncated else None,
@@ -493,12 +498,48 @@ class Judge:
         return JudgeReply(text=text, usage=usage_for(cfg.model, 0, 0, cached=True), cached=True,
                           provider=cfg.provider, model=cfg.model, latency_s=0.0, attempts=0)
 
+    async def _call_by_batch(self, request: JudgeRequest, key: str
+                             ) -> tuple[RawReply, int, float, bool]:
+        """The batch seam: one request answered through the provider's batch API
+        (referee/judge/batch), which retries in later batches itself; the last field says
+        whether the batch answered it. A request no batch could answer is a judge error, or,
+        with ``batch_fallback="online"``, asked online."""
+        from referee.judge.batch import BatchRequestFailed, call_by_batch
+
+        # A re-ask past the cache (the reliability check) is a request of its own.
+        batch_key = f"{key}|fresh" if _FRESH.get() else key
+        try:
+            raw, latency = await call_by_batch(self._endpoint, self.config, request, batch_key)
+            return raw, 1, latency, True
+        except BatchRequestFailed as exc:
+            failure = self._unavailable(f"batch API: {exc}", exc)
+        except ProviderSetupError as exc:
+            raise self._unavailable(str(exc), exc) from None
+        except Exception as exc:
+            if not _retry.is_provider_failure(exc):
+                raise
+            failure = self._unavailable(f"batch API: {_retry.classify(exc).summary}: "
+                                        f"{_detail(exc)}", exc)
+        if self.config.batch_fallback != "online":
+            raise failure from None
+        logger.info("judge %s/%s: %s; asked online (batch_fallback='online')", self.provider,
+                    self.model, failure)
+        raw, attempts, latency = await self._call_with_retries(request)
+        return raw, attempts, latency, False
+
+    @staticmethod
+    async def _wait_out_the_floor(endpoint_pause_s: float) -> None:
+        """A refused request waits at least ``RETRY_AFTER_FLOOR_S`` before its next attempt,
+        whatever the server asked: what the endpoint's shared pause leaves of it."""
+        if endpoint_pause_s < _retry.RETRY_AFTER_FLOOR_S:
+            await _retry.sleep(_retry.RETRY_AFTER_FLOOR_S - endpoint_pause_s)
+
     async def _call_with_retries(self, request: JudgeRequest) -> tuple[RawReply, int, float]:
         """Attempts until a reply: (reply, attempts, seconds from sending the answered attempt
         to its reply; the wait for a permit is not the provider's latency).
 
-        A 429 sets the pace: the endpoint pauses (at least ``RETRY_AFTER_FLOOR_S``) and the
-        request waits its turn again, as long as its refused attempts and their pauses add up
+        A 429 sets the pace: the endpoint pauses as the server asks, the refused request at
+        least ``RETRY_AFTER_FLOOR_S``, and it waits its turn again, as long as its refused attempts and their pauses add up
         to at most ``rate_limit_wait_s``; other failures get
         ``max_retries`` retries within ``retry_max_total_s`` of the first, and a timeout at
         temperature 0 only ``DETERMINISTIC_TIMEOUT_RETRIES``."""
@@ -552,7 +593,8 @@ class Judge:
                     # The endpoint has paused (settle); the next lease waits it out. The budget
                     # is about the provider, not the wait for a slot behind other requests: it
                     # counts the pauses, and by the clock the refused attempts' round trips.
-                    wait = max(budget.paused_for(), _retry.server_pause(info.retry_after or 0.0))
+                    endpoint_wait = budget.paused_for()
+                    wait = max(endpoint_wait, _retry.server_pause(info.retry_after or 0.0))
                     refused_s += now - sent
                     if (paused_s + wait > rate_limit_budget or paused_s + refused_s + wait
                             > rate_limit_budget + _retry.RATE_LIMIT_CLOCK_ALLOWANCE_S):
@@ -565,6 +607,7 @@ class Judge:
                     # INFO, not WARNING: being paced is routine and a run may see hundreds.
                     logger.info("judge %s/%s: %s; endpoint paused %.1fs", self.provider,
                                 self.model, info.summary, wait)
+                    await self._wait_out_the_floor(endpoint_wait)
                     continue
                 failures += 1
                 timeouts += info.timed_out
@@ -589,8 +632,11 @@ class Judge:
                         f"{summary} after {attempt} attempt(s), {bound} exhausted", exc) from None
                 logger.info("judge %s/%s: %s; retry %d/%d in %.1fs", self.provider,
                             self.model, info.summary, failures, policy.max_retries, delay)
-                if not (info.overloaded and info.retry_after is not None):
-                    await _retry.sleep(delay)  # else the endpoint's pause is the wait (lease)
+                if info.overloaded and info.retry_after is not None:
+                    # The endpoint's pause is waited in the lease; the floor is this request's.
+                    await self._wait_out_the_floor(budget.paused_for())
+                else:
+                    await _retry.sleep(delay)
                 continue
             latency = time.monotonic() - sent
             budget.settle(permit, Outcome(
@@ -626,7 +672,7 @@ def _failure_outcome(info: _retry.FailureInfo, latency_s: float) -> Outcome:
     # Only pushback pauses the endpoint; another failure's Retry-After is that request's own.
     retry_after = None
     if kind in ("rate_limited", "overloaded") and info.retry_after is not None:
-        retry_after = _retry.server_pause(info.retry_after)
+        retry_after = _retry.endpoint_pause(info.retry_after)
     return Outcome(kind, latency_s=latency_s, retry_after=retry_after, headers=headers)
 
 

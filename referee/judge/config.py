@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from referee._strict import StrictModel
-from referee.config import DEFAULT_JUDGE_MODEL
+from referee.judge.environment import env_switch
 from referee.judge.providers import BUILTIN_ADAPTERS, known_providers, rules_for
 from referee.redact import BaseURL, mask_url_fields, remember_secret
 
@@ -60,6 +60,10 @@ class DefaultJudge:
 
 AGENT_EVALUATOR = "AgentEvaluator"
 EVAL_SUITE = "EvalSuite"
+# The 10xgraph-style AgentEvaluator API's documented judge_model. Defined here, where the
+# defaults below are, so that the judge layer imports nothing from referee.config above it.
+DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
+
 # One documented default per API surface (docs/judge.md, "Default judges"). The 10xgraph-style
 # AgentEvaluator criteria name their judge in ``CriterionConfig.judge_model`` and sample it at
 # 0.3 in JSON mode; the multivon-style EvalSuite evaluators resolve a JudgeConfig whose last
@@ -106,6 +110,12 @@ class JudgeConfig(StrictModel):
     # Send a request's reply schema where the provider enforces one (None: only to
     # OpenAI-compatible servers other than OpenAI's own API; see providers.sends_reply_schema).
     structured_output: bool | None = None
+    # Batch seam (referee/judge/batch): send requests through the provider's batch API at its
+    # batch price. None: REFEREE_JUDGE_BATCH_API decides, off when unset.
+    batch_api: bool | None = None
+    # A request no batch could answer (after its bounded retries): a judge error ("error"),
+    # or asked online at the online price ("online").
+    batch_fallback: Literal["error", "online"] = "error"
     # Resolution filled max_tokens with the effective default: no layer chose it.
     _max_tokens_filled: bool = PrivateAttr(default=False)
 
@@ -178,6 +188,12 @@ class JudgeConfig(StrictModel):
         return value
 
     # Effective values: what a call actually uses when the field was left to inherit.
+    @property
+    def effective_batch_api(self) -> bool:
+        if self.batch_api is not None:
+            return self.batch_api
+        return bool(env_switch("REFEREE_JUDGE_BATCH_API"))
+
     @property
     def effective_temperature(self) -> float:
         return EFFECTIVE_TEMPERATURE if self.temperature is None else self.temperature

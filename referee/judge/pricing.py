@@ -188,15 +188,38 @@ def estimate_cost(model: str, input_tokens: int, output_tokens: int, *,
             + cache_write_tokens * write_rate + output_tokens * price.output) / 1_000_000
 
 
+# What each provider's batch API charges, as a share of its online price, for every kind of
+# token (prompt-cache reads and writes included): OpenAI Batch API, Anthropic Message Batches
+# and Gemini batch mode are each billed at half the standard rates (their pricing pages,
+# checked 2026-12-01).
+BATCH_PRICE_FACTOR: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
+
+
+def batch_price_factor(provider: str) -> float:
+    """The share of the online price a batch request of ``provider`` is billed (1.0: none
+    known)."""
+    return BATCH_PRICE_FACTOR.get(provider, 1.0)
+
+
 def usage_for(model: str, input_tokens: int, output_tokens: int, *, cached: bool = False,
-              cached_input_tokens: int = 0, cache_write_tokens: int = 0) -> TokenUsage:
-    """Usage of one reply. A cached reply spent nothing in this run, so it counts zero tokens."""
+              cached_input_tokens: int = 0, cache_write_tokens: int = 0,
+              batch_provider: str | None = None) -> TokenUsage:
+    """Usage of one reply. A cached reply spent nothing in this run, so it counts zero tokens.
+
+    ``batch_provider``: the reply came through that provider's batch API, billed at its batch
+    price; the usage keeps what the same request would have cost online."""
     if cached:
         return TokenUsage(requests=0, cached_requests=1,
                           cost_usd=0.0 if price_of(model) is not None else None)
+    online = estimate_cost(model, input_tokens, output_tokens,
+                           cached_input_tokens=cached_input_tokens,
+                           cache_write_tokens=cache_write_tokens)
+    batch: dict[str, Any] = {}
+    if batch_provider is not None:
+        cost = None if online is None else online * batch_price_factor(batch_provider)
+        batch = {"batch_requests": 1, "cost_usd": cost,
+                 "batch_savings_usd": 0.0 if online is None or cost is None else online - cost}
     return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1,
                       cached_input_tokens=cached_input_tokens,
                       cache_write_tokens=cache_write_tokens,
-                      cost_usd=estimate_cost(model, input_tokens, output_tokens,
-                                             cached_input_tokens=cached_input_tokens,
-                                             cache_write_tokens=cache_write_tokens))
+                      **{"cost_usd": online, **batch})

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 RETRY_AFTER_CAP_S = 60.0
-# The shortest pause a Retry-After may ask for. Some gateways answer every 429 with
-# ``retry-after: 0``: taken at its word that is a loop of hundreds of requests a second, and a
-# wait budget that adds up pauses of zero is never spent.
+# The shortest pause a refused request waits before its next attempt. Some gateways answer every
+# 429 with ``retry-after: 0``: taken at its word that is a loop of hundreds of requests a second,
+# and a wait budget that adds up pauses of zero is never spent. The floor is the refused
+# request's own: the endpoint's shared pause takes the server at its word (``endpoint_pause``),
+# so a 0 on a few of many concurrent requests does not stop the others each time.
 RETRY_AFTER_FLOOR_S = 0.25
 # A request's rate-limit wait budget counts its pauses, and by the clock its refused attempts
 # too (a server slow to refuse must spend it as well), allowing this much for the round trips
@@ -62,6 +64,14 @@ def server_pause(retry_after: float, cap_s: float = RETRY_AFTER_CAP_S) -> float:
     if not retry_after >= RETRY_AFTER_FLOOR_S:  # also NaN
         return RETRY_AFTER_FLOOR_S
     return min(retry_after, max(cap_s, RETRY_AFTER_FLOOR_S))
+
+
+def endpoint_pause(retry_after: float, cap_s: float = RETRY_AFTER_CAP_S) -> float | None:
+    """How long a 429's Retry-After pauses every request to the endpoint: as asked, within
+    [0, ``cap_s``]; None where the value says nothing (NaN), so the limiter backs off itself."""
+    if retry_after != retry_after:  # NaN
+        return None
+    return min(max(retry_after, 0.0), cap_s)
 
 
 class MalformedReply(Exception):

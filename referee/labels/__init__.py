@@ -13,6 +13,8 @@ _EXPORTS = {
     "QueueItem": "referee.labels._queue",
     "export_rows": "referee.labels._export",
     "write_export": "referee.labels._export",
+    "estimate_run": "referee.labels._estimate",
+    "estimate_report": "referee.labels._estimate",
 }
 
 __all__ = list(_EXPORTS)

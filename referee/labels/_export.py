@@ -48,7 +48,7 @@ def label_metadata(label: Label, *, run: str, run_id: str) -> dict[str, Any]:
     metadata: dict[str, Any] = {"run": run, "run_id": run_id, "case_id": label.case_id,
                                 "criterion": label.criterion, "scoring": label.scoring,
                                 "labeller": label.labeller, "at": label.at}
-    for key in ("verdict", "human", "judge_passed", "judge_score"):
+    for key in ("verdict", "human", "human_score", "judge_passed", "judge_score"):
         value = getattr(label, key)
         if value is not None:
             metadata[key] = value

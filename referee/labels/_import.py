@@ -24,8 +24,8 @@ from referee.redact import redact
 from referee.store import load_run, version_number
 
 _EXPECTED_ROW = "one labels row a line, as `referee labels export` writes"
-_LABEL_KEYS = ("scoring", "verdict", "human", "comment", "judge_passed", "judge_score",
-               "labeller", "at")
+_LABEL_KEYS = ("scoring", "verdict", "human", "human_score", "comment", "judge_passed",
+               "judge_score", "labeller", "at")
 
 
 class LabelImportError(InputError):

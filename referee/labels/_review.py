@@ -110,7 +110,7 @@ def report_labelling(report: EvalReport, cases: list[CaseResult], *,
         if cut_fields:
             row["cut_fields"] = cut_fields
         rows[case.eval_id] = row
-    run_dir = report.metadata.get("run_dir")
+    run_dir = report.run_dir
     return {"run_id": report.run_id, "scoring": version_number(report.metadata),
             "run": str(run_dir) if run_dir else "",
             "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows,

@@ -35,6 +35,9 @@ class Label(BaseModel):
     # "right"/"wrong": the judge's verdict as a person sees it; "pass"/"fail": the person's own.
     verdict: Literal["right", "wrong"] | None = None
     human: Literal["pass", "fail"] | None = None
+    # The person's own score on the criterion's 0..1 scale, for corrected means of scores
+    # (referee labels estimate); optional beside the verdict.
+    human_score: float | None = Field(default=None, ge=0.0, le=1.0)
     comment: str = Field(default="", max_length=MAX_COMMENT_CHARS)
     judge_passed: bool | None = None  # what the judge said when the label was made
     judge_score: float | None = None

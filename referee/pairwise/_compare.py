@@ -452,7 +452,7 @@ def compare_models(cases: Any, model_a: Callable[[str], Any], model_b: Callable[
             reports.append(await suite.run_async(
                 model, verbose=verbose, save=save or resume is not None, runs_dir=runs_dir,
                 resume=resume[index] if resume is not None else None))
-        stored_b = reports[1].metadata.get("run_dir")
+        stored_b = reports[1].run_dir
         result = await compare_runs_async(
             reports[0], reports[1], spec.text or None, rubric=spec.rubric, questions=spec.questions,
             judge=judge,

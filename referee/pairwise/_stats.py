@@ -7,21 +7,16 @@ ties and of inconsistent verdicts are reported beside them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from referee.record import wilson_bounds
+from referee.stats import exact_binomial_two_sided, wilson_bounds
 
 
 def sign_test_p(wins: int, losses: int) -> float:
     """Two-sided exact sign test: how likely a split at least this uneven is when each decisive
     pair is a fair coin. 1.0 when there are no decisive pairs."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1))
-    return min(1.0, 2 * tail / 2 ** n)
+    return exact_binomial_two_sided(wins, wins + losses)
 
 
 @dataclass(frozen=True)

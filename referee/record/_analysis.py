@@ -24,6 +24,8 @@ from referee.record._trial_stats import (
     PASS_AT_K,
     PASS_HAT_K,
     PassKResult,
+    case_flip_rate,
+    flaky_entry,
     min_detectable_effect,
     pass_at_k,
     pass_hat_k,
@@ -196,6 +198,12 @@ class ReportAnalysis:
         return sum(c.is_flaky for c in self.cases)
 
     @property
+    def flaky_cases(self) -> list[CaseResult]:
+        """The flaky cases (their verdict flipped between runs), highest flip rate first."""
+        flaky = [c for c in self.cases if c.is_flaky]
+        return sorted(flaky, key=lambda c: -(case_flip_rate(c) or 0.0))
+
+    @property
     def stability_score(self) -> float:
         """The share of cases that are not flaky (1.0 with no cases)."""
         return 1.0 - self.flaky_count / self.total if self.total else 1.0
@@ -269,7 +277,8 @@ class ReportAnalysis:
         """What repeated runs measure, as stored in the JSON report (``trials``)."""
         k = self.runs_per_case
         summary: dict[str, Any] = {"runs_per_case": k, "flaky_count": self.flaky_count,
-                                   "stability_score": self.stability_score}
+                                   "stability_score": self.stability_score,
+                                   "flaky_cases": [flaky_entry(c) for c in self.flaky_cases]}
         counts = self._trial_counts()  # one pass over the cases for both estimates
         for key, metric in (("pass_at_k", PASS_AT_K), ("pass_hat_k", PASS_HAT_K)):
             result = report_pass_k(counts, k, metric=metric, confidence=0.95)

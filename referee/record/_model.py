@@ -758,8 +758,13 @@ class RunTally:
         return tally
 
 
+def new_run_id() -> str:
+    """A fresh run id (its directory's name): the time it starts, and six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
 class EvalReport(ReportAnalysis, BaseModel):
-    run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6])
+    run_id: str = Field(default_factory=new_run_id)
     name: str = ""
     eval_set_id: str = ""
     model_id: str = ""
@@ -782,6 +787,11 @@ class EvalReport(ReportAnalysis, BaseModel):
     # when nothing could be compared. Its counts and spend: judge_reliability_check.
     judge_reliability: float | None = None
     judge_reliability_check: JudgeReliabilityCheck | None = None
+    # Where the run is stored: set by the run that stores it and by load_run, from the
+    # directory itself, so it is never stale; None for a run not stored. Not part of what is
+    # stored (a copied run directory names itself). metadata["run_dir"] keeps the text for
+    # readers of report.json.
+    run_dir: Path | None = Field(default=None, exclude=True)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalReport is a dataclass: EvalReport("suite", [case results]).
@@ -799,6 +809,14 @@ class EvalReport(ReportAnalysis, BaseModel):
             if "case_results" in data:
                 data.setdefault("cases", data.pop("case_results"))
         return data
+
+    @model_validator(mode="after")
+    def _stored_in(self) -> EvalReport:
+        # A report read from report.json text says where its run was stored only in metadata.
+        if self.run_dir is None and isinstance(self.metadata.get("run_dir"), str) \
+                and self.metadata["run_dir"]:
+            self.run_dir = Path(self.metadata["run_dir"])
+        return self
 
     @field_serializer("cases", mode="wrap")
     def _dump_cases(self, cases: Any, handler: Any) -> Any:
@@ -934,7 +952,7 @@ class EvalReport(ReportAnalysis, BaseModel):
         kept apart from the judge's spend; None when it reported nothing."""
         return self._tally().model_token_usage
 
-    # Pass rates corrected for judge error (report/correction.py) ---------------------------------
+    # Pass rates corrected for judge error (record/_correction.py) --------------------------------
     def corrected_pass_rates(self) -> dict[str, CorrectedRate]:
         """By criterion label: the raw pass rate beside the one corrected with the calibrated
         judge's TPR/TNR, for each judged criterion whose calibration entry matched."""
@@ -1050,7 +1068,8 @@ class EvalReport(ReportAnalysis, BaseModel):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
         data = {k: v for k, v in data.items()
-                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected")}
+                if k not in ("totals", "summary", "spend", "warnings", "trials", "corrected",
+                             "judge_cascade")}  # judge_cascade: the JSON report's, derived
         return cls.model_validate(data)
 
     @classmethod

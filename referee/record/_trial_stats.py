@@ -19,6 +19,7 @@ from referee.record._statistics import (
     bootstrap_mean_ci,
     wilson_bounds,
 )
+from referee.stats import flip_rate
 
 if TYPE_CHECKING:
     from referee.record._model import CaseResult
@@ -155,3 +156,17 @@ def trial_counts(result: CaseResult) -> tuple[int, int]:
         return 1, int(result.passed)
     evaluated = [r for r in result.run_results if r.status.is_evaluated]
     return len(evaluated), sum(r.passed for r in evaluated)
+
+
+def case_flip_rate(result: CaseResult) -> float | None:
+    """The chance that two of the case's evaluated runs disagree (``referee.stats.flip_rate``);
+    None for a case with fewer than two evaluated runs."""
+    evaluated, passed = trial_counts(result)
+    return flip_rate(passed, evaluated - passed)
+
+
+def flaky_entry(result: CaseResult) -> dict[str, object]:
+    """A flaky case as the report lists it: which case, its runs, and its flip rate."""
+    evaluated, passed = trial_counts(result)
+    return {"eval_id": result.eval_id, "name": result.label, "runs": evaluated,
+            "passed_runs": passed, "flip_rate": case_flip_rate(result)}

@@ -15,8 +15,16 @@ from typing import Any, Literal
 # The shared statistics live in the record; their names stay importable from here.
 from referee.record import BOOTSTRAP_RESAMPLES as BOOTSTRAP_RESAMPLES
 from referee.record import BOOTSTRAP_SEED as BOOTSTRAP_SEED
-from referee.record import CaseResult, CaseStatus, EvalReport, bootstrap_mean_ci, format_rate
+from referee.record import CaseResult, CaseStatus, EvalReport, format_rate
 from referee.record import wilson_bounds as wilson_bounds
+from referee.report.compare_stats import (
+    ALPHA,
+    VerdictShift,
+    criterion_deltas,
+    overall_delta,
+    verdict_shifts,
+)
+from referee.report.compare_stats import CriterionDelta as CriterionDelta
 from referee.result import CriterionResult
 
 ChangeKind = Literal["regression", "improvement", "unchanged", "added", "removed"]
@@ -67,49 +75,15 @@ class CaseChange:
         return f"{a} -> {b}"
 
 
-@dataclass(frozen=True)
-class CriterionDelta:
-    """A criterion's mean score in B minus A, over the cases both runs scored (paired).
-
-    The 95% interval comes from a paired bootstrap over those cases: it says how far the mean
-    change could move if other, similar cases had been drawn, so one flaky case does not read
-    as a regression. ``significant`` when the interval excludes 0.
-    """
-
-    criterion: str
-    n: int
-    mean_a: float
-    mean_b: float
-    ci_low: float
-    ci_high: float
-
-    @property
-    def delta(self) -> float:
-        return self.mean_b - self.mean_a
-
-    @property
-    def significant(self) -> bool:
-        return self.n > 1 and (self.ci_low > 0 or self.ci_high < 0)
-
-    @property
-    def hint(self) -> str:
-        if self.n < 2:
-            return "too few paired cases to judge"
-        if not self.significant:
-            return "within noise"
-        return "likely better" if self.delta > 0 else "likely worse"
-
-    def describe(self) -> str:
-        return (f"{self.criterion}: {self.mean_a:.3f} -> {self.mean_b:.3f} ({self.delta:+.3f}, "
-                f"95% CI {self.ci_low:+.3f} to {self.ci_high:+.3f}, n={self.n}) {self.hint}")
-
-
 @dataclass
 class Comparison:
     a: EvalReport
     b: EvalReport
     changes: list[CaseChange] = field(default_factory=list)
     criterion_deltas: list[CriterionDelta] = field(default_factory=list)
+    verdict_shifts: list[VerdictShift] = field(default_factory=list)
+    # The mean case score over the cases both runs passed or failed (None without such cases).
+    overall_scores: CriterionDelta | None = None
 
     def _of(self, kind: ChangeKind) -> list[CaseChange]:
         return [c for c in self.changes if c.kind == kind]
@@ -158,12 +132,10 @@ class Comparison:
         return {
             "a": run(self.a), "b": run(self.b), "has_regressions": self.has_regressions,
             "candidate_unfinished": self.candidate_unfinished,
-            "criteria": [
-                {"criterion": d.criterion, "n": d.n, "mean_a": d.mean_a, "mean_b": d.mean_b,
-                 "delta": d.delta, "ci_low": d.ci_low, "ci_high": d.ci_high,
-                 "significant": d.significant, "hint": d.hint}
-                for d in self.criterion_deltas
-            ],
+            "criteria": [d.to_dict() for d in self.criterion_deltas],
+            "verdicts": [s.to_dict() for s in self.verdict_shifts],
+            "overall_scores": None if self.overall_scores is None else self.overall_scores.to_dict(),
+            "alpha": ALPHA,
             "changes": [
                 {"eval_id": c.eval_id, "name": c.name, "kind": c.kind,
                  "status_a": c.status_a.value if c.status_a else None,
@@ -173,6 +145,12 @@ class Comparison:
                 for c in self.changes
             ],
         }
+
+    def statements(self) -> list[str]:
+        """In words, each verdict shift (per criterion, then whole cases) and score change."""
+        overall = [] if self.overall_scores is None else [self.overall_scores.statement()]
+        return ([s.describe() for s in self.verdict_shifts]
+                + [d.statement() for d in self.criterion_deltas] + overall)
 
     def render_text(self) -> str:
         a, b = self.a, self.b
@@ -192,9 +170,18 @@ class Comparison:
         if self.candidate_unfinished:
             lines.append(f"B is unfinished: {b.total} of {b.metadata.get('expected_cases', '?')} "
                          f"case(s) ran; resume it before trusting this comparison")
+        stopped = _stopped_early(b)
+        if stopped:
+            lines.append(f"B {stopped}; the cases it did not run show as removed and are in no "
+                         "paired test (--resume RUN_DIR runs them)")
         if self.criterion_deltas:
             lines.append("Criterion means, B - A over the cases both runs scored:")
             lines.extend(f"  {d.describe()}" for d in self.criterion_deltas)
+        statements = self.statements()
+        if statements:
+            lines.append(f"Which differences are real (paired tests, two-sided {ALPHA:.0%}, "
+                         "Holm-adjusted across criteria):")
+            lines.extend(f"  {s}" for s in statements)
         notes = [c for c in self.unchanged if c.reasons]
         for title, items in (("Regressions", self.regressions), ("Improvements", self.improvements),
                              ("Changed without a verdict", notes)):
@@ -213,6 +200,14 @@ class Comparison:
 
 
 OUTPUT_CHARS_IN_TEXT = 160
+
+
+def _stopped_early(report: EvalReport) -> str:
+    """What a sequential gate that stopped the run early says (run/sequential.py), else ""."""
+    sequential = report.metadata.get("sequential")
+    if not isinstance(sequential, dict) or not sequential.get("not_run"):
+        return ""
+    return f"stopped judging early (sequential gate): {sequential.get('summary', '')}"
 
 
 def _one_line(text: str | None) -> str:
@@ -305,29 +300,35 @@ def compare_reports(a: EvalReport, b: EvalReport) -> Comparison:
             changes.append(CaseChange(eval_id=cb.eval_id, name=cb.label, kind="added",
                                       status_a=None, status_b=cb.status, output_b=_output(cb),
                                       index_b=cb.index))
-    return Comparison(a=a, b=b, changes=changes,
-                      criterion_deltas=_criterion_deltas(cases_a, cases_b))
+    scores, verdicts, cases = _paired(cases_a, cases_b)
+    return Comparison(a=a, b=b, changes=changes, criterion_deltas=criterion_deltas(scores),
+                      verdict_shifts=verdict_shifts(verdicts, [v for v, _ in cases]),
+                      overall_scores=overall_delta([s for _, s in cases]))
 
 
-def _criterion_deltas(cases_a: dict[tuple[str, int], CaseResult],
-                      cases_b: dict[tuple[str, int], CaseResult]) -> list[CriterionDelta]:
-    """Per criterion, the paired scores of the cases that both runs scored on it."""
-    pairs: dict[str, list[tuple[float, float]]] = {}
+_DECIDED = (CaseStatus.PASSED, CaseStatus.FAILED)
+
+
+def _paired(cases_a: dict[tuple[str, int], CaseResult],
+            cases_b: dict[tuple[str, int], CaseResult]) -> tuple[
+        dict[str, list[tuple[float, float]]], dict[str, list[tuple[bool, bool]]],
+        list[tuple[tuple[bool, bool], tuple[float, float]]]]:
+    """The pairs the tests compare: per criterion, the scores and verdicts of the cases both
+    runs scored on it; and the verdicts and mean scores of the cases both runs passed or failed
+    (an error on either side says nothing about quality, so that case is left out)."""
+    scores: dict[str, list[tuple[float, float]]] = {}
+    verdicts: dict[str, list[tuple[bool, bool]]] = {}
+    cases: list[tuple[tuple[bool, bool], tuple[float, float]]] = []
     for key, ca in cases_a.items():
         cb = cases_b.get(key)
         if cb is None:
             continue
+        if ca.status in _DECIDED and cb.status in _DECIDED:
+            cases.append(((ca.passed, cb.passed), (ca.score, cb.score)))
         by_b = _labelled(cb)
         for ra in ca.criterion_results:
             rb = by_b.get(ra.criterion)
             if _scored(ra) and rb is not None and _scored(rb):
-                pairs.setdefault(ra.criterion, []).append((ra.score, rb.score))
-    deltas = []
-    for criterion, scored in pairs.items():
-        n = len(scored)
-        low, high = bootstrap_mean_ci([b - a for a, b in scored])
-        deltas.append(CriterionDelta(criterion=criterion, n=n,
-                                     mean_a=sum(a for a, _ in scored) / n,
-                                     mean_b=sum(b for _, b in scored) / n,
-                                     ci_low=low, ci_high=high))
-    return deltas
+                scores.setdefault(ra.criterion, []).append((ra.score, rb.score))
+                verdicts.setdefault(ra.criterion, []).append((ra.passed, rb.passed))
+    return scores, verdicts, cases

@@ -27,6 +27,7 @@ from referee.record import (
     nothing_evaluated_reason,
 )
 from referee.redact import clip, redact_secrets
+from referee.report.cascade import cascade_lines
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's
@@ -61,6 +62,10 @@ def judge_label(judge: dict[str, Any] | None) -> str:
     judge = redact_secrets(judge or {})
 
     def one(cfg: dict[str, Any]) -> str:
+        cascade = cfg.get("cascade")
+        if isinstance(cascade, dict):  # a judge cascade: its stages, cheapest first
+            return "cascade " + " -> ".join(one(stage) for stage in cascade.get("stages") or []
+                                            if isinstance(stage, dict))
         members = cfg.get("members")
         if isinstance(members, list):  # a judge panel
             return (f"panel of {len(members)} ({cfg.get('aggregate')}, quorum "
@@ -168,6 +173,32 @@ def corrected_lines(report: EvalReport) -> list[str]:
     return lines
 
 
+def sequential_line(report: EvalReport) -> str:
+    """What a sequential gate decided (run/sequential.py), or "" for a run without one."""
+    sequential = report.metadata.get("sequential")
+    return str(sequential.get("summary") or "") if isinstance(sequential, dict) else ""
+
+
+FLAKY_CASES_SHOWN = 20
+
+
+def flaky_lines(report: EvalReport) -> list[str]:
+    """The flaky cases (a verdict that flipped between runs), highest flip rate first; the
+    flip rate is the chance that two runs of the case disagree."""
+    flaky = report.trial_summary()["flaky_cases"]
+    if not flaky:
+        return []
+    lines = ["Flaky cases (the verdict flipped between runs; flip rate = the chance two runs "
+             "disagree):"]
+    for entry in flaky[:FLAKY_CASES_SHOWN]:
+        lines.append(f"  {entry['name']}  passed {entry['passed_runs']} of {entry['runs']} "
+                     f"runs, flip rate {entry['flip_rate']:.2f}")
+    if len(flaky) > FLAKY_CASES_SHOWN:
+        lines.append(f"  ... and {len(flaky) - FLAKY_CASES_SHOWN} more (report.json: "
+                     "trials.flaky_cases)")
+    return lines
+
+
 def repeated_runs_line(report: EvalReport) -> str:
     """Runs per case, flaky cases and pass@k / pass^k at k = runs per case, in one line."""
     summary = report.trial_summary()
@@ -206,6 +237,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             f"INTERRUPTED: {report.total} of {report.metadata.get('expected_cases', '?')} cases finished"
         )
     console.print(Text(_plain("  ".join(facts))))
+    if sequential_line(report):
+        console.print(Text(_plain(sequential_line(report)), style="bold"))
 
     totals = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("total", "evaluated", "passed", "failed", "errors", "skipped", "pass rate", "error rate"):
@@ -218,6 +251,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     console.print(totals)
     if report.runs_per_case > 1:
         console.print(Text(repeated_runs_line(report)))
+        for line in flaky_lines(report):
+            console.print(Text(_plain(line)))
 
     summary = report.summary
     if summary.criterion_stats:
@@ -256,6 +291,8 @@ def render_console(report: EvalReport, console: Console | None = None, *,
                 console.print(Text(_plain(f"Judge agreement, {name}: "
                                           f"{s.judge_agreement.describe()}")))
     for line in corrected_lines(report):
+        console.print(Text(_plain(line)))
+    for line in cascade_lines(report):
         console.print(Text(_plain(line)))
 
     if report.errors:
@@ -326,6 +363,6 @@ def render_console(report: EvalReport, console: Console | None = None, *,
     if model_usage is not None:
         console.print(Text(f"Model under test spend: {model_usage.describe()}"))
 
-    location = run_dir or report.metadata.get("run_dir")
+    location = run_dir or report.run_dir
     if location:
         console.print(Text(f"Run stored in {location}"))

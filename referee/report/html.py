@@ -41,7 +41,14 @@ from referee.record import (
 )
 from referee.redact import redacted_head
 from referee.report import charts
-from referee.report.console import judge_consistency_line, judge_label, repeated_runs_line
+from referee.report.compare_stats import ALPHA
+from referee.report.console import (
+    flaky_lines,
+    judge_consistency_line,
+    judge_label,
+    repeated_runs_line,
+    sequential_line,
+)
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
 from referee.result import CriterionResult
@@ -522,7 +529,7 @@ def _charts(report: EvalReport) -> list[charts.Chart]:
 
 def resume_command(report: EvalReport) -> str:
     """The command that finishes an interrupted run, when the run says where it lives."""
-    run_dir = report.metadata.get("run_dir")
+    run_dir = report.run_dir
     if not run_dir:
         return ""
     target = report.metadata.get("target")
@@ -567,6 +574,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "timing": _timing(report.summary),
         "usage": usage_text,
         "interrupted": bool(report.metadata.get("interrupted")),
+        "sequential": sequential_line(report),
         "warnings": report.warnings,
         "running": bool(report.metadata.get("running")),
         "resume_command": resume_command(report) if report.metadata.get("interrupted")
@@ -582,6 +590,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
         "error_rate": format_rate(report.error_rate, report.total),
         "criterion_errors": criterion_errors_line(report) if report.criterion_errors else "",
         "repeated_runs": repeated_runs_line(report) if report.runs_per_case > 1 else "",
+        "flaky": flaky_lines(report) if report.runs_per_case > 1 else [],
         "judge_consistency": judge_consistency_line(report),
         "flagged": report.total > 0 and report.error_rate >= ERROR_RATE_FLAG,
         "errors_by_kind": ", ".join(f"{k}={n}" for k, n in report.errors_by_kind.items()),
@@ -599,7 +608,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
 
 def _corrected_view(report: EvalReport) -> dict[str, Any] | None:
     """Pass rates corrected for judge error, when some judged criterion's calibration entry
-    was found; the statistics are the report's (report/correction.py)."""
+    was found; the statistics are the record's (record/_correction.py)."""
     if not report.calibration_found:
         return None
     rates = report.corrected_pass_rates()
@@ -763,6 +772,10 @@ def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) ->
 _KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unchanged": 4}
 
 
+def _p(p: float | None) -> str:
+    return "—" if p is None else f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
 def render_compare_html(comparison: Comparison, *, a_href: str | None = None,
                         b_href: str | None = None, index_href: str | None = None) -> str:
     return _page("compare.html.j2", **compare_page_context(
@@ -801,7 +814,15 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
         deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
                  "mean_b": f"{d.mean_b:.3f}", "delta": f"{d.delta:+.3f}",
                  "ci": f"{d.ci_low:+.3f} to {d.ci_high:+.3f}", "hint": d.hint,
-                 "significant": d.significant} for d in deltas],
+                 "significant": d.significant, "p": _p(d.wilcoxon.p_value if d.wilcoxon else None),
+                 "holm_p": _p(d.adjusted_p), "real": d.real,
+                 "dz": "—" if d.effect_dz is None else f"{d.effect_dz:+.2f}",
+                 "mde": "—" if d.mde is None else f"{d.mde:.3f}"} for d in deltas],
+        verdicts=[{"criterion": v.criterion, "n": v.n, "newly_failing": v.newly_failing,
+                   "newly_passing": v.newly_passing, "method": v.test.method,
+                   "p": _p(v.test.p_value), "holm_p": _p(v.adjusted_p), "real": v.real,
+                   "mde": f"{v.mde * 100:.0f} points"} for v in comparison.verdict_shifts],
+        statements=comparison.statements(), alpha=f"{ALPHA:.0%}",
         changes=[{"name": c.name or c.eval_id, "eval_id": c.eval_id, "kind": c.kind,
                   "status_a": c.status_a.value if c.status_a else "—",
                   "status_b": c.status_b.value if c.status_b else "—",

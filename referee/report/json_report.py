@@ -15,6 +15,7 @@ from typing import Any
 
 from referee.record import EvalReport
 from referee.redact import redact_secrets
+from referee.report.cascade import run_cascades
 
 # Keys that carry transport-level payloads (request/response bodies, headers), not results.
 # Judge replies as text ("reply", "raw_reply", "reasonings") are results and are kept.
@@ -42,6 +43,9 @@ def lean_report_dict(report: EvalReport, *, with_cases: bool = True) -> dict[str
     data = strip_raw_http(report.to_dict(with_cases=with_cases))
     for key in ("judge", "config_used", "metadata"):
         data[key] = redact_secrets(data.get(key) or {})
+    cascades = run_cascades(report)
+    if cascades:
+        data["judge_cascade"] = cascades
     return data
 
 

@@ -1,4 +1,5 @@
-"""Running evaluations: one async engine, three front doors."""
+"""Running evaluations: one async engine; ``run_evaluation(RunRequest, RunOptions)`` is the
+front door every surface (EvalSuite, AgentEvaluator, UserSimulator, the CLI) comes in by."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ _EXPORTS = {
     "Engine": "referee.run.engine",
     "ModelCaller": "referee.run.engine",
     "case_status": "referee.run.engine",
+    "run_evaluation": "referee.run.evaluation",
+    "RunRequest": "referee.run.evaluation",
+    "RunOptions": "referee.run.options",
     "EvalSuite": "referee.run.suite",
     "AgentEvaluator": "referee.run.agent",
     "EvaluationRunner": "referee.run.agent",

@@ -12,76 +12,34 @@ turns are concatenated for the trajectory criteria; the last turn's response is 
 
 from __future__ import annotations
 
-import inspect
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from referee._adk import scenario_of
 from referee.case import EvalCase
+from referee.compat.adk import scenario_of
 from referee.config import EvalConfig, UserSimulatorConfig
 from referee.criteria.base import Criterion
+from referee.criteria.registry import build_criteria
 from referee.errors import InputError
-from referee.execution import ExecutionResult, TurnResult
+from referee.execution import ExecutionResult
 from referee.record import CaseResult, EvalReport
-from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import gate
+from referee.run.conversation import AgentError as AgentError
+from referee.run.conversation import AgentFn as AgentFn
+from referee.run.conversation import run_conversation
+from referee.run.conversation import takes_history as takes_history
+from referee.run.engine import Engine, Execute, ModelCaller
+from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
-from referee.run.session import run_stored
+from referee.run.simulator import ConversationScenario, UserSimulator
 from referee.run.sync import run_sync
-from referee.usage import TokenUsage
-
-AgentFn = Callable[..., Any]
 
 
-def takes_history(agent: AgentFn) -> bool:
-    """Whether ``agent`` accepts a second positional argument (the history)."""
-    try:
-        signature = inspect.signature(agent)
-    except (TypeError, ValueError):  # some builtins and C callables have no signature
-        return True
-    positional = 0
-    for param in signature.parameters.values():
-        if param.kind == param.VAR_POSITIONAL:
-            return True
-        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
-
-
-class AgentError(RuntimeError):
-    """The agent reported a failure on one turn (ExecutionResult.error)."""
-
-
-async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-    """Drive ``agent`` through every turn of ``case`` and merge the turns into one result."""
-    with_history = takes_history(agent)
-    turns: list[TurnResult] = []
-    tool_calls = []
-    node_visits: list[str] = []
-    usages: list[TokenUsage | None] = []
-    metadata: dict[str, Any] = {}
-    for number, invocation in enumerate(case.conversation, start=1):
-        message = invocation.user_text
-        args = (message, list(turns)) if with_history else (message,)
-        result = ExecutionResult.coerce(await caller.call(agent, *args))
-        if result.error:
-            raise AgentError(f"turn {number}: {result.error}")
-        turns.append(TurnResult(user_content=message, response=result.actual_response,
-                                tool_calls=list(result.tool_calls),
-                                node_visits=list(result.node_visits)))
-        tool_calls.extend(result.tool_calls)
-        node_visits.extend(result.node_visits)
-        usages.append(result.token_usage)
-        metadata.update(result.metadata)
-    return ExecutionResult(
-        actual_response=turns[-1].response if turns else "",
-        tool_calls=tool_calls, node_visits=node_visits,
-        turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
-        token_usage=TokenUsage.total(usages),
-        metadata=metadata,
-    )
+def _simulated(case: EvalCase) -> bool:
+    """Whether the simulated user holds the case's conversation (an ADK conversation_scenario)."""
+    return scenario_of(case) is not None and not case.conversation
 
 
 def load_cases(source: Any) -> tuple[str, list[EvalCase]]:
@@ -131,8 +89,6 @@ class AgentEvaluator:
         agent = with_model_factory(agent, model_factory)
         if not callable(agent):
             raise TypeError(f"agent must be callable, got {type(agent).__name__}")
-        from referee.criteria.registry import build_criteria
-
         self.agent = agent
         self.config = config if config is not None else EvalConfig.default()
         self.criteria: list[Criterion] = [*build_criteria(self.config), *(criteria or [])]
@@ -153,25 +109,37 @@ class AgentEvaluator:
         # Kept apart from the default, so that a resume without a label keeps the stored one.
         self._label = label
 
-    async def _execute(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
+    def _executor(self, cases: Sequence[EvalCase]) -> Execute:
+        """How a run executes its cases. A run with ADK conversation_scenario cases looks the
+        simulated user's judge up once, here, and each of them asks it (on any backend)."""
+        if not any(_simulated(case) for case in cases):
+            return self._execute
+        simulator = self._simulator()
+        simulator.bind_judge()
+        return functools.partial(self._execute, simulator=simulator)
+
+    def _simulator(self) -> UserSimulator:
+        return UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
+                             criteria=[])
+
+    async def _execute(self, case: EvalCase, caller: ModelCaller,
+                       simulator: UserSimulator | None = None) -> ExecutionResult:
         if self.case_context is None:
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
         scope = self.case_context(case)
         if hasattr(scope, "__aenter__"):
             async with scope:
-                return await self._converse(case, caller)
+                return await self._converse(case, caller, simulator)
         with scope:  # the model's threads copy this context, so sync agents see it too
-            return await self._converse(case, caller)
+            return await self._converse(case, caller, simulator)
 
-    async def _converse(self, case: EvalCase, caller: ModelCaller) -> ExecutionResult:
-        scenario = scenario_of(case)
-        if scenario is None or case.conversation:
+    async def _converse(self, case: EvalCase, caller: ModelCaller,
+                        simulator: UserSimulator | None) -> ExecutionResult:
+        if not _simulated(case):
             return await run_conversation(self.agent, case, caller)
         # An ADK conversation_scenario: the simulated user holds the conversation.
-        from referee.run.simulator import ConversationScenario, UserSimulator
-
-        simulator = UserSimulator(config=self.config.user_simulator_config or UserSimulatorConfig(),
-                                  criteria=[])
+        scenario = scenario_of(case) or {}
+        simulator = simulator or self._simulator()  # a case run by hand: its own look-up
         return await simulator.simulate(self.agent, ConversationScenario(
             scenario_id=case.eval_id, starting_prompt=str(scenario.get("starting_prompt") or ""),
             conversation_plan=str(scenario.get("conversation_plan") or ""),
@@ -201,38 +169,66 @@ class AgentEvaluator:
                 or verbose is not None or output_dir is not None:
             raise TypeError("give the run's settings either as options=... or as keyword "
                             "arguments, not both")
+        return await run_evaluation(self.run_request(eval_set), options)
+
+    def run_request(self, eval_set: Any, *, timeout: float | None = None) -> RunRequest:
+        """What ``evaluate`` runs: the cases of ``eval_set`` (an EvalSet, a case file path or a
+        list of cases) through the agent, scored by this evaluator's criteria. ``timeout``
+        (the command line's --timeout) is recorded in the stored config in place of the
+        config's own; the evaluator itself is left as it is. With ADK conversation_scenario
+        cases, the simulated user's judge is looked up now, once for the run."""
         name, cases = load_cases(eval_set)
         for i, case in enumerate(cases):
             if not case.conversation and scenario_of(case) is None:
                 raise InputError("the case has no user turn to send to the agent",
                                  field=f"cases[{i}] ({case.display_name})",
                                  expected="input or a non-empty conversation")
-        report = await run_stored(name=name, model_id=self._label,
-                                  default_model_id=self._default_model_id, cases=cases,
-                                  criteria=self.criteria, execute=self._execute, options=options,
-                                  config_used=self.config.model_dump(mode="json"))
-        if self.config.reporter is not None:
-            # Written before the gates judge the run, so a failed gate still leaves its reports.
-            from referee.report.reporters import ReporterManager  # rich/jinja only when asked
+        config = self.config
+        if timeout is not None and timeout != config.timeout:
+            config = config.model_copy(update={"timeout": timeout})
+        return RunRequest(name=name, model_id=self._label,
+                          default_model_id=self._default_model_id, cases=cases,
+                          criteria=self.criteria, execute=self._executor(cases),
+                          config_used=config.model_dump(mode="json"),
+                          after_run=self._write_reporters if config.reporter is not None else None)
 
-            ReporterManager(self.config.reporter).run_all(report)
-        gate(report, options)
-        return report
+    def _write_reporters(self, report: EvalReport) -> None:
+        # Written before the gates judge the run, so a failed gate still leaves its reports.
+        from referee.report.reporters import ReporterManager  # rich/jinja only when asked
+
+        assert self.config.reporter is not None
+        ReporterManager(self.config.reporter).run_all(report)
 
     def run_options(self, parallel: bool | None = None, max_concurrency: int | None = None,
                     verbose: bool | None = None, output_dir: str | Path | None = None, *,
                     timeout: float | None = None, **settings: Any) -> RunOptions:
         """The ``RunOptions`` of ``evaluate``'s arguments, unset ones from the config (and the
-        evaluator's ``runs_dir``, ``save`` and ``backend``)."""
-        parallel = self.config.parallel if parallel is None else parallel
-        limit = max_concurrency if max_concurrency is not None else self.config.max_concurrency
-        settings.setdefault("backend", self.backend)
-        return RunOptions(
-            concurrency=max(1, limit) if parallel else 1,
-            timeout=timeout if timeout is not None else self.config.timeout or None,
-            verbose=self.config.verbose if verbose is None else verbose,
-            save=settings.pop("save", self.save), runs_dir=output_dir or self.runs_dir,
-            **settings)
+        evaluator's ``runs_dir``, ``save`` and ``backend``: ``option_defaults``)."""
+        defaults = self.option_defaults()
+        if parallel is not None or max_concurrency is not None:
+            parallel = self.config.parallel if parallel is None else parallel
+            limit = max_concurrency if max_concurrency is not None \
+                else self.config.max_concurrency
+            defaults["concurrency"] = max(1, limit) if parallel else 1
+        if timeout is not None:
+            defaults["timeout"] = timeout
+        if output_dir:
+            defaults["runs_dir"] = output_dir
+        return RunOptions(**{**defaults, **settings,
+                             "verbose": self.config.verbose if verbose is None else verbose})
+
+    def option_defaults(self) -> dict[str, Any]:
+        """The run settings this evaluator brings when a run does not set them: concurrency
+        and the per-case timeout from its ``EvalConfig``, and its ``runs_dir``, ``save`` and
+        ``backend``. The CLI lays its flags over them."""
+        defaults: dict[str, Any] = {
+            "concurrency": max(1, self.config.max_concurrency) if self.config.parallel else 1,
+            "timeout": self.config.timeout or None, "save": self.save}
+        if self.runs_dir:
+            defaults["runs_dir"] = self.runs_dir
+        if self.backend is not None:
+            defaults["backend"] = self.backend
+        return defaults
 
     def evaluate_sync(self, eval_set: Any, **kwargs: Any) -> EvalReport:
         """``evaluate`` for synchronous code (also works inside a running event loop)."""

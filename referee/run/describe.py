@@ -180,6 +180,9 @@ def _resolution(criterion: object) -> tuple[dict[str, Any] | None, int | None]:
         binding = _binding(criterion)
         if binding is None:
             return None, None
+        if binding.cascade is not None:  # cascade seam: every stage, cheapest first
+            return (_cascade_fields(binding),
+                    _reliability_sample([m for stage in binding.stages for m in stage.members]))
         if binding.panel is not None:
             return _panel_fields(binding.panel), _reliability_sample(binding.panel.members)
         if binding.judge is None:
@@ -213,6 +216,17 @@ def _panel_fields(panel: Any) -> dict[str, Any]:
             **({"weights": panel.weights} if panel.aggregate == "weighted" else {})}
 
 
+def _cascade_fields(binding: JudgeBinding) -> dict[str, Any]:
+    """Each stage as it is called, and when the next one is asked."""
+    cascade = binding.cascade
+    assert cascade is not None
+    stages = [_panel_fields(stage.panel) if stage.panel is not None
+              else _judge_fields(stage.judge) if stage.judge is not None else {}
+              for stage in binding.stages]
+    return {"cascade": {"stages": stages,
+                        **cascade.model_dump(mode="json", exclude={"stages"})}}
+
+
 def _judge_fields(config: Any) -> dict[str, Any]:
     data = config.model_dump(mode="json")
     if data.get("base_url"):
@@ -229,6 +243,12 @@ def _announce(per: dict[str, dict[str, Any]], stream: IO[str] | None) -> None:
     for name, judge in per.items():
         if judge.get("judge") == NO_PROVIDER:
             what = f"{judge['model']}: {NO_PROVIDER} (see below)"
+        elif "cascade" in judge:
+            what = "cascade " + " -> ".join(
+                f"{s.get('provider', '?')}/{s.get('model', '?')}" if "members" not in s
+                else "panel of " + ", ".join(f"{m.get('provider')}/{m.get('model')}"
+                                             for m in s["members"])
+                for s in judge["cascade"]["stages"])
         else:
             what = f"{judge.get('provider', '?')}/{judge.get('model', '?')}"
             if judge.get("base_url"):
@@ -314,7 +334,8 @@ def _settings(criterion: Any, depth: int = 0, judge: Any = _UNRESOLVED) -> dict[
 
 
 # The CriterionConfig fields only a judged criterion reads.
-_JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "num_samples", "api_style"})
+_JUDGE_CONFIG_FIELDS = frozenset({"judge_model", "judge_panel", "judge_cascade", "num_samples",
+                                  "api_style"})
 
 
 def _record_resolved_judge(criterion: object, settings: dict[str, Any],

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -450,16 +450,21 @@ class Engine:
 
     async def stream(self, cases: Sequence[EvalCase], execute: Execute, *,
                      keys: Sequence[str] | None = None, skip: Container[str] = (),
-                     on_result: Callable[[CaseResult], None] | None = None) -> int:
+                     on_result: Callable[[CaseResult], None] | None = None,
+                     order: Iterable[int] | None = None) -> int:
         """Run every case whose key is not in ``skip``, handing each result over as it finishes
         (to the store, then ``on_result``) and keeping none: memory stays flat however many
         cases there are. ``cases`` is only indexed, so it may build each case on demand.
         A case with a stored output (``stored_outputs``) is scored without calling the model.
-        Returns how many cases ran."""
+        ``order`` (positions) is the order cases start in, drawn lazily: a sequential gate's
+        order ends once the gate is settled (run/sequential.py). Returns how many cases were
+        to run."""
         await self.prepare()
         keys = case_keys(cases) if keys is None else keys
         todo = sum(1 for key in keys if key not in skip)
-        pending = (i for i, key in enumerate(keys) if key not in skip)
+        # Seam for sequential gates: the default order is the cases' own.
+        positions = range(len(keys)) if order is None else order
+        pending = (i for i in positions if keys[i] not in skip)
 
         caller = ModelCaller()
         self.progress.start(len(keys), len(keys) - todo)

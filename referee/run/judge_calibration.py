@@ -1,7 +1,7 @@
 """Which calibration each judged criterion of a run has: the calibration file's entry for its
 evaluator, judge provider/model and question set, judged at the entry's threshold.
 
-The record (report/correction.py's JudgeCalibration) goes into the report, which corrects the
+The record (record/_correction.py's JudgeCalibration) goes into the report, which corrects the
 criterion's pass rate with it; the gates in run/judge_gate.py read it too.
 """
 

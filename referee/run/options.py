@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -32,6 +32,10 @@ from referee.run.case_retry import JudgeRetry
 from referee.run.engine import DEFAULT_CONCURRENCY, check_engine_settings
 from referee.run.gates import validate_gates
 from referee.run.judge_gate import JudgeGate
+from referee.run.sequential import DEFAULT_CONFIDENCE, DEFAULT_SEED
+from referee.store import runs_dir_or_default
+
+FlakyPolicy = Literal["quarantine", "fail"]
 
 # How each option is named in errors: (Python keyword, command-line flag).
 _SPELLING: dict[str, tuple[str, str]] = {
@@ -41,6 +45,10 @@ _SPELLING: dict[str, tuple[str, str]] = {
     "formats": ("formats", "--format"),
     "fail_threshold": ("fail_threshold", "--fail-threshold RATE"),
     "gate_on": ("gate_on='corrected'", "--gate-on corrected"),
+    "sequential": ("sequential=True", "--sequential"),
+    "sequential_confidence": ("sequential_confidence", "--sequential-confidence"),
+    "flaky": ("flaky", "--flaky"),
+    "runs": ("runs=N", "--trials N"),
 }
 _COMMAND_LINE = "command line"
 # Who is building the options, for the spelling of their errors (set by flag_spelling).
@@ -87,7 +95,13 @@ class RunOptions(BaseModel):
     quiet: bool = False
     verbose: bool = True
     save: bool = True
-    runs_dir: str | Path | None = None
+    # Where the run directory goes: given, else $REFEREE_RUNS_DIR, else .referee/runs (resolved
+    # here, once, by the store's one rule), so what a run uses is what its options say.
+    runs_dir: Path = Field(default_factory=lambda: runs_dir_or_default())
+    # The new run's directory name under runs_dir; None: one is made when the run starts. A
+    # caller that must say where the run is before it ends (the CLI's --resume hint after
+    # Ctrl-C) gives one (referee.record.new_run_id()), and reads run_dir.
+    run_id: str | None = None
     resume: str | Path | None = None
     # With resume: run again the cases that ended in an error (an outage, a timeout), not only
     # the unfinished ones.
@@ -113,6 +127,15 @@ class RunOptions(BaseModel):
     fail_threshold: float | None = None
     max_error_rate: float | None = None
     judge_gate: JudgeGate | None = None
+    # Sequential gate (run/sequential.py): cases in a seeded random order, and no case starts
+    # once fail_threshold is settled at sequential_confidence (anytime-valid).
+    sequential: bool = False
+    sequential_confidence: float = DEFAULT_CONFIDENCE
+    sequential_seed: int = Field(DEFAULT_SEED, strict=True)
+    # With runs > 1: what the gate does with flaky cases (a verdict that flipped between runs):
+    # "quarantine" leaves them out of fail_threshold's pass rate, "fail" fails the gate on any;
+    # None counts them as the failures their status says (run/gates.py).
+    flaky: FlakyPolicy | None = None
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -144,6 +167,20 @@ class RunOptions(BaseModel):
     @classmethod
     def _default_concurrency(cls, value: Any) -> Any:
         return DEFAULT_CONCURRENCY if value is None else value
+
+    @field_validator("runs_dir", mode="before")
+    @classmethod
+    def _runs_dir(cls, value: Any) -> Path:
+        if value is not None and not isinstance(value, (str, Path)):
+            raise ValueError(f"runs_dir must be a path, got {type(value).__name__}")
+        return runs_dir_or_default(value)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, value: str | None) -> str | None:
+        if value is not None and (not value or value != Path(value).name or value in (".", "..")):
+            raise ValueError(f"run_id must be a directory name, got {value!r}")
+        return value
 
     @field_validator("judge_retry", mode="before")
     @classmethod
@@ -196,11 +233,42 @@ class RunOptions(BaseModel):
             raise ValueError(f"{_spelled('gate_on', info)} gates "
                              f"{_spelled('fail_threshold', info)}; give one")
         validate_gates(self.fail_threshold, self.max_error_rate, self.judge_gate)
+        if self.sequential:
+            self._check_sequential(info)
+        if self.flaky is not None and self.runs < 2:
+            raise ValueError(f"{_spelled('flaky', info)} {self.flaky} needs several runs of each "
+                             f"case to see a verdict flip: give {_spelled('runs', info)} with "
+                             "N >= 2")
+        if self.flaky == "quarantine" and self.judge_gate is not None \
+                and self.judge_gate.gate_on == "corrected":
+            raise ValueError(f"{_spelled('flaky', info)} quarantine leaves flaky cases out of the "
+                             f"raw pass rate; it does not go with {_spelled('gate_on', info)} yet")
         check_engine_settings(concurrency=self.concurrency, timeout=self.timeout, runs=self.runs,
                               criterion_concurrency=self.criterion_concurrency)
         return self
 
+    def _check_sequential(self, info: ValidationInfo) -> None:
+        sequential = _spelled("sequential", info)
+        if self.fail_threshold is None:
+            raise ValueError(f"{sequential} stops once {_spelled('fail_threshold', info)} is "
+                             "settled; give one")
+        if not 0.0 < self.sequential_confidence < 1.0:
+            raise ValueError(f"{_spelled('sequential_confidence', info)} must be between 0 and "
+                             f"1, got {self.sequential_confidence}")
+        if self.backend not in (None, "local"):
+            raise ValueError(f"{sequential} runs on the local backend only")
+
     # Derived -------------------------------------------------------------------------------
+    @property
+    def run_dir(self) -> Path | None:
+        """Where this run is stored, when that is known before it starts: the resumed run's
+        directory, or ``runs_dir/run_id``; None for a run not stored or not yet named."""
+        if self.resume is not None:
+            return Path(self.resume)
+        if self.save and self.run_id is not None:
+            return self.runs_dir / self.run_id
+        return None
+
     @property
     def file_formats(self) -> tuple[str, ...]:
         """The formats written as files in the run directory (all but the console)."""

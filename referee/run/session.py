@@ -10,8 +10,6 @@ so a rejected run is still fully stored and reported.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +21,7 @@ from referee.case import EvalCase
 from referee.content._vision import refuse_blind_judges
 from referee.criteria.base import Criterion
 from referee.judge.providers import rules_for
+from referee.judge.batch import batch_journal, batch_progress
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
@@ -44,19 +43,16 @@ from referee.run.options import RunOptions
 from referee.run.progress import make_progress
 from referee.run.reliability import check_judge_reliability
 from referee.run.resume import ResumePlan
-from referee.store import DEFAULT_RUNS_DIR, VERSION_KEY, RunStore, StoredCases
+from referee.run.sequential import SEQUENTIAL_KEY, corrected_criteria, sequential_gate
+from referee.store import RUNS_DIR_ENV as RUNS_DIR_ENV
+from referee.store import VERSION_KEY, RunStore, StoredCases, runs_dir_or_default
 from referee.store import describe as describe_versions
 from referee.terminal import terminal_safe
 
-RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
-
-# The run directory of the last run that was interrupted (Ctrl-C, cancellation) in this
-# process, so the CLI can say which directory to --resume; None once a run starts.
-last_interrupted_run_dir: Path | None = None
-
 
 def default_runs_dir() -> Path:
-    return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+    """Where run directories go when no runs_dir is given (store.runs_dir_or_default)."""
+    return runs_dir_or_default()
 
 
 @dataclass(frozen=True)
@@ -92,8 +88,12 @@ async def run_stored(*, name: str, model_id: str, cases: Sequence[EvalCase],
                 metadata={**options.metadata, **(metadata or {})},
                 label_given=bool(model_id))
     try:
-        await _drive(run, cases, execute, options)
-        await check_judge_reliability(run.report, run.engine, run.reliability_samples)
+        # Batch seam: judge batches are journalled in the run directory, so a resume follows
+        # the batches already submitted instead of sending their requests again.
+        with batch_journal(run.store.run_dir if run.store is not None else None), \
+                batch_progress(options.verbose):
+            await _drive(run, cases, execute, options)
+            await check_judge_reliability(run.report, run.engine, run.reliability_samples)
         _finish(run, options)
     finally:
         if run.store is not None:
@@ -115,9 +115,10 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     description = describe_run(criteria)
     # A text-only judge and a case that holds images: refused before anything runs.
     refuse_blind_judges(description.judges, cases, lambda p: rules_for(p).content_rules)
+    named = {"run_id": options.run_id} if options.run_id is not None else {}
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=description.judge, config_used=config_used or {},
-                        metadata=metadata, runs=options.runs)
+                        metadata=metadata, runs=options.runs, **named)
     run_meta: dict[str, Any] = {"criteria": description.criteria}
     if options.runs > 1:
         run_meta["runs"] = options.runs
@@ -139,7 +140,7 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
         if plan.rescore:
             report.metadata["rescored"] = True
     elif options.save:
-        store = RunStore.create(options.runs_dir or default_runs_dir(), report, case_ids=keys,
+        store = RunStore.create(options.runs_dir, report, case_ids=keys,
                                 extra_meta=run_meta)
     try:
         engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
@@ -154,7 +155,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
             store.release()
         raise
     if store is not None:
-        report.metadata["run_dir"] = str(store.run_dir)
+        report.run_dir = store.run_dir
+        report.metadata["run_dir"] = str(store.run_dir)  # the text, for report.json's readers
     if options.verbose:
         description.announce()
     return _OpenRun(report=report, engine=engine, executor=executor, store=store, resume=plan,
@@ -165,8 +167,6 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
 async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
                  options: RunOptions) -> None:
     """Run every case the resume plan does not keep, through the backend, into the store."""
-    global last_interrupted_run_dir
-    last_interrupted_run_dir = None
     # A stored run keeps its cases in cases.jsonl and only their counts here; an unsaved run
     # has nowhere else to keep them.
     tally = RunTally()
@@ -179,14 +179,19 @@ async def _drive(run: _OpenRun, cases: Sequence[EvalCase], execute: Execute,
         keep(result)
 
     plan = run.resume
-    try:
-        await run.executor.stream(
-            run.engine, cases, execute, keys=run.keys,
-            skip=plan.finished if plan is not None else frozenset(), on_result=record)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        if run.store is not None:
-            last_interrupted_run_dir = run.store.run_dir
-        raise
+    skip = plan.finished if plan is not None else frozenset()
+    # Interrupted (Ctrl-C, cancellation), the run keeps what it finished; the caller knows the
+    # directory from its options (RunOptions.run_id, run_dir) or from report.run_dir.
+    if options.sequential:  # seam: run/sequential.py decides the order and when to stop
+        await run.engine.prepare()
+        gate = sequential_gate(options, run.store, skip, corrected=corrected_criteria(
+            options, run.engine.criteria, run.judges))
+        await run.engine.stream(cases, execute, keys=run.keys, skip=skip,
+                                on_result=gate.observing(record), order=gate.order(run.keys))
+        run.report.metadata[SEQUENTIAL_KEY] = gate.to_metadata(len(run.keys))
+    else:
+        await run.executor.stream(run.engine, cases, execute, keys=run.keys, skip=skip,
+                                  on_result=record)
     report = run.report
     report.finished_at = time.time()
     report.preparation_token_usage = dict(run.engine.preparation_usage)

@@ -17,15 +17,18 @@ from pydantic import BaseModel, Field, field_validator
 
 from referee.case import EvalCase, ToolCall
 from referee.config import CriterionConfig, UserSimulatorConfig
+from referee.criteria.judged import judged_criteria
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
+from referee.judge.binding import JudgeBinding
+from referee.judge.client import get_judge
+from referee.judge.config import judge_config_for_model
 from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
-from referee.run.agent import AgentError, AgentFn, takes_history
+from referee.run.conversation import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller
-from referee.run.gates import gate
+from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.options import RunOptions
-from referee.run.session import run_stored
 from referee.run.sync import run_sync
 from referee.usage import TokenUsage
 
@@ -124,6 +127,9 @@ def transcript_text(conversation: Sequence[dict[str, str]]) -> str:
 # gemini-2.5-flash); UserSimulatorConfig's default is the bare name, as in 10xgraph.
 DEFAULT_SIMULATOR_MODEL = "gemini/gemini-2.5-flash"
 
+# The attributes the simulated user's judge follows from.
+_SIMULATED_USER_SETTINGS = frozenset({"model", "temperature", "api_style", "judge_config"})
+
 
 class UserSimulator:
     """Drives an agent through scenarios with an LLM in the user's seat.
@@ -156,11 +162,60 @@ class UserSimulator:
         self.criteria = list(criteria)
 
     # The simulated user -------------------------------------------------------------------
-    def _judge(self) -> Any:
-        from referee.judge import get_judge, judge_config_for_model
+    # Its judge is looked up once per run, before the first conversation, like a judged
+    # criterion's (design decision 16); used by hand, on first use, and kept.
+    _judge_binding: JudgeBinding | None = None
+    _judge_lookup_failure: Exception | None = None  # raised again for each conversation
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _SIMULATED_USER_SETTINGS:  # another model or judge: look it up again
+            super().__setattr__("_judge_binding", None)
+            super().__setattr__("_judge_lookup_failure", None)
+
+    def look_up_judge(self) -> JudgeBinding:
+        """The simulated user's judge as the settings name it now: ``judge=``, else the judge
+        ``model`` names (none when no provider can serve it)."""
         cfg = self.judge_config or judge_config_for_model(self.model, api_style=self.api_style,
                                                           temperature=self.temperature)
+        return JudgeBinding(judge=cfg) if cfg is not None else \
+            JudgeBinding(unreachable_model=self.model)
+
+    def bind_judge(self) -> None:
+        """Look the simulated user's judge up now; every conversation until the next bind asks
+        it (a run binds it before its first case). A failed look-up errors each conversation."""
+        try:
+            self._judge_binding, self._judge_lookup_failure = self.look_up_judge(), None
+        except Exception as exc:
+            self._judge_binding, self._judge_lookup_failure = None, exc
+
+    def bind_judges(self) -> None:
+        """``bind_judge``, and bind each judged criterion's judge as a run does."""
+        self.bind_judge()
+        for criterion in judged_criteria(self.criteria):
+            criterion.bind_looked_up_judge()
+
+    def _bound_judge(self) -> JudgeBinding:
+        if self._judge_lookup_failure is not None:
+            raise self._judge_lookup_failure.with_traceback(None)
+        if self._judge_binding is None:
+            self._judge_binding = self.look_up_judge()
+        return self._judge_binding
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to another process (a Ray worker, inside the run's execute): the judge goes
+        # with it as this process calls it, so the worker's environment never picks one.
+        state = dict(self.__dict__)
+        try:
+            binding = self._bound_judge()
+        except Exception as exc:  # it fails there as here: each conversation errors
+            state["_judge_binding"], state["_judge_lookup_failure"] = None, exc
+        else:
+            state["_judge_binding"] = binding.for_elsewhere()
+        return state
+
+    def _judge(self) -> Any:
+        cfg = self._bound_judge().judge
         if cfg is None:
             raise JudgeUnavailable(
                 f"No LLM provider available for the user simulator model {self.model!r}",
@@ -261,15 +316,12 @@ class UserSimulator:
         async def execute(case: EvalCase, caller: ModelCaller) -> ExecutionResult:
             return await self.simulate(agent, by_case[id(case)], caller)
 
-        report = await run_stored(name=name, model_id="",
-                                  default_model_id=getattr(agent, "__name__", ""),
-                                  cases=cases, criteria=self.criteria, execute=execute,
-                                  options=options,
-                                  config_used={"user_simulator": {
-                                      "model": self.model, "temperature": self.temperature,
-                                      "max_turns": self.max_turns}})
-        gate(report, options)
-        return report
+        self.bind_judge()
+        return await run_evaluation(RunRequest(
+            name=name, model_id="", default_model_id=getattr(agent, "__name__", ""),
+            cases=cases, criteria=self.criteria, execute=execute,
+            config_used={"user_simulator": {"model": self.model, "temperature": self.temperature,
+                                            "max_turns": self.max_turns}}), options)
 
 
 class BatchSimulator:
@@ -293,6 +345,7 @@ class BatchSimulator:
     async def run_batch(self, agent: AgentFn,
                         scenarios: Sequence[ConversationScenario]) -> list[SimulationResult]:
         gate = asyncio.Semaphore(self.max_concurrency)
+        self.simulator.bind_judges()  # each scenario's run asks the judges bound here
 
         async def one(scenario: ConversationScenario) -> SimulationResult:
             async with gate:

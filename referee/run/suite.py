@@ -10,10 +10,9 @@ from referee.errors import InputError
 from referee.execution import ExecutionResult
 from referee.record import EvalReport
 from referee.run.engine import ModelCaller
-from referee.run.gates import gate
+from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.model_factory import with_model_factory
 from referee.run.options import RunOptions
-from referee.run.session import run_stored
 from referee.run.sync import run_sync
 
 
@@ -219,20 +218,25 @@ class EvalSuite:
         """``run`` for async code."""
         options = self.run_options(verbose, fail_threshold, max_error_rate, options=options,
                                    **settings)
+        return await run_evaluation(self.run_request(model_fn, model_factory=model_factory),
+                                    options)
+
+    def run_request(self, model_fn: Callable[[str], Any] | None = None, *,
+                    model_factory: str | Callable[[], Any] | None = None) -> RunRequest:
+        """What ``run`` evaluates: this suite's cases and evaluators, each case's input sent to
+        ``model_fn``; ``run_evaluation(request, options)`` runs it."""
         model_fn = with_model_factory(model_fn, model_factory)
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable, got {type(model_fn).__name__}")
+        model = model_fn
 
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
-            return await caller.call(model_fn, case.input or "")
+            return await caller.call(model, case.input or "")
 
-        report = await run_stored(
-            name=self.name, model_id=self.model_id,
-            default_model_id=getattr(model_fn, "__name__", ""),
-            cases=self._source if self._source is not None else self._cases,
-            criteria=self._evaluators, execute=execute, options=options)
-        gate(report, options)
-        return report
+        return RunRequest(name=self.name, model_id=self.model_id,
+                          default_model_id=getattr(model_fn, "__name__", ""),
+                          cases=self._source if self._source is not None else self._cases,
+                          criteria=self._evaluators, execute=execute)
 
     def run_on_cases(self, pairs: Iterable[tuple[EvalCase, Any]], verbose: bool = True,
                      fail_threshold: float | None = None, max_error_rate: float | None = None,
@@ -269,10 +273,9 @@ class EvalSuite:
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
             return by_case[id(case)]
 
-        report = await run_stored(name=self.name, model_id=self.model_id, cases=cases,
-                                  criteria=self._evaluators, execute=execute, options=options)
-        gate(report, options)
-        return report
+        return await run_evaluation(RunRequest(
+            name=self.name, model_id=self.model_id, cases=cases, criteria=self._evaluators,
+            execute=execute), options)
 
     @staticmethod
     def run_options(verbose: bool = True, fail_threshold: float | None = None,

@@ -16,6 +16,7 @@ from referee.store._run_store import (
     META_FILE,
     RENDERED_FILES,
     REPORT_FILE,
+    RUNS_DIR_ENV,
     RunInfo,
     RunInUse,
     RunStore,
@@ -24,6 +25,7 @@ from referee.store._run_store import (
     list_runs,
     load_run,
     read_report_file,
+    runs_dir_or_default,
 )
 from referee.store._versions import (
     VERSION_KEY,
@@ -44,6 +46,7 @@ __all__ = [
     "META_FILE",
     "RENDERED_FILES",
     "REPORT_FILE",
+    "RUNS_DIR_ENV",
     "VERSIONS_DIR",
     "VERSION_KEY",
     "RunInUse",
@@ -57,6 +60,7 @@ __all__ = [
     "list_runs",
     "load_run",
     "read_report_file",
+    "runs_dir_or_default",
     "scan_offsets",
     "split_ref",
     "version_dir",

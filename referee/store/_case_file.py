@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from referee.errors import InputError
 from referee.record import CaseResult, RunTally
+from referee.store._case_line import read_case_line
 
 CACHED_CASES_UP_TO = 2_000
 
@@ -59,7 +60,7 @@ class StoredCases(Sequence[CaseResult]):
         fh.seek(offset)
         line = fh.readline()
         try:
-            return CaseResult.model_validate_json(line)
+            return read_case_line(line)
         except (ValidationError, ValueError) as exc:
             raise InputError(f"unreadable case record: {_first_error(exc)}", source=str(self.path),
                              expected=_EXPECTED) from None
@@ -185,7 +186,7 @@ def scan_offsets(path: Path) -> array[int]:
 
 def _parses(line: bytes) -> bool:
     try:
-        CaseResult.model_validate_json(line)
+        read_case_line(line)
     except (ValidationError, ValueError):
         return False
     return True

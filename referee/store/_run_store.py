@@ -59,6 +59,7 @@ from referee.errors import InputError, RefereeError
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
 from referee.store._case_file import StoredCases, scan_offsets
+from referee.store._case_line import case_line, read_case_line
 from referee.store._versions import (
     VERSION_KEY,
     VERSIONS_DIR,
@@ -69,6 +70,7 @@ from referee.store._versions import (
 )
 
 DEFAULT_RUNS_DIR = Path(".referee") / "runs"
+RUNS_DIR_ENV = "REFEREE_RUNS_DIR"
 META_FILE = "meta.json"
 CASES_FILE = "cases.jsonl"
 REPORT_FILE = "report.json"
@@ -140,6 +142,15 @@ class RunStoreWriteError(RefereeError):
         self.cause = exc
 
 
+def runs_dir_or_default(runs_dir: str | Path | None = None) -> Path:
+    """Where run directories go: ``runs_dir`` when given, else ``$REFEREE_RUNS_DIR``, else
+    ``.referee/runs``. The one place that default is worked out: the run options, the store, the
+    run index and the CLI all ask here."""
+    if runs_dir is not None and str(runs_dir) != "":
+        return Path(runs_dir)
+    return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+
+
 def _cannot_create(run_dir: Path, exc: OSError) -> InputError:
     """Before the first case nothing ran, so this is no interrupted run to resume."""
     reason = exc.strerror or str(exc) or type(exc).__name__
@@ -192,8 +203,7 @@ class RunStore:
     def create(cls, runs_dir: str | Path | None, report: EvalReport, *,
                case_ids: list[str], extra_meta: dict[str, Any] | None = None) -> RunStore:
         """Start a new run directory ``<runs_dir>/<report.run_id>`` and write its meta.json."""
-        base = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
-        run_dir = base / report.run_id
+        run_dir = runs_dir_or_default(runs_dir) / report.run_id
         if run_dir.exists() and any(run_dir.iterdir()):
             raise InputError("run directory already exists and is not empty", source=str(run_dir))
         store = cls(run_dir)
@@ -441,12 +451,11 @@ class RunStore:
 
     def append_case(self, result: CaseResult) -> None:
         """Persist one finished case now: a kill right after this call keeps it."""
-        # A field at its default is left out (reading fills it back in): most of a line's
-        # fields are unset (no error, no traceback, a tool call's result), and at a million
-        # cases their names alone would be hundreds of megabytes. Images and documents go to
+        # A field at its default is left out, and so is what the line holds twice (the
+        # input as the first turn, the trajectories in the trajectory criterion's details);
+        # reading puts both back (referee.store._case_line). Images and documents go to
         # blobs/ once, by content hash; the line keeps the hash.
-        line = externalise_json_line(result.model_dump_json(exclude_defaults=True),
-                                     self.run_dir) + "\n"
+        line = externalise_json_line(case_line(result), self.run_dir) + "\n"
         with _writing(self.run_dir):
             if self._cases_file is None:
                 self._cases_file = open(self.cases_path, "a", encoding="utf-8")
@@ -640,7 +649,7 @@ _META_FIELDS: dict[str, tuple[Any, str]] = {
 def _parse_case(raw: bytes) -> tuple[CaseResult | None, str]:
     """One cases.jsonl line: the case, or None and why not (also for bytes that are not UTF-8)."""
     try:
-        return CaseResult.model_validate_json(raw), ""
+        return read_case_line(raw), ""
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
@@ -698,7 +707,15 @@ def load_run(run_dir_or_file: str | Path) -> EvalReport:
     report = _load_path(path)
     if path.is_dir():
         report.metadata.update(_scorings(path))
+    report.run_dir = _run_dir_of(path)
     return report
+
+
+def _run_dir_of(path: Path) -> Path | None:
+    """The run directory ``path`` is, or holds the file of; None for a report file alone."""
+    if path.is_dir():
+        return path
+    return path.parent if (path.parent / META_FILE).is_file() else None
 
 
 def _scorings(run_dir: Path) -> dict[str, Any]:
@@ -790,7 +807,7 @@ class RunInfo:
 def list_runs(runs_dir: str | Path | None = None) -> list[RunInfo]:
     """Every run under ``runs_dir``, newest first, run by run: one that is damaged, in part
     or wholly, is listed with what is wrong (``damaged``) and never hides the others."""
-    base = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
+    base = runs_dir_or_default(runs_dir)
     if not base.is_dir():
         return []
     runs: list[RunInfo] = []

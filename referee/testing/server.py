@@ -6,9 +6,7 @@ record of every request with concurrency counters.
 
 from __future__ import annotations
 
-import datetime
 import json
-import math
 import socket
 import struct
 import threading
@@ -17,7 +15,7 @@ import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -32,270 +30,24 @@ from referee.testing.script import (
     Reply,
     Responder,
     ScriptedJudge,
-    ScriptedToolCall,
     schema_problem,
-    token_counts,
+)
+from referee.testing.wire import (
+    ParsedRequest,
+    WireFormat,
+    answer_of,
+    error_body,
+    for_provider,
+    for_route,
+    parse_request,
+    success_body,
 )
 
 DUMMY_API_KEY = "referee-scripted-judge-key"
 
-
-def _text_of(content: Any) -> str:
-    """Text of a message content in any of the three APIs' shapes."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(t for t in (_text_of(item) for item in content) if t)
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        for key in ("content", "parts"):
-            if key in content:
-                return _text_of(content[key])
-    return ""
-
-
-def _parse_request(path: str, body: dict[str, Any]) -> tuple[str, str, str, str, str | None,
-                                                             float | None, int | None]:
-    """(provider, api_style, model, prompt, system, temperature, max_tokens) of a request."""
-    route = urlsplit(path).path
-    if route.endswith("/chat/completions"):
-        messages = body.get("messages") or []
-        system = "\n".join(_text_of(m.get("content")) for m in messages
-                           if m.get("role") in ("system", "developer")) or None
-        prompt = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
-        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-        return ("openai", "chat", str(body.get("model", "")), prompt, system,
-                body.get("temperature"), max_tokens)
-    if route.endswith("/responses"):
-        raw_input = body.get("input")
-        if isinstance(raw_input, list):
-            prompt = "\n".join(_text_of(item) for item in raw_input
-                               if not isinstance(item, dict) or item.get("role", "user") == "user")
-        else:
-            prompt = _text_of(raw_input)
-        return ("openai", "responses", str(body.get("model", "")), prompt,
-                body.get("instructions"), body.get("temperature"), body.get("max_output_tokens"))
-    if route.endswith("/messages"):
-        messages = body.get("messages") or []
-        prompt = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "user")
-        system = _text_of(body.get("system")) or None
-        return ("anthropic", "messages", str(body.get("model", "")), prompt, system,
-                body.get("temperature"), body.get("max_tokens"))
-    if ":generateContent" in route:
-        model = unquote(route.rsplit("/models/", 1)[-1].split(":", 1)[0])
-        contents = body.get("contents") or []
-        if isinstance(contents, list):
-            prompt = "\n".join(_text_of(c) for c in contents
-                               if not isinstance(c, dict) or c.get("role", "user") == "user")
-        else:
-            prompt = _text_of(contents)
-        instruction = body.get("systemInstruction", body.get("system_instruction"))
-        generation = body.get("generationConfig", body.get("generation_config")) or {}
-        return ("google", "generate_content", model, prompt, _text_of(instruction) or None,
-                generation.get("temperature"),
-                generation.get("maxOutputTokens", generation.get("max_output_tokens")))
-    raise LookupError(route)
-
-
-def _anthropic_breakpoint(body: dict[str, Any], system: str | None) -> int | None:
-    """Where the last ``cache_control`` block ends in the request's ``cache_text``."""
-    found: int | None = None
-    system_blocks = body.get("system")
-    if isinstance(system_blocks, list):
-        offset = 0
-        for block in system_blocks:
-            text = _text_of(block)
-            if not text:
-                continue
-            offset += len(text)
-            if isinstance(block, dict) and block.get("cache_control"):
-                found = offset
-            offset += 1  # the "\n" _text_of joins blocks with
-    offset = len(system or "") + 2
-    first_text = True
-    for message in body.get("messages") or []:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else [content]
-        for block in blocks:
-            text = _text_of(block)
-            if not text:
-                continue
-            if not first_text:
-                offset += 1
-            first_text = False
-            offset += len(text)
-            if isinstance(block, dict) and block.get("cache_control"):
-                found = offset
-    return found
-
-
-def _success_body(request: RecordedRequest, reply: Reply, text: str,
-                  use: CacheUse | None = None) -> dict[str, Any]:
-    input_tokens, output_tokens = token_counts(reply, request)
-    cached = min(use.cached_tokens, input_tokens) if use is not None else 0
-    written = min(use.write_tokens, input_tokens - cached) if use is not None else 0
-    request.input_tokens, request.output_tokens = input_tokens, output_tokens
-    request.cached_input_tokens, request.cache_write_tokens = cached, written
-    now = int(time.time())
-    ident = uuid.uuid4().hex[:24]
-    calls = [(call.call_id or f"call_{uuid.uuid4().hex[:20]}", call) for call in reply.tool_calls]
-    if request.api_style == "chat":
-        return {
-            "id": f"chatcmpl-{ident}", "object": "chat.completion", "created": now,
-            "model": request.model,
-            "choices": [{"index": 0, "finish_reason": (
-                "length" if reply.cut_off else "tool_calls" if calls else "stop"),
-                         "logprobs": None, "message": _chat_message(text, calls, reply)}],
-            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
-                      "total_tokens": input_tokens + output_tokens,
-                      "prompt_tokens_details": {"cached_tokens": cached}},
-        }
-    if request.api_style == "responses":
-        output: list[dict[str, Any]] = []
-        if reply.thinking:
-            output.append({"type": "reasoning", "id": f"rs_{ident}", "summary": [
-                {"type": "summary_text", "text": reply.thinking}]})
-        if text or not calls:
-            output.append({"type": "message", "id": f"msg_{ident}", "status": "completed",
-                           "role": "assistant",
-                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
-        output.extend({"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:20]}", "call_id": call_id,
-                       "name": call.name, "arguments": json.dumps(call.arguments),
-                       "status": "completed"} for call_id, call in calls)
-        return {
-            "id": f"resp_{ident}", "object": "response", "created_at": now,
-            "status": "incomplete" if reply.cut_off else "completed",
-            "model": request.model, "output": output, "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"} if reply.cut_off else None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                      "total_tokens": input_tokens + output_tokens,
-                      "input_tokens_details": {"cached_tokens": cached},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
-        }
-    if request.provider == "anthropic":
-        content: list[dict[str, Any]] = []
-        if reply.thinking:
-            content.append({"type": "thinking", "thinking": reply.thinking,
-                            "signature": "scripted"})
-        if text or not calls:
-            content.append({"type": "text", "text": text})
-        content.extend({"type": "tool_use", "id": call_id, "name": call.name,
-                        "input": call.arguments} for call_id, call in calls)
-        return {
-            "id": f"msg_{ident}", "type": "message", "role": "assistant", "model": request.model,
-            "content": content, "stop_reason": (
-                "max_tokens" if reply.cut_off else "tool_use" if calls else "end_turn"),
-            "stop_sequence": None,
-            # Anthropic counts cache reads and writes apart from input_tokens.
-            "usage": {"input_tokens": input_tokens - cached - written,
-                      "output_tokens": output_tokens, "cache_read_input_tokens": cached,
-                      "cache_creation_input_tokens": written},
-        }
-    parts: list[dict[str, Any]] = []
-    if reply.thinking:
-        parts.append({"text": reply.thinking, "thought": True})
-    if text or not calls:
-        parts.append({"text": text})
-    parts.extend({"functionCall": {"id": call_id, "name": call.name, "args": call.arguments}}
-                 for call_id, call in calls)
-    return {
-        "candidates": [{"content": {"role": "model", "parts": parts},
-                        "finishReason": "MAX_TOKENS" if reply.cut_off else "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
-                          "totalTokenCount": input_tokens + output_tokens,
-                          **({"cachedContentTokenCount": cached} if cached else {})},
-        "modelVersion": request.model,
-    }
-
-
-def _as_served(body: dict[str, Any], request: RecordedRequest, model: str | None,
-               fingerprint: str | None) -> None:
-    """Name ``model`` as the one that served the reply (each API's field), and, in Chat
-    Completions, ``fingerprint`` as its system_fingerprint."""
-    if model is not None:
-        body["modelVersion" if request.provider == "google" else "model"] = model
-    if fingerprint is not None and request.api_style == "chat":
-        body["system_fingerprint"] = fingerprint
-
-
-def _chat_message(text: str, calls: list[tuple[str, ScriptedToolCall]],
-                  reply: Reply) -> dict[str, Any]:
-    """A Chat Completions assistant message; with tool calls, empty text is sent as null.
-
-    ``reply.content_json`` replaces the content as given (null, an object, a list of parts).
-    """
-    content = text if text or not calls else None
-    if reply.content_json is not None:
-        content = json.loads(reply.content_json)
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
-    if calls:
-        message["tool_calls"] = [
-            {"id": call_id, "type": "function",
-             "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
-            for call_id, call in calls]
-    return message
-
-
-def _error_body(provider: str, status: int, message: str) -> dict[str, Any]:
-    if provider == "anthropic":
-        kind = "rate_limit_error" if status == 429 else (
-            "overloaded_error" if status == 529 else "api_error")
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    if provider == "google":
-        names = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
-                 400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND"}
-        return {"error": {"code": status, "message": message,
-                          "status": names.get(status, "UNKNOWN")}}
-    return {"error": {"message": message, "type": "scripted_error", "param": None,
-                      "code": str(status)}}
-
-
-def _duration(seconds: float) -> str:
-    """OpenAI's reset format: ``"20ms"``, ``"1.5s"``, ``"6m0s"``."""
-    if seconds < 1.0:
-        return f"{math.ceil(seconds * 1000)}ms"
-    if seconds < 60.0:
-        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
-    return f"{int(seconds // 60)}m{seconds % 60:.0f}s"
-
-
-def _instant(seconds: float) -> str:
-    """Anthropic's reset format: an RFC 3339 UTC instant."""
-    when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _rate_limit_headers(provider: str, state: RateLimitState) -> dict[str, str]:
-    """The rate-limit headers each provider sends; on a 429 also when to retry."""
-    headers: dict[str, str] = {}
-    if provider == "openai":
-        for kind, limit, remaining, reset in (
-                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
-                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
-            if limit:
-                headers[f"x-ratelimit-limit-{kind}"] = str(int(limit))
-                headers[f"x-ratelimit-remaining-{kind}"] = str(max(int(remaining), 0))
-                headers[f"x-ratelimit-reset-{kind}"] = _duration(reset)
-    elif provider == "anthropic":
-        for kind, limit, remaining, reset in (
-                ("requests", state.rpm, state.remaining_requests, state.reset_requests_s),
-                ("tokens", state.tpm, state.remaining_tokens, state.reset_tokens_s)):
-            if limit:
-                prefix = f"anthropic-ratelimit-{kind}"
-                headers[f"{prefix}-limit"] = str(int(limit))
-                headers[f"{prefix}-remaining"] = str(max(int(remaining), 0))
-                headers[f"{prefix}-reset"] = _instant(reset)
-    if not state.admitted:
-        if provider == "openai":
-            headers["retry-after-ms"] = str(max(math.ceil(state.retry_after_s * 1000), 1))
-        headers["retry-after"] = str(max(math.ceil(state.retry_after_s), 1))
-    return headers
+# A reader and answerer of single requests outside this server (a batch service answering each
+# item as this server would) finds these here under their former names.
+_parse_request, _success_body, _error_body = parse_request, success_body, error_body
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -334,7 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("body is not a JSON object")
-            parsed = _parse_request(path, body)
+            route = urlsplit(path).path
+            wire = for_route(route)  # every answer to this request is in this API's format
+            parsed = wire.parse(route, body)
         except LookupError:
             self._send_json(404, {"error": {"message": f"no scripted route for {path}"}})
             return
@@ -350,8 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "the scripted judge does not stream; "
                                                        "call without stream=True"}})
             return
-        provider, api_style, model, prompt, system, temperature, max_tokens = parsed
-        if api_style == "responses" and not owner.responses_api:
+        if wire.api_style == "responses" and not owner.responses_api:
             # llama-cpp-python's server: FastAPI's 404 for a route it does not have.
             self._send_json(404, {"detail": "Not Found"})
             return
@@ -361,57 +114,56 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             # A server with N slots answers N requests at once; the others wait their turn here,
             # and their wait is part of the latency the client sees (llama.cpp's --parallel).
-            request = owner._record(self, path, provider, api_style, model, prompt, system,
-                                    temperature, max_tokens, body)
+            request = owner._record(self, path, wire, parsed, body)
             slot = owner._take_slot()
             if not slot:
-                self._send_json(503, _error_body(provider, 503, "the scripted server stopped"))
+                self._send_json(503, wire.error_body(503, "the scripted server stopped"))
                 return
             limits = owner._admit(request)
             if limits is not None and not limits.admitted:
-                self._send_json(429, _error_body(provider, 429, "scripted rate limit reached"),
-                                _rate_limit_headers(provider, limits))
+                self._send_json(429, wire.error_body(429, "scripted rate limit reached"),
+                                wire.rate_limit_headers(limits))
                 return
             try:
                 outcome = owner.script.decide(request)
             except Exception as exc:
                 # A broken responder must show up in the test, not as a mysterious disconnect.
                 owner._responder_failed(exc)
-                self._send_json(500, _error_body(
-                    provider, 500, f"scripted responder raised {type(exc).__name__}: {exc}"))
+                self._send_json(500, wire.error_body(
+                    500, f"scripted responder raised {type(exc).__name__}: {exc}"))
                 return
-            self._answer(request, outcome, limits)
+            self._answer(wire, request, outcome, limits)
         finally:
             self._leave_in_flight()
             if slot:
                 owner._give_slot()
 
-    def _reply(self, request: RecordedRequest, reply: Reply, wait_s: float,
+    def _reply(self, wire: WireFormat, request: RecordedRequest, reply: Reply, wait_s: float,
                headers: dict[str, str] | None = None) -> None:
         owner = self.server.owner
         use = owner._cache_lookup(request)
         if wait_s:
             owner._stopping.wait(wait_s)
-        body = _success_body(request, reply, reply.text, use)
-        _as_served(body, request, owner.served_model, owner.system_fingerprint)
+        body = wire.success_body(request, answer_of(request, reply, reply.text, use))
+        wire.name_served(body, owner.served_model, owner.system_fingerprint)
         # Stored before the reply goes out: a client that reads it and at once sends a
         # sibling must find the prefix cached, as it would at the provider.
         owner._cache_store(request, use)
         self._send_json(200, body, headers)
 
-    def _answer(self, request: RecordedRequest, outcome: Reply | Fault,
+    def _answer(self, wire: WireFormat, request: RecordedRequest, outcome: Reply | Fault,
                 limits: RateLimitState | None = None) -> None:
         if isinstance(outcome, Reply):
             headers = None
             if limits is not None:
                 self.server.owner._charge_reply(request, outcome)
-                headers = _rate_limit_headers(request.provider, limits)
-            self._reply(request, outcome, outcome.latency_s, headers)
+                headers = wire.rate_limit_headers(limits)
+            self._reply(wire, request, outcome, outcome.latency_s, headers)
             return
         owner = self.server.owner
         fault = outcome
         if fault.kind == "latency":
-            self._reply(request, Reply(), fault.seconds or 0.0)
+            self._reply(wire, request, Reply(), fault.seconds or 0.0)
         elif fault.kind == "status":
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
             if fault.retry_after_ms is not None:
@@ -420,14 +172,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_raw(fault.status, fault.body.encode("utf-8"), "application/json",
                                headers)
             else:
-                self._send_json(fault.status, _error_body(
-                    request.provider, fault.status, f"scripted HTTP {fault.status}"), headers)
+                self._send_json(fault.status, wire.error_body(
+                    fault.status, f"scripted HTTP {fault.status}"), headers)
         elif fault.kind == "empty":
-            self._send_json(200, _success_body(request, Reply(text=""), ""))
+            self._send_json(200, wire.success_body(request, answer_of(request, Reply(text=""), "")))
         elif fault.kind == "non_json":
             self._send_raw(200, (fault.body or "not json").encode("utf-8"), "application/json")
         elif fault.kind == "truncated":
-            payload = json.dumps(_success_body(request, Reply(), "Yes")).encode("utf-8")
+            payload = json.dumps(wire.success_body(request, answer_of(request, Reply(), "Yes"))
+                                 ).encode("utf-8")
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -629,7 +382,7 @@ class ScriptedJudgeServer(ScriptedJudge):
         without the prefix is served too.
         """
         root = self._root
-        return f"{root}/v1" if provider == "openai" else root
+        return root + for_provider(provider).sdk_base_path
 
     @property
     def _root(self) -> str:
@@ -713,14 +466,12 @@ class ScriptedJudgeServer(ScriptedJudge):
             self._connections += 1
             return self._connections
 
-    def _record(self, handler: _Handler, path: str, provider: str, api_style: str, model: str,
-                prompt: str, system: str | None, temperature: float | None,
-                max_tokens: int | None, body: dict[str, Any]) -> RecordedRequest:
+    def _record(self, handler: _Handler, path: str, wire: WireFormat, parsed: ParsedRequest,
+                body: dict[str, Any]) -> RecordedRequest:
         return self._append_request(
-            method=handler.command, path=path, provider=provider, api_style=api_style,
-            model=model, prompt=prompt, system=system, temperature=temperature,
-            max_tokens=max_tokens, body=body,
+            method=handler.command, path=path, provider=wire.provider, api_style=wire.api_style,
+            model=parsed.model, prompt=parsed.prompt, system=parsed.system,
+            temperature=parsed.temperature, max_tokens=parsed.max_tokens, body=body,
             headers={k.lower(): v for k, v in handler.headers.items()},
             connection_id=handler.connection_id, arrived_at=time.monotonic(),
-            cache_breakpoint=(_anthropic_breakpoint(body, system) if provider == "anthropic"
-                              else None))
+            cache_breakpoint=wire.cache_breakpoint(body, parsed.system))

@@ -25,7 +25,8 @@ from referee.judge import (
     provider_for_model,
     reply_evidence,
 )
-from referee.judge.binding import JudgeBinding, with_temperature
+from referee.judge.binding import JudgeBinding, bind_cascade, with_temperature
+from referee.judge.cascade import JudgeCascade
 from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
 from referee.judge.panel import JudgePanel
 from referee.usage import TokenUsage
@@ -105,15 +106,21 @@ class LLMCallerMixin(JudgedCriterionBase):
     judge_system_prompt: str = JUDGE_SYSTEM_PROMPT
     judge: JudgeConfig | None = None
     panel: JudgePanel | None = None
+    cascade: JudgeCascade | None = None  # judge=JudgeCascade(...): referee/judge/cascade.py
     # The judge is named by model (config.judge_model), not resolved in layers.
     judge_defaults = DEFAULT_JUDGES[AGENT_EVALUATOR]
     # Whether a judge panel (``panel``, ``config.judge_panel``) may judge it.
     accepts_panel = True
 
     def look_up_judge(self) -> JudgeBinding:
-        """``panel``, else ``judge=`` (each at temperature 0.3 unless it chose one), else
-        ``config.judge_panel``, else the judge ``config.judge_model`` names when a provider can
-        serve it."""
+        """``cascade``, else ``panel``, else ``judge=`` (each at temperature 0.3 unless it chose
+        one), else ``config.judge_panel``, else the judge ``config.judge_model`` names when a
+        provider can serve it."""
+        if self.cascade is not None:
+            return bind_cascade(self.cascade, self._bind_stage)
+        if self.config.judge_cascade is not None and self.accepts_panel \
+                and self.judge is None and self.panel is None:
+            return bind_cascade(self.config_cascade(), self._bind_stage)
         panel = self.panel if self.panel is not None else (
             self.config_panel() if self.judge is None and self.accepts_panel else None)
         temperature = self.judge_defaults.temperature
@@ -127,6 +134,14 @@ class LLMCallerMixin(JudgedCriterionBase):
             return JudgeBinding(unreachable_model=self.config.judge_model)
         return JudgeBinding(judge=judge)
 
+    def _bind_stage(self, stage: JudgeConfig | JudgePanel) -> JudgeBinding:
+        """A cascade stage bound as ``judge=`` or ``panel`` would be."""
+        temperature = self.judge_defaults.temperature
+        if isinstance(stage, JudgePanel):
+            members = [with_temperature(m, temperature) for m in stage.members]
+            return JudgeBinding(panel=stage.model_copy(update={"members": members}))
+        return JudgeBinding(judge=with_temperature(stage, temperature))
+
     def _judge_for_model(self, model_name: str, *, available_only: bool = True
                          ) -> JudgeConfig | None:
         # An api_style the user did not set follows the endpoint: the documented Responses API
@@ -138,27 +153,43 @@ class LLMCallerMixin(JudgedCriterionBase):
                                       base_url=self.config.base_url,
                                       available_only=available_only)
 
+    def config_cascade(self) -> JudgeCascade:
+        """The cascade ``config.judge_cascade`` names, its stages resolved as ``judge_model``
+        is."""
+        spec = self.config.judge_cascade
+        assert spec is not None
+        cascade: JudgeCascade = spec.cascade_of(self._judges_named(spec.models, "judge_cascade"))
+        return cascade
+
     def config_panel(self) -> JudgePanel | None:
         """The panel ``config.judge_panel`` names, its members resolved as ``judge_model`` is
         (now: the environment may have changed since the config was made)."""
         spec = self.config.judge_panel
         if spec is None:
             return None
-        members = []
-        for name in spec.models:
-            member = self._judge_for_model(name, available_only=False)
-            if member is None:  # the config's validation names the field first
-                raise ValueError(f"judge_panel: {name!r} names no provider")
-            members.append(member)
-        return JudgePanel(members=members, aggregate=spec.aggregate, weights=spec.weights,
-                          quorum=spec.quorum)
+        return JudgePanel(members=self._judges_named(spec.models, "judge_panel"),
+                          aggregate=spec.aggregate, weights=spec.weights, quorum=spec.quorum)
+
+    def _judges_named(self, models: list[str], field: str) -> list[JudgeConfig]:
+        judges = []
+        for name in models:
+            judge = self._judge_for_model(name, available_only=False)
+            if judge is None:  # the config's validation names the field first
+                raise ValueError(f"{field}: {name!r} names no provider")
+            judges.append(judge)
+        return judges
 
     @property
     def judge_model_name(self) -> str:
         """The judge's name for ``details["judge_model"]``: ``provider/model`` for a given
         ``judge``, else ``config.judge_model``."""
-        if self.judge is not None:
-            return f"{self.judge.provider}/{self.judge.model}"
+        judge = self.judge
+        if self.cascade is not None or (judge is None and self.panel is None
+                                        and self.config.judge_cascade is not None
+                                        and self.accepts_panel):
+            judge = self.judge_binding().first  # the stage scoring now, else the strong one
+        if judge is not None:
+            return f"{judge.provider}/{judge.model}"
         return self.config.judge_model
 
     async def _call_provider_json(self, provider: str, prompt: str, sample_index: int | None

@@ -21,7 +21,8 @@ from referee.criteria.llm.replies import reply_text
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, reply_evidence
-from referee.judge.panel import JudgePanel, ask_panel, check_judge, combine_member_scores
+from referee.judge.cascade import JudgeCascade, check_judge_or_cascade
+from referee.judge.panel import JudgePanel, ask_panel, combine_member_scores
 from referee.result import CriterionResult, ErrorKind
 from referee.usage import TokenUsage
 
@@ -78,15 +79,18 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
     reads = ("actual_response",)
 
     def __init__(self, config: CriterionConfig | None = None, *,
-                 judge: JudgeConfig | JudgePanel | list[JudgeConfig] | None = None) -> None:
+                 judge: JudgeConfig | JudgePanel | JudgeCascade | list[JudgeConfig] | None = None
+                 ) -> None:
         super().__init__(config)
-        judge = check_judge(type(self).__name__, judge)
+        judge = check_judge_or_cascade(type(self).__name__, judge)
         if not self.accepts_panel and (isinstance(judge, JudgePanel)
                                        or self.config.judge_panel is not None):
             raise TypeError(f"{type(self).__name__}: judge must be a JudgeConfig; this "
                             "criterion does not take a judge panel")
         self.panel = judge if isinstance(judge, JudgePanel) else None
         self.judge = judge if isinstance(judge, JudgeConfig) else None
+        if isinstance(judge, JudgeCascade):
+            self.cascade = judge
 
     # Hooks -----------------------------------------------------------------------------------
 
