@@ -20,8 +20,8 @@ from typing import IO, Any
 from referee.case import EvalCase
 from referee.content._vision import refuse_blind_judges
 from referee.criteria.base import Criterion
-from referee.judge.providers import rules_for
 from referee.judge.batch import batch_journal, batch_progress
+from referee.judge.providers import rules_for
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
