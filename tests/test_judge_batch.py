@@ -94,6 +94,30 @@ def test_same_suite_gives_the_same_verdicts_online_and_by_batch_at_half_the_bill
     assert "12 by batch API (online: $" in batch_usage.describe()
 
 
+def test_a_batch_run_keeps_every_case_in_flight_unless_a_concurrency_is_chosen(service,
+                                                                              tmp_path):
+    """At the default of 8 cases at once, 20 cases went out as 3 batches one after another
+    (hours each at a provider); unchosen, a batch run keeps them all in flight: one batch."""
+    from referee.run.engine import DEFAULT_CONCURRENCY
+    from referee.run.session import BATCH_API_CASE_CONCURRENCY
+
+    assert BATCH_API_CASE_CONCURRENCY > DEFAULT_CONCURRENCY
+    cfg = service.judge_config("openai", MODELS["openai"])
+
+    def twenty(run: str) -> EvalSuite:  # the run in each prompt: no reply cached for the other
+        suite = EvalSuite("batch")
+        suite.add_cases([EvalCase(input=f"[{run} case-{i}] refund window?") for i in range(20)])
+        return suite.add_evaluator(CustomRubric([RUBRIC[0]], judge=cfg))
+
+    report = twenty("default").run(model, verbose=False, runs_dir=tmp_path / "default")
+    assert report.passed == 20
+    assert (service.batches_created, service.items_received) == (1, 20)
+    report = twenty("chosen").run(model, verbose=False, runs_dir=tmp_path / "chosen",
+                                  concurrency=8)
+    assert report.passed == 20
+    assert service.batches_created == 1 + 3  # 8 + 8 + 4: the chosen concurrency holds
+
+
 def test_batch_price_is_half_the_online_price_for_identical_tokens():
     for provider, model_name in MODELS.items():
         online = usage_for(model_name, 12_000, 800, cached_input_tokens=4_000)

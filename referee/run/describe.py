@@ -85,6 +85,19 @@ def describe_run(criteria: Sequence[Criterion]) -> RunDescription:
                               zip(labels, criteria)) if threshold is not None})
 
 
+def asks_by_batch_api(criteria: Sequence[Criterion]) -> bool:
+    """Whether any bound judge of ``criteria`` (a panel member or cascade stage too) sends its
+    requests by a provider's batch API."""
+    for criterion in judged_criteria(criteria):
+        binding = _binding(criterion)
+        if binding is None:
+            continue
+        stages = binding.stages or (binding,)
+        if any(member.effective_batch_api for stage in stages for member in stage.members):
+            return True
+    return False
+
+
 def _judge_table_threshold(criterion: Criterion) -> float | None:
     """The threshold ``criterion`` takes from the built-in per-judge table; None when it was
     given one, or its threshold does not depend on the judge."""

@@ -157,11 +157,19 @@ class RunOptions(BaseModel):
             return values
         if values.get("quiet"):
             values = {**values, "verbose": False}
+        if "concurrency" in values and values["concurrency"] is None:
+            # Not chosen: the default applies, and concurrency_chosen says so.
+            values = {k: v for k, v in values.items() if k != "concurrency"}
         if values.get("formats") is None:
             values = {**values, "formats": default_formats(
                 verbose=values.get("verbose", True) is not False,
                 stored=values.get("save", True) is not False or values.get("resume") is not None)}
         return values
+
+    @property
+    def concurrency_chosen(self) -> bool:
+        """Whether the caller set ``concurrency`` (a run by batch API raises the default)."""
+        return "concurrency" in self.model_fields_set
 
     @field_validator("concurrency", mode="before")
     @classmethod

@@ -31,6 +31,7 @@ from referee.run.backends import CaseExecutor, resolve_backend
 from referee.run.describe import (  # noqa: F401  # importable here, their earlier home
     NO_PROVIDER,
     announce_judges,
+    asks_by_batch_api,
     criteria_difference,
     describe_criteria,
     describe_judges,
@@ -143,7 +144,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
         store = RunStore.create(options.runs_dir, report, case_ids=keys,
                                 extra_meta=run_meta)
     try:
-        engine = Engine(criteria, concurrency=options.concurrency, timeout=options.timeout,
+        engine = Engine(criteria, concurrency=_case_concurrency(options, criteria),
+                        timeout=options.timeout,
                         progress=make_progress(options.verbose, name), store=store,
                         case_retry=options.judge_retry, runs=options.runs,
                         criterion_concurrency=options.criterion_concurrency,
@@ -250,3 +252,16 @@ def summary_line(report: EvalReport) -> str:
     return (f"{report.name or 'run'}: {report.passed} passed, {report.failed} failed, "
             f"{report.errors} errors{errors}, {report.skipped} skipped of {report.total}; "
             f"pass_rate {report.pass_rate:.1%}, error_rate {report.error_rate:.1%}")
+
+
+# A case waiting on a provider batch holds its slot for minutes or hours, so a batch is only as
+# large as the cases in flight: at the default of 8, a run went out in waves of 8 cases, one
+# batch after another. Unless the caller chose a concurrency, a run whose judge asks by batch
+# API keeps this many cases in flight (each a few KB while it waits).
+BATCH_API_CASE_CONCURRENCY = 1000
+
+
+def _case_concurrency(options: RunOptions, criteria: Sequence[Criterion]) -> int:
+    if not options.concurrency_chosen and asks_by_batch_api(criteria):
+        return max(options.concurrency, BATCH_API_CASE_CONCURRENCY)
+    return options.concurrency

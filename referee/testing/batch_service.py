@@ -21,12 +21,21 @@ import threading
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretStr
 
 from referee.judge.config import DEFAULT_MODELS, JudgeConfig, declare_provider_endpoint
+from referee.testing.batch_wire import (
+    ANTHROPIC,
+    BATCH_APIS,
+    GEMINI,
+    OPENAI,
+    Batch,
+    BatchAPI,
+    ItemResult,
+    anthropic_result,
+)
 from referee.testing.script import (
     Fault,
     Outcome,
@@ -36,48 +45,11 @@ from referee.testing.script import (
     ScriptedJudge,
     token_counts,
 )
-from referee.testing.server import DUMMY_API_KEY, _error_body, _parse_request, _success_body
+from referee.testing.server import DUMMY_API_KEY, _parse_request, _success_body
+from referee.testing.wire import for_provider
 
 # OpenAI's batch endpoints: the item URLs a batch may name.
 OPENAI_BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
-# The error type Anthropic names for each HTTP status (an errored batch item carries it).
-_ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                          403: "permission_error", 404: "not_found_error",
-                          413: "request_too_large", 429: "rate_limit_error",
-                          529: "overloaded_error"}
-
-
-@dataclass
-class _ItemResult:
-    """One item's outcome: the reply body (HTTP 200), or an error the provider would report."""
-
-    body: dict[str, Any] | None = None
-    status: int = 200
-    error_code: str | None = None   # "batch_expired", "batch_cancelled", an HTTP error's type
-    error_message: str = ""
-
-
-@dataclass
-class _Batch:
-    id: str
-    provider: str               # "openai" | "anthropic"
-    endpoint: str               # the items' URL path ("/v1/chat/completions", "/v1/messages")
-    items: list[tuple[str, dict[str, Any]]]  # (custom_id, request body)
-    created_at: float
-    ends_at: float              # time.time() at which it finishes processing
-    input_file_id: str | None = None
-    tokens: int = 0             # its items' estimated prompt tokens (the enqueued-token count)
-    expire_after: int | None = None  # expires once this many items were answered
-    failure: tuple[str, str] | None = None  # (code, message): failed validation
-    cancel_requested: float | None = None
-    ended_at: float | None = None
-    state: str = "in_progress"  # in_progress, ended, failed, expired, cancelled
-    results: dict[str, _ItemResult] = field(default_factory=dict)
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    metadata: dict[str, Any] | None = None
-    item_metadata: dict[str, Any] = field(default_factory=dict)  # Gemini's, echoed back
-
 
 class ScriptedBatchService(ScriptedJudge):
     """A scripted batch service on 127.0.0.1 (ephemeral port), served from a background thread.
@@ -101,7 +73,7 @@ class ScriptedBatchService(ScriptedJudge):
         self._host = host
         self.processing_s = processing_s
         self.enqueued_token_limit = enqueued_token_limit
-        self._batches: dict[str, _Batch] = {}
+        self._batches: dict[str, Batch] = {}
         self._files: dict[str, bytes] = {}
         self._expiries: list[int] = []  # per batch to come: items answered before it expires
         self._calls: Counter[str] = Counter()
@@ -162,13 +134,13 @@ class ScriptedBatchService(ScriptedJudge):
         if failure:
             self._thread = None
             raise failure[0]
-        declare_provider_endpoint(self._root)
+        declare_provider_endpoint(self.root)
         return self
 
     def stop(self) -> None:
         if self._thread is None or self._loop is None:
             return
-        declare_provider_endpoint(self._root, declared=False)
+        declare_provider_endpoint(self.root, declared=False)
         loop = self._loop
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -199,20 +171,20 @@ class ScriptedBatchService(ScriptedJudge):
         app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/models/{{model:[^/:]+}}"
                             ":batchGenerateContent", self._gemini_create)
         app.router.add_get(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}",
-                           functools.partial(self._retrieve, provider="google"))
+                           functools.partial(self._retrieve, api=GEMINI))
         app.router.add_post(f"{p}/{{version:v1[a-z0-9]*}}/batches/{{batch_id:[^/:]+}}:cancel",
-                            functools.partial(self._cancel, provider="google"))
+                            functools.partial(self._cancel, api=GEMINI))
         # The online APIs beside the batch ones, as at the provider (a batch_fallback="online"
         # request comes here), answered by the same script.
-        for online in ("/v1/chat/completions", "/v1/responses", "/v1/messages",
-                       "/{version:v1[a-z0-9]*}/models/{model:[^/:]+}:generateContent"):
-            app.router.add_post(f"{p}{online}", self._online)
-        for provider, batches in (("openai", f"{p}/v1/batches"),
-                                  ("anthropic", f"{p}/v1/messages/batches")):
+        for api in BATCH_APIS:
+            for online in api.online_routes:
+                app.router.add_post(f"{p}{online}", functools.partial(self._online, api=api))
+        for api, batches in ((OPENAI, f"{p}/v1/batches"),
+                             (ANTHROPIC, f"{p}/v1/messages/batches")):
             app.router.add_get(f"{batches}/{{batch_id}}",
-                               functools.partial(self._retrieve, provider=provider))
+                               functools.partial(self._retrieve, api=api))
             app.router.add_post(f"{batches}/{{batch_id}}/cancel",
-                                functools.partial(self._cancel, provider=provider))
+                                functools.partial(self._cancel, api=api))
         runner = web.AppRunner(app, access_log=None)
         try:
             loop.run_until_complete(runner.setup())
@@ -239,12 +211,13 @@ class ScriptedBatchService(ScriptedJudge):
         return f"http://{self._host}:{self._port}"
 
     @property
-    def _root(self) -> str:
+    def root(self) -> str:
+        """Where this service's APIs are, before each SDK's own base path."""
         return f"{self.url}{self._prefix}"
 
     def base_url(self, provider: str = "openai") -> str:
         """The base URL each SDK expects (OpenAI's includes /v1)."""
-        return f"{self._root}/v1" if provider == "openai" else self._root
+        return f"{self.root}{for_provider(provider).sdk_base_path}"
 
     def judge_config(self, provider: str = "openai", model: str | None = None,
                      api_style: str = "chat", **overrides: Any) -> JudgeConfig:
@@ -262,14 +235,13 @@ class ScriptedBatchService(ScriptedJudge):
         with self._lock:
             self._calls[call] += 1
 
-    def _new_batch(self, provider: str, endpoint: str,
+    def _new_batch(self, api: BatchAPI, endpoint: str,
                    items: list[tuple[str, dict[str, Any]]], *, input_file_id: str | None = None,
-                   metadata: dict[str, Any] | None = None) -> _Batch:
+                   metadata: dict[str, Any] | None = None) -> Batch:
         now = time.time()
         tokens = sum(self._item_tokens(endpoint, body) for _, body in items)
-        prefix = {"openai": "batch_", "anthropic": "msgbatch_"}.get(provider, "")
-        batch = _Batch(id=f"{prefix}{uuid.uuid4().hex[:24]}",
-                       provider=provider, endpoint=endpoint, items=items, created_at=now,
+        batch = Batch(id=f"{api.id_prefix}{uuid.uuid4().hex[:24]}",
+                       api=api, endpoint=endpoint, items=items, created_at=now,
                        ends_at=now + self.processing_s, input_file_id=input_file_id,
                        tokens=tokens, metadata=metadata)
         with self._lock:
@@ -295,7 +267,7 @@ class ScriptedBatchService(ScriptedJudge):
             return 0
         return token_counts(Reply(), request)[0]
 
-    def _advance(self, batch: _Batch) -> None:
+    def _advance(self, batch: Batch) -> None:
         """Bring a batch to where the clock says it is; called with the lock held."""
         if batch.state != "in_progress":
             return
@@ -313,24 +285,23 @@ class ScriptedBatchService(ScriptedJudge):
                 self._finish(batch, answered=len(batch.items), end_state="ended", code="",
                              message="")
 
-    def _finish(self, batch: _Batch, *, answered: int, end_state: str, code: str,
+    def _finish(self, batch: Batch, *, answered: int, end_state: str, code: str,
                 message: str) -> None:
         for position, (custom_id, body) in enumerate(batch.items):
             if position < answered:
-                batch.results[custom_id] = self._answer(batch.endpoint, body)
+                batch.results[custom_id] = self._answer(batch.api, batch.endpoint, body)
             else:
-                batch.results[custom_id] = _ItemResult(status=0, error_code=code,
+                batch.results[custom_id] = ItemResult(status=0, error_code=code,
                                                        error_message=message)
         batch.state, batch.ended_at = end_state, time.time()
-        if batch.provider == "openai":
-            self._write_openai_files(batch)
+        batch.api.ended(self, batch)
 
-    def _answer(self, endpoint: str, body: dict[str, Any]) -> _ItemResult:
+    def _answer(self, api: BatchAPI, endpoint: str, body: dict[str, Any]) -> ItemResult:
         """One item, answered by the script as the online server answers a request."""
         try:
             parsed = _parse_request(endpoint, body)
         except (LookupError, ValueError, TypeError, AttributeError) as exc:
-            return _ItemResult(status=400, error_code="invalid_request",
+            return ItemResult(status=400, error_code="invalid_request",
                                error_message=f"bad request body: {exc}")
         provider, api_style, model, prompt, system, temperature, max_tokens = parsed
         # The lock is held: record without ScriptedJudge's helper, which takes it.
@@ -345,44 +316,17 @@ class ScriptedBatchService(ScriptedJudge):
                 outcome = Reply()
             else:
                 status = outcome.status or 500
-                error = _error_body(provider, status, f"scripted HTTP {status}")
-                if provider == "anthropic":
-                    error["error"]["type"] = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
-                return _ItemResult(body=error, status=status,
+                error = api.item_error(status, f"scripted HTTP {status}")
+                return ItemResult(body=error, status=status,
                                    error_code=str(error.get("error", {}).get("type")
                                                   or status),
                                    error_message=f"scripted HTTP {status}")
         reply_body = _success_body(request, outcome, outcome.text)
         request.answered_at = time.monotonic()
-        return _ItemResult(body=reply_body)
+        return ItemResult(body=reply_body)
 
-    def _write_openai_files(self, batch: _Batch) -> None:
-        output: list[str] = []
-        errors: list[str] = []
-        for custom_id, _ in batch.items:
-            result = batch.results[custom_id]
-            line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:20]}",
-                                    "custom_id": custom_id}
-            if result.status == 200:
-                line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
-                                    "body": result.body}
-                line["error"] = None
-                output.append(json.dumps(line))
-            elif result.status:
-                line["response"] = {"status_code": result.status,
-                                    "request_id": uuid.uuid4().hex, "body": result.body}
-                line["error"] = None
-                errors.append(json.dumps(line))
-            else:
-                line["response"] = None
-                line["error"] = {"code": result.error_code, "message": result.error_message}
-                errors.append(json.dumps(line))
-        if output:
-            batch.output_file_id = self._store_file("\n".join(output) + "\n")
-        if errors:
-            batch.error_file_id = self._store_file("\n".join(errors) + "\n")
-
-    def _store_file(self, text: str) -> str:
+    def store_file(self, text: str) -> str:
+        """Keep ``text`` as a file its content call serves; its id. Called with the lock held."""
         file_id = f"file-{uuid.uuid4().hex[:24]}"
         self._files[file_id] = text.encode("utf-8")
         return file_id
@@ -396,7 +340,7 @@ class ScriptedBatchService(ScriptedJudge):
         upload = form.get("file")
         purpose = form.get("purpose")
         if upload is None or not hasattr(upload, "file"):
-            return _json(400, _error_body("openai", 400, "no file in the upload"))
+            return _json(400, OPENAI.error(400, "no file in the upload"))
         content = upload.file.read()
         with self._lock:
             file_id = f"file-{uuid.uuid4().hex[:24]}"
@@ -413,7 +357,7 @@ class ScriptedBatchService(ScriptedJudge):
         with self._lock:
             content = self._files.get(request.match_info["file_id"])
         if content is None:
-            return _json(404, _error_body("openai", 404, "no such file"))
+            return _json(404, OPENAI.error(404, "no such file"))
         return web.Response(body=content, content_type="application/octet-stream")
 
     async def _openai_create(self, request: Any) -> Any:
@@ -423,9 +367,9 @@ class ScriptedBatchService(ScriptedJudge):
         with self._lock:
             content = self._files.get(str(body.get("input_file_id")))
         if content is None:
-            return _json(400, _error_body("openai", 400, "input_file_id names no uploaded file"))
+            return _json(400, OPENAI.error(400, "input_file_id names no uploaded file"))
         if endpoint not in OPENAI_BATCH_ENDPOINTS:
-            return _json(400, _error_body("openai", 400, f"unsupported endpoint {endpoint!r}"))
+            return _json(400, OPENAI.error(400, f"unsupported endpoint {endpoint!r}"))
         items: list[tuple[str, dict[str, Any]]] = []
         problem: str | None = None
         for number, line in enumerate(content.decode("utf-8").splitlines(), 1):
@@ -446,33 +390,32 @@ class ScriptedBatchService(ScriptedJudge):
                 problem = f"line {number}: duplicate custom_id {item.get('custom_id')!r}"
                 break
             items.append((str(item.get("custom_id")), dict(item.get("body") or {})))
-        batch = self._new_batch("openai", endpoint, items, input_file_id=body["input_file_id"],
+        batch = self._new_batch(OPENAI, endpoint, items, input_file_id=body["input_file_id"],
                                 metadata=body.get("metadata"))
         with self._lock:
             if problem is not None:
                 batch.state, batch.failure = "failed", ("invalid_request", problem)
         if problem is None and self._rejects(batch):
             self._count("batches.rejected")
-        return _json(200, self._openai_view(batch))
+        return _json(200, self._view(batch))
 
     async def _list(self, request: Any) -> Any:
         """Newest first, in one page. OpenAI's and Gemini's SDKs both list at
         ``/v1.../batches``; Gemini's is known by its key header."""
         self._count("batches.list")
         if "x-goog-api-key" in request.headers:
-            return _json(200, {"operations": [self._gemini_view(b)
-                                              for b in self._newest("google")]})
-        views = [self._openai_view(b) for b in self._newest("openai")]
+            return _json(200, {"operations": [self._view(b) for b in self._newest(GEMINI)]})
+        views = [self._view(b) for b in self._newest(OPENAI)]
         return _json(200, {"object": "list", "data": views,
                            "first_id": views[0]["id"] if views else None,
                            "last_id": views[-1]["id"] if views else None, "has_more": False})
 
-    def _newest(self, provider: str) -> list[_Batch]:
+    def _newest(self, api: BatchAPI) -> list[Batch]:
         with self._lock:
-            return sorted((b for b in self._batches.values() if b.provider == provider),
+            return sorted((b for b in self._batches.values() if b.api is api),
                           key=lambda b: b.created_at, reverse=True)
 
-    def _rejects(self, batch: _Batch) -> bool:
+    def _rejects(self, batch: Batch) -> bool:
         """Fail ``batch`` for the enqueued-token limit, its own tokens not counted twice."""
         with self._lock:
             queued = sum(b.tokens for b in self._batches.values()
@@ -481,74 +424,36 @@ class ScriptedBatchService(ScriptedJudge):
                 return False
             batch.state = "failed"
             batch.failure = ("token_limit_exceeded", (
-                f"Enqueued token limit reached for {self._model_of(batch)}. Limit: "
+                f"Enqueued token limit reached for {batch.model}. Limit: "
                 f"{self.enqueued_token_limit} enqueued tokens. Please try submitting fewer "
                 "tasks, or wait until your in-progress batches complete."))
             return True
 
-    @staticmethod
-    def _model_of(batch: _Batch) -> str:
-        return str(batch.items[0][1].get("model", "")) if batch.items else ""
-
-    async def _retrieve(self, request: Any, provider: str) -> Any:
+    async def _retrieve(self, request: Any, api: BatchAPI) -> Any:
         self._count("batches.retrieve")
         batch = self._lookup(request.match_info["batch_id"])
         if batch is None:
-            return _json(404, _error_body(provider, 404, "no such batch"))
+            return _json(404, api.error(404, "no such batch"))
         return _json(200, self._view(batch))
 
-    async def _cancel(self, request: Any, provider: str) -> Any:
+    async def _cancel(self, request: Any, api: BatchAPI) -> Any:
         self._count("batches.cancel")
         batch = self._lookup(request.match_info["batch_id"])
         if batch is None:
-            return _json(404, _error_body(provider, 404, "no such batch"))
+            return _json(404, api.error(404, "no such batch"))
         with self._lock:
             if batch.state == "in_progress":
                 batch.cancel_requested = time.time()
             view = self._view(batch, advance=False)
-            if batch.state == "in_progress":  # each API's word for a batch being cancelled
-                view.update({"status": "cancelling"} if batch.provider == "openai"
-                            else {"processing_status": "canceling"}
-                            if batch.provider == "anthropic" else {})
+            if batch.state == "in_progress":
+                view.update(batch.api.cancelling)
         return _json(200, view)
 
-    def _view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
-        if batch.provider == "openai":
-            return self._openai_view(batch, advance=advance)
-        if batch.provider == "google":
-            return self._gemini_view(batch, advance=advance)
-        return self._anthropic_view(batch, advance=advance)
-
-    def _openai_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
+    def _view(self, batch: Batch, *, advance: bool = True) -> dict[str, Any]:
         with self._lock:
             if advance:
                 self._advance(batch)
-            now = time.time()
-            status = {"ended": "completed", "failed": "failed", "expired": "expired",
-                      "cancelled": "cancelled"}.get(batch.state, "in_progress")
-            if status == "in_progress" and now < batch.created_at + self.processing_s / 10:
-                status = "validating"
-            done = [r for r in batch.results.values() if r.status == 200]
-            return {
-                "id": batch.id, "object": "batch", "endpoint": batch.endpoint,
-                "errors": ({"object": "list", "data": [
-                    {"code": batch.failure[0], "message": batch.failure[1], "param": None,
-                     "line": None}]} if batch.failure else None),
-                "input_file_id": batch.input_file_id or "", "completion_window": "24h",
-                "status": status, "output_file_id": batch.output_file_id,
-                "error_file_id": batch.error_file_id, "created_at": int(batch.created_at),
-                "in_progress_at": int(batch.created_at), "expires_at": int(
-                    batch.created_at + 86400),
-                "completed_at": (int(batch.ended_at or 0) if batch.state == "ended"
-                                 else None),
-                "failed_at": int(batch.created_at) if batch.state == "failed" else None,
-                "expired_at": int(batch.ended_at or 0) if batch.state == "expired" else None,
-                "cancelled_at": (int(batch.ended_at or 0) if batch.state == "cancelled"
-                                 else None),
-                "request_counts": {"total": len(batch.items), "completed": len(done),
-                                   "failed": len(batch.results) - len(done)},
-                "metadata": batch.metadata,
-            }
+            return batch.api.view(self, batch)
 
     # Anthropic
     async def _anthropic_create(self, request: Any) -> Any:
@@ -556,19 +461,19 @@ class ScriptedBatchService(ScriptedJudge):
         body = await request.json()
         raw_items = body.get("requests")
         if not isinstance(raw_items, list) or not raw_items:
-            return _json(400, _error_body("anthropic", 400, "requests: a non-empty list"))
+            return _json(400, ANTHROPIC.error(400, "requests: a non-empty list"))
         items = [(str(item.get("custom_id")), dict(item.get("params") or {}))
                  for item in raw_items]
         if len({custom_id for custom_id, _ in items}) != len(items):
-            return _json(400, _error_body("anthropic", 400, "duplicate custom_id in requests"))
+            return _json(400, ANTHROPIC.error(400, "duplicate custom_id in requests"))
         tokens = sum(self._item_tokens("/v1/messages", params) for _, params in items)
         if self._over_token_limit(tokens):
             self._count("batches.rejected")
-            return _json(429, _error_body(
-                "anthropic", 429, "Number of enqueued batch tokens exceeds the rate limit "
+            return _json(429, ANTHROPIC.error(
+                429, "Number of enqueued batch tokens exceeds the rate limit "
                 f"({self.enqueued_token_limit}); submit fewer requests or wait"))
-        batch = self._new_batch("anthropic", "/v1/messages", items)
-        return _json(200, self._anthropic_view(batch))
+        batch = self._new_batch(ANTHROPIC, "/v1/messages", items)
+        return _json(200, self._view(batch))
 
     async def _anthropic_results(self, request: Any) -> Any:
         from aiohttp import web
@@ -576,47 +481,23 @@ class ScriptedBatchService(ScriptedJudge):
         self._count("batches.results")
         batch = self._lookup(request.match_info["batch_id"])
         if batch is None:
-            return _json(404, _error_body("anthropic", 404, "no such batch"))
+            return _json(404, ANTHROPIC.error(404, "no such batch"))
         with self._lock:
             self._advance(batch)
             if batch.state == "in_progress":
-                return _json(400, _error_body("anthropic", 400, "the batch has not ended"))
+                return _json(400, ANTHROPIC.error(400, "the batch has not ended"))
             lines = [json.dumps({"custom_id": custom_id,
-                                 "result": _anthropic_result(batch.results[custom_id])})
+                                 "result": anthropic_result(batch.results[custom_id])})
                      for custom_id, _ in batch.items]
         return web.Response(body=("\n".join(lines) + "\n").encode("utf-8"),
                             content_type="application/binary")
 
-    def _anthropic_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
-        with self._lock:
-            if advance:
-                self._advance(batch)
-            counts = Counter(_anthropic_result(r)["type"] for r in batch.results.values())
-            ended = batch.state != "in_progress"
-            return {
-                "id": batch.id, "type": "message_batch",
-                "processing_status": "ended" if ended else "in_progress",
-                "request_counts": {"processing": 0 if ended else len(batch.items),
-                                   "succeeded": counts["succeeded"],
-                                   "errored": counts["errored"],
-                                   "canceled": counts["canceled"],
-                                   "expired": counts["expired"]},
-                "ended_at": _iso(batch.ended_at) if ended else None,
-                "created_at": _iso(batch.created_at),
-                "expires_at": _iso(batch.created_at + 86400),
-                "archived_at": None,
-                "cancel_initiated_at": (_iso(batch.cancel_requested)
-                                        if batch.cancel_requested else None),
-                "results_url": (f"{self._root}/v1/messages/batches/{batch.id}/results"
-                                if ended else None),
-            }
-
-    async def _online(self, request: Any) -> Any:
+    async def _online(self, request: Any, api: BatchAPI) -> Any:
         self._count("online")
         endpoint = request.path[len(self._prefix):]
         body = await request.json()
         with self._lock:
-            result = self._answer(endpoint, body)
+            result = self._answer(api, endpoint, body)
         return _json(result.status or 500, result.body or {})
 
     @property
@@ -633,7 +514,7 @@ class ScriptedBatchService(ScriptedJudge):
         raw_items = (((body.get("batch") or {}).get("inputConfig") or {}).get("requests")
                      or {}).get("requests")
         if not isinstance(raw_items, list) or not raw_items:
-            return _json(400, _error_body("google", 400, "batch.inputConfig.requests.requests: "
+            return _json(400, GEMINI.error(400, "batch.inputConfig.requests.requests: "
                                                          "a non-empty list"))
         # Gemini keeps the items in order and echoes each one's metadata with its response.
         items = [(str(position), dict(item.get("request") or {}))
@@ -642,36 +523,15 @@ class ScriptedBatchService(ScriptedJudge):
         tokens = sum(self._item_tokens(endpoint, params) for _, params in items)
         if self._over_token_limit(tokens):
             self._count("batches.rejected")
-            return _json(429, _error_body("google", 429, "enqueued batch tokens over the limit "
+            return _json(429, GEMINI.error(429, "enqueued batch tokens over the limit "
                                                          f"({self.enqueued_token_limit})"))
-        batch = self._new_batch("google", endpoint, items,
+        batch = self._new_batch(GEMINI, endpoint, items,
                                 metadata={"displayName": body["batch"].get("displayName")})
         batch.item_metadata = {str(position): item.get("metadata")
                                for position, item in enumerate(raw_items)}
-        return _json(200, self._gemini_view(batch))
+        return _json(200, self._view(batch))
 
-    def _gemini_view(self, batch: _Batch, *, advance: bool = True) -> dict[str, Any]:
-        with self._lock:
-            if advance:
-                self._advance(batch)
-            state = {"ended": "SUCCEEDED", "failed": "FAILED", "expired": "EXPIRED",
-                     "cancelled": "CANCELLED"}.get(batch.state, "RUNNING")
-            metadata: dict[str, Any] = {
-                "@type": "type.googleapis.com/google.ai.generativelanguage.v1main."
-                         "GenerateContentBatch",
-                "model": f"models/{self._model_of(batch) or 'scripted'}",
-                "displayName": (batch.metadata or {}).get("displayName") or batch.id,
-                "state": f"BATCH_STATE_{state}",
-                "createTime": _iso(batch.created_at), "updateTime": _iso(time.time())}
-            if batch.state != "in_progress":
-                metadata["endTime"] = _iso(batch.ended_at)
-                metadata["output"] = {"inlinedResponses": {"inlinedResponses": [
-                    _gemini_result(batch.item_metadata.get(custom_id),
-                                   batch.results[custom_id])
-                    for custom_id, _ in batch.items]}}
-            return {"name": f"batches/{batch.id}", "metadata": metadata}
-
-    def _lookup(self, batch_id: str) -> _Batch | None:
+    def _lookup(self, batch_id: str) -> Batch | None:
         with self._lock:
             return self._batches.get(batch_id)
 
@@ -682,32 +542,6 @@ def _recorded(endpoint: str, body: dict[str, Any]) -> RecordedRequest:
     return RecordedRequest(index=-1, method="POST", path=endpoint, provider=provider,
                            api_style=api_style, model=model, prompt=prompt, system=system,
                            temperature=temperature, max_tokens=max_tokens, body=body)
-
-
-def _gemini_result(metadata: Any, result: _ItemResult) -> dict[str, Any]:
-    entry: dict[str, Any] = {"metadata": metadata} if metadata else {}
-    if result.status == 200:
-        entry["response"] = result.body
-    else:
-        # google.rpc.Status: 4 DEADLINE_EXCEEDED for an expired item, 1 CANCELLED.
-        code = result.status or (1 if result.error_code == "batch_cancelled" else 4)
-        entry["error"] = {"code": code, "message": result.error_message}
-    return entry
-
-
-def _anthropic_result(result: _ItemResult) -> dict[str, Any]:
-    if result.status == 200:
-        return {"type": "succeeded", "message": result.body}
-    if result.status:
-        return {"type": "errored", "error": result.body}
-    kind = "canceled" if result.error_code == "batch_cancelled" else "expired"
-    return {"type": kind}
-
-
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + "Z"
 
 
 def _json(status: int, payload: dict[str, Any]) -> Any:
