@@ -5,9 +5,17 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import (
+    AliasChoices,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from referee._strict import StrictModel, checked_again, validated, with_positions
+from referee.content._load import load_part
+from referee.content._parts import ContentError, DocumentPart, ImagePart
 from referee.messages import ToolCall
 from referee.redact import RedactedText
 from referee.usage import TokenUsage
@@ -143,6 +151,34 @@ class ExecutionResult(StrictModel):
     token_usage: TokenUsage | None = None
     error: RedactedText | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Issue 34: the images and PDFs the model or agent produced (a chart, a filled form), in
+    # any shape referee.content reads; stored once under the run's blobs/, shown in its
+    # reports, seen by its judges. Left out of dumps when empty.
+    outputs: list[ImagePart | DocumentPart] = Field(default_factory=list)
+
+    @field_validator("outputs", mode="before")
+    @classmethod
+    def _read_outputs(cls, value: Any) -> Any:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        parts = []
+        for index, item in enumerate(items):
+            if isinstance(item, str):  # a data: URL, a URL or a path, never text
+                item = ({"path": item} if "://" not in item and not item.startswith("data:")
+                        else {"type": "document" if "/pdf" in item[:40] else "image",
+                              "url": item})
+            part = load_part(item, field=f"outputs[{index}]")
+            if not isinstance(part, (ImagePart, DocumentPart)):
+                raise ContentError("text goes in actual_response", field=f"outputs[{index}]",
+                                   expected="an image or a PDF")
+            parts.append(part)
+        return parts
+
+    @model_serializer(mode="wrap")
+    def _without_empty_outputs(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("outputs", True):
+            data.pop("outputs")
+        return data
 
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:

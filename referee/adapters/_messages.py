@@ -14,6 +14,8 @@ from typing import Any
 
 from referee.adapters._base import with_notes
 from referee.case import ToolCall, content_text
+from referee.content._load import find_parts
+from referee.content._parts import ContentError
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult, add_visit
 from referee.usage import TokenUsage
@@ -215,11 +217,25 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
                 f"earlier assistant message made; left out")
             continue
         answered.result = parse_result(text)
+        # Issue 34: a tool that returned images or PDFs (a screenshot, a rendered page) keeps
+        # them beside its text, as parts; the run store writes their bytes to blobs/ once.
+        media = _media_parts(message.get("content"), where, index)
+        if media:
+            answered.result = [*([answered.result] if text else []), *media]
     for call_id, call in calls_by_id.items():
         conversation.notes.append(f"{where}: tool call {call.name!r} (id {call_id}) has no "
                                   f"recorded result")
     conversation.usage = TokenUsage.total(usages)
     return conversation
+
+
+def _media_parts(content: Any, where: str, index: int) -> list[Any]:
+    if not isinstance(content, (list, tuple)):
+        return []
+    try:
+        return list(find_parts(content))
+    except ContentError as exc:
+        raise InputError(str(exc), source=where, field=f"messages[{index}].content") from None
 
 
 def execution_from_messages(messages: Sequence[Any], *, where: str = "messages") -> ExecutionResult:

@@ -15,6 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from referee.content._parts import ContentError
+from referee.content._prepare import PreparedContent, prepare_content
+from referee.content._scope import case_parts
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.config import JudgeConfig, is_provider_endpoint
@@ -295,7 +298,7 @@ def estimate_request_tokens(request: JudgeRequest) -> int:
     text and prompt by the one estimate (``estimate_tokens``, four characters a token), plus
     a short answer."""
     return (estimate_tokens(request.system or "") + estimate_tokens(request.prompt)
-            + min(request.max_tokens, REPLY_TOKENS_RESERVED))
+            + request.media_tokens + min(request.max_tokens, REPLY_TOKENS_RESERVED))
 
 
 def _detail(exc: BaseException) -> str:
@@ -360,7 +363,8 @@ class Judge:
                        max_tokens: int | None = None, prompt_prefix: str = "",
                        cache_group: str | None = None,
                        json_schema: Mapping[str, Any] | None = None,
-                       accept: ReplyCheck | None = None) -> JudgeReply:
+                       accept: ReplyCheck | None = None,
+                       parts: Sequence[Any] | None = None) -> JudgeReply:
         """One judge reply; raises JudgeUnavailable when the provider cannot give one.
 
         The user message is ``prompt_prefix + prompt``. Give the part that sibling requests
@@ -378,6 +382,11 @@ class Judge:
         interprets the reply, decides. Only such replies are cached, and a cached reply it does
         not accept is asked again. Empty, cut-off (``truncated_at``) and non-text replies are
         never cached; a non-text reply raises JudgeUnavailable with its usage.
+
+        ``parts`` (images and PDFs, ``referee.content``) are shown with the prompt; left out,
+        a request made while a case is scored shows that case's (``case_parts``). They are
+        fitted to the provider, refused in one line (ContentError) for a judge without
+        vision, estimated for the tpm budget and keyed in the reply cache by content hash.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
@@ -395,7 +404,11 @@ class Judge:
         json_mode = json_mode or json_schema is not None
         if json_schema is not None and not sends_reply_schema(cfg, self._endpoint.base_url):
             json_schema = None
+        media = tuple(case_parts() if parts is None else parts)
+        prepared = await self._prepared(media) if media else None
         request = JudgeRequest(
+            parts=prepared.parts if prepared else (),
+            media_tokens=prepared.media_tokens if prepared else 0,
             model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
             json_schema=json_schema,
             temperature=cfg.effective_temperature if temperature is None else temperature,
@@ -416,6 +429,7 @@ class Judge:
                             json_mode=json_mode, temperature=request.temperature,
                             max_tokens=request.max_tokens, sample_index=sample_index,
                             **({"trial": trial} if (trial := _TRIAL.get()) else {}),
+                            **({"parts": list(prepared.cache_key)} if prepared else {}),
                             **({"json_schema": schema_text(json_schema)}
                                if json_schema is not None else {}))
         if cache is not None:
@@ -467,6 +481,17 @@ class Judge:
         if raw.content_error is not None:
             raise reply.unreadable(raw.content_error)
         return reply
+
+    async def _prepared(self, media: tuple[Any, ...]) -> PreparedContent:
+        """The images and PDFs as this judge's provider takes them; fitting decodes and
+        re-encodes images, so it runs off the event loop (kept per content: a case's later
+        requests find it done)."""
+        cfg = self.config
+        rules = rules_for(cfg.provider).content_rules
+        if rules is None:
+            raise ContentError(f"judge {cfg.provider}/{cfg.model} cannot be sent images or "
+                               "PDFs: its provider adapter names no content rules")
+        return await asyncio.to_thread(prepare_content, rules, cfg.api_style, cfg.model, media)
 
     def _cached_reply(self, text: str) -> JudgeReply:
         cfg = self.config

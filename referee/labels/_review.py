@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from referee.content._gallery import Gallery
 from referee.labels._export import case_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
@@ -38,11 +39,12 @@ def describe(label: Label | None) -> tuple[str, str]:
 
 
 def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
-                cases: list[CaseResult] | None = None,
-                with_fields: bool = True) -> list[dict[str, Any]]:
+                cases: list[CaseResult] | None = None, with_fields: bool = True,
+                gallery: Gallery | None = None) -> list[dict[str, Any]]:
     """The queue as the labelling pages' script (labels.js) builds it: one entry per result,
     with its current label; ``cases``: only these of the report's; ``with_fields``: the case's
-    input, context, expected output and output, as (name, value) pairs."""
+    input, context, expected output and output, as (name, value) pairs; ``gallery``: the
+    case's images and PDFs too, as thumbnails and links (``media``)."""
     by_id = {case.eval_id: case for case in (report.cases if cases is None else cases)}
     items = []
     for item in review_queue(report, by_id.values()):
@@ -60,6 +62,8 @@ def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
             fields = [] if case is None else [("input", case.input), ("context", case.context),
                                               ("expected output", case.expected_output)]
             entry["fields"] = [*fields, ("output", output)]
+            if gallery is not None:
+                entry["media"] = gallery.of_case(case, result.execution)
         label = labels.get((item.case_id, item.criterion))
         if label is not None:
             code, words = describe(label)

@@ -21,12 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from referee.case import flattened
+from referee.content._gallery import Gallery
+from referee.content._thumbs import without_bytes
 from referee.messages import NOT_RECORDED
 from referee.record import (
     CaseResult,
@@ -104,7 +107,7 @@ def content_security_policy(script: str | None, *, forms: bool = False,
         "default-src 'none'",
         f"style-src {_sha256_source(css)}",
         f"script-src {_sha256_source(script)}" if script else "script-src 'none'",
-        "img-src 'none'",
+        "img-src data:",  # the case thumbnails, inline (content/_gallery.py); nothing fetched
         "object-src 'none'",
         "base-uri 'none'",
         "form-action " + ("'self'" if forms else "'none'"),
@@ -450,6 +453,7 @@ def _case_view(case: CaseResult, criteria: list[str] | None = None) -> dict[str,
         extra["case"] = strip_raw_http(spec.metadata)
     if ex is not None and ex.metadata:
         extra["execution"] = strip_raw_http(ex.metadata)
+    extra = without_bytes(extra)  # images and PDFs show as thumbnails, not as base64
     error = case.error or (ex.error if ex is not None else None)
     return {
         "status": case.status.value,
@@ -687,6 +691,10 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     summary["scorings"] = _scorings_view(report, run_key)
     shown, sample_note = _shown_cases(report)
     cases = [_case_view(c, summary["criteria"]) for c in shown]
+    media = Gallery(report.metadata.get("run_dir"), blob_href=(
+        (lambda sha256: f"/run/{quote(run_key)}/blob/{sha256}") if run_key else None))
+    for view, case in zip(cases, shown):
+        view["media"] = media.of_case(case.case, case.execution)
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
     labelling = None
     if label_href is None:  # a file on its own: the page labels into the browser's storage
@@ -791,6 +799,16 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
     def case_href(run_href: str | None, index: int | None) -> str | None:
         return f"{run_href}#case-{index}" if run_href and index is not None else None
 
+    gallery_a, gallery_b = _run_gallery(comparison.a, a_href), _run_gallery(comparison.b, b_href)
+
+    by_id_a = {case.eval_id: case for case in comparison.a.cases}
+    by_id_b = {case.eval_id: case for case in comparison.b.cases}
+
+    def media(cases: dict[str, CaseResult], gallery: Gallery, eval_id: str
+              ) -> list[dict[str, Any]]:
+        case = cases.get(eval_id)
+        return [] if case is None else gallery.of_case(case.case, case.execution)
+
     return dict(
         a=a, b=b, counts=counts, index_href=index_href, chart=chart,
         deltas=[{"criterion": d.criterion, "n": d.n, "mean_a": f"{d.mean_a:.3f}",
@@ -811,5 +829,20 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
                   "href_a": case_href(a_href, c.index_a), "href_b": case_href(b_href, c.index_b),
                   "output_a": _clip(c.output_a), "output_b": _clip(c.output_b),
                   "diff": _diff(c.output_a, c.output_b) if c.output_changed else None,
+                  "media_a": media(by_id_a, gallery_a, c.eval_id),
+                  "media_b": media(by_id_b, gallery_b, c.eval_id),
                   "reasons": list(c.reasons)} for c in changes],
     )
+
+
+def _run_gallery(report: EvalReport, run_href: str | None) -> Gallery:
+    """A compared run's images: linked through the viewer when its page is the viewer's,
+    else to the files in its run directory."""
+    run_dir = report.metadata.get("run_dir")
+    if run_href and run_href.startswith("/run/"):
+        base = run_href.split("#", 1)[0]
+        return Gallery(run_dir, blob_href=lambda sha256: f"{base}/blob/{sha256}")
+    if run_dir:
+        blobs = Path(run_dir).resolve() / "blobs"
+        return Gallery(run_dir, blob_href=lambda sha256: (blobs / sha256[:2] / sha256).as_uri())
+    return Gallery(None)

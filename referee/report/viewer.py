@@ -165,9 +165,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         log.debug("viewer: " + format, *args)
 
-    def _send(self, status: int, body: str, content_type: str = "text/html; charset=utf-8",
-              csp: str | None = None) -> None:
-        data = body.encode("utf-8")
+    def _send(self, status: int, body: str | bytes,
+              content_type: str = "text/html; charset=utf-8", csp: str | None = None) -> None:
+        data = body.encode("utf-8") if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -341,15 +341,31 @@ class _Handler(BaseHTTPRequestHandler):
         return run_dir, scoring, self.catalog.load(key)
 
     def _labelling_page(self, key: str) -> None:
+        from referee.content._gallery import Gallery
         from referee.labels._review import queue_items
         from referee.labels._store import LabelStore
 
         run_dir, scoring, report = self._labelled_run(key)
-        items = queue_items(report, LabelStore(run_dir).latest())
+        base_key = quote(key.partition("@")[0])
+        items = queue_items(report, LabelStore(run_dir).latest(), gallery=Gallery(
+            run_dir, blob_href=lambda sha256: f"/run/{base_key}/blob/{sha256}"))
         self._send_page(render_labelling_html(
             run_name=report.name or key, scoring=scoring, labeller=self.labeller,
             token=self.token, post_href=f"/run/{quote(key)}/labels",
             run_href=f"/run/{quote(key)}", items=items))
+
+    def _blob(self, key: str, sha256: str) -> None:
+        """An image or PDF of the run, from blobs/ beside it, as the type its bytes are."""
+        from referee.content._blobs import BlobStore
+        from referee.content._media import sniff_media_type
+        from referee.content._parts import ContentError
+
+        try:
+            data = BlobStore(self.catalog.path_of(key.partition("@")[0])).get(sha256)
+        except ContentError as exc:
+            raise _NotFound(str(exc)) from None
+        self._send(HTTPStatus.OK, data,
+                   content_type=sniff_media_type(data) or "application/octet-stream")
 
     def _route(self) -> None:
         url = urlsplit(self.path)
@@ -368,6 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts[0] == "run" and len(parts) == 3 and parts[2] == "json":
             self._send(HTTPStatus.OK, render_json(catalog.load(parts[1])),
                        content_type="application/json; charset=utf-8")
+        elif parts[0] == "run" and len(parts) == 4 and parts[2] == "blob":
+            self._blob(parts[1], parts[3])
         elif parts == ["compare"]:
             self._compare_page(parse_qs(url.query))
         elif parts == ["compare", "status"]:

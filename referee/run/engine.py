@@ -18,10 +18,12 @@ import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Container, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from referee._strict import checked_again
 from referee.case import EvalCase
+from referee.content._scope import judging_content
 from referee.criteria.base import (
     CURRENT_CASE,
     CaseScope,
@@ -603,10 +605,12 @@ class Engine:
         scope = CURRENT_CASE.set(CaseScope(tuple(self.criteria)))
         scoring_started = time.perf_counter()
         try:
-            scored = await asyncio.gather(*(
-                self._score(i, criterion, execution, case)
-                for i, criterion in enumerate(self.criteria)
-            ))
+            # Judges see the case's images and PDFs (a re-scored output's, from blobs/).
+            with judging_content(execution, case, self._run_dir()):
+                scored = await asyncio.gather(*(
+                    self._score(i, criterion, execution, case)
+                    for i, criterion in enumerate(self.criteria)
+                ))
         finally:
             CURRENT_CASE.reset(scope)
         scoring_seconds = time.perf_counter() - scoring_started
@@ -625,10 +629,14 @@ class Engine:
         chosen = [(i, self.criteria[i]) for i in indices]
         scope = CURRENT_CASE.set(CaseScope(tuple(c for _, c in chosen)))
         try:
-            return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
-                                               for i, criterion in chosen)))
+            with judging_content(execution, case, self._run_dir()):
+                return list(await asyncio.gather(*(self._score(i, criterion, execution, case)
+                                                   for i, criterion in chosen)))
         finally:
             CURRENT_CASE.reset(scope)
+
+    def _run_dir(self) -> Path | None:
+        return self.store.run_dir if self.store is not None else None
 
     async def _score(self, i: int, criterion: Criterion, execution: ExecutionResult,
                      case: EvalCase) -> CriterionResult:

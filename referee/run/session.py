@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from referee.case import EvalCase
+from referee.content._vision import refuse_blind_judges
 from referee.criteria.base import Criterion
 from referee.judge.batch import batch_journal, batch_progress
+from referee.judge.providers import rules_for
 from referee.judge.served import ServedLog, collect_served
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
@@ -112,6 +114,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     """
     keys = case_keys(cases)
     description = describe_run(criteria)
+    # A text-only judge and a case that holds images: refused before anything runs.
+    refuse_blind_judges(description.judges, cases, lambda p: rules_for(p).content_rules)
     named = {"run_id": options.run_id} if options.run_id is not None else {}
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=description.judge, config_used=config_used or {},

@@ -54,6 +54,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee import __version__
+from referee.content._blobs import externalise_json_line
 from referee.errors import InputError, RefereeError
 from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact_secrets
@@ -452,8 +453,9 @@ class RunStore:
         """Persist one finished case now: a kill right after this call keeps it."""
         # A field at its default is left out, and so is what the line holds twice (the
         # input as the first turn, the trajectories in the trajectory criterion's details);
-        # reading puts both back (referee.store._case_line).
-        line = case_line(result) + "\n"
+        # reading puts both back (referee.store._case_line). Images and documents go to
+        # blobs/ once, by content hash; the line keeps the hash.
+        line = externalise_json_line(case_line(result), self.run_dir) + "\n"
         with _writing(self.run_dir):
             if self._cases_file is None:
                 self._cases_file = open(self.cases_path, "a", encoding="utf-8")

@@ -8,6 +8,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from referee.content._rules import ANTHROPIC_CONTENT
+from referee.content._wire import anthropic_content, around_prompt
 from referee.judge.providers._base import (
     JSON_INSTRUCTION,
     CachingRules,
@@ -44,6 +46,7 @@ def _accepts_temperature(client: Any) -> bool:
 
 
 class AnthropicAdapter(ProviderRules):
+    content_rules = ANTHROPIC_CONTENT
     default_model = "claude-haiku-4-5"
     own_hosts = ("api.anthropic.com",)
     base_url_env = "ANTHROPIC_BASE_URL"
@@ -97,7 +100,12 @@ class AnthropicAdapter(ProviderRules):
         elif request.json_mode:
             system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         content: Any = prompt
-        if request.cache_breakpoint and prefix:
+        if request.parts:
+            content = anthropic_content(around_prompt(prompt, prefix, request.parts))
+            if request.cache_breakpoint and prefix:  # the material and its media are shared
+                content[-2 if prompt[len(prefix):] else -1]["cache_control"] = {
+                    "type": "ephemeral"}
+        elif request.cache_breakpoint and prefix:
             content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}},
                        {"type": "text", "text": prompt[len(prefix):]}]
         body: dict[str, Any] = {

@@ -15,6 +15,7 @@ import orjson
 from referee.judge import retry
 
 if TYPE_CHECKING:  # the configuration reads the providers' rules, not the other way round
+    from referee.content._rules import ContentRules
     from referee.judge.config import JudgeConfig
 
 
@@ -35,6 +36,10 @@ class JudgeRequest:
     cache_key: str | None = None    # OpenAI: prompt_cache_key, routing siblings to one cache
     # The reply object's JSON schema, for providers with structured output (implies json_mode).
     json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    # Images and PDFs shown with the prompt (referee.content parts, fitted to the provider):
+    # each adapter sends them in its API's own shape, after ``prompt_prefix``.
+    parts: tuple[Any, ...] = field(default=(), hash=False, compare=False)
+    media_tokens: int = 0  # their estimated prompt tokens, for the tpm budget
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,10 @@ class ProviderRules:
         at the provider's own endpoint, Chat Completions (which every compatible server has)
         anywhere else."""
         return "responses" if own_endpoint else "chat"
+
+    # Its rules for images and PDFs (referee.content): limits, token costs, text-only models
+    # and its API's content shape. None: parts are refused for its judges, in one line.
+    content_rules: ContentRules | None = None
 
     def caching_rules(self, model: str) -> CachingRules | None:
         """Its prompt-caching rules for ``model`` (a bare, lower-case name); None: no caching."""

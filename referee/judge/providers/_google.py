@@ -9,6 +9,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from referee.content._rules import GEMINI_CONTENT
+from referee.content._wire import around_prompt, gemini_parts
 from referee.judge.providers._base import (
     CachingRules,
     JudgeRequest,
@@ -54,6 +56,7 @@ def _takes_json_schema(config_type: type) -> bool:
 
 
 class GoogleAdapter(ProviderRules):
+    content_rules = GEMINI_CONTENT
     default_model = "gemini-2.5-flash"
     own_hosts = ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")
     prefix_aliases = ("gemini",)
@@ -121,8 +124,11 @@ class GoogleAdapter(ProviderRules):
             http_options=types.HttpOptions(timeout=int(request.timeout * 1000),
                                            retry_options=types.HttpRetryOptions(attempts=1)),
         )
+        contents: Any = request.prompt if not request.parts else [{
+            "role": "user", "parts": gemini_parts(
+                around_prompt(request.prompt, request.prompt_prefix, request.parts))}]
         response = await client.aio.models.generate_content(model=request.model,
-                                                            contents=request.prompt,
+                                                            contents=contents,
                                                             config=config)
         candidates = getattr(response, "candidates", None)
         if candidates is None:

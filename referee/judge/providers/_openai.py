@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from referee.content._rules import OPENAI_CONTENT
 from referee.judge.providers import _openai_chat, _openai_responses
 from referee.judge.providers._base import (
     PLACEHOLDER_API_KEY,
@@ -29,6 +30,7 @@ _OPENAI_MODEL = re.compile(r"^(gpt|o1|o3|o4|chatgpt)", re.IGNORECASE)
 
 
 class OpenAIAdapter(ProviderRules):
+    content_rules = OPENAI_CONTENT
     default_model = "gpt-4o-mini"
     own_hosts = ("api.openai.com",)
     base_url_env = "OPENAI_BASE_URL"

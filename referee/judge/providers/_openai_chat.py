@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from referee.content._wire import around_prompt, openai_chat_content
 from referee.judge.providers._base import (
     JSON_INSTRUCTION,
     SCHEMA_NAME,
@@ -31,11 +32,13 @@ def openai_json_system(request: JudgeRequest) -> str | None:
 
 
 async def call(client: Any, request: JudgeRequest) -> RawReply:
-    messages = []
+    messages: list[dict[str, Any]] = []
     system = openai_json_system(request)
     if system:
         messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": request.prompt})
+    messages.append({"role": "user", "content": request.prompt if not request.parts else
+                     openai_chat_content(around_prompt(request.prompt, request.prompt_prefix,
+                                                       request.parts))})
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.cache_key:
         body["prompt_cache_key"] = request.cache_key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from referee.content._wire import around_prompt, openai_responses_content
 from referee.judge.providers._base import SCHEMA_NAME, JudgeRequest, RawReply, as_dict, as_int
 from referee.judge.providers._openai_chat import OPENAI_REASONING, openai_json_system
 from referee.judge.providers._sdk import post_json
@@ -11,7 +12,10 @@ from referee.judge.retry import MalformedReply
 
 
 async def call(client: Any, request: JudgeRequest) -> RawReply:
-    body: dict[str, Any] = {"model": request.model, "input": request.prompt,
+    prompt: Any = request.prompt if not request.parts else [{
+        "role": "user", "content": openai_responses_content(
+            around_prompt(request.prompt, request.prompt_prefix, request.parts))}]
+    body: dict[str, Any] = {"model": request.model, "input": prompt,
                             "max_output_tokens": request.max_tokens}
     if request.cache_key:
         body["prompt_cache_key"] = request.cache_key

@@ -70,6 +70,7 @@
     var fields = el("div", "fields");
     (it.fields || []).forEach(function (pair) { addField(fields, pair[0], pair[1]); });
     section.appendChild(fields);
+    if (it.media && it.media.length) { section.appendChild(gallery(it.media)); }
     var line = el("p", "", "label: ");
     line.appendChild(el("span", "label-text", it.label_text || "none yet"));
     section.appendChild(line);
@@ -89,6 +90,33 @@
     // Cut as the case details below cut it (labels/_review.py report_labelling).
     field.appendChild(el("pre", "", fieldText(value) + (leftOut ? "\n… " + leftOut + " more character(s) not shown" : "")));
     box.appendChild(field);
+  }
+
+  // A case's images as thumbnails (inline data: images only) and links to the stored files
+  // (content/_gallery.py builds the list).
+  function gallery(media) {
+    var box = el("div", "media");
+    media.forEach(function (m) {
+      var figure = el("figure", "media m-" + m.kind);
+      if (m.src && /^data:image\/(png|jpeg);base64,/.test(m.src)) {
+        var img = document.createElement("img");
+        img.src = m.src;
+        img.alt = m.where + ": " + m.label;
+        figure.appendChild(img);
+      }
+      var caption = el("figcaption", "", m.where + ": ");
+      if (m.href && /^(\/run\/|blobs\/)/.test(m.href)) {
+        var link = el("a", "", m.label);
+        link.href = m.href;
+        caption.appendChild(link);
+      } else {
+        caption.appendChild(document.createTextNode(m.label));
+      }
+      if (m.note) { caption.appendChild(el("span", "muted", " " + m.note)); }
+      figure.appendChild(caption);
+      box.appendChild(figure);
+    });
+    return box;
   }
 
   // The report shows a result's case from its row, when the result is first shown.

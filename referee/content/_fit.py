@@ -1,0 +1,127 @@
+"""Parts fitted to what a provider takes, before they go into a judge request.
+
+An image past the provider's useful size is scaled down, one in a format the provider does not
+take (BMP, TIFF, HEIC for OpenAI, an animated GIF) is re-encoded, and one still over the byte
+limit is re-encoded as JPEG at falling quality. The fitted part names the original
+(``original_sha256``); the original is what the run stores and the report shows. A PDF is sent
+as it is, or refused in one line when it is over the provider's byte or page limit.
+
+Pillow and pypdf are the ``images`` extra, imported only here and only when a part is fitted.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from referee.content._limits import ProviderLimits, fitted_size
+from referee.content._media import human_size
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+
+_EXTRA_HINT = "pip install 'referee[images]'"
+_JPEG_QUALITIES = (90, 80, 65, 50)
+_PACKAGES = {"PIL": "Pillow"}
+
+
+def require(module: str) -> Any:
+    """Import one of the ``images`` extra's libraries, or say in one line how to get it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = _PACKAGES.get(module.split(".")[0], module)
+        raise ContentError(f"images and documents need {package}: {_EXTRA_HINT}") from None
+
+
+def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
+             ) -> TextPart | ImagePart | DocumentPart:
+    """``part`` as it can be sent to a judge with these ``limits`` (itself when it fits)."""
+    if isinstance(part, TextPart):
+        return part
+    if part.data is None:
+        if part.url is None:
+            raise ContentError(f"{part.label()} has no bytes here: a stored part, kept by "
+                               "its hash (BlobStore(run_dir).restore reads it back)")
+        if isinstance(part, ImagePart) and limits.takes_image_urls:
+            return part
+        raise ContentError(f"{limits.label} takes {part.type}s as bytes; {part.label()} is "
+                           "only a URL here (give the file or a data: URL)")
+    if isinstance(part, DocumentPart):
+        return check_document(part, limits)
+    return fit_image(part, limits)
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    pil = require("PIL.Image")
+    with pil.open(io.BytesIO(data)) as image:
+        return int(image.width), int(image.height)
+
+
+def fit_image(part: ImagePart, limits: ProviderLimits) -> ImagePart:
+    pil = require("PIL.Image")
+    assert part.data is not None
+    try:
+        image = pil.open(io.BytesIO(part.data))
+        image.load()
+    except Exception as exc:  # Pillow raises several unrelated types for damaged files
+        raise ContentError(f"image {part.label()} cannot be decoded: {exc}") from None
+    width, height = image.size
+    target = fitted_size(width, height, limits)
+    animated = bool(getattr(image, "is_animated", False))
+    if (target == (width, height) and part.media_type in limits.image_types and not animated
+            and len(part.data) <= limits.max_image_bytes):
+        return part.model_copy(update={"width": width, "height": height})
+    if animated:
+        image.seek(0)  # the first frame: no provider reads an animation
+    if target != (width, height):
+        image = image.resize(target, pil.Resampling.LANCZOS)
+    data, media_type = _encode(image, part, limits)
+    if len(data) > limits.max_image_bytes:
+        raise ContentError(f"image {part.label()} is {human_size(len(data))} even as JPEG at "
+                           f"quality {_JPEG_QUALITIES[-1]}; {limits.label} takes at most "
+                           f"{human_size(limits.max_image_bytes)}")
+    return ImagePart(data=data, media_type=media_type, path=part.path, width=target[0],
+                     height=target[1], original_sha256=part.sha256)
+
+
+def _encode(image: Any, part: ImagePart, limits: ProviderLimits) -> tuple[bytes, str]:
+    """PNG for images that need their alpha channel or are lossless already (diagrams,
+    screenshots), JPEG for photos; JPEG at falling quality while the bytes are over the limit."""
+    keep_lossless = part.media_type in ("image/png", "image/gif", "image/bmp", "image/tiff")
+    has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+    if (keep_lossless or has_alpha) and "image/png" in limits.image_types:
+        out = io.BytesIO()
+        image.save(out, format="PNG", optimize=True)
+        if out.tell() <= limits.max_image_bytes:
+            return out.getvalue(), "image/png"
+    rgb = image.convert("RGB")
+    data = b""
+    for quality in _JPEG_QUALITIES:
+        out = io.BytesIO()
+        rgb.save(out, format="JPEG", quality=quality)
+        data = out.getvalue()
+        if len(data) <= limits.max_image_bytes:
+            break
+    return data, "image/jpeg"
+
+
+def count_pages(data: bytes, label: str) -> int:
+    pypdf = require("pypdf")
+    try:
+        return len(pypdf.PdfReader(io.BytesIO(data)).pages)
+    except Exception as exc:  # pypdf's errors for a damaged file vary by version
+        raise ContentError(f"document {label} is not a readable PDF: {exc}") from None
+
+
+def check_document(part: DocumentPart, limits: ProviderLimits) -> DocumentPart:
+    assert part.data is not None
+    if len(part.data) > limits.max_document_bytes:
+        raise ContentError(f"document {part.label()} is {human_size(len(part.data))}; "
+                           f"{limits.label} takes PDFs up to "
+                           f"{human_size(limits.max_document_bytes)}")
+    pages = part.pages if part.pages is not None else count_pages(part.data, part.label())
+    if pages > limits.max_document_pages:
+        raise ContentError(f"document {part.label()} has {pages} pages; {limits.label} takes "
+                           f"PDFs up to {limits.max_document_pages} pages")
+    return part if part.pages == pages else part.model_copy(update={"pages": pages})

@@ -1,0 +1,185 @@
+"""Judges see the case's images and PDFs: for each judged criterion family, through the
+official SDKs against the scripted judge server, each provider receives its own image and
+document format (checked on the recorded request); a judge without vision is refused in one
+line and the run loses nothing; the reply cache keys the parts by content, never by path."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from content_samples import pdf, picture
+
+from referee import EvalCase, EvalSuite, ExecutionResult
+from referee.config import CriterionConfig
+from referee.content import ContentError, DocumentPart, ImagePart, _prepare
+from referee.criteria.llm import LLMJudgeCriterion
+from referee.evaluators import CustomRubric, Faithfulness, GEval
+from referee.judge import get_judge
+from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
+
+CHART = picture(400, 300, seed=11)
+REPORT = pdf(2)
+
+# api_style is OpenAI's choice of API; the other providers have one each.
+JUDGES = [("openai", "chat", "gpt-4.1"), ("openai", "responses", "gpt-4.1"),
+          ("anthropic", "chat", "claude-sonnet-4-5"), ("google", "chat", "gemini-2.5-flash")]
+
+
+@pytest.fixture
+def server(isolated_judge, monkeypatch):
+    with ScriptedJudgeServer(reply="Yes") as running:
+        key = f"scripted-{running.port}"  # keeps the judge layer's shared endpoints apart
+        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "ANTHROPIC_AUTH_TOKEN"):
+            monkeypatch.delenv(var, raising=False)
+        for provider, prefix in (("openai", "OPENAI"), ("anthropic", "ANTHROPIC")):
+            monkeypatch.setenv(f"{prefix}_BASE_URL", running.base_url(provider))
+            monkeypatch.setenv(f"{prefix}_API_KEY", key)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", running.base_url("google"))
+        monkeypatch.setenv("GOOGLE_API_KEY", key)
+        yield running
+
+
+def families(provider: str, api_style: str, model: str, server: ScriptedJudgeServer):
+    judge = server.judge_config(provider=provider, model=model, api_style=api_style)
+    found: list = [Faithfulness(judge=judge), GEval(criteria="Is the answer right?", judge=judge),
+             CustomRubric([("Does the answer name the region?", True)], judge=judge)]
+    if api_style != "responses":  # the AgentEvaluator-style criteria choose the judge by model
+        found.append(LLMJudgeCriterion(CriterionConfig(judge_model=model, num_samples=1)))
+    return found
+
+
+def sent_media(body: dict, provider: str, api_style: str) -> list[tuple[str, bytes]]:
+    """(media type, bytes) of each image or document in a request, read in the provider's own
+    format only."""
+    def from_url(url: str) -> tuple[str, bytes]:
+        head, _, payload = url.partition(",")
+        return head[5:].split(";")[0], base64.b64decode(payload)
+
+    found = []
+    if provider == "openai" and api_style == "chat":
+        for item in body["messages"][-1]["content"]:
+            if item["type"] == "image_url":
+                found.append(from_url(item["image_url"]["url"]))
+            elif item["type"] == "file":
+                found.append(from_url(item["file"]["file_data"]))
+    elif provider == "openai":
+        for item in body["input"][0]["content"]:
+            if item["type"] == "input_image":
+                found.append(from_url(item["image_url"]))
+            elif item["type"] == "input_file":
+                found.append(from_url(item["file_data"]))
+    elif provider == "anthropic":
+        for block in body["messages"][0]["content"]:
+            if block["type"] in ("image", "document"):
+                source = block["source"]
+                found.append((source["media_type"], base64.b64decode(source["data"])))
+    else:
+        for part in body["contents"][0]["parts"]:
+            blob = part.get("inlineData") or part.get("inline_data")
+            if blob:
+                found.append((blob.get("mimeType", blob.get("mime_type")),
+                              base64.urlsafe_b64decode(blob["data"])))
+    return found
+
+
+def image_case(index: int = 0) -> EvalCase:
+    return EvalCase(input=f"Which region sold most? ({index})", expected_output="North",
+                    context=["The quarterly report is attached."],
+                    metadata={"report": DocumentPart(data=REPORT, path="q3.pdf")})
+
+
+def charting(prompt: str) -> ExecutionResult:
+    return ExecutionResult(actual_response="North sold most.",
+                           metadata={"chart": ImagePart(data=CHART, path="chart.png")})
+
+
+@pytest.mark.parametrize(("provider", "api_style", "model"), JUDGES)
+def test_every_judged_family_sends_the_cases_images_in_the_providers_format(
+        server, tmp_path, provider, api_style, model):
+    criteria = families(provider, api_style, model, server)
+    suite = EvalSuite("vision").add_case(image_case()).add_evaluators(*criteria)
+    suite.run(charting, verbose=False, runs_dir=tmp_path, concurrency=1)
+    requests = server.requests
+    assert len(requests) >= len(criteria)
+    assert {r.provider for r in requests} == {provider}
+    for request in requests:
+        # The case's PDF, then the output's chart: each once, in this provider's own shape
+        # (the AgentEvaluator-style criterion picks OpenAI's API itself: read it by path).
+        style = "responses" if request.path.endswith("/responses") else "chat"
+        assert sent_media(request.body, provider, style) == [
+            ("application/pdf", REPORT), ("image/png", CHART)], request.path
+        assert "Which region sold most?" in request.prompt
+
+
+def test_a_judge_without_vision_is_refused_before_the_run_when_a_case_holds_images(
+        server, tmp_path):
+    judge = server.judge_config(provider="openai", model="gpt-3.5-turbo")
+    suite = EvalSuite("blind").add_cases([EvalCase(input="Say hi"), image_case()])
+    suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
+    with pytest.raises(ContentError) as refused:
+        suite.run(charting, verbose=False, runs_dir=tmp_path)
+    assert str(refused.value) == (
+        "criterion 'g_eval': judge openai/gpt-3.5-turbo takes text only, and case "
+        "'Which region sold most? (0)' holds documents (expected a judge model with vision, "
+        "such as gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash)")
+    assert server.request_count == 0 and not any(tmp_path.iterdir())
+
+
+def test_an_outputs_image_for_a_judge_without_vision_errors_that_case_alone(server, tmp_path):
+    judge = server.judge_config(provider="openai", model="gpt-3.5-turbo")
+    suite = EvalSuite("blind").add_cases([EvalCase(input="Draw it"), EvalCase(input="Say hi")])
+    suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
+
+    def model(prompt: str) -> ExecutionResult:
+        return charting(prompt) if prompt == "Draw it" else ExecutionResult(
+            actual_response="hi")
+
+    report = suite.run(model, verbose=False, runs_dir=tmp_path)
+    by_input = {c.case_input: c for c in report.cases}
+    (result,) = by_input["Draw it"].criterion_results
+    assert by_input["Draw it"].status.value == "EVALUATOR_ERROR"
+    assert "\n" not in str(result.error)
+    assert str(result.error).endswith("judge openai/gpt-3.5-turbo takes text only, and this "
+                                      "criterion judges images (expected a judge model with "
+                                      "vision, such as gpt-4.1, claude-sonnet-4-5 or "
+                                      "gemini-2.5-flash)")
+    assert by_input["Say hi"].status.value != "EVALUATOR_ERROR"
+    assert server.request_count >= 1  # the text-only case was judged, nothing else was sent
+    assert all(isinstance(r.body["messages"][-1]["content"], str) for r in server.requests)
+
+
+async def test_the_reply_cache_keys_parts_by_content_never_by_path(server,
+                                                                  reply_cache_in_tmp_path):
+    from pydantic import SecretStr
+
+    cfg = server.judge_config(provider="anthropic", model="claude-sonnet-4-5", cache=True,
+                              api_key=SecretStr(DUMMY_API_KEY))
+    judge = get_judge(cfg)
+    first = await judge.complete("Is this a chart?", parts=[ImagePart(data=CHART, path="a.png")])
+    moved = await judge.complete("Is this a chart?",
+                                 parts=[ImagePart(data=CHART, path="elsewhere/b.png")])
+    other = await judge.complete("Is this a chart?",
+                                 parts=[ImagePart(data=picture(400, 300, seed=12))])
+    assert (first.cached, moved.cached, other.cached) == (False, True, False)
+    assert server.request_count == 2
+
+
+def test_a_rescored_run_shows_the_judge_its_stored_images_from_blobs(server, tmp_path):
+    judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
+    suite = EvalSuite("again").add_case(image_case())
+    suite.add_evaluators(GEval(criteria="Is the answer right?", judge=judge))
+    first = suite.run(charting, verbose=False, runs_dir=tmp_path)
+    run_dir = tmp_path / first.run_id
+    assert (run_dir / "blobs").is_dir()
+    server.reset_record()
+    _prepare._PREPARED.clear()  # as a new process re-scoring the stored run would start
+
+    def never(prompt: str) -> ExecutionResult:
+        raise AssertionError("a re-scored run does not call the model")
+
+    suite.run(never, verbose=False, runs_dir=tmp_path, resume=run_dir, rescore=True)
+    assert server.requests
+    for request in server.requests:
+        assert sent_media(request.body, "anthropic", "chat") == [
+            ("application/pdf", REPORT), ("image/png", CHART)]
