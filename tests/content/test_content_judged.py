@@ -183,3 +183,28 @@ def test_a_rescored_run_shows_the_judge_its_stored_images_from_blobs(server, tmp
     for request in server.requests:
         assert sent_media(request.body, "anthropic", "chat") == [
             ("application/pdf", REPORT), ("image/png", CHART)]
+
+
+@pytest.mark.parametrize(("provider", "api_style", "model"),
+                         [("openai", "chat", "gpt-4.1"), ("anthropic", "chat", "claude-sonnet-4-5"),
+                          ("google", "chat", "gemini-2.5-flash")])
+def test_a_batch_api_run_sends_the_cases_images_in_each_batch_item(
+        isolated_judge, monkeypatch, tmp_path, provider, api_style, model):
+    """By batch API the same requests go out as online ones (design decision 17): an item
+    without the case's images would be judged on less and could read otherwise."""
+    from referee.testing import ScriptedBatchService
+
+    monkeypatch.setenv("REFEREE_BATCH_QUIET_S", "0.25")
+    monkeypatch.setenv("REFEREE_BATCH_FIRST_POLL_S", "0.02")
+    monkeypatch.setenv("REFEREE_BATCH_MAX_POLL_S", "0.05")
+    with ScriptedBatchService(reply="Yes", processing_s=0.05) as service:
+        judge = service.judge_config(provider, model, api_style=api_style)
+        suite = EvalSuite("vision").add_case(image_case())
+        suite.add_evaluators(CustomRubric([("Does the answer name the region?", True)],
+                                          judge=judge))
+        report = suite.run(charting, verbose=False, runs_dir=tmp_path)
+        assert report.passed == 1
+        assert service.batches_created == 1 and service.items_received == 1
+        (request,) = service.requests
+        assert sent_media(request.body, provider, api_style) == [
+            ("application/pdf", REPORT), ("image/png", CHART)]
