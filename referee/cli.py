@@ -521,7 +521,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with _quiet_logs(args.quiet), _terminate_as_interrupt():
             report = run_sync(target.start(options))
     except KeyboardInterrupt:
-        return _interrupted(options.run_dir)
+        code = _interrupted(options.run_dir)
+        _batches_left_running(options.run_dir, getattr(args, "command_line", None))
+        return code
     except RunStoreWriteError as exc:
         # Not bad input: the run stopped half-way, like an interrupted one, and resumes.
         return _fail(str(exc), EXIT_INTERRUPTED)
@@ -556,6 +558,46 @@ def _interrupted(run_dir: Path | None) -> int:
         print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
               file=sys.stderr)
     return EXIT_INTERRUPTED
+
+
+def _batches_left_running(run_dir: Path | None, command_line: Sequence[str] | None) -> None:
+    """Batch seam: after Ctrl-C the judge batches already submitted keep running at the
+    provider (their price is paid either way); say so, and give the exact command that
+    resumes the run and polls them."""
+    if run_dir is None or not (run_dir / _batch_journal_file()).is_file():
+        return
+    from referee.judge.batch import BatchJournal
+
+    batches = BatchJournal(run_dir).batches
+    if not batches:
+        return
+    print(f"referee: {len(batches)} judge batch(es) left running at the provider "
+          f"({', '.join(f'{b.provider} {b.batch_id}' for b in batches)}); their answers are "
+          f"collected when the run resumes", file=sys.stderr)
+    print(f"referee: to resume: {resume_command(command_line, run_dir)}", file=sys.stderr)
+
+
+def _batch_journal_file() -> str:
+    from referee.judge.batch import JOURNAL_FILE
+
+    return JOURNAL_FILE
+
+
+def resume_command(command_line: Sequence[str] | None, run_dir: Path) -> str:
+    """The ``referee run`` command line given (its --resume dropped), resuming ``run_dir``."""
+    import shlex
+
+    words: list[str] = []
+    given = list(command_line) if command_line is not None else ["run", "TARGET"]
+    skip = False
+    for word in given:
+        if skip:
+            skip = False
+        elif word == "--resume":
+            skip = True
+        elif not word.startswith("--resume="):
+            words.append(word)
+    return shlex.join(["referee", *words, "--resume", str(run_dir)])
 
 
 @contextlib.contextmanager
@@ -1170,6 +1212,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        args.command_line = list(sys.argv[1:] if argv is None else argv)
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_INPUT

@@ -1,0 +1,62 @@
+"""Issue 30, item 6: Ctrl-C (SIGINT) during a ``referee run --judge-batch-api`` leaves the
+batches already submitted running at the provider (nothing is cancelled), and prints the
+command that resumes the run; that command then polls them and sends nothing again."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from referee.report.store import load_run
+from referee.testing.batch_service import ScriptedBatchService
+from tests.test_judge_batch_resume import N_CASES, SUITE, _env, _journal_submitted
+
+
+@pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-4o-mini"),
+                                                 ("anthropic", "claude-haiku-4-5")])
+def test_sigint_leaves_batches_running_and_prints_the_resume_command(provider, model,
+                                                                     tmp_path):
+    (tmp_path / "suite.py").write_text(SUITE)
+    runs = tmp_path / "runs"
+    with ScriptedBatchService(processing_s=3.0) as service:
+        service.add_rule(lambda r: "polite" in r.prompt and "rude" in r.prompt, "No")
+        env = _env(service, provider, model, tmp_path)
+        argv = [sys.executable, "-m", "referee.cli", "run", str(tmp_path / "suite.py"),
+                "--out", str(runs), "--judge-batch-api", "-q"]
+        child = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        run_dir = None
+        while run_dir is None and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+            run_dir = _journal_submitted(runs)
+        assert run_dir is not None, child.communicate(timeout=5)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=30)
+        assert child.returncode == 130, stderr
+
+        # Left running: not cancelled, and still at work when the process is gone.
+        assert service.calls.get("batches.cancel", 0) == 0
+        [state] = service.batch_states().values()
+        assert state == "in_progress"
+        assert "1 judge batch(es) left running at the provider" in stderr, stderr
+        [line] = [x for x in stderr.splitlines() if "to resume: " in x]
+        command = shlex.split(line.split("to resume: ", 1)[1])
+        assert command[:2] == ["referee", "run"]
+        assert command[-2:] == ["--resume", str(run_dir)]
+        assert command[2:-2] == argv[4:]  # the same target and flags
+
+        resumed = subprocess.run([sys.executable, "-m", "referee.cli", *command[1:]], env=env,
+                                 cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+        assert service.batches_created == 1
+        assert service.items_received == 2 * N_CASES
+    report = load_run(run_dir)
+    statuses = {c.case.name: c.status.value for c in report.cases}
+    assert statuses == {f"case {i}": ("FAILED" if i == 1 else "PASSED") for i in range(N_CASES)}
