@@ -340,7 +340,29 @@ def _run_options(args: argparse.Namespace, target: _Target, *, judge_gate: Any,
     return RunOptions.from_command_line(
         **values, quiet=args.quiet, resume=args.resume, retry_errors=args.retry_errors,
         rescore=args.rescore, formats=args.format, fail_threshold=args.fail_threshold,
-        max_error_rate=args.max_error_rate, run_id=new_run_id())
+        max_error_rate=args.max_error_rate, run_id=new_run_id(), command=_recorded_command(args))
+
+
+def _recorded_command(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The run's command line (its --resume dropped) and working directory, for meta.json:
+    what ``referee resume RUN_DIR`` starts again."""
+    given = getattr(args, "command_line", None)
+    if given is None:
+        return None
+    return {"argv": _without_resume(given), "cwd": os.getcwd()}
+
+
+def _without_resume(command_line: Sequence[str]) -> list[str]:
+    words: list[str] = []
+    skip = False
+    for word in command_line:
+        if skip:
+            skip = False
+        elif word == "--resume":
+            skip = True
+        elif not word.startswith("--resume="):
+            words.append(word)
+    return words
 
 
 def _statistics_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -587,16 +609,7 @@ def resume_command(command_line: Sequence[str] | None, run_dir: Path) -> str:
     """The ``referee run`` command line given (its --resume dropped), resuming ``run_dir``."""
     import shlex
 
-    words: list[str] = []
-    given = list(command_line) if command_line is not None else ["run", "TARGET"]
-    skip = False
-    for word in given:
-        if skip:
-            skip = False
-        elif word == "--resume":
-            skip = True
-        elif not word.startswith("--resume="):
-            words.append(word)
+    words = _without_resume(command_line if command_line is not None else ["run", "TARGET"])
     return shlex.join(["referee", *words, "--resume", str(run_dir)])
 
 
@@ -872,6 +885,60 @@ def _waiting_batches(run_dir: Path) -> str:
     return f"  ({described}; --resume follows them)" if described else ""
 
 
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``referee resume RUN_DIR``: the stored run's own ``referee run`` command, resumed (what
+    meta.json recorded). Without --wait, a run whose judge batches are still running at the
+    provider is left to them: their states are printed, and nothing else happens."""
+    from referee.judge.batch._status import batch_statuses, journalled_batches, stored_judges
+    from referee.store import RunStore
+
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "meta.json").is_file():
+        raise CliError(f"{run_dir}: not a stored run (expected a run directory with meta.json)")
+    store = RunStore(run_dir)
+    meta = store.read_meta()
+    if store.is_finished:
+        _say(f"referee: {run_dir} is finished; nothing to resume")
+        return 0
+    command = meta.get("command")
+    if not isinstance(command, dict) or not command.get("argv"):
+        raise CliError(f"{run_dir / 'meta.json'}: no recorded command (a run started from "
+                       f"Python, or by an earlier referee); resume it with `referee run TARGET "
+                       f"--resume {run_dir}`")
+    batches = journalled_batches(run_dir)
+    if batches and not args.wait:
+        statuses = batch_statuses(batches, stored_judges(meta))
+        for status in statuses:
+            _say(f"referee: {status.describe()}")
+        pending = sum(status.pending for status in statuses)
+        if pending:
+            _say(f"referee: {pending} judge batch(es) still running; run `referee resume "
+                 f"{run_dir}` again later, or add --wait to wait for them here")
+            return 0
+    argv = [*_without_resume(command["argv"]), "--resume", str(run_dir.resolve())]
+    if batches and "--judge-batch-api" not in argv:
+        argv.append("--judge-batch-api")  # chosen by the environment when the run began
+    with _working_directory(command.get("cwd")):
+        return _main(argv)
+
+
+@contextlib.contextmanager
+def _working_directory(path: str | None) -> Iterator[None]:
+    """The run's own working directory while it resumes (its target and files are named
+    relative to it)."""
+    before = os.getcwd()
+    if path:
+        try:
+            os.chdir(path)
+        except OSError as exc:
+            raise CliError(f"cannot resume in the run's working directory {path}: "
+                           f"{exc.strerror}") from None
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def cmd_cache_merge(args: argparse.Namespace) -> int:
     from referee.judge.reply_cache import default_cache_path, merge_caches
 
@@ -1129,6 +1196,18 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--save", metavar="FILE.json",
                          help="with --judge: write the pairwise comparison as JSON")
     compare.set_defaults(func=cmd_compare)
+
+    resume = sub.add_parser(
+        "resume", help="resume a stored run (as `referee run TARGET --resume RUN_DIR`)",
+        description="Resume a stored run with the `referee run` command that started it "
+                    "(recorded in its meta.json). A run waiting on judge batches: without "
+                    "--wait, their states are printed and the command ends (exit 0) while "
+                    "any is still running; run it again later. With --wait, the batches are "
+                    "polled until they end and the run finishes.")
+    resume.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    resume.add_argument("--wait", action="store_true",
+                        help="wait for the run's judge batches and finish the run")
+    resume.set_defaults(func=cmd_resume)
 
     listing = sub.add_parser("list", help="list stored runs, newest first",
                              description=LIST_DESCRIPTION)

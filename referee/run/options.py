@@ -113,6 +113,9 @@ class RunOptions(BaseModel):
     # Not given (None): report_formats.default_formats, the same rule for every front door.
     formats: tuple[str, ...] = ()
     metadata: dict[str, Any] = {}
+    # How the command line started the run (its arguments and working directory), kept in
+    # meta.json so that ``referee resume RUN_DIR`` can start it again; None from Python.
+    command: dict[str, Any] | None = None
     # Where the cases execute: None/"local" (this process), "ray", or an executor object.
     backend: Any = None
     # multivon's JudgeRetry: run a case again when it ends in a transient status.

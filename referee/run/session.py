@@ -123,6 +123,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     run_meta: dict[str, Any] = {"criteria": description.criteria}
     if options.runs > 1:
         run_meta["runs"] = options.runs
+    if options.command is not None:
+        run_meta["command"] = options.command
     check_judge_environment()
     executor = resolve_backend(options.backend)
     plan: ResumePlan | None = None
@@ -136,6 +138,8 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
             # whatever function this resume happens to call.
             report.model_id = str(plan.meta["model_id"])
         report.started_at = float(plan.meta.get("started_at") or report.started_at)
+        if plan.meta.get("command"):  # how the run began, not how it was resumed
+            run_meta["command"] = plan.meta["command"]
         report.metadata["resumed"] = True
         report.metadata.update(describe_versions(plan.run_dir, plan.version))
         if plan.rescore:
