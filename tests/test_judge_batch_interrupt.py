@@ -4,15 +4,18 @@ command that resumes the run; that command then polls them and sends nothing aga
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
 from referee.report.store import load_run
+from referee.report.viewer import start_viewer
 from referee.testing.batch_service import ScriptedBatchService
 from tests.test_judge_batch_resume import N_CASES, SUITE, _env, _journal_submitted
 
@@ -47,6 +50,12 @@ def test_sigint_leaves_batches_running_and_prints_the_resume_command(provider, m
         assert "1 judge batch(es) left running at the provider" in stderr, stderr
         [line] = [x for x in stderr.splitlines() if "to resume: " in x]
         command = shlex.split(line.split("to resume: ", 1)[1])
+        # The viewer's index shows the run waiting on its batch (id, requests, age).
+        with start_viewer(None, runs) as viewer:
+            index = urllib.request.urlopen(viewer.base_url + "/", timeout=10).read().decode()
+        [batch_id] = service.batch_states()
+        assert re.search(rf"waiting on 1 judge batch\(es\) submitted, {2 * N_CASES} "
+                         rf"request\(s\), newest \d+s ago: {provider} {batch_id}", index), index
         assert command[:2] == ["referee", "run"]
         assert command[-2:] == ["--resume", str(run_dir)]
         assert command[2:-2] == argv[4:]  # the same target and flags

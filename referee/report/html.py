@@ -763,10 +763,22 @@ def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) ->
         "error_rate": format_rate(run.error_rate, run.total),
         "flagged": run.error_rate >= ERROR_RATE_FLAG,
         "state": ("finished" if run.finished else "running" if run.running else "interrupted")
-                 + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
+                 + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else "")
+                 + ("" if run.finished else _waiting_on_batches(run.path)),
         "earlier": [f"{key}@{n}" for n in run.versions if n != run.version],
     } for key, run in zip(keys, runs)]
     return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
+
+
+def _waiting_on_batches(run_dir: Path) -> str:
+    """What an unfinished run left at the provider, from its batch journal (no provider is
+    asked: the viewer makes no network call); `referee resume RUN_DIR` reports their states."""
+    from referee.judge.batch import JOURNAL_FILE, BatchJournal
+
+    if not (run_dir / JOURNAL_FILE).is_file():
+        return ""
+    described = BatchJournal(run_dir).describe()
+    return f"; waiting on {described}" if described else ""
 
 
 _KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unchanged": 4}
