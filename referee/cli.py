@@ -353,6 +353,7 @@ def _recorded_command(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _without_resume(command_line: Sequence[str]) -> list[str]:
+    """The arguments that run the same run again: --resume RUN_DIR and --detach dropped."""
     words: list[str] = []
     skip = False
     for word in command_line:
@@ -360,7 +361,7 @@ def _without_resume(command_line: Sequence[str]) -> list[str]:
             skip = False
         elif word == "--resume":
             skip = True
-        elif not word.startswith("--resume="):
+        elif word != "--detach" and not word.startswith("--resume="):
             words.append(word)
     return words
 
@@ -536,12 +537,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"{path}: expected a Python file (.py) or a case file "
                        f"({', '.join(CASE_FILE_SUFFIXES)})")
     options = _run_options(args, target, judge_gate=judge_gate, backend=backend)
+    from referee.judge.batch._detach import Detached
     from referee.run.sync import run_sync
     from referee.store import RunStoreWriteError
 
     try:
         with _quiet_logs(args.quiet), _terminate_as_interrupt():
-            report = run_sync(target.start(options))
+            report = run_sync(_detachable(target.start(options), args, options))
+    except Detached as exc:
+        return _detached(options.run_dir, exc.batches)
     except KeyboardInterrupt:
         code = _interrupted(options.run_dir)
         _batches_left_running(options.run_dir, getattr(args, "command_line", None))
@@ -580,6 +584,34 @@ def _interrupted(run_dir: Path | None) -> int:
         print("referee: interrupted; finished cases are kept — rerun with --resume RUN_DIR",
               file=sys.stderr)
     return EXIT_INTERRUPTED
+
+
+def _detachable(work: Coroutine[Any, Any, EvalReport], args: argparse.Namespace,
+                options: RunOptions) -> Coroutine[Any, Any, EvalReport]:
+    """With --detach, the run stops once its judge requests are in batches at the provider."""
+    if not getattr(args, "detach", False):
+        return work
+    from referee.judge.environment import env_switch
+
+    if not env_switch("REFEREE_JUDGE_BATCH_API") or not options.save:
+        work.close()
+        raise CliError("--detach goes with --judge-batch-api on a stored run: it leaves the "
+                       "run's judge batches at the provider for `referee resume RUN_DIR`")
+    from referee.judge.batch import BatchSettings
+    from referee.judge.batch._detach import run_until_submitted
+
+    # The dispatcher sends what it holds after quiet_s without a new request; twice that
+    # without one means no case in flight is about to ask.
+    return run_until_submitted(work, settle_s=2 * BatchSettings.from_env().quiet_s)
+
+
+def _detached(run_dir: Path | None, batches: int) -> int:
+    where = run_dir if run_dir is not None else "RUN_DIR"
+    run_id = run_dir.name if run_dir is not None else "-"
+    _say(f"referee: detached: run {run_id} waits on {batches} judge batch(es) at the provider "
+         f"({where}); `referee resume {where}` reports them and finishes the run once they "
+         f"end (--wait: waits for them)")
+    return 0
 
 
 def _batches_left_running(run_dir: Path | None, command_line: Sequence[str] | None) -> None:
@@ -1116,6 +1148,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress or console report; one summary line")
     run.add_argument("--judge-batch-api", action="store_true", help=JUDGE_BATCH_API_HELP)
+    run.add_argument("--detach", action="store_true",
+                     help="with --judge-batch-api: submit the run's judge batches (those that "
+                          "need no earlier answer), record them, and exit with the run id; "
+                          "`referee resume RUN_DIR` collects them and sends the later rounds")
     run.set_defaults(func=cmd_run)
 
     view = sub.add_parser("view", help="browse stored runs in a local web viewer (127.0.0.1)",

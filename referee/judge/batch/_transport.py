@@ -120,6 +120,14 @@ class BatchDispatcher:
         self.batches_submitted = 0
         self.items_submitted = 0
         self.batches_followed = 0
+        self._creating = 0  # batches whose create call has not returned
+
+    @property
+    def settled_at_provider(self) -> bool:
+        """Every request it holds is in a batch the provider has accepted (and at least one
+        batch is): nothing collected and unsent, no create call under way."""
+        return (not self._pending and self._creating == 0
+                and self.batches_submitted + self.batches_followed > 0)
 
     async def send(self, custom_id: str, path: str, body: dict[str, Any]) -> Any:
         """The reply body for this request, once its batch has answered it."""
@@ -238,9 +246,7 @@ class BatchDispatcher:
         self._in_flight += 1
         try:
             try:
-                batch_id = await self._api_call(
-                    "create", lambda client: self._api.create(
-                        client, path, [(i.custom_id, i.body) for i in items], local))
+                batch_id = await self._create(path, items, local)
             except EnqueuedLimitReached:
                 self._abandon(local, "enqueued-token limit")
                 await self._limited(path, items)
@@ -267,6 +273,14 @@ class BatchDispatcher:
         finally:
             self._in_flight -= 1
             self._batch_ended.set()
+
+    async def _create(self, path: str, items: list[_Item], local: str) -> str:
+        self._creating += 1
+        try:
+            return str(await self._api_call("create", lambda client: self._api.create(
+                client, path, [(i.custom_id, i.body) for i in items], local)))
+        finally:
+            self._creating -= 1
 
     def _abandon(self, local: str, why: str) -> None:
         if self._journal is not None:
