@@ -9,10 +9,14 @@ import sys
 
 from referee.cli import main
 from referee.judge.batch import BatchJournal
-from referee.report.store import load_run
 from referee.testing import DUMMY_API_KEY
 from referee.testing.batch_service import ScriptedBatchService
-from tests.test_judge_batch_resume import N_CASES, SUITE, _env
+from tests.test_judge_batch_resume import (
+    N_CASES,
+    SUITE,
+    _env,
+    assert_verdicts_of_an_uninterrupted_run,
+)
 
 
 def test_detach_submits_the_batches_and_exits_then_resume_collects_them(tmp_path):
@@ -43,9 +47,7 @@ def test_detach_submits_the_batches_and_exits_then_resume_collects_them(tmp_path
         assert done.returncode == 0, done.stderr
         assert service.batches_created == 1
         assert service.items_received == 2 * N_CASES
-    report = load_run(run_dir)
-    statuses = {c.case.name: c.status.value for c in report.cases}
-    assert statuses == {f"case {i}": ("FAILED" if i == 1 else "PASSED") for i in range(N_CASES)}
+    assert_verdicts_of_an_uninterrupted_run(run_dir)
 
 
 def test_detach_needs_the_batch_api(tmp_path, capsys, monkeypatch):

@@ -9,15 +9,19 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
-from referee.report.store import load_run
 from referee.report.viewer import start_viewer
 from referee.testing.batch_service import ScriptedBatchService
-from tests.test_judge_batch_resume import N_CASES, SUITE, _env, _journal_submitted
+from tests.test_judge_batch_resume import (
+    N_CASES,
+    SUITE,
+    _env,
+    assert_verdicts_of_an_uninterrupted_run,
+    start_batch_run,
+)
 
 
 @pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-4o-mini"),
@@ -31,14 +35,7 @@ def test_sigint_leaves_batches_running_and_prints_the_resume_command(provider, m
         env = _env(service, provider, model, tmp_path)
         argv = [sys.executable, "-m", "referee.cli", "run", str(tmp_path / "suite.py"),
                 "--out", str(runs), "--judge-batch-api", "-q"]
-        child = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        run_dir = None
-        while run_dir is None and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
-            run_dir = _journal_submitted(runs)
-        assert run_dir is not None, child.communicate(timeout=5)
+        child, run_dir = start_batch_run(argv, env, tmp_path, runs)
         child.send_signal(signal.SIGINT)
         _, stderr = child.communicate(timeout=30)
         assert child.returncode == 130, stderr
@@ -65,6 +62,4 @@ def test_sigint_leaves_batches_running_and_prints_the_resume_command(provider, m
         assert resumed.returncode == 0, resumed.stderr
         assert service.batches_created == 1
         assert service.items_received == 2 * N_CASES
-    report = load_run(run_dir)
-    statuses = {c.case.name: c.status.value for c in report.cases}
-    assert statuses == {f"case {i}": ("FAILED" if i == 1 else "PASSED") for i in range(N_CASES)}
+    assert_verdicts_of_an_uninterrupted_run(run_dir)

@@ -68,6 +68,26 @@ def _journal_submitted(runs: Path) -> Path | None:
     return None
 
 
+def start_batch_run(argv: list[str], env: dict[str, str], cwd: Path,
+                    runs: Path) -> tuple[subprocess.Popen[str], Path]:
+    """``referee run`` started in a child process, once its first batch is submitted (the
+    journal says so): the child, still running, and its run directory."""
+    child = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    run_dir = None
+    while run_dir is None and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+        run_dir = _journal_submitted(runs)
+    assert run_dir is not None, child.communicate(timeout=5)
+    return child, run_dir
+
+
+def assert_verdicts_of_an_uninterrupted_run(run_dir: Path) -> None:
+    statuses = {c.case.name: c.status.value for c in load_run(run_dir).cases}
+    assert statuses == {f"case {i}": ("FAILED" if i == 1 else "PASSED") for i in range(N_CASES)}
+
+
 @pytest.mark.parametrize(("provider", "model"), [("openai", "gpt-4o-mini"),
                                                  ("anthropic", "claude-haiku-4-5"),
                                                  ("google", "gemini-2.5-flash")])
@@ -80,14 +100,7 @@ def test_sigkill_after_submission_then_resume_resubmits_nothing(provider, model,
         env = _env(service, provider, model, tmp_path)
         argv = [sys.executable, "-m", "referee.cli", "run", str(tmp_path / "suite.py"),
                 "--out", str(runs), "--judge-batch-api", "-q"]
-        child = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        run_dir = None
-        while run_dir is None and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
-            run_dir = _journal_submitted(runs)
-        assert run_dir is not None, child.communicate(timeout=5)
+        child, run_dir = start_batch_run(argv, env, tmp_path, runs)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
         assert child.returncode == -signal.SIGKILL

@@ -11,15 +11,19 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from referee.cli import main
-from referee.report.store import load_run
 from referee.testing import DUMMY_API_KEY
 from referee.testing.batch_service import ScriptedBatchService
-from tests.test_judge_batch_resume import N_CASES, SUITE, _env, _journal_submitted
+from tests.test_judge_batch_resume import (
+    N_CASES,
+    SUITE,
+    _env,
+    assert_verdicts_of_an_uninterrupted_run,
+    start_batch_run,
+)
 
 KEY_VARIABLE = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
                 "google": "GEMINI_API_KEY"}
@@ -35,16 +39,9 @@ def test_resume_reports_running_batches_then_waits_for_them(provider, model, tmp
         # The key for asking about the batches comes from the environment, as for any judge.
         env = {**_env(service, provider, model, tmp_path), KEY_VARIABLE[provider]: DUMMY_API_KEY}
         # A relative target and --out: the resume runs in the run's own working directory.
-        child = subprocess.Popen(
+        child, run_dir = start_batch_run(
             [sys.executable, "-m", "referee.cli", "run", "suite.py", "--out", "runs",
-             "--judge-batch-api", "-q"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        run_dir = None
-        while run_dir is None and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
-            run_dir = _journal_submitted(tmp_path / "runs")
-        assert run_dir is not None, child.communicate(timeout=5)
+             "--judge-batch-api", "-q"], env, tmp_path, tmp_path / "runs")
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
         meta = json.loads((run_dir / "meta.json").read_text())
@@ -69,9 +66,7 @@ def test_resume_reports_running_batches_then_waits_for_them(provider, model, tmp
         assert service.batches_created == 1
         assert service.items_received == 2 * N_CASES
         assert len(service.requests) == 2 * N_CASES
-    report = load_run(run_dir)
-    statuses = {c.case.name: c.status.value for c in report.cases}
-    assert statuses == {f"case {i}": ("FAILED" if i == 1 else "PASSED") for i in range(N_CASES)}
+    assert_verdicts_of_an_uninterrupted_run(run_dir)
     assert json.loads((run_dir / "meta.json").read_text())["command"] == meta["command"]
     # A finished run has nothing to resume.
     again = subprocess.run(resume, env=env, cwd=tmp_path, capture_output=True, text=True,
