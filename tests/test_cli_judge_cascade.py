@@ -168,3 +168,20 @@ def test_a_criterion_with_a_judge_of_its_own_keeps_it(openai_judge_server,
     assert results["clarity"].details["cascade"]["escalated"]
     assert sorted(r.model for r in server.requests) == [
         "cheap-judge", "own-judge", "own-judge", "strong-judge"]
+
+
+def test_a_bad_judge_cascade_variable_errors_each_case_naming_it(
+        openai_judge_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from referee import CriterionConfig, EvalCase, EvalSuite
+    from referee.criteria.llm import ResponseMatchCriterion
+    from referee.evaluators import GEval
+
+    server = openai_judge_server(_by_model)
+    monkeypatch.setenv(CASCADE_ENV, "openai/cheap-judge")
+    suite = EvalSuite("bad").add_cases([EvalCase(input="near question", expected_output="x")])
+    suite.add_evaluators(ResponseMatchCriterion(CriterionConfig(num_samples=1)),
+                         GEval("Is it right?", runs=1))
+    report = suite.run(lambda question: "x", verbose=False, save=False)
+    errors = [r.error or "" for r in report.cases[0].criterion_results]
+    assert len(errors) == 2 and all("JUDGE_CASCADE: expected two or more" in e for e in errors)
+    assert server.requests == []

@@ -9,15 +9,14 @@ import random
 from pathlib import Path
 
 import pytest
-from stored_runs import store_report
+from stored_runs import store_scored_run
 
 from referee.labels._store import Label, LabelStore
-from referee.record import CaseResult, CaseStatus, EvalReport
+from referee.record import EvalReport
 from referee.report.console import render_text
 from referee.report.html import render_html
 from referee.report.json_report import lean_report_dict
 from referee.report.writers import write_reports
-from referee.result import CriterionResult
 from referee.stats import prediction_powered_mean
 from referee.store import load_run
 
@@ -31,12 +30,7 @@ def _judged(rng: random.Random) -> tuple[list[float], list[float]]:
 
 
 def _stored_run(tmp_path: Path, judged: list[float]) -> Path:
-    cases = [CaseResult(index=i, eval_id=f"c{i}", status=CaseStatus.PASSED if j >= 0.5
-                        else CaseStatus.FAILED,
-                        criterion_results=[CriterionResult(criterion="g_eval", score=j,
-                                                           passed=j >= 0.5, threshold=0.5)])
-             for i, j in enumerate(judged)]
-    return store_report(tmp_path / "runs", EvalReport(name="labelled", cases=cases))
+    return store_scored_run(tmp_path / "runs", judged, name="labelled")
 
 
 @pytest.fixture
