@@ -51,6 +51,7 @@ from referee.report.console import (
 )
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
+from referee.report.label_estimates import label_estimates_view
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
@@ -603,6 +604,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
             for name, s in stats.items()
         ],
         "corrected": _corrected_view(report),
+        "by_labels": label_estimates_view(report),
     }
 
 
