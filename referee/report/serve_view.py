@@ -9,21 +9,23 @@ inline SVG (no asset is fetched: the viewer's Content-Security-Policy forbids it
 latest failures, each linked to its case in its window's run.
 
 Reading is by meta.json (cheap) to find the windows, then one streamed pass over each
-window's cases.jsonl: a large window is never held whole.
+window's cases.jsonl: a large window is never held whole, and a finished window is read once
+per viewer (the page reloads itself while a window is open).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from referee.record import CaseResult, CaseStatus, format_rate
-from referee.store import META_FILE, RunInfo, RunStore
+from referee.store import META_FILE, REPORT_FILE, RunInfo, RunStore
 
 LATEST_FAILURES = 20
 CHART_WIDTH = 520
@@ -56,7 +58,9 @@ def online_windows(runs: Sequence[RunInfo], keys: Sequence[str]) -> dict[str, li
     serves: dict[str, list[WindowRun]] = {}
     for run, key in zip(runs, keys):
         meta = _meta(run.path)
-        metadata = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
+        metadata = meta.get("metadata")
+        if not isinstance(metadata, dict):
+            continue
         if not metadata.get("online"):
             continue
         name = str(meta.get("name") or run.name)
@@ -81,13 +85,17 @@ def _meta(path: Path) -> dict[str, Any]:
 
 
 @dataclass
-class _Rate:
+class PassCount:
     passed: int = 0
     decided: int = 0  # passed + failed: errors and skips are not verdicts
 
     def add(self, passed: bool) -> None:
         self.passed += passed
         self.decided += 1
+
+    def merge(self, other: PassCount) -> None:
+        self.passed += other.passed
+        self.decided += other.decided
 
     @property
     def value(self) -> float | None:
@@ -103,8 +111,9 @@ class WindowPoint:
     running: bool = False
     cases: int = 0
     errors: int = 0
-    overall: _Rate = field(default_factory=_Rate)
-    criteria: dict[str, _Rate] = field(default_factory=dict)
+    overall: PassCount = field(default_factory=PassCount)
+    criteria: dict[str, PassCount] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)  # one window's, newest first
 
 
 @dataclass(frozen=True)
@@ -149,15 +158,54 @@ def serve_view(name: str, windows: Sequence[WindowRun], *,
         point = points.setdefault(window.started_at, WindowPoint(window.started_at, []))
         point.keys.append(window.key)
         point.running = point.running or window.running
-        for case in RunStore(window.path).stream_cases():
-            _count(point, case)
-            failure = _failure(window, case)
-            if failure is not None:
-                failures.append(failure)
-    failures.sort(key=lambda f: (f.window_start, f.index, f.run_key), reverse=True)
+        read = _read_window(window, latest_failures)
+        point.cases += read.cases
+        point.errors += read.errors
+        point.overall.merge(read.overall)
+        for criterion, count in read.criteria.items():
+            point.criteria.setdefault(criterion, PassCount()).merge(count)
+        failures.extend(read.failures)
+    failures.sort(key=_newest_first, reverse=True)
     window_s = max((w.window_s for w in windows), default=0.0)
     return ServeView(name, window_s, [points[s] for s in sorted(points)],
                      failures[:latest_failures])
+
+
+def _newest_first(failure: Failure) -> tuple[float, int, str]:
+    return failure.window_start, failure.index, failure.run_key
+
+
+def _read_window(window: WindowRun, latest_failures: int) -> WindowPoint:
+    """A window's counts and its newest failures; a finished window is read once (its
+    report.json's time names the reading), so a page that reloads reads only the open ones."""
+    try:
+        finished = (window.path / REPORT_FILE).stat().st_mtime_ns
+    except OSError:
+        finished = None
+    if window.running or finished is None:
+        return _count_cases(window.path, window.key, window.started_at, latest_failures)
+    return _finished_window(window.path, window.key, window.started_at, finished,
+                            latest_failures)
+
+
+@lru_cache(maxsize=2048)
+def _finished_window(path: Path, key: str, started_at: float, finished: int,
+                     latest_failures: int) -> WindowPoint:
+    return _count_cases(path, key, started_at, latest_failures)
+
+
+def _count_cases(path: Path, key: str, started_at: float, latest_failures: int) -> WindowPoint:
+    point = WindowPoint(started_at, [key])
+    for case in RunStore(path).stream_cases():
+        _count(point, case)
+        failure = _failure(key, started_at, case)
+        if failure is not None:
+            point.failures.append(failure)
+            if len(point.failures) > 2 * latest_failures:  # bounded: keep the newest
+                point.failures = sorted(point.failures, key=_newest_first,
+                                        reverse=True)[:latest_failures]
+    point.failures = sorted(point.failures, key=_newest_first, reverse=True)[:latest_failures]
+    return point
 
 
 def _count(point: WindowPoint, case: CaseResult) -> None:
@@ -167,18 +215,17 @@ def _count(point: WindowPoint, case: CaseResult) -> None:
     elif case.status != CaseStatus.SKIPPED:
         point.errors += 1
     for result in case.criterion_results:
-        rate = point.criteria.setdefault(result.criterion, _Rate())
+        rate = point.criteria.setdefault(result.criterion, PassCount())
         if not result.skipped and result.error is None:
             rate.add(result.passed)
 
 
-def _failure(window: WindowRun, case: CaseResult) -> Failure | None:
+def _failure(key: str, started_at: float, case: CaseResult) -> Failure | None:
     if case.status in (CaseStatus.PASSED, CaseStatus.SKIPPED):
         return None
     failed = tuple(r.criterion for r in case.criterion_results
                    if not r.skipped and (r.error is not None or not r.passed))
-    return Failure(window.key, case.index, case.eval_id, case.status.value,
-                   window.started_at, failed)
+    return Failure(key, case.index, case.eval_id, case.status.value, started_at, failed)
 
 
 # The chart -------------------------------------------------------------------------------
@@ -203,6 +250,10 @@ class RateChart:
     points: list[ChartPoint]
     windows: int
     labels: list[tuple[float, float, str, str]]  # x, y, text, anchor
+    left: float  # the plot's edges: the 100% and 0% lines run across them
+    right: float
+    top: float
+    bottom: float
 
     @property
     def path(self) -> str:
@@ -210,8 +261,8 @@ class RateChart:
 
 
 def rate_chart(title: str, kind: str, points: Sequence[WindowPoint],
-               rate_of: Any) -> RateChart:
-    """``rate_of(point)`` gives the window's rate (a _Rate) or None."""
+               rate_of: Callable[[WindowPoint], PassCount | None]) -> RateChart:
+    """``rate_of(point)`` gives the window's verdicts (None: it has none of that kind)."""
     plot_w = CHART_WIDTH - CHART_LEFT - 8
     plot_h = CHART_HEIGHT - CHART_BOTTOM - 6
     step = plot_w / max(len(points) - 1, 1)
@@ -219,19 +270,21 @@ def rate_chart(title: str, kind: str, points: Sequence[WindowPoint],
     for i, point in enumerate(points):
         rate = rate_of(point)
         value = rate.value if rate is not None else None
-        if value is None:
+        if rate is None or value is None:
             continue
         x = CHART_LEFT + (i * step if len(points) > 1 else plot_w / 2)
         y = 6 + plot_h * (1 - value)
         when = _when(point.started_at)
         marks.append(ChartPoint(x, y, value, when, f"{when}: {format_rate(value, rate.decided)} "
                                 f"({rate.passed} of {rate.decided})"))
-    labels = [(CHART_LEFT - 4, 10.0, "100%", "end"), (CHART_LEFT - 4, 6 + plot_h, "0%", "end")]
+    labels: list[tuple[float, float, str, str]] = [
+        (CHART_LEFT - 4, 10.0, "100%", "end"), (CHART_LEFT - 4, 6 + plot_h, "0%", "end")]
     if points:
         labels.append((CHART_LEFT, CHART_HEIGHT - 2, _when(points[0].started_at), "start"))
         if len(points) > 1:
             labels.append((CHART_WIDTH - 8, CHART_HEIGHT - 2, _when(points[-1].started_at), "end"))
-    return RateChart(title, kind, CHART_WIDTH, CHART_HEIGHT, marks, len(points), labels)
+    return RateChart(title, kind, CHART_WIDTH, CHART_HEIGHT, marks, len(points), labels,
+                     left=CHART_LEFT, right=CHART_LEFT + plot_w, top=6, bottom=6 + plot_h)
 
 
 def _when(ts: float) -> str:
@@ -244,8 +297,7 @@ def render_serve_html(view: ServeView, *, index_href: str = "/") -> str:
     from referee.report.html import _page  # the viewer's page frame, CSP and style
 
     overall = rate_chart("Pass rate per window", "overall", view.points, lambda p: p.overall)
-    per_criterion = [rate_chart(name, "criterion", view.points,
-                                lambda p, name=name: p.criteria.get(name))
+    per_criterion = [rate_chart(name, "criterion", view.points, _criterion_rate(name))
                      for name in view.criteria]
     windows = [{
         "runs": p.keys, "date": _when(p.started_at), "cases": p.cases, "errors": p.errors,
@@ -259,6 +311,10 @@ def render_serve_html(view: ServeView, *, index_href: str = "/") -> str:
                  overall=overall, per_criterion=per_criterion, windows=windows,
                  failures=failures, live=LIVE_RELOAD_S if view.running else 0,
                  index_href=index_href)
+
+
+def _criterion_rate(name: str) -> Callable[[WindowPoint], PassCount | None]:
+    return lambda point: point.criteria.get(name)
 
 
 def serve_summaries(serves: dict[str, list[WindowRun]]) -> list[dict[str, Any]]:

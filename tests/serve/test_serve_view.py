@@ -61,16 +61,45 @@ def chart_values(page: str, kind: str, title: str) -> list[float]:
                                          figure.group(0))]
 
 
+def window_report(run_id: str, started_at: float) -> EvalReport:
+    return EvalReport(run_id=run_id, name="replicas", eval_set_id="replicas",
+                      model_id="recorded", started_at=started_at,
+                      metadata={"online": True, "window_s": 60.0})
+
+
 def window_run(runs_dir: Path, run_id: str, started_at: float,
-               statuses: list[CaseStatus]) -> None:
+               statuses: list[CaseStatus], finished: bool = False) -> RunStore:
     """A window's run as `referee serve` stores it (meta.json marks it online)."""
-    report = EvalReport(run_id=run_id, name="replicas", eval_set_id="replicas",
-                        model_id="recorded", started_at=started_at,
-                        metadata={"online": True, "window_s": 60.0})
+    report = window_report(run_id, started_at)
     store = RunStore.create(runs_dir, report, case_ids=[])
     for i, status in enumerate(statuses):
-        store.append_case(CaseResult(index=i, eval_id=f"{run_id}-{i}", status=status))
+        report.cases.append(CaseResult(index=i, eval_id=f"{run_id}-{i}", status=status))
+        store.append_case(report.cases[-1])
+    if finished:
+        store.write_report(report)
     store.release()
+    return store
+
+
+def test_a_finished_window_is_read_again_only_when_it_is_scored_again(tmp_path):
+    runs_dir = tmp_path / "runs"
+    store = window_run(runs_dir, "replicas-a", 600.0, [CaseStatus.PASSED], finished=True)
+
+    def counts() -> tuple[int, int]:
+        runs = list_runs(runs_dir)
+        (point,) = serve_view("replicas", online_windows(runs, ["replicas-a"])["replicas"]).points
+        return point.overall.passed, point.overall.decided
+
+    assert counts() == (1, 1)
+    # A rescore rewrites cases.jsonl and report.json: the page shows the new scoring.
+    store = RunStore.reopen(store.run_dir)
+    report = window_report("replicas-a", 600.0)
+    report.cases = [*store.read_cases(), CaseResult(index=1, eval_id="late",
+                                                    status=CaseStatus.FAILED)]
+    store.append_case(report.cases[-1])
+    store.write_report(report)
+    store.release()
+    assert counts() == (1, 2)
 
 
 def test_windows_that_replicas_started_together_are_one_point_and_failures_are_capped(tmp_path):
