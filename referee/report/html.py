@@ -756,8 +756,10 @@ def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: 
                  labelled=sum(1 for item in items if item.get("label")))
 
 
-def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) -> str:
-    """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order."""
+def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str],
+                      serves: list[dict[str, Any]] | None = None) -> str:
+    """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order;
+    ``serves`` groups the windows of each `referee serve` (report.serve_view)."""
     rows = [{
         "key": key, "name": run.name, "model_id": run.model_id, "date": _when(run.started_at),
         "total": run.total, "passed": run.passed, "failed": run.failed, "errors": run.errors,
@@ -768,7 +770,7 @@ def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) ->
                  + (f"; damaged: {'; '.join(run.damaged)}" if run.damaged else ""),
         "earlier": [f"{key}@{n}" for n in run.versions if n != run.version],
     } for key, run in zip(keys, runs)]
-    return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
+    return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir, serves=serves or [])
 
 
 _KIND_ORDER = {"regression": 0, "improvement": 1, "removed": 2, "added": 3, "unchanged": 4}
