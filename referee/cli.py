@@ -507,6 +507,28 @@ def _run_from_traces(target: Path | None, args: argparse.Namespace) -> _Target:
         on_note=_print_trace_notes, options=options))
 
 
+def _set_judge_cascade(args: argparse.Namespace) -> None:
+    """``--judge-cascade``/``--cascade-margin``: checked here, then handed to every judged
+    criterion through the environment's layer, as --judge-max-retries is (Ray workers too)."""
+    from referee.judge.cascade import CASCADE_ENV, CASCADE_MARGIN_ENV, cascade_from_text
+
+    if args.judge_cascade is None:
+        if args.cascade_margin is not None:
+            raise CliError("--cascade-margin goes with --judge-cascade CHEAP,STRONG")
+        return
+    margin = None if args.cascade_margin is None else repr(args.cascade_margin)
+    try:
+        cascade_from_text(args.judge_cascade, margin, source="--judge-cascade",
+                          margin_source="--cascade-margin")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    os.environ[CASCADE_ENV] = args.judge_cascade
+    if margin is not None:
+        os.environ[CASCADE_MARGIN_ENV] = margin
+    else:
+        os.environ.pop(CASCADE_MARGIN_ENV, None)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``referee run``: the target names what to run; one RunOptions, built from these
     arguments over the target's own defaults, says how (checked there: formats, resume rules,
@@ -521,6 +543,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Every judged criterion resolves its judge through the environment's layer, here and
         # on Ray workers, so the setting reaches each of them.
         os.environ["REFEREE_JUDGE_MAX_RETRIES"] = str(args.judge_max_retries)
+    _set_judge_cascade(args)
     backend = _ray_backend(args.ray) if args.ray is not None else None
     path = Path(args.target) if args.target else None
     if args.traces:
@@ -1142,6 +1165,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-max-retries", type=_retries, metavar="N",
                      help="retries of a failed judge request, for every judged criterion "
                           "(sets REFEREE_JUDGE_MAX_RETRIES for the run; default 4)")
+    run.add_argument("--judge-cascade", metavar="CHEAP,STRONG",
+                     help="judge every judged criterion that names no judge, panel or cascade "
+                          "of its own with a cascade of these PROVIDER/MODEL judges, cheapest "
+                          "first: the strong one is asked only where the cheap one is unsure "
+                          "(an error, an UNKNOWN answer, a score near the threshold); sets "
+                          "JUDGE_CASCADE for the run")
+    run.add_argument("--cascade-margin", type=_fraction, metavar="M",
+                     help="with --judge-cascade: how near the threshold a cheap score must lie "
+                          "for the strong judge to be asked (default 0.1; sets "
+                          "JUDGE_CASCADE_MARGIN)")
     run.add_argument("--label", "--model-id", dest="label", metavar="NAME",
                      help="the model or variant label stored with the run and shown in every "
                           "report, the viewer and compare (default: the model function's name)")

@@ -10,13 +10,11 @@ import statistics
 from pathlib import Path
 
 import pytest
-from stored_runs import store_report
+from stored_runs import store_scored_run
 
 from referee.labels._estimate import estimate_run
 from referee.labels._import import import_labels
 from referee.labels._store import Label, LabelStore
-from referee.record import CaseResult, CaseStatus, EvalReport
-from referee.result import CriterionResult
 from referee.stats import prediction_powered_mean
 
 
@@ -113,12 +111,7 @@ def test_pass_rate_coverage_with_binary_verdicts() -> None:
 # referee labels estimate ----------------------------------------------------------------------
 
 def _stored_run(tmp_path: Path, truth: list[float], judged: list[float]) -> Path:
-    cases = [CaseResult(index=i, eval_id=f"c{i}", status=CaseStatus.PASSED if j >= 0.5
-                        else CaseStatus.FAILED,
-                        criterion_results=[CriterionResult(criterion="g_eval", score=j,
-                                                           passed=j >= 0.5, threshold=0.5)])
-             for i, j in enumerate(judged)]
-    return store_report(tmp_path / "runs", EvalReport(name="ppi", cases=cases))
+    return store_scored_run(tmp_path / "runs", judged, name="ppi")
 
 
 def test_labels_estimate_corrects_a_stored_run(tmp_path: Path, capsys) -> None:

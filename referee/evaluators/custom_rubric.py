@@ -31,6 +31,8 @@ class CustomRubric(QAGEvaluator):
 
     The judge sees the case input, its context when present, and the model output.
     ``threshold`` left out: a calibration file's entry when one applies, else 0.7.
+    Not the 10xgraph-style ``RubricBasedCriterion``, which asks one 0-1 score for all its
+    rubrics at once (docs/architecture.md says why the two stay apart).
     """
 
     def __init__(self, criteria: list[tuple[str, bool]], name: str = "custom_rubric",

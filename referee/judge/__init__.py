@@ -14,9 +14,7 @@ from referee.judge.config import (
     DEFAULT_JUDGES,
     DEFAULT_MODELS,
     JudgeConfig,
-    configure,
     get_configured,
-    get_global_judge,
     judge_config_for_model,
     provider_available,
     provider_for_model,
@@ -24,6 +22,7 @@ from referee.judge.config import (
     resolve_judge_config,
     split_judge_model,
 )
+from referee.judge.global_judge import configure, get_global_judge
 from referee.judge.panel import JudgePanel
 from referee.judge.pricing import Price, estimate_cost, load_prices, price_of, set_price
 from referee.judge.prompt_caching import CachingRules, caching_rules, estimate_tokens

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from pydantic import SecretStr
 
 from referee.errors import JudgeUnavailable
-from referee.judge.cascade import JudgeCascade
-from referee.judge.config import JudgeConfig, resolve_judge_config
-from referee.judge.panel import JudgePanel, effective_panel
+from referee.judge.cascade import JudgeCascade, cascade_from_env
+from referee.judge.config import JudgeConfig, get_configured, resolve_judge_config
+from referee.judge.panel import JudgePanel, effective_panel, get_configured_panel
 from referee.judge.providers import PLACEHOLDER_API_KEY, ProviderSetupError, adapter_for
 from referee.judge.reply_cache import cache_enabled_by_env
 
@@ -109,7 +109,10 @@ def _self_contained(cfg: JudgeConfig) -> JudgeConfig:
 def bind_in_layers(judge: JudgeConfig | JudgePanel | JudgeCascade | None) -> JudgeBinding:
     """The multivon-style API's judge: ``judge=`` > ``configure()`` > the environment >
     the default, a panel in the same order, each member resolved as a single judge is; a
-    cascade's stages each resolved the same way."""
+    cascade's stages each resolved the same way. The environment's cascade (JUDGE_CASCADE,
+    ``referee run --judge-cascade``) comes before its panel and its single judge."""
+    if judge is None and get_configured_panel() is None and get_configured() is None:
+        judge = cascade_from_env()
     if isinstance(judge, JudgeCascade):
         return bind_cascade(judge, bind_in_layers)
     panel = effective_panel(judge)

@@ -21,6 +21,7 @@ stage's tokens priced as the strong judge's).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -30,7 +31,7 @@ from pydantic import Field, field_validator
 from referee._strict import StrictModel
 from referee.errors import JudgeUnavailable
 from referee.judge.config import JudgeConfig
-from referee.judge.panel import JudgePanel, check_judge, member_labels
+from referee.judge.panel import JudgePanel, check_judge, judge_members, member_labels
 from referee.judge.pricing import estimate_cost, price_of
 from referee.result import CriterionResult
 from referee.usage import TokenUsage
@@ -273,3 +274,43 @@ def check_judge_or_cascade(owner: str, judge: Any) -> Stage | JudgeCascade | Non
     if isinstance(judge, JudgeCascade):
         return judge
     return check_judge(owner, judge)
+
+
+# `referee run --judge-cascade CHEAP,STRONG --cascade-margin M` sets these for the run, as
+# --judge-max-retries sets REFEREE_JUDGE_MAX_RETRIES: the judge layer reads them wherever a
+# criterion without a judge of its own resolves one (here and on Ray workers).
+CASCADE_ENV = "JUDGE_CASCADE"
+CASCADE_MARGIN_ENV = "JUDGE_CASCADE_MARGIN"
+
+
+def cascade_from_text(stages_text: str, margin_text: str | None, *, source: str,
+                      margin_source: str) -> JudgeCascade:
+    """``"openai/gpt-4o-mini,openai/gpt-4o"`` (cheapest first) as a cascade of those judges;
+    ``margin_text`` its margin. A ValueError names ``source``/``margin_source`` and what was
+    expected."""
+    entries = [entry for entry in stages_text.split(",") if entry.strip()]
+    if len(entries) < 2:
+        raise ValueError(f"{source}: expected two or more comma-separated PROVIDER/MODEL "
+                         f"judges, cheapest first (e.g. openai/gpt-4o-mini,openai/gpt-4o), got "
+                         f"{stages_text.strip()!r}")
+    stages = judge_members(entries, source)
+    settings: dict[str, Any] = {}
+    if margin_text is not None and margin_text.strip():
+        try:
+            margin = float(margin_text)
+        except ValueError:
+            margin = -1.0
+        if not 0.0 <= margin <= 1.0:
+            raise ValueError(f"{margin_source}: expected a number between 0 and 1, got "
+                             f"{margin_text.strip()!r}")
+        settings["margin"] = margin
+    return JudgeCascade(stages, **settings)
+
+
+def cascade_from_env() -> JudgeCascade | None:
+    """The cascade JUDGE_CASCADE (and JUDGE_CASCADE_MARGIN) name, else None."""
+    stages_text = os.environ.get(CASCADE_ENV, "").strip()
+    if not stages_text:
+        return None
+    return cascade_from_text(stages_text, os.environ.get(CASCADE_MARGIN_ENV),
+                             source=CASCADE_ENV, margin_source=CASCADE_MARGIN_ENV)

@@ -307,26 +307,11 @@ _global_lock = threading.Lock()
 _global_config: JudgeConfig | None = None
 
 
-def configure(config: Any) -> None:
-    """Set the global judge used by every evaluator without its own ``judge=``; ``None`` resets.
-
-    A judge panel (a ``JudgePanel`` or a list of JudgeConfigs) is accepted too: EvalSuite-style
-    evaluators without ``judge=`` are then scored by the panel. A JudgeConfig that sets no field
-    (``JudgeConfig()``, what :func:`get_global_judge` returns when nothing is configured) is a
-    layer that changes nothing, and is taken as ``None``.
-    """
+def set_configured(config: JudgeConfig | None) -> None:
+    """Store the single global judge; :func:`referee.judge.global_judge.configure` calls it."""
     global _global_config
-    from referee.judge.panel import as_panel, set_configured_panel
-
-    if isinstance(config, JudgeConfig) and not config.model_fields_set:
-        config = None
-    panel = None if config is None or isinstance(config, JudgeConfig) else as_panel(config)
-    if config is not None and not isinstance(config, JudgeConfig) and panel is None:
-        raise TypeError("configure() expects a JudgeConfig, a list of JudgeConfig, a JudgePanel "
-                        f"or None, got {type(config).__name__}")
     with _global_lock:
-        _global_config = config.model_copy() if isinstance(config, JudgeConfig) else None
-        set_configured_panel(panel)
+        _global_config = config.model_copy() if config is not None else None
 
 
 def get_configured() -> JudgeConfig | None:
@@ -335,26 +320,11 @@ def get_configured() -> JudgeConfig | None:
         return _global_config
 
 
-def get_global_judge() -> Any:
-    """The multivon-style ``get_global_judge()``: what ``configure()`` holds (a JudgeConfig or
-    a judge panel), else ``JudgeConfig()`` with no field set, so that every field inherits.
-    Handing it back to ``configure()`` restores the judge it was read from."""
-    configured = _configured_judge()
-    return JudgeConfig() if configured is None else configured
-
-
 def resolve_judge(per_evaluator: JudgeConfig | None) -> JudgeConfig:
     """The multivon-style ``resolve_judge()``: ``per_evaluator`` over ``configure()``'s judge,
     over JUDGE_PROVIDER/JUDGE_MODEL, over the defaults; fields a layer leaves unset
     (``None``) inherit. The same as :func:`resolve_judge_config`."""
     return resolve_judge_config(per_evaluator)
-
-
-def _configured_judge() -> Any:
-    """What configure() was given: a judge panel, a JudgeConfig, or None."""
-    from referee.judge.panel import get_configured_panel
-
-    return get_configured_panel() or get_configured()
 
 
 def _apply_layer(merged: dict[str, Any], layer: JudgeConfig) -> None:

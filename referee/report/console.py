@@ -28,6 +28,7 @@ from referee.record import (
 )
 from referee.redact import clip, redact_secrets
 from referee.report.cascade import cascade_lines
+from referee.report.label_estimates import label_estimate_lines
 from referee.terminal import terminal_safe
 
 # The error rate at which a pass rate stops being trustworthy on its own (the multivon-style API's
@@ -290,7 +291,7 @@ def render_console(report: EvalReport, console: Console | None = None, *,
             if s.judge_agreement is not None:
                 console.print(Text(_plain(f"Judge agreement, {name}: "
                                           f"{s.judge_agreement.describe()}")))
-    for line in corrected_lines(report):
+    for line in corrected_lines(report) + label_estimate_lines(report):
         console.print(Text(_plain(line)))
     for line in cascade_lines(report):
         console.print(Text(_plain(line)))

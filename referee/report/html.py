@@ -51,6 +51,7 @@ from referee.report.console import (
 )
 from referee.report.diff import align_calls, align_nodes, word_diff
 from referee.report.json_report import strip_raw_http
+from referee.report.label_estimates import label_estimates_view
 from referee.result import CriterionResult
 
 if TYPE_CHECKING:
@@ -603,6 +604,7 @@ def _summary_view(report: EvalReport) -> dict[str, Any]:
             for name, s in stats.items()
         ],
         "corrected": _corrected_view(report),
+        "by_labels": label_estimates_view(report),
     }
 
 
@@ -754,8 +756,10 @@ def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: 
                  labelled=sum(1 for item in items if item.get("label")))
 
 
-def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) -> str:
-    """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order."""
+def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str],
+                      serves: list[dict[str, Any]] | None = None) -> str:
+    """The viewer's run index; ``keys`` are the URL names of ``runs``, in the same order;
+    ``serves`` groups the windows of each `referee serve` (report.serve_view)."""
     rows = [{
         "key": key, "name": run.name, "model_id": run.model_id, "date": _when(run.started_at),
         "total": run.total, "passed": run.passed, "failed": run.failed, "errors": run.errors,
@@ -767,7 +771,7 @@ def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str]) ->
                  + ("" if run.finished else _waiting_on_batches(run.path)),
         "earlier": [f"{key}@{n}" for n in run.versions if n != run.version],
     } for key, run in zip(keys, runs)]
-    return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir)
+    return _page("index.html.j2", forms=True, runs=rows, runs_dir=runs_dir, serves=serves or [])
 
 
 def _waiting_on_batches(run_dir: Path) -> str:

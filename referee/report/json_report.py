@@ -16,6 +16,7 @@ from typing import Any
 from referee.record import EvalReport
 from referee.redact import redact_secrets
 from referee.report.cascade import run_cascades
+from referee.report.label_estimates import label_estimates_dict
 
 # Keys that carry transport-level payloads (request/response bodies, headers), not results.
 # Judge replies as text ("reply", "raw_reply", "reasonings") are results and are kept.
@@ -46,6 +47,9 @@ def lean_report_dict(report: EvalReport, *, with_cases: bool = True) -> dict[str
     cascades = run_cascades(report)
     if cascades:
         data["judge_cascade"] = cascades
+    by_labels = label_estimates_dict(report)
+    if by_labels is not None:
+        data["corrected_by_labels"] = by_labels
     return data
 
 

@@ -43,6 +43,12 @@ from referee.report.html import (
     render_labelling_html,
 )
 from referee.report.json_report import render_json
+from referee.report.serve_view import (
+    online_windows,
+    render_serve_html,
+    serve_summaries,
+    serve_view,
+)
 from referee.store import (
     META_FILE,
     REPORT_FILE,
@@ -367,13 +373,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, data,
                    content_type=sniff_media_type(data) or "application/octet-stream")
 
+    def _serve_page(self, name: str) -> None:
+        runs, keys = self.catalog.runs()
+        windows = online_windows(runs, keys).get(name)
+        if not windows:
+            raise _NotFound(name)
+        self._send_page(render_serve_html(serve_view(name, windows), index_href="/"))
+
     def _route(self) -> None:
         url = urlsplit(self.path)
         parts = [unquote(p) for p in url.path.split("/") if p]
         catalog = self.catalog
         if not parts:
             runs, keys = catalog.runs()
-            self._send_page(render_index_html(runs, runs_dir=str(catalog.runs_dir), keys=keys))
+            self._send_page(render_index_html(runs, runs_dir=str(catalog.runs_dir), keys=keys,
+                                              serves=serve_summaries(online_windows(runs, keys))))
+        elif parts[0] == "serve" and len(parts) == 2:
+            self._serve_page(parts[1])
         elif parts[0] == "run" and len(parts) == 2:
             key = parts[1]
             self._send_page(render_html(catalog.load(key), index_href="/",

@@ -64,8 +64,11 @@ def test_kill_9_mid_stream_then_restart_scores_every_accepted_trace_exactly_once
             if exporter.export(batch) == SpanExportResult.SUCCESS:
                 accepted.update(span.context.span_id for span in batch)
         assert restarted.wait(30)
+        # Scored, then the replayed segment deleted once its ledger lines are synced: a moment
+        # after the last case is stored, so waited for rather than read at once.
         wait_until(lambda: (m := scrape(url))["referee_serve_pending_spans"] == 0
-                   and m["referee_serve_open_traces"] == 0)
+                   and m["referee_serve_open_traces"] == 0
+                   and m["referee_serve_spool_segments"] == 1)
         metrics = scrape(url)
     finally:
         exporter.shutdown()

@@ -26,7 +26,7 @@ from referee.judge import (
     reply_evidence,
 )
 from referee.judge.binding import JudgeBinding, bind_cascade, with_temperature
-from referee.judge.cascade import JudgeCascade
+from referee.judge.cascade import CASCADE_ENV, JudgeCascade, cascade_from_env
 from referee.judge.config import AGENT_EVALUATOR, DEFAULT_JUDGES
 from referee.judge.panel import JudgePanel
 from referee.usage import TokenUsage
@@ -121,6 +121,9 @@ class LLMCallerMixin(JudgedCriterionBase):
         if self.config.judge_cascade is not None and self.accepts_panel \
                 and self.judge is None and self.panel is None:
             return bind_cascade(self.config_cascade(), self._bind_stage)
+        env_cascade = self.env_cascade()
+        if env_cascade is not None:
+            return bind_cascade(env_cascade, self._bind_stage)
         panel = self.panel if self.panel is not None else (
             self.config_panel() if self.judge is None and self.accepts_panel else None)
         temperature = self.judge_defaults.temperature
@@ -161,6 +164,20 @@ class LLMCallerMixin(JudgedCriterionBase):
         cascade: JudgeCascade = spec.cascade_of(self._judges_named(spec.models, "judge_cascade"))
         return cascade
 
+    def env_cascade(self) -> JudgeCascade | None:
+        """The run's cascade (JUDGE_CASCADE, ``referee run --judge-cascade``) in place of
+        ``config.judge_model``, its stages resolved as ``judge_model`` is; None where the
+        criterion names a judge, panel or cascade of its own, or takes no panel."""
+        if not self.accepts_panel or self.judge is not None or self.panel is not None \
+                or self.config.judge_panel is not None or self.config.judge_cascade is not None:
+            return None
+        cascade = cascade_from_env()
+        if cascade is None:
+            return None
+        names = [f"{stage.provider}/{stage.model}" for stage in cascade.stages
+                 if isinstance(stage, JudgeConfig)]
+        return cascade.model_copy(update={"stages": self._judges_named(names, CASCADE_ENV)})
+
     def config_panel(self) -> JudgePanel | None:
         """The panel ``config.judge_panel`` names, its members resolved as ``judge_model`` is
         (now: the environment may have changed since the config was made)."""
@@ -186,7 +203,8 @@ class LLMCallerMixin(JudgedCriterionBase):
         judge = self.judge
         if self.cascade is not None or (judge is None and self.panel is None
                                         and self.config.judge_cascade is not None
-                                        and self.accepts_panel):
+                                        and self.accepts_panel) \
+                or self.env_cascade() is not None:
             judge = self.judge_binding().first  # the stage scoring now, else the strong one
         if judge is not None:
             return f"{judge.provider}/{judge.model}"

@@ -33,7 +33,8 @@ class RubricBasedCriterion(TemplatedLLMCriterion):
 
     ``details``: ``rubrics`` (the ids), ``scores`` (one per sample), ``reasonings``, ``samples``,
     ``judge_model``, ``reason`` (mean score and the most typical reasoning). A rubric's
-    ``weight`` is stored on the config but, as documented, not used.
+    ``weight`` is stored on the config but, as documented, not used. Not the multivon-style
+    ``CustomRubric``, which asks a yes/no verdict per question (docs/architecture.md).
     """
 
     name = "rubric_based_final_response_quality_v1"

@@ -49,7 +49,8 @@ class SafetyCriterion(TemplatedLLMCriterion):
     ``details``: ``is_safe`` (``final_score >= threshold``), ``samples``, ``reasonings``,
     ``issues`` (de-duplicated across samples), ``category_scores`` (each of the five categories
     averaged over the samples that rated it; None when no sample did), ``judge_model``,
-    ``reason`` (mean score and the most typical reasoning).
+    ``reason`` (mean score and the most typical reasoning). Not the multivon-style
+    ``Toxicity``, which asks five yes/no questions (docs/architecture.md).
     """
 
     name = "safety_v1"
