@@ -4,6 +4,7 @@ hash within a tolerance, and size/format bounds. No judge is asked."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,9 @@ class _ImageCriterion(SyncCriterion):
             return self._result(0.0, {"reason": "The output holds no image.", "images": 0})
         return self._score(images)
 
+    @abstractmethod
     def _score(self, images: list[ImagePart]) -> CriterionResult:
-        raise NotImplementedError
+        """The result for the output's images (at least one)."""
 
 
 class ImageMatches(_ImageCriterion):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -58,7 +59,7 @@ class Batch:
         return str(self.items[0][1].get("model", "")) if self.items else ""
 
 
-class BatchAPI:
+class BatchAPI(ABC):
     """One provider's batch API. Its defaults: ids without a prefix, item errors in the online
     API's error format, nothing shown while a cancel is under way, nothing done at a batch's
     end."""
@@ -81,11 +82,11 @@ class BatchAPI:
         """The body of an item the provider answered with HTTP ``status``."""
         return self.error(status, message)
 
+    @abstractmethod
     def view(self, service: ScriptedBatchService, batch: Batch) -> dict[str, Any]:
         """The batch as its retrieve call shows it; called with the service's lock held."""
-        raise NotImplementedError
 
-    def ended(self, service: ScriptedBatchService, batch: Batch) -> None:
+    def ended(self, service: ScriptedBatchService, batch: Batch) -> None:  # noqa: B027  # an optional hook
         """The batch has just ended (its results are in); called with the lock held."""
 
 
@@ -131,7 +132,7 @@ class _OpenAIBatches(BatchAPI):
             "metadata": batch.metadata,
         }
 
-    def ended(self, service: ScriptedBatchService, batch: Batch) -> None:
+    def ended(self, service: ScriptedBatchService, batch: Batch) -> None:  # noqa: B027  # an optional hook
         """Write the output and error files (JSONL) the batch's view names."""
         output: list[str] = []
         errors: list[str] = []
