@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.case import EvalCase
+from referee.content._parts import ContentError
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
+from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig
 from referee.judge.binding import bind_in_layers
 from referee.judge.panel import (
@@ -27,12 +29,14 @@ from referee.judge.panel import (
     member_labels,
     panel_model_name,
 )
+from referee.messages import content_text
 from referee.pairwise._judging import (
     PairCriterion,
     PairVerdict,
     judge_pair,
     judge_pair_by_panel,
 )
+from referee.pairwise._media import PairMedia
 from referee.pairwise._stats import WinRate
 from referee.pairwise._store import (
     ComparisonFile,
@@ -288,13 +292,35 @@ class _Pair:
     output_b: str | None
     missing: str | None  # why the pair cannot be judged
     key: str
+    media: PairMedia = PairMedia()  # as the runs hold them: stored parts by hash alone
+    media_error: str | None = None  # a part of the pair that cannot be read
+    run_dirs: tuple[Path | None, Path | None] = (None, None)
+
+    def hashed(self, side: Literal["a", "b"]) -> tuple[str | None, tuple[str, ...]]:
+        """What a stored verdict on this pair was judged over: the output's text and the
+        content hashes of its images."""
+        return (self.output_a if side == "a" else self.output_b), self.media.keys(side)
 
 
-def _output(case: CaseResult) -> str | None:
+def _execution(case: CaseResult) -> ExecutionResult | None:
     execution = case.execution
     if execution is None and case.run_results:
         execution = case.run_results[0].execution
+    return execution
+
+
+def _output(case: CaseResult) -> str | None:
+    execution = _execution(case)
     return execution.actual_response if execution is not None else None
+
+
+def _media_of(ca: CaseResult | None, cb: CaseResult | None,
+              case: EvalCase | None) -> tuple[PairMedia, str | None]:
+    try:
+        return PairMedia.of(case, _execution(ca) if ca is not None else None,
+                            _execution(cb) if cb is not None else None), None
+    except ContentError as exc:  # one pair's unreadable part: that pair's judge error
+        return PairMedia(), str(exc)
 
 
 def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
@@ -321,15 +347,16 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
         present = ca if ca is not None else cb
         assert present is not None
         key_text = present.eval_id if key[1] == 1 else f"{present.eval_id}#{key[1]}"
+        media, media_error = _media_of(ca, cb, present.case)
         pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing,
-                           key_text))
+                           key_text, media, media_error, (a.run_dir, b.run_dir)))
     return pairs
 
 
 def _shown(pair: _Pair) -> dict[str, Any]:
     """What a PairOutcome says of its pair, whatever the judge made of it."""
     return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
-            "user_input": pair.case.input if pair.case is not None else None,
+            "user_input": content_text(pair.case.input) if pair.case is not None else None,
             "output_a": pair.output_a, "output_b": pair.output_b}
 
 
@@ -337,22 +364,30 @@ async def _judged(pair: _Pair, judge: JudgeConfig | JudgePanel,
                   criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
-    user_input = case.input if case is not None else None
     common = _shown(pair)
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
     async with gate:
+        try:
+            if pair.media_error is not None:
+                raise ContentError(pair.media_error)
+            # The bytes are read only now, a pair at a time: a stored run's images stay on
+            # disk until their pair is asked.
+            media = await asyncio.to_thread(pair.media.with_bytes, run_dirs=pair.run_dirs)
+        except ContentError as exc:
+            return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
         asked: dict[str, Any] = {
             "output_a": pair.output_a or "", "output_b": pair.output_b or "",
-            "user_input": user_input, "both_orders": both_orders,
-            "cache_group": case_cache_group(case) if case is not None else None}
+            "user_input": common["user_input"], "both_orders": both_orders,
+            "cache_group": case_cache_group(case) if case is not None else None,
+            "media": media}
         try:
             if isinstance(judge, JudgePanel):  # its members resolved already
                 verdict = await judge_pair_by_panel(judge, criterion, members=judge.members,
                                                     owner="compare", **asked)
             else:
                 verdict = await judge_pair(judge, criterion, **asked)
-        except JudgeUnavailable as exc:
+        except (JudgeUnavailable, ContentError) as exc:  # a judge without vision, too
             return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
     return PairOutcome(**common, status=verdict.preferred, reason=verdict.reason,
                        verdict=verdict)
@@ -390,7 +425,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     resumed: set[str] = set()
 
     async def one(position: int, pair: _Pair) -> PairOutcome:
-        earlier = stored.reusable(pair.key, pair.output_a, pair.output_b) if stored else None
+        earlier = stored.reusable(pair.key, pair.hashed("a"), pair.hashed("b")) if stored else None
         if earlier is not None:
             resumed.add(pair.key)
             outcome = PairOutcome(**_shown(pair), status=earlier.data["status"],
@@ -399,8 +434,8 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
         else:
             outcome = await _judged(pair, chosen, spec, both_orders, gate)
             if stored is not None:
-                stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
-                              output_b=pair.output_b)
+                stored.record(outcome.to_dict(), position=position, output_a=pair.hashed("a"),
+                              output_b=pair.hashed("b"))
         if on_pair is not None:
             on_pair(outcome, len(pairs))
         return outcome

@@ -1,0 +1,318 @@
+"""Pairwise judges see the images: through the official SDKs against the scripted judge server,
+each provider's recorded request holds the case's image and each response's images in its own
+format, each group under the label of the response it is shown as, swapped with the order; a
+pair that differs only in its images is judged; the reply cache keys the images by content;
+``referee compare --judge`` reads a stored run's images back from its blobs/."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from content_samples import picture
+from test_content_judged import JUDGES, server  # noqa: F401  (a fixture)
+
+from referee import EvalCase, EvalSuite, ExecutionResult
+from referee.cli import main
+from referee.content import ImagePart, _prepare
+from referee.pairwise import PairwiseJudge
+from referee.pairwise._media import CASE_LABEL
+from referee.pairwise._store import ComparisonFile, StoredPair, output_hash
+from referee.testing import DUMMY_API_KEY, ScriptedBatchService
+
+CASE_IMAGE = picture(400, 300, seed=21)
+IMAGE_A = picture(320, 240, seed=22)
+IMAGE_B = picture(320, 240, seed=23)
+TEXT_A, TEXT_B = "Chart A attached.", "Chart B attached."
+ONE = "Images and documents of RESPONSE 1:"
+TWO = "Images and documents of RESPONSE 2:"
+
+
+def winner(which: str) -> str:
+    return json.dumps({"reason": "judged", "winner": which})
+
+
+def sent(body: dict[str, Any], provider: str, api_style: str) -> list[Any]:
+    """The user content of a request in order, read in the provider's own format only: each
+    text as a str, each image as (media type, bytes)."""
+    def from_url(url: str) -> tuple[str, bytes]:
+        head, _, payload = url.partition(",")
+        return head[5:].split(";")[0], base64.b64decode(payload)
+
+    found: list[Any] = []
+    if provider == "openai" and api_style == "chat":
+        for item in body["messages"][-1]["content"]:
+            found.append(item["text"] if item["type"] == "text"
+                         else from_url(item["image_url"]["url"]))
+    elif provider == "openai":
+        for item in body["input"][0]["content"]:
+            found.append(item["text"] if item["type"] == "input_text"
+                         else from_url(item["image_url"]))
+    elif provider == "anthropic":
+        for block in body["messages"][0]["content"]:
+            found.append(block["text"] if block["type"] == "text" else
+                         (block["source"]["media_type"], base64.b64decode(block["source"]["data"])))
+    else:
+        for part in body["contents"][0]["parts"]:
+            blob = part.get("inlineData") or part.get("inline_data")
+            found.append(part["text"] if blob is None else
+                         (blob.get("mimeType", blob.get("mime_type")),
+                          base64.urlsafe_b64decode(blob["data"])))
+    return found
+
+
+def png(data: bytes) -> tuple[str, bytes]:
+    return ("image/png", data)
+
+
+def shown_first(request_text: str) -> str:
+    """Which output the request shows as RESPONSE 1 (read from its material)."""
+    first = request_text.split("RESPONSE 1", 1)[1].split("RESPONSE 2", 1)[0]
+    return "a" if TEXT_A in first else "b"
+
+
+def labelled_media(content: list[Any]) -> list[Any]:
+    """The labels and images of a request: all between the material (the user input and both
+    responses' text) and the task."""
+    assert isinstance(content[0], str) and "<<<BEGIN RESPONSE 2" in content[0]
+    assert isinstance(content[-1], str) and "Which one better meets" in content[-1]
+    return content[1:-1]
+
+
+def pictured_case() -> EvalCase:
+    return EvalCase(input="Which chart shows the quarterly sales better?", eval_id="charts",
+                    metadata={"brief": ImagePart(data=CASE_IMAGE, path="brief.png")})
+
+
+def output(text: str, image: bytes | None) -> ExecutionResult:
+    return ExecutionResult(actual_response=text,
+                           outputs=[ImagePart(data=image)] if image is not None else [])
+
+
+@pytest.mark.parametrize(("provider", "api_style", "model"), JUDGES)
+async def test_a_pair_shows_the_case_image_then_each_responses_images_swapped_with_the_order(
+        server, provider, api_style, model):  # noqa: F811
+    server.set_reply(winner("1"))
+    judge = server.judge_config(provider=provider, model=model, api_style=api_style)
+    verdict = await PairwiseJudge("The chart is clearer.", judge=judge).compare(
+        pictured_case(), output(TEXT_A, IMAGE_A), output(TEXT_B, IMAGE_B))
+    assert verdict.preferred == "tie" and verdict.position_consistent is False
+    assert len(server.requests) == 2
+    by_order = {}
+    for request in server.requests:
+        content = sent(request.body, provider, api_style)
+        text = "".join(item for item in content if isinstance(item, str))
+        by_order[shown_first(text)] = labelled_media(content)
+    assert by_order["a"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_A), TWO, png(IMAGE_B)]
+    assert by_order["b"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_B), TWO, png(IMAGE_A)]
+
+
+async def test_a_response_without_images_is_named_as_holding_none(server):  # noqa: F811
+    server.set_reply(winner("2"))
+    judge = server.judge_config(provider="openai", model="gpt-4.1")
+    await PairwiseJudge("The chart is clearer.", judge=judge, both_orders=False).compare(
+        "Draw the sales chart.", output(TEXT_A, None), output(TEXT_B, IMAGE_B))
+    (request,) = server.requests
+    assert labelled_media(sent(request.body, "openai", "chat")) == [
+        "RESPONSE 1 holds no images or documents.", TWO, png(IMAGE_B)]
+
+
+async def test_a_text_only_pair_sends_no_parts(server):  # noqa: F811
+    server.set_reply(winner("1"))
+    judge = server.judge_config(provider="openai", model="gpt-4.1")
+    await PairwiseJudge("Correct.", judge=judge, both_orders=False).compare(
+        "What is 2 + 2?", "4", "5")
+    (request,) = server.requests
+    assert isinstance(request.body["messages"][-1]["content"], str)
+
+
+async def test_outputs_with_the_same_text_and_other_images_are_judged_not_tied(
+        server):  # noqa: F811
+    server.set_reply(winner("2"))
+    judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
+    pairwise = PairwiseJudge("The chart is clearer.", judge=judge)
+    other = await pairwise.compare(pictured_case(), output(TEXT_A, IMAGE_A),
+                                   output(TEXT_A, IMAGE_B))
+    assert other.reason != "identical outputs" and server.request_count == 2
+
+    same = await pairwise.compare(
+        pictured_case(), ExecutionResult(actual_response=TEXT_A,
+                                         outputs=[ImagePart(data=IMAGE_A, path="a/one.png")]),
+        ExecutionResult(actual_response=TEXT_A,
+                        outputs=[ImagePart(data=IMAGE_A, path="b/renamed.png")]))
+    assert same.reason == "identical outputs" and same.orders == ()
+    assert server.request_count == 2  # the same text and image (by content): not asked
+
+
+async def test_the_reply_cache_keys_each_pairs_images_by_content(
+        server, reply_cache_in_tmp_path):  # noqa: F811
+    from pydantic import SecretStr
+
+    server.set_reply(winner("1"))
+    judge = server.judge_config(provider="openai", model="gpt-4.1", cache=True,
+                                api_key=SecretStr(DUMMY_API_KEY))
+    pairwise = PairwiseJudge("The chart is clearer.", judge=judge)
+    first = await pairwise.compare(pictured_case(), output(TEXT_A, IMAGE_A),
+                                   output(TEXT_B, IMAGE_B))
+    again = await pairwise.compare(pictured_case(), output(TEXT_A, IMAGE_A),
+                                   output(TEXT_B, IMAGE_B))
+    other = await pairwise.compare(pictured_case(), output(TEXT_A, IMAGE_A),
+                                   output(TEXT_B, picture(320, 240, seed=24)))
+    assert [o.cached for o in first.orders] == [False, False]
+    assert [o.cached for o in again.orders] == [True, True]
+    assert [o.cached for o in other.orders] == [False, False]  # the same text, another image
+    assert server.request_count == 4
+
+
+def test_a_pairwise_criterion_in_a_run_labels_the_reference_and_the_output_once(
+        server, tmp_path):  # noqa: F811
+    """In a run the judging scope holds the case's and the output's images; the pairwise
+    criterion names its own parts, so each is shown once, under its side's label."""
+    server.set_reply(winner("2"))
+    judge = server.judge_config(provider="openai", model="gpt-4.1", api_style="responses")
+    case = pictured_case().model_copy(update={"expected_output": "Chart A attached."})
+    suite = EvalSuite("charts").add_case(case)
+    suite.add_evaluators(PairwiseJudge("The chart is clearer.", judge=judge))
+    report = suite.run(lambda prompt: output(TEXT_B, IMAGE_B), verbose=False, runs_dir=tmp_path)
+    assert report.cases[0].criterion_results[0].score == 0.5  # "2" in both orders: a tie
+    media = {shown_first(r.prompt): labelled_media(sent(r.body, "openai", "responses"))
+             for r in server.requests}
+    assert media == {
+        "a": [CASE_LABEL, png(CASE_IMAGE), "RESPONSE 1 holds no images or documents.", TWO,
+              png(IMAGE_B)],
+        "b": [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_B),
+              "RESPONSE 2 holds no images or documents."]}
+
+
+# --- referee compare --judge on stored runs ----------------------------------------------------
+
+CASES = [EvalCase(input=f"Plot series {i}.", eval_id=f"plot-{i}",
+                  metadata={"data": ImagePart(data=CASE_IMAGE, path="data.png")})
+         for i in range(3)]
+
+
+def stored_run(tmp_path: Path, name: str, text: str, image: bytes) -> Path:
+    def model(prompt: str) -> ExecutionResult:
+        return output(text, image)
+
+    runs = tmp_path / name
+    EvalSuite(name).add_cases(CASES).run(model, verbose=False, runs_dir=runs)
+    [run_dir] = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
+@pytest.fixture
+def two_image_runs(tmp_path) -> tuple[Path, Path]:
+    a = stored_run(tmp_path, "a", TEXT_A, IMAGE_A)
+    b = stored_run(tmp_path, "b", TEXT_B, IMAGE_B)
+    for run in (a, b):  # the stored cases keep only the images' hashes; the bytes are blobs
+        lines = (run / "cases.jsonl").read_text()
+        assert base64.b64encode(IMAGE_A)[:40].decode() not in lines
+        assert base64.b64encode(IMAGE_B)[:40].decode() not in lines
+        assert (run / "blobs").is_dir()
+    _prepare._PREPARED.clear()  # as a new process comparing the stored runs would start
+    return a, b
+
+
+def test_compare_judge_restores_each_runs_images_from_its_blobs(
+        server, two_image_runs, tmp_path, capsys):  # noqa: F811
+    a, b = two_image_runs
+    server.set_reply(winner("2"))
+    code = main(["compare", str(a), str(b), "--judge", "anthropic/claude-sonnet-4-5",
+                 "--save", str(tmp_path / "pairwise.json")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "B won 0, tied 3, lost 0 of 3 judged pair(s)" in out  # "2" in both orders
+    assert server.request_count == 6
+    for request in server.requests:
+        media = labelled_media(sent(request.body, "anthropic", "chat"))
+        first, second = ((IMAGE_A, IMAGE_B) if shown_first(request.prompt) == "a"
+                         else (IMAGE_B, IMAGE_A))
+        assert media == [CASE_LABEL, png(CASE_IMAGE), ONE, png(first), TWO, png(second)]
+
+    # Asked again, every pair is taken from the stored comparison (same text, same images).
+    server.reset_record()
+    assert main(["compare", str(a), str(b), "--judge", "anthropic/claude-sonnet-4-5"]) == 0
+    assert server.request_count == 0
+
+
+def test_a_pair_whose_image_blob_is_missing_is_a_judge_error_and_the_others_are_judged(
+        server, two_image_runs, capsys):  # noqa: F811
+    a, b = two_image_runs
+    server.set_reply(winner("2"))
+    shutil.rmtree(b / "blobs")
+    # Run A keeps the case's image; B's output images are gone: every pair names the blob.
+    code = main(["compare", str(a), str(b), "--judge", "openai/gpt-4.1", "--json"])
+    pairs = json.loads(capsys.readouterr().out)["pairwise"]["pairs"]
+    assert code != 0 and server.request_count == 0
+    assert {p["status"] for p in pairs} == {"judge_error"}
+    reason = pairs[0]["reason"]
+    assert reason.startswith("JUDGE_ERROR: image ") and "\n" not in reason
+    assert "is stored by hash only and its bytes are in no run's blobs/" in reason
+
+
+def test_a_stored_pair_is_reused_only_over_the_same_images():
+    text = "Chart attached."
+    assert output_hash((text, ())) == output_hash((text, ()))
+    assert output_hash((text, ("sha256:1",))) != output_hash((text, ("sha256:2",)))
+    assert output_hash((text, ("sha256:1",))) != output_hash((text, ()))
+
+
+def test_a_comparison_stored_before_images_is_still_reused(tmp_path):
+    """A comparison stored before images hashed each output's text alone: a text-only pair
+    hashes the same way now."""
+    stored = ComparisonFile.open(tmp_path, {"key": "k", "run_a": "a", "run_b": "b",
+                                            "judge_provider": "openai", "judge_model": "m",
+                                            "created_at": 0.0})
+    old = hashlib.sha256(b"four").hexdigest()
+    stored.pairs["p"] = StoredPair({"pair_key": "p", "status": "b", "verdict": {},
+                                    "hash_a": old, "hash_b": old})
+    assert stored.reusable("p", ("four", ()), ("four", ())) is not None
+    assert stored.reusable("p", ("four", ("sha256:1",)), ("four", ())) is None
+
+
+# --- by batch API --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("provider", "api_style", "model"), JUDGES)
+async def test_a_pair_judged_by_batch_api_carries_the_images_in_each_batch_item(
+        isolated_judge, monkeypatch, provider, api_style, model):
+    monkeypatch.setenv("REFEREE_BATCH_QUIET_S", "0.25")
+    monkeypatch.setenv("REFEREE_BATCH_FIRST_POLL_S", "0.02")
+    monkeypatch.setenv("REFEREE_BATCH_MAX_POLL_S", "0.05")
+    with ScriptedBatchService(reply=winner("1"), processing_s=0.05) as service:
+        judge = service.judge_config(provider, model, api_style=api_style)
+        await PairwiseJudge("The chart is clearer.", judge=judge).compare(
+            pictured_case(), output(TEXT_A, IMAGE_A), output(TEXT_B, IMAGE_B))
+        assert service.items_received == 2
+        by_order = {}
+        for request in service.requests:
+            content = sent(request.body, provider, api_style)
+            text = "".join(item for item in content if isinstance(item, str))
+            by_order[shown_first(text)] = labelled_media(content)
+    assert by_order["a"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_A), TWO, png(IMAGE_B)]
+    assert by_order["b"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_B), TWO, png(IMAGE_A)]
+
+
+def test_compare_judge_batch_api_sends_the_stored_images_in_the_batch_file(
+        isolated_judge, monkeypatch, two_image_runs, capsys):
+    a, b = two_image_runs
+    monkeypatch.setenv("REFEREE_BATCH_QUIET_S", "0.25")
+    monkeypatch.setenv("REFEREE_BATCH_FIRST_POLL_S", "0.02")
+    monkeypatch.setenv("REFEREE_BATCH_MAX_POLL_S", "0.05")
+    with ScriptedBatchService(reply=winner("1"), processing_s=0.05) as service:
+        monkeypatch.setenv("OPENAI_BASE_URL", service.base_url("openai"))
+        monkeypatch.setenv("OPENAI_API_KEY", DUMMY_API_KEY)
+        code = main(["compare", str(a), str(b), "--judge", "openai/gpt-4.1",
+                     "--judge-batch-api"])
+        _, err = capsys.readouterr()
+        assert code == 0, err
+        assert service.batches_created >= 1 and service.items_received == 6
+        for request in service.requests:
+            media = labelled_media(sent(request.body, "openai", "chat"))
+            assert media[:2] == [CASE_LABEL, png(CASE_IMAGE)]
+            assert {media[3], media[5]} == {png(IMAGE_A), png(IMAGE_B)}
