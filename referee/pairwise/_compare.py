@@ -284,7 +284,7 @@ class PairwiseComparison:
 
 
 @dataclass(frozen=True)
-class _Pair:
+class CasePair:
     eval_id: str
     name: str
     case: EvalCase | None
@@ -323,7 +323,8 @@ def _media_of(ca: CaseResult | None, cb: CaseResult | None,
         return PairMedia(), str(exc)
 
 
-def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
+def paired(a: EvalReport, b: EvalReport) -> list[CasePair]:
+    """The cases of two runs, paired by ``eval_id``, with their outputs and images."""
     def keyed(report: EvalReport) -> dict[tuple[str, int], CaseResult]:
         seen: dict[str, int] = {}
         out: dict[tuple[str, int], CaseResult] = {}
@@ -348,19 +349,19 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
         assert present is not None
         key_text = present.eval_id if key[1] == 1 else f"{present.eval_id}#{key[1]}"
         media, media_error = _media_of(ca, cb, present.case)
-        pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing,
+        pairs.append(CasePair(present.eval_id, present.label, present.case, out_a, out_b, missing,
                            key_text, media, media_error, (a.run_dir, b.run_dir)))
     return pairs
 
 
-def _shown(pair: _Pair) -> dict[str, Any]:
+def _shown(pair: CasePair) -> dict[str, Any]:
     """What a PairOutcome says of its pair, whatever the judge made of it."""
     return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
             "user_input": content_text(pair.case.input) if pair.case is not None else None,
             "output_a": pair.output_a, "output_b": pair.output_b}
 
 
-async def _judged(pair: _Pair, judge: JudgeConfig | JudgePanel,
+async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
                   criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
@@ -413,7 +414,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
     chosen = bind_in_layers(check_judge("compare", judge)).asked
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
-    pairs = _paired(a, b)
+    pairs = paired(a, b)
     stored = None
     if store_in is not None:
         stored = ComparisonFile.open(store_in, {
@@ -424,7 +425,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
     resumed: set[str] = set()
 
-    async def one(position: int, pair: _Pair) -> PairOutcome:
+    async def one(position: int, pair: CasePair) -> PairOutcome:
         earlier = stored.reusable(pair.key, pair.hashed("a"), pair.hashed("b")) if stored else None
         if earlier is not None:
             resumed.add(pair.key)

@@ -316,3 +316,52 @@ def test_compare_judge_batch_api_sends_the_stored_images_in_the_batch_file(
             media = labelled_media(sent(request.body, "openai", "chat"))
             assert media[:2] == [CASE_LABEL, png(CASE_IMAGE)]
             assert {media[3], media[5]} == {png(IMAGE_A), png(IMAGE_B)}
+
+
+# --- the pairwise page ---------------------------------------------------------------------------
+
+def test_the_pairwise_page_shows_each_pairs_images_side_by_side_in_chromium(
+        server, two_image_runs, tmp_path, capsys):  # noqa: F811
+    from chromium_cdp import Browser
+
+    a, b = two_image_runs
+    server.set_reply(winner("2"))
+    page = tmp_path / "pairwise.html"
+    code = main(["compare", str(a), str(b), "--judge", "openai/gpt-4.1", "--html", str(page)])
+    assert code == 0, capsys.readouterr().err
+    text = page.read_text()
+    # Inline thumbnails (the page works offline); the full images are linked beside the runs.
+    assert text.count('<div class="media-a">') == text.count('<div class="media-b">') == 3
+    assert text.count('<div class="media-case">') == 3
+    blob_b = ImagePart(data=IMAGE_B).sha256
+    assert f"{b.resolve().as_uri()}/blobs/{blob_b[:2]}/{blob_b}" in text
+    assert base64.b64encode(IMAGE_B)[:40].decode() not in text  # thumbnails, not the files
+    with Browser(tmp_path) as browser:
+        browser.call("Page.navigate", url=page.as_uri())  # a page without scripts
+        browser.wait_for("document.readyState === 'complete' && !!document.querySelector("
+                         "'#pair-2')")
+        decoded = browser.wait_for(
+            "Array.from(document.querySelectorAll('#pair-0 figure.media img'))"
+            ".filter(img => img.complete && img.naturalWidth > 0).length")
+        assert decoded == 3  # the case's image, A's and B's
+        sides = browser.evaluate(
+            "['.media-a', '.media-b'].map(s => { const r = document.querySelector("
+            "'#pair-0 ' + s + ' img').getBoundingClientRect(); return [r.left, r.width]; })")
+        (left_a, width_a), (left_b, width_b) = sides
+        assert left_a < left_b and 0 < width_a <= 160 and 0 < width_b <= 160
+
+
+def test_the_pairwise_page_keeps_its_thumbnails_within_one_reports_budget(
+        server, two_image_runs, monkeypatch):  # noqa: F811
+    from referee.pairwise import _html, compare_runs
+    from referee.pairwise._html import ComparedRuns, render_pairwise_html
+    from referee.store import load_run
+
+    server.set_reply(winner("2"))
+    run_a, run_b = (load_run(str(run)) for run in two_image_runs)
+    judged = compare_runs(run_a, run_b, "The chart is clearer.",
+                          judge=server.judge_config(provider="openai", model="gpt-4.1"))
+    monkeypatch.setattr(_html, "THUMBNAIL_BUDGET", 0)  # each run's share of it: none
+    page = render_pairwise_html(judged, compared=ComparedRuns(run_a, run_b))
+    assert '<img src="data:' not in page
+    assert page.count("past the report&#39;s image budget: open the file") == 9
