@@ -394,6 +394,26 @@ async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
                        verdict=verdict)
 
 
+def refuse_blind_judges(judge: JudgeConfig | JudgePanel, pairs: Sequence[CasePair]) -> None:
+    """Before the first request: refuse, in one line, a judge (or panel member) that takes text
+    only when a pair to be judged holds images or PDFs (every such pair would fail)."""
+    from referee.content._vision import VISION_HINT, takes_images
+    from referee.judge.providers import rules_for
+
+    held = next((p for p in pairs if p.missing is None and p.media), None)
+    if held is None:
+        return
+    members = judge.members if isinstance(judge, JudgePanel) else [judge]
+    for member in members:
+        rules = rules_for(member.provider).content_rules
+        if rules is None or not takes_images(rules, member.model):
+            media = [*held.media.case, *held.media.a, *held.media.b]
+            kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
+            raise ContentError(f"compare: judge {member.provider}/{member.model} takes text "
+                               f"only, and pair {held.name!r} holds {kinds}",
+                               expected=VISION_HINT)
+
+
 async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,
                              rubric: Sequence[str] | None = None,
                              questions: Sequence[str] | None = None,
@@ -415,6 +435,7 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     chosen = bind_in_layers(check_judge("compare", judge)).asked
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
     pairs = paired(a, b)
+    refuse_blind_judges(chosen, pairs)
     stored = None
     if store_in is not None:
         stored = ComparisonFile.open(store_in, {

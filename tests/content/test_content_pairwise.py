@@ -365,3 +365,71 @@ def test_the_pairwise_page_keeps_its_thumbnails_within_one_reports_budget(
     page = render_pairwise_html(judged, compared=ComparedRuns(run_a, run_b))
     assert '<img src="data:' not in page
     assert page.count("past the report&#39;s image budget: open the file") == 9
+
+
+def test_compare_refuses_a_judge_without_vision_before_asking_anything(
+        server, two_image_runs, capsys):  # noqa: F811
+    a, b = two_image_runs
+    code = main(["compare", str(a), str(b), "--judge", "openai/gpt-3.5-turbo"])
+    err = capsys.readouterr().err
+    assert code != 0 and server.request_count == 0
+    assert err.strip().splitlines()[-1] == (
+        "referee: error: compare: judge openai/gpt-3.5-turbo takes text only, and pair "
+        "'Plot series 0.' holds images (expected a judge model with vision, such as gpt-4.1, "
+        "claude-sonnet-4-5 or gemini-2.5-flash)")
+    assert not (b / "comparisons").exists()
+
+
+def test_each_member_of_a_judge_panel_sees_the_pairs_images(server, two_image_runs):  # noqa: F811
+    from referee.pairwise import compare_runs
+    from referee.store import load_run
+
+    server.set_reply(winner("2"))
+    run_a, run_b = (load_run(str(run)) for run in two_image_runs)
+    members = [server.judge_config(provider="openai", model="gpt-4.1"),
+               server.judge_config(provider="anthropic", model="claude-sonnet-4-5")]
+    judged = compare_runs(run_a, run_b, "The chart is clearer.", judge=members)
+    assert judged.judge_answered == 3
+    assert sorted(r.provider for r in server.requests) == ["anthropic"] * 6 + ["openai"] * 6
+    for request in server.requests:
+        media = labelled_media(sent(request.body, request.provider, "chat"))
+        first, second = ((IMAGE_A, IMAGE_B) if shown_first(request.prompt) == "a"
+                         else (IMAGE_B, IMAGE_A))
+        assert media == [CASE_LABEL, png(CASE_IMAGE), ONE, png(first), TWO, png(second)]
+
+
+def test_compare_models_shows_the_judge_each_models_images(server, tmp_path):  # noqa: F811
+    from referee.pairwise import compare_models
+
+    server.set_reply(winner("1"))
+    judged = compare_models(CASES[:1], lambda prompt: output(TEXT_A, IMAGE_A),
+                            lambda prompt: output(TEXT_B, IMAGE_B), "The chart is clearer.",
+                            judge=server.judge_config(provider="google",
+                                                      model="gemini-2.5-flash"),
+                            runs_dir=tmp_path)
+    assert judged.win_rate.ties == 1 and server.request_count == 2
+    for request in server.requests:
+        media = labelled_media(sent(request.body, "google", "chat"))
+        assert media[3] == png(IMAGE_A if shown_first(request.prompt) == "a" else IMAGE_B)
+
+
+def test_a_rescored_run_shows_the_pairwise_criterion_its_stored_images(
+        server, tmp_path):  # noqa: F811
+    server.set_reply(winner("2"))
+    judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
+    case = pictured_case().model_copy(update={"expected_output": TEXT_A})
+    suite = EvalSuite("charts").add_case(case)
+    suite.add_evaluators(PairwiseJudge("The chart is clearer.", judge=judge))
+    first = suite.run(lambda prompt: output(TEXT_B, IMAGE_B), verbose=False, runs_dir=tmp_path)
+    run_dir = tmp_path / first.run_id
+    server.reset_record()
+    _prepare._PREPARED.clear()  # as a new process re-scoring the stored run would start
+
+    def never(prompt: str) -> ExecutionResult:
+        raise AssertionError("a re-scored run does not call the model")
+
+    suite.run(never, verbose=False, runs_dir=tmp_path, resume=run_dir, rescore=True)
+    assert server.request_count == 2
+    for request in server.requests:
+        media = labelled_media(sent(request.body, "anthropic", "chat"))
+        assert png(CASE_IMAGE) in media and png(IMAGE_B) in media and len(media) == 5
