@@ -84,6 +84,21 @@ def labelled_media(content: list[Any]) -> list[Any]:
     return content[1:-1]
 
 
+def assert_swapped_with_their_labels(requests: list[Any], provider: str, api_style: str,
+                                     *, count: int = 2) -> None:
+    """Each request shows the case's image, then the image of the output shown first under
+    RESPONSE 1's label and the other's under RESPONSE 2's; both orders were asked."""
+    orders = []
+    for request in requests:
+        content = sent(request.body, provider, api_style)
+        first = shown_first("".join(item for item in content if isinstance(item, str)))
+        pictures = (IMAGE_A, IMAGE_B) if first == "a" else (IMAGE_B, IMAGE_A)
+        assert labelled_media(content) == [CASE_LABEL, png(CASE_IMAGE), ONE, png(pictures[0]),
+                                           TWO, png(pictures[1])]
+        orders.append(first)
+    assert len(orders) == count and sorted(set(orders)) == ["a", "b"]
+
+
 def pictured_case() -> EvalCase:
     return EvalCase(input="Which chart shows the quarterly sales better?", eval_id="charts",
                     metadata={"brief": ImagePart(data=CASE_IMAGE, path="brief.png")})
@@ -103,13 +118,7 @@ async def test_a_pair_shows_the_case_image_then_each_responses_images_swapped_wi
         pictured_case(), output(TEXT_A, IMAGE_A), output(TEXT_B, IMAGE_B))
     assert verdict.preferred == "tie" and verdict.position_consistent is False
     assert len(server.requests) == 2
-    by_order = {}
-    for request in server.requests:
-        content = sent(request.body, provider, api_style)
-        text = "".join(item for item in content if isinstance(item, str))
-        by_order[shown_first(text)] = labelled_media(content)
-    assert by_order["a"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_A), TWO, png(IMAGE_B)]
-    assert by_order["b"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_B), TWO, png(IMAGE_A)]
+    assert_swapped_with_their_labels(server.requests, provider, api_style)
 
 
 async def test_a_response_without_images_is_named_as_holding_none(server):  # noqa: F811
@@ -228,12 +237,7 @@ def test_compare_judge_restores_each_runs_images_from_its_blobs(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "B won 0, tied 3, lost 0 of 3 judged pair(s)" in out  # "2" in both orders
-    assert server.request_count == 6
-    for request in server.requests:
-        media = labelled_media(sent(request.body, "anthropic", "chat"))
-        first, second = ((IMAGE_A, IMAGE_B) if shown_first(request.prompt) == "a"
-                         else (IMAGE_B, IMAGE_A))
-        assert media == [CASE_LABEL, png(CASE_IMAGE), ONE, png(first), TWO, png(second)]
+    assert_swapped_with_their_labels(server.requests, "anthropic", "chat", count=6)
 
     # Asked again, every pair is taken from the stored comparison (same text, same images).
     server.reset_record()
@@ -289,13 +293,7 @@ async def test_a_pair_judged_by_batch_api_carries_the_images_in_each_batch_item(
         await PairwiseJudge("The chart is clearer.", judge=judge).compare(
             pictured_case(), output(TEXT_A, IMAGE_A), output(TEXT_B, IMAGE_B))
         assert service.items_received == 2
-        by_order = {}
-        for request in service.requests:
-            content = sent(request.body, provider, api_style)
-            text = "".join(item for item in content if isinstance(item, str))
-            by_order[shown_first(text)] = labelled_media(content)
-    assert by_order["a"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_A), TWO, png(IMAGE_B)]
-    assert by_order["b"] == [CASE_LABEL, png(CASE_IMAGE), ONE, png(IMAGE_B), TWO, png(IMAGE_A)]
+        assert_swapped_with_their_labels(service.requests, provider, api_style)
 
 
 def test_compare_judge_batch_api_sends_the_stored_images_in_the_batch_file(
@@ -312,10 +310,7 @@ def test_compare_judge_batch_api_sends_the_stored_images_in_the_batch_file(
         _, err = capsys.readouterr()
         assert code == 0, err
         assert service.batches_created >= 1 and service.items_received == 6
-        for request in service.requests:
-            media = labelled_media(sent(request.body, "openai", "chat"))
-            assert media[:2] == [CASE_LABEL, png(CASE_IMAGE)]
-            assert {media[3], media[5]} == {png(IMAGE_A), png(IMAGE_B)}
+        assert_swapped_with_their_labels(service.requests, "openai", "chat", count=6)
 
 
 # --- the pairwise page ---------------------------------------------------------------------------
@@ -391,11 +386,9 @@ def test_each_member_of_a_judge_panel_sees_the_pairs_images(server, two_image_ru
     judged = compare_runs(run_a, run_b, "The chart is clearer.", judge=members)
     assert judged.judge_answered == 3
     assert sorted(r.provider for r in server.requests) == ["anthropic"] * 6 + ["openai"] * 6
-    for request in server.requests:
-        media = labelled_media(sent(request.body, request.provider, "chat"))
-        first, second = ((IMAGE_A, IMAGE_B) if shown_first(request.prompt) == "a"
-                         else (IMAGE_B, IMAGE_A))
-        assert media == [CASE_LABEL, png(CASE_IMAGE), ONE, png(first), TWO, png(second)]
+    for provider in ("openai", "anthropic"):
+        assert_swapped_with_their_labels(
+            [r for r in server.requests if r.provider == provider], provider, "chat", count=6)
 
 
 def test_compare_models_shows_the_judge_each_models_images(server, tmp_path):  # noqa: F811
