@@ -426,3 +426,39 @@ def test_a_rescored_run_shows_the_pairwise_criterion_its_stored_images(
     for request in server.requests:
         media = labelled_media(sent(request.body, "anthropic", "chat"))
         assert png(CASE_IMAGE) in media and png(IMAGE_B) in media and len(media) == 5
+
+
+def test_the_viewers_compare_page_judges_image_runs_and_shows_each_pairs_images(
+        server, tmp_path):  # noqa: F811
+    from chromium_cdp import Browser
+    from test_content_report import _viewer_get
+    from test_viewer_pairwise import compare_url, settle
+
+    from referee import configure
+    from referee.report.viewer import start_viewer
+
+    server.set_reply(winner("2"))
+    configure(server.judge_config(provider="openai", model="gpt-4.1"))
+    runs = tmp_path / "runs"
+    made = []
+    for name, text, image in (("a", TEXT_A, IMAGE_A), ("b", TEXT_B, IMAGE_B)):
+        report = EvalSuite(name).add_cases(CASES).run(
+            lambda prompt, text=text, image=image: output(text, image), verbose=False,
+            runs_dir=runs)
+        made.append(runs / report.run_id)
+    a, b = made
+    with start_viewer(None, runs) as handle, Browser(tmp_path) as page:
+        page.goto(compare_url(handle, a, b))
+        page.evaluate("document.querySelector('#judge-form button').click()")
+        settle(page, "document.querySelector('#pairwise .pair') !== null")
+        assert_swapped_with_their_labels(server.requests, "openai", "chat", count=6)
+        decoded = settle(page, "Array.from(document.querySelectorAll("
+                               "'#pairwise .media-b figure.media img'))"
+                               ".filter(img => img.complete && img.naturalWidth > 0).length")
+        assert decoded == 3
+        blob_b = ImagePart(data=IMAGE_B).sha256
+        href = page.evaluate("document.querySelector('#pairwise .media-b a').getAttribute('href')")
+        assert href == f"/run/{b.name}/blob/{blob_b}"
+        status, body, _ = _viewer_get(handle, href)
+        assert status == 200 and body == IMAGE_B
+
