@@ -69,6 +69,8 @@ class PairOutcome:
     verdict: PairVerdict | None = None
     # Unique within the comparison: the case id, and which occurrence of a repeated id.
     pair_key: str = ""
+    # The images and PDFs the judge was shown (by hash, never their bytes): "case", "a", "b".
+    media: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def position_inconsistent(self) -> bool:
@@ -78,6 +80,7 @@ class PairOutcome:
         return {"eval_id": self.eval_id, "name": self.name, "input": self.user_input,
                 "output_a": self.output_a, "output_b": self.output_b, "status": self.status,
                 "reason": self.reason, "pair_key": self.pair_key or self.eval_id,
+                **({"media": self.media} if self.media else {}),
                 "verdict": self.verdict.to_dict() if self.verdict is not None else None}
 
     @classmethod
@@ -88,7 +91,8 @@ class PairOutcome:
                    output_b=data.get("output_b"), status=data["status"],
                    reason=data.get("reason") or "",
                    verdict=pair_verdict_from(verdict) if isinstance(verdict, dict) else None,
-                   pair_key=data.get("pair_key") or data["eval_id"])
+                   pair_key=data.get("pair_key") or data["eval_id"],
+                   media=data.get("media") or {})
 
 
 @dataclass(frozen=True)
@@ -358,7 +362,7 @@ def _shown(pair: CasePair) -> dict[str, Any]:
     """What a PairOutcome says of its pair, whatever the judge made of it."""
     return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
             "user_input": content_text(pair.case.input) if pair.case is not None else None,
-            "output_a": pair.output_a, "output_b": pair.output_b}
+            "output_a": pair.output_a, "output_b": pair.output_b, "media": pair.media.refs()}
 
 
 async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,

@@ -64,6 +64,16 @@ class PairMedia:
     def __bool__(self) -> bool:
         return bool(self.case or self.a or self.b)
 
+    def refs(self) -> dict[str, list[dict[str, Any]]]:
+        """The parts as a comparison's JSON names them: hash, type, size and path, never
+        their bytes; only the groups that hold any."""
+        def ref(part: Media) -> dict[str, Any]:
+            shown = part.model_dump(mode="json", exclude={"data"}, exclude_none=True)
+            return {**shown, **({"bytes": part.size} if part.size is not None else {})}
+
+        return {side: [ref(p) for p in parts] for side, parts
+                in (("case", self.case), ("a", self.a), ("b", self.b)) if parts}
+
     def keys(self, side: Literal["a", "b"]) -> tuple[str, ...]:
         """What tells one side's media from another's: each part's content hash, in order."""
         return tuple(p.content_key() for p in (self.a if side == "a" else self.b))

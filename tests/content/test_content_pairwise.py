@@ -238,6 +238,14 @@ def test_compare_judge_restores_each_runs_images_from_its_blobs(
     assert code == 0, err
     assert "B won 0, tied 3, lost 0 of 3 judged pair(s)" in out  # "2" in both orders
     assert_swapped_with_their_labels(server.requests, "anthropic", "chat", count=6)
+    # The saved comparison names what each pair showed by hash, never by bytes.
+    saved = json.loads((tmp_path / "pairwise.json").read_text())
+    media = saved["pairs"][0]["media"]
+    assert [[item["sha256"] for item in media[side]] for side in ("case", "a", "b")] == [
+        [ImagePart(data=data).sha256] for data in (CASE_IMAGE, IMAGE_A, IMAGE_B)]
+    assert media["case"][0]["path"] == "data.png" and media["b"][0]["media_type"] == "image/png"
+    assert "data" not in media["a"][0] and base64.b64encode(IMAGE_A)[:40].decode() not in (
+        tmp_path / "pairwise.json").read_text()
 
     # Asked again, every pair is taken from the stored comparison (same text, same images).
     server.reset_record()
@@ -462,3 +470,22 @@ def test_the_viewers_compare_page_judges_image_runs_and_shows_each_pairs_images(
         status, body, _ = _viewer_get(handle, href)
         assert status == 200 and body == IMAGE_B
 
+
+
+def test_the_labels_between_the_images_count_in_the_requests_token_estimate():
+    from referee.judge import estimate_tokens
+    from referee.judge.client import estimate_request_tokens
+    from referee.judge.providers import JudgeRequest
+    from referee.pairwise._media import PairMedia
+
+    media = PairMedia(case=(ImagePart(data=CASE_IMAGE),), a=(ImagePart(data=IMAGE_A),))
+    parts = tuple(media.parts("b", ("RESPONSE 1", "RESPONSE 2")))
+    plain = JudgeRequest(model="m", prompt="p" * 40, system=None, json_mode=False,
+                         temperature=0.0, max_tokens=4, timeout=30.0, api_style="chat",
+                         media_tokens=500)
+    shown = JudgeRequest(**{**plain.__dict__, "parts": parts})
+    labels = [p.text for p in parts if not isinstance(p, ImagePart)]
+    assert labels == [CASE_LABEL, "RESPONSE 1 holds no images or documents.",
+                      "Images and documents of RESPONSE 2:"]
+    assert estimate_request_tokens(shown) == (estimate_request_tokens(plain)
+                                              + sum(estimate_tokens(t) for t in labels))
