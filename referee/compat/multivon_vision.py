@@ -50,8 +50,9 @@ def source_part(source: Any, *, field: str | None = None) -> ImagePart | Documen
     elif lowered.startswith(("http://", "https://")):
         kind = "document" if lowered.split("?", 1)[0].endswith(".pdf") else "image"
         part = load_part({"type": kind, "url": text}, field=field)
-    else:  # a path: the bytes say whether it is an image or a PDF
-        part = load_part({"path": text}, field=field)
+    else:  # a path, relative to the current directory; a .pdf is a document, as in multivon
+        kind = "document" if lowered.endswith(".pdf") else "image"
+        part = load_part({"type": kind, "path": text}, field=field)
     assert isinstance(part, (ImagePart, DocumentPart))
     return part
 
