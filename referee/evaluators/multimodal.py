@@ -131,6 +131,8 @@ class VisionEvaluator(JudgeEvaluator):
     and results carrying multivon's evidence keys."""
 
     protocol: ClassVar[str] = PROTOCOL
+    # A run refuses a text-only judge for it before the first case, whatever the cases hold.
+    grades_media: ClassVar[bool] = True
     no_media_reason: ClassVar[str] = ""
     # The prompt templates it asks; a calibration file's entry holds for these only.
     prompts: ClassVar[tuple[str, ...]] = ()

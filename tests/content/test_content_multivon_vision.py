@@ -275,22 +275,30 @@ def test_bound_media_without_a_resolver_and_bound_audio_are_refused_in_one_line(
     assert server.request_count == 0
 
 
-def test_a_text_only_judge_is_refused_in_one_line_and_sent_nothing(server, tmp_path):
+def test_a_text_only_judge_is_refused_before_the_run_in_one_line(server, tmp_path):
+    # The bound case holds no content part, so only the evaluator says that images are graded.
     judge = server.judge_config(provider="openai", model="gpt-3.5-turbo")
     suite = EvalSuite("blind").add_cases([bound_case(CHART), EvalCase(input="Say hi")])
     suite.add_evaluators(VQAFaithfulness(judge=judge, media_resolver=resolver_of(CHART)))
-    report = run(suite, tmp_path)
-    case, result = only_result(report, "What does the chart show?")
-    assert case.status.value == "EVALUATOR_ERROR"
-    assert str(result.error).endswith(
-        "judge openai/gpt-3.5-turbo takes text only, and this criterion judges images "
-        "(expected a judge model with vision, such as gpt-4.1, claude-sonnet-4-5 or "
-        "gemini-2.5-flash)")
-    assert only_result(report, "Say hi")[0].status.value == "SKIPPED"
-    assert server.request_count == 0
-    with pytest.raises(JudgeUnavailable, match="gpt-3.5-turbo takes text only"):
+    with pytest.raises(ContentError) as refused:
+        run(suite, tmp_path)
+    assert str(refused.value) == (
+        "criterion 'vqa_faithfulness': judge openai/gpt-3.5-turbo takes text only, and the "
+        "criterion grades images and PDFs (expected a judge model with vision, such as "
+        "gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash)")
+    assert server.request_count == 0 and not any(tmp_path.iterdir())
+
+
+def test_a_text_only_judge_called_by_hand_is_refused_and_sent_nothing(server):
+    judge = server.judge_config(provider="anthropic", model="claude-2.1")
+    evaluator = DocumentGrounding(judge=judge, media_resolver=resolver_of(CONTRACT))
+    with pytest.raises(ContentError, match="judge anthropic/claude-2.1 takes text only, and "
+                                           "this criterion judges documents"):
+        evaluator.evaluate(bound_case(CONTRACT), ANSWER)
+    with pytest.raises(JudgeUnavailable, match="claude-2.1 takes text only"):
         call_vision("Is this a chart?", ["data:image/png;base64," + base64.b64encode(
             CHART).decode()], judge)
+    assert server.request_count == 0
 
 
 def test_call_vision_sends_its_sources_through_the_judge_layer(server, tmp_path,
@@ -408,3 +416,40 @@ def test_the_names_import_where_multivon_users_import_them():
         assert getattr(referee, name) is getattr(multivon_media, name)
         assert name in dir(referee) and name not in referee.__all__
     assert referee.call_vision is multivon_vision.call_vision
+
+
+def test_the_threshold_is_0_7_unless_a_calibration_file_holds_an_entry_for_these_prompts(
+        server, tmp_path, monkeypatch):
+    from referee.evaluators.calibration import CalibrationEntry, CalibrationFile
+
+    server.set_reply(vision_judge)
+    judge = server.judge_config(provider="openai", model="gpt-4.1")
+    built = [VQAFaithfulness(judge=judge, media_resolver=resolver_of(CHART)),
+             DocumentGrounding(judge=judge, media_resolver=resolver_of(CHART))]
+    assert [e.threshold for e in built] == [0.7, 0.7]
+    assert built[0].question_set() != built[1].question_set()
+    entries = [CalibrationEntry(evaluator=e.name, judge_provider="openai", judge_model="gpt-4.1",
+                                question_set=e.question_set(), threshold=0.45, n=40,
+                                date="2026-12-07", data_fingerprint="abc123") for e in built]
+    path = tmp_path / "calibration.json"
+    path.write_text(CalibrationFile(entries=entries).model_dump_json(), encoding="utf-8")
+    monkeypatch.setenv("REFEREE_CALIBRATION_FILE", str(path))
+    for evaluator in built:
+        result = evaluator.evaluate(bound_case(CHART), ANSWER)
+        assert result.threshold == 0.45 == result.details["threshold"], evaluator.name
+        assert result.passed and result.details["threshold_source"] == "calibration_file"
+    explicit = VQAFaithfulness(threshold=0.9, judge=judge, media_resolver=resolver_of(CHART))
+    assert explicit.evaluate(bound_case(CHART), ANSWER).threshold == 0.9
+    with pytest.raises(ValueError, match="threshold must be between 0.0 and 1.0"):
+        VQAFaithfulness(threshold=1.5)
+
+
+def test_settings_a_vision_evaluator_cannot_use_are_refused_when_it_is_built():
+    from referee import JudgeConfig, JudgePanel
+
+    panel = JudgePanel(members=[JudgeConfig(provider="openai", model="gpt-4.1"),
+                                JudgeConfig(provider="anthropic", model="claude-sonnet-4-5")])
+    with pytest.raises(ValueError, match="VQAFaithfulness: judge must be one vision judge"):
+        VQAFaithfulness(judge=panel)
+    with pytest.raises(TypeError, match="DocumentGrounding: media_resolver must be a function"):
+        DocumentGrounding(media_resolver=b"bytes")  # type: ignore[arg-type]
