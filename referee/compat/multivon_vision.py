@@ -25,15 +25,13 @@ from referee.compat.multivon_media import (
 )
 from referee.content._load import find_parts, load_part
 from referee.content._parts import ContentError, DocumentPart, ImagePart
-from referee.content._vision import takes_images
+from referee.content._vision import _VISION_HINT, takes_images
 from referee.errors import JudgeUnavailable
 from referee.judge import JudgeConfig, get_judge
 from referee.judge.binding import bind_in_layers
 from referee.judge.providers import rules_for
 
 __all__ = ["call_vision", "graded_media", "source_part", "vision_judge"]
-
-_VISION_HINT = "a judge model with vision, such as gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash"
 
 
 def source_part(source: Any, *, field: str | None = None) -> ImagePart | DocumentPart:
