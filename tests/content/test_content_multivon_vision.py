@@ -453,3 +453,25 @@ def test_settings_a_vision_evaluator_cannot_use_are_refused_when_it_is_built():
         VQAFaithfulness(judge=panel)
     with pytest.raises(TypeError, match="DocumentGrounding: media_resolver must be a function"):
         DocumentGrounding(media_resolver=b"bytes")  # type: ignore[arg-type]
+
+
+def test_a_cascade_escalates_a_vision_judge_error_to_the_strong_judge_with_the_same_image(
+        server, tmp_path):
+    from referee.judge.cascade import JudgeCascade
+
+    def cheap_fails(request: RecordedRequest) -> str:
+        if request.model == "gpt-4.1-mini":
+            return "I think all three hold."
+        return vision_judge(request)
+
+    server.set_reply(cheap_fails)
+    cascade = JudgeCascade([server.judge_config(provider="openai", model="gpt-4.1-mini"),
+                            server.judge_config(provider="openai", model="gpt-4.1")],
+                           escalate_on=["error"])
+    suite = EvalSuite("cascade").add_case(bound_case(CONTRACT, "What does clause 4 allow?"))
+    suite.add_evaluators(DocumentGrounding(judge=cascade, media_resolver=resolver_of(CONTRACT)))
+    _, result = only_result(run(suite, tmp_path), "What does clause 4 allow?")
+    assert result.score == pytest.approx(2 / 3) and result.details["judge_model"] == "gpt-4.1"
+    assert [r.model for r in server.requests] == ["gpt-4.1-mini", "gpt-4.1"]
+    assert all(sent_media(r.body, "openai", "chat") == [("application/pdf", CONTRACT)]
+               for r in server.requests)
