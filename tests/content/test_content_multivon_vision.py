@@ -455,6 +455,18 @@ def test_settings_a_vision_evaluator_cannot_use_are_refused_when_it_is_built():
         DocumentGrounding(media_resolver=b"bytes")  # type: ignore[arg-type]
 
 
+def test_a_configured_panel_is_refused_in_one_line_for_image_grading(server):
+    from referee import JudgePanel, configure
+
+    configure(JudgePanel(members=[server.judge_config(provider="openai", model="gpt-4.1"),
+                                  server.judge_config(provider="openai", model="gpt-4o")]))
+    evaluator = VQAFaithfulness(media_resolver=resolver_of(CHART))
+    with pytest.raises(ValueError, match="vqa_faithfulness: the judge in effect is a panel, "
+                                         "and image grading asks one vision judge"):
+        evaluator.evaluate(bound_case(CHART), ANSWER)
+    assert server.request_count == 0
+
+
 def test_a_cascade_escalates_a_vision_judge_error_to_the_strong_judge_with_the_same_image(
         server, tmp_path):
     from referee.judge.cascade import JudgeCascade
