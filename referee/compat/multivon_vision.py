@@ -1,5 +1,5 @@
-"""multivon's ``call_vision(prompt, sources, judge)``: one vision request, made through
-referee's judge layer.
+"""multivon's ``call_vision(prompt, sources, judge)`` (one vision request, made through
+referee's judge layer) and ``graded_media`` (the images its vision evaluators grade).
 
 multivon names an image or PDF by a string: a file path (read relative to the current
 directory), a ``data:`` URL or an ``http(s)`` URL. Each is read into a content part here, and
@@ -43,14 +43,11 @@ def source_part(source: Any, *, field: str | None = None) -> ImagePart | Documen
     text = source.strip()
     lowered = text.lower()
     if lowered.startswith("data:"):
-        kind = "document" if lowered.startswith("data:application/pdf") else "image"
-        part = load_part({"type": kind, "url": text}, field=field)
-    elif lowered.startswith(("http://", "https://")):
-        kind = "document" if lowered.split("?", 1)[0].endswith(".pdf") else "image"
-        part = load_part({"type": kind, "url": text}, field=field)
-    else:  # a path, relative to the current directory; a .pdf is a document, as in multivon
-        kind = "document" if lowered.endswith(".pdf") else "image"
-        part = load_part({"type": kind, "path": text}, field=field)
+        where, is_pdf = "url", lowered.startswith("data:application/pdf")
+    else:  # a URL, or a path relative to the current directory: .pdf is a document, as in multivon
+        where = "url" if lowered.startswith(("http://", "https://")) else "path"
+        is_pdf = lowered.split("?", 1)[0].endswith(".pdf")
+    part = load_part({"type": "document" if is_pdf else "image", where: text}, field=field)
     assert isinstance(part, (ImagePart, DocumentPart))
     return part
 
