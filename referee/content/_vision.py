@@ -22,7 +22,7 @@ OPENAI_TEXT_ONLY = (re.compile(r"^gpt-3\.5"), re.compile(r"^gpt-4(-\d{4}|-32k.*)
                     re.compile(r"^gpt-oss"))
 ANTHROPIC_TEXT_ONLY = (re.compile(r"^claude-(2|instant)"), re.compile(r"^claude-3-5-haiku"))
 GEMINI_TEXT_ONLY = (re.compile(r"^gemini-1\.0-pro(?!-vision)"), re.compile(r"^gemma-(2|3-1b)"))
-VISION_HINT = "a judge model with vision, such as gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash"
+_VISION_HINT = "a judge model with vision, such as gpt-4.1, claude-sonnet-4-5 or gemini-2.5-flash"
 
 
 def takes_images(rules: ContentRules, model: str, declared: bool | None = None) -> bool:
@@ -40,7 +40,7 @@ def require_vision(rules: ContentRules, model: str,
     if media and not takes_images(rules, model, declared):
         kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
         raise ContentError(f"judge {rules.provider}/{model} takes text only, and this "
-                           f"criterion judges {kinds}", expected=VISION_HINT)
+                           f"criterion judges {kinds}", expected=_VISION_HINT)
 
 
 def refuse_blind_judges(judges: Mapping[str, Any], cases: Iterable[Any],
@@ -72,7 +72,7 @@ def refuse_blind_judges(judges: Mapping[str, Any], cases: Iterable[Any],
             name = getattr(case, "display_name", None) or "a case"
             raise ContentError(f"criterion '{label}': judge {judge['provider']}/"
                                f"{judge['model']} takes text only, and case {name!r} holds "
-                               f"{kinds}", expected=VISION_HINT)
+                               f"{kinds}", expected=_VISION_HINT)
 
 
 def _described_judges(judges: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:

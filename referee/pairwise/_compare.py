@@ -401,7 +401,7 @@ async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
 def refuse_blind_judges(judge: JudgeConfig | JudgePanel, pairs: Sequence[CasePair]) -> None:
     """Before the first request: refuse, in one line, a judge (or panel member) that takes text
     only when a pair to be judged holds images or PDFs (every such pair would fail)."""
-    from referee.content._vision import VISION_HINT, takes_images
+    from referee.content._vision import _VISION_HINT, takes_images
     from referee.judge.providers import rules_for
 
     held = next((p for p in pairs if p.missing is None and p.media), None)
@@ -415,7 +415,7 @@ def refuse_blind_judges(judge: JudgeConfig | JudgePanel, pairs: Sequence[CasePai
             kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
             raise ContentError(f"compare: judge {member.provider}/{member.model} takes text "
                                f"only, and pair {held.name!r} holds {kinds}",
-                               expected=VISION_HINT)
+                               expected=_VISION_HINT)
 
 
 async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,

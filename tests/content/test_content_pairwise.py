@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from content_samples import picture
-from test_content_judged import JUDGES, server  # noqa: F401  (a fixture)
+from test_content_judged import JUDGES
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.cli import main
@@ -111,7 +111,7 @@ def output(text: str, image: bytes | None) -> ExecutionResult:
 
 @pytest.mark.parametrize(("provider", "api_style", "model"), JUDGES)
 async def test_a_pair_shows_the_case_image_then_each_responses_images_swapped_with_the_order(
-        server, provider, api_style, model):  # noqa: F811
+        server, provider, api_style, model):
     server.set_reply(winner("1"))
     judge = server.judge_config(provider=provider, model=model, api_style=api_style)
     verdict = await PairwiseJudge("The chart is clearer.", judge=judge).compare(
@@ -121,7 +121,7 @@ async def test_a_pair_shows_the_case_image_then_each_responses_images_swapped_wi
     assert_swapped_with_their_labels(server.requests, provider, api_style)
 
 
-async def test_a_response_without_images_is_named_as_holding_none(server):  # noqa: F811
+async def test_a_response_without_images_is_named_as_holding_none(server):
     server.set_reply(winner("2"))
     judge = server.judge_config(provider="openai", model="gpt-4.1")
     await PairwiseJudge("The chart is clearer.", judge=judge, both_orders=False).compare(
@@ -131,7 +131,7 @@ async def test_a_response_without_images_is_named_as_holding_none(server):  # no
         "RESPONSE 1 holds no images or documents.", TWO, png(IMAGE_B)]
 
 
-async def test_a_text_only_pair_sends_no_parts(server):  # noqa: F811
+async def test_a_text_only_pair_sends_no_parts(server):
     server.set_reply(winner("1"))
     judge = server.judge_config(provider="openai", model="gpt-4.1")
     await PairwiseJudge("Correct.", judge=judge, both_orders=False).compare(
@@ -141,7 +141,7 @@ async def test_a_text_only_pair_sends_no_parts(server):  # noqa: F811
 
 
 async def test_outputs_with_the_same_text_and_other_images_are_judged_not_tied(
-        server):  # noqa: F811
+        server):
     server.set_reply(winner("2"))
     judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
     pairwise = PairwiseJudge("The chart is clearer.", judge=judge)
@@ -159,7 +159,7 @@ async def test_outputs_with_the_same_text_and_other_images_are_judged_not_tied(
 
 
 async def test_the_reply_cache_keys_each_pairs_images_by_content(
-        server, reply_cache_in_tmp_path):  # noqa: F811
+        server, reply_cache_in_tmp_path):
     from pydantic import SecretStr
 
     server.set_reply(winner("1"))
@@ -179,7 +179,7 @@ async def test_the_reply_cache_keys_each_pairs_images_by_content(
 
 
 def test_a_pairwise_criterion_in_a_run_labels_the_reference_and_the_output_once(
-        server, tmp_path):  # noqa: F811
+        server, tmp_path):
     """In a run the judging scope holds the case's and the output's images; the pairwise
     criterion names its own parts, so each is shown once, under its side's label."""
     server.set_reply(winner("2"))
@@ -229,7 +229,7 @@ def two_image_runs(tmp_path) -> tuple[Path, Path]:
 
 
 def test_compare_judge_restores_each_runs_images_from_its_blobs(
-        server, two_image_runs, tmp_path, capsys):  # noqa: F811
+        server, two_image_runs, tmp_path, capsys):
     a, b = two_image_runs
     server.set_reply(winner("2"))
     code = main(["compare", str(a), str(b), "--judge", "anthropic/claude-sonnet-4-5",
@@ -254,7 +254,7 @@ def test_compare_judge_restores_each_runs_images_from_its_blobs(
 
 
 def test_a_pair_whose_image_blob_is_missing_is_a_judge_error_and_the_others_are_judged(
-        server, two_image_runs, capsys):  # noqa: F811
+        server, two_image_runs, capsys):
     a, b = two_image_runs
     server.set_reply(winner("2"))
     shutil.rmtree(b / "blobs")
@@ -324,7 +324,7 @@ def test_compare_judge_batch_api_sends_the_stored_images_in_the_batch_file(
 # --- the pairwise page ---------------------------------------------------------------------------
 
 def test_the_pairwise_page_shows_each_pairs_images_side_by_side_in_chromium(
-        server, two_image_runs, tmp_path, capsys):  # noqa: F811
+        server, two_image_runs, tmp_path, capsys):
     from chromium_cdp import Browser
 
     a, b = two_image_runs
@@ -355,7 +355,7 @@ def test_the_pairwise_page_shows_each_pairs_images_side_by_side_in_chromium(
 
 
 def test_the_pairwise_page_keeps_its_thumbnails_within_one_reports_budget(
-        server, two_image_runs, monkeypatch):  # noqa: F811
+        server, two_image_runs, monkeypatch):
     from referee.pairwise import _html, compare_runs
     from referee.pairwise._html import ComparedRuns, render_pairwise_html
     from referee.store import load_run
@@ -371,7 +371,7 @@ def test_the_pairwise_page_keeps_its_thumbnails_within_one_reports_budget(
 
 
 def test_compare_refuses_a_judge_without_vision_before_asking_anything(
-        server, two_image_runs, capsys):  # noqa: F811
+        server, two_image_runs, capsys):
     a, b = two_image_runs
     code = main(["compare", str(a), str(b), "--judge", "openai/gpt-3.5-turbo"])
     err = capsys.readouterr().err
@@ -383,7 +383,7 @@ def test_compare_refuses_a_judge_without_vision_before_asking_anything(
     assert not (b / "comparisons").exists()
 
 
-def test_each_member_of_a_judge_panel_sees_the_pairs_images(server, two_image_runs):  # noqa: F811
+def test_each_member_of_a_judge_panel_sees_the_pairs_images(server, two_image_runs):
     from referee.pairwise import compare_runs
     from referee.store import load_run
 
@@ -399,7 +399,7 @@ def test_each_member_of_a_judge_panel_sees_the_pairs_images(server, two_image_ru
             [r for r in server.requests if r.provider == provider], provider, "chat", count=6)
 
 
-def test_compare_models_shows_the_judge_each_models_images(server, tmp_path):  # noqa: F811
+def test_compare_models_shows_the_judge_each_models_images(server, tmp_path):
     from referee.pairwise import compare_models
 
     server.set_reply(winner("1"))
@@ -415,7 +415,7 @@ def test_compare_models_shows_the_judge_each_models_images(server, tmp_path):  #
 
 
 def test_a_rescored_run_shows_the_pairwise_criterion_its_stored_images(
-        server, tmp_path):  # noqa: F811
+        server, tmp_path):
     server.set_reply(winner("2"))
     judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
     case = pictured_case().model_copy(update={"expected_output": TEXT_A})
@@ -437,7 +437,7 @@ def test_a_rescored_run_shows_the_pairwise_criterion_its_stored_images(
 
 
 def test_the_viewers_compare_page_judges_image_runs_and_shows_each_pairs_images(
-        server, tmp_path):  # noqa: F811
+        server, tmp_path):
     from chromium_cdp import Browser
     from test_content_report import _viewer_get
     from test_viewer_pairwise import compare_url, settle
