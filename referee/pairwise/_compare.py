@@ -33,6 +33,7 @@ from referee.messages import content_text
 from referee.pairwise._judging import (
     PairCriterion,
     PairVerdict,
+    identical,
     judge_pair,
     judge_pair_by_panel,
 )
@@ -300,6 +301,13 @@ class CasePair:
     media_error: str | None = None  # a part of the pair that cannot be read
     run_dirs: tuple[Path | None, Path | None] = (None, None)
 
+    @property
+    def asks_judge(self) -> bool:
+        """Whether the judge is asked: the pair has both outputs, and they differ (in their
+        text or their images)."""
+        return self.missing is None and not identical(self.output_a or "", self.output_b or "",
+                                                      self.media)
+
     def hashed(self, side: Literal["a", "b"]) -> tuple[str | None, tuple[str, ...]]:
         """What a stored verdict on this pair was judged over: the output's text and the
         content hashes of its images."""
@@ -376,9 +384,10 @@ async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
         try:
             if pair.media_error is not None:
                 raise ContentError(pair.media_error)
-            # The bytes are read only now, a pair at a time: a stored run's images stay on
-            # disk until their pair is asked.
-            media = await asyncio.to_thread(pair.media.with_bytes, run_dirs=pair.run_dirs)
+            # The bytes are read only now, a pair at a time, and only for a pair the judge is
+            # asked about: a stored run's images stay on disk until then.
+            media = pair.media if not pair.asks_judge else await asyncio.to_thread(
+                pair.media.with_bytes, run_dirs=pair.run_dirs)
         except ContentError as exc:
             return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
         asked: dict[str, Any] = {
@@ -404,7 +413,7 @@ def refuse_blind_judges(judge: JudgeConfig | JudgePanel, pairs: Sequence[CasePai
     from referee.content._vision import _VISION_HINT, takes_images
     from referee.judge.providers import rules_for
 
-    held = next((p for p in pairs if p.missing is None and p.media), None)
+    held = next((p for p in pairs if p.asks_judge and p.media), None)
     if held is None:
         return
     members = judge.members if isinstance(judge, JudgePanel) else [judge]

@@ -489,3 +489,15 @@ def test_the_labels_between_the_images_count_in_the_requests_token_estimate():
                       "Images and documents of RESPONSE 2:"]
     assert estimate_request_tokens(shown) == (estimate_request_tokens(plain)
                                               + sum(estimate_tokens(t) for t in labels))
+
+
+def test_identical_pairs_need_neither_their_blobs_nor_a_judge_with_vision(
+        server, tmp_path, capsys):
+    a = stored_run(tmp_path, "a", TEXT_A, IMAGE_A)
+    b = stored_run(tmp_path, "b", TEXT_A, IMAGE_A)  # the same text and image as A
+    shutil.rmtree(a / "blobs")
+    shutil.rmtree(b / "blobs")
+    code = main(["compare", str(a), str(b), "--judge", "openai/gpt-3.5-turbo", "--json"])
+    pairs = json.loads(capsys.readouterr().out)["pairwise"]["pairs"]
+    assert code == 0 and server.request_count == 0
+    assert [p["reason"] for p in pairs] == ["identical outputs"] * 3
