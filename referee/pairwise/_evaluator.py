@@ -39,18 +39,14 @@ def _media_holder(output: str | ExecutionResult | Any) -> ExecutionResult | None
     return None if isinstance(output, str) else ExecutionResult.coerce(output)
 
 
-def _reference_media(case: EvalCase) -> tuple[EvalCase, list[Any]]:
-    """The case less its reference answer's images, and those images (the reference is one
-    side of the pair, so its media are that side's, not the case's)."""
-    reference = list(getattr(case, "expected_media", None) or ())
-    return (case.model_copy(update={"expected_media": []}) if reference else case), reference
 
 
 async def _against_reference(owner: str, cfg: JudgeConfig, criterion: PairCriterion,
                              actual: ExecutionResult, expected: EvalCase, *,
                              both_orders: bool) -> tuple[float, dict[str, Any], PairVerdict]:
-    shown_case, reference = _reference_media(expected)
-    media = PairMedia.of(shown_case, None, actual, reference=reference
+    # The reference answer is side A: its images (expected_media) are A's, not the case's.
+    media = PairMedia.of(expected, None, actual,
+                         reference=getattr(expected, "expected_media", None)
                          ).with_bytes(restored=case_parts())
     verdict = await judge_pair(cfg, criterion, output_a=expected.expected_output or "",
                                output_b=actual.actual_response or "",

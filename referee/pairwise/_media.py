@@ -47,10 +47,12 @@ class PairMedia:
         tool results, turns, metadata; side A's with ``reference``, a reference answer's
         media), as they are held (a stored part by its hash alone). An output's part the case
         holds too (its input echoed in a turn) counts as the case's."""
-        shown = _distinct(find_parts(case), set())
+        referenced = _distinct(find_parts(reference), set())
+        # The case holds its reference's media too (and a turn's copy of them): theirs are A's.
+        shown = _distinct(find_parts(case), {p.content_key() for p in referenced})
         case_keys = {p.content_key() for p in shown}
         return cls(case=tuple(shown),
-                   a=tuple(_distinct(find_parts([reference, output_a]), set(case_keys))),
+                   a=tuple(_distinct([*referenced, *find_parts(output_a)], set(case_keys))),
                    b=tuple(_distinct(find_parts(output_b), set(case_keys))))
 
     def with_bytes(self, *, run_dirs: Sequence[Path | str | None] = (),

@@ -501,3 +501,19 @@ def test_identical_pairs_need_neither_their_blobs_nor_a_judge_with_vision(
     pairs = json.loads(capsys.readouterr().out)["pairwise"]["pairs"]
     assert code == 0 and server.request_count == 0
     assert [p["reason"] for p in pairs] == ["identical outputs"] * 3
+
+
+def test_against_the_reference_its_images_are_side_as_not_the_cases():
+    """A case holds its reference answer's images (``expected_media``, and a turn's copy of
+    them); judged against the reference, they are side A's."""
+    from referee.pairwise._media import PairMedia
+
+    reference = ImagePart(data=IMAGE_A, path="expected/chart.png")
+    case = EvalCase(input="Draw it.", metadata={"brief": ImagePart(data=CASE_IMAGE),
+                                                "turn_copy": ImagePart(data=IMAGE_A)})
+    media = PairMedia.of(case, None, output(TEXT_B, IMAGE_B), reference=[reference])
+    assert [p.data for p in media.case] == [CASE_IMAGE]
+    assert [p.data for p in media.a] == [IMAGE_A] and [p.data for p in media.b] == [IMAGE_B]
+    # Without a reference (two runs' outputs) every image the case holds is the case's.
+    both = PairMedia.of(case, output(TEXT_A, None), output(TEXT_B, IMAGE_B))
+    assert [p.data for p in both.case] == [CASE_IMAGE, IMAGE_A] and both.a == ()
