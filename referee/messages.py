@@ -56,6 +56,8 @@ def content_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "\n".join(t for t in (content_text(v) for v in value) if t)
     text = getattr(value, "text", None)
+    if not isinstance(text, str) and hasattr(value, "media_type"):
+        return ""  # an image or PDF part (referee.content) is no part of the text
     return text if isinstance(text, str) else str(value)
 
 
