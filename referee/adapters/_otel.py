@@ -320,8 +320,8 @@ def _genai_media(part: Mapping[str, Any], source: _Source) -> Part | None:
     kind, modality = part.get("type"), part.get("modality")
     mime_type = part.get("mime_type") or part.get("mimeType") or ""
     if modality != "image" and mime_type not in DOCUMENT_TYPES:
-        source.left_out(f"a {modality or 'untyped'} {kind} part ({mime_type or 'no mime_type'}); "
-                        f"referee reads images and PDFs")
+        source.left_out(f"a {kind} part of modality {modality!r} "
+                        f"({mime_type or 'no mime_type'}); referee reads images and PDFs")
         return None
     if kind == "file":
         source.left_out(f"an uploaded file named by its id {part.get('file_id')!r}, whose bytes "
@@ -379,7 +379,7 @@ def _openinference_parts(contents: list[Any], source: _Source) -> list[Part]:
             here = here.at(".image.image.url")
             if url in (None, "", REDACTED):
                 here.left_out("the image was left out by the instrumentation (redacted, or "
-                              "over its base64 length limit); read as unknown")
+                              "over its base64 length limit)")
                 continue
             part = load_media({"type": "image_url", "image_url": {"url": url}}, here.where,
                               here.field, here.notes)

@@ -85,10 +85,11 @@ class _Reader:
             if not isinstance(text, str):
                 raise self.fail("a text part's 'text' is not a string")
             return TextPart(text=text)
-        for key in _GEMINI_INLINE:
+        # Gemini's parts carry no type; a Responses input_file has a file_data key of its own.
+        for key in _GEMINI_INLINE if kind is None else ():
             if key in data:
                 return self._gemini_inline(data[key])
-        for key in _GEMINI_FILE:
+        for key in _GEMINI_FILE if kind is None else ():
             if key in data:
                 return self._gemini_file(data[key])
         if "source" in data and kind in ("image", "document"):
