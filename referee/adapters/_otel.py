@@ -329,7 +329,7 @@ def _genai_media(part: Mapping[str, Any], source: _Source) -> Part | None:
         return None
     if kind == "blob" and part.get("content") in (None, "", REDACTED):
         source.left_out(f"the {modality} blob's content was left out by the instrumentation "
-                        f"(redacted or not captured); read as unknown")
+                        f"(redacted or not captured)")
         return None
     return load_media(dict(part), source.where, source.field, source.notes)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,7 +148,7 @@ def test_genai_blob_and_uri_parts_become_the_turns_content_outputs_and_tool_resu
 
 @pytest.fixture
 def judge_server(isolated_judge, monkeypatch) -> Iterator[ScriptedJudgeServer]:
-    with ScriptedJudgeServer(reply='{"score": 8, "reason": "ok"}') as running:
+    with ScriptedJudgeServer(reply='{"score": 1.0, "reason": "ok"}') as running:
         monkeypatch.setenv("OPENAI_BASE_URL", running.base_url("openai"))
         monkeypatch.setenv("OPENAI_API_KEY", f"scripted-{running.port}")
         yield running
@@ -174,6 +175,7 @@ def test_a_judged_criterion_scoring_an_imported_trace_sends_its_images(tmp_path,
                           verbose=False, runs_dir=tmp_path / "runs")
 
     (case,) = report.cases
+    assert case.status.value == "PASSED", case
     assert media(case.execution.outputs) == [("image", "image/png", sha(ANSWER))]
     assert judge_server.requests
     for request in judge_server.requests:
@@ -331,3 +333,34 @@ def test_a_corrupt_image_in_a_message_list_fails_that_record_only(tmp_path):
     assert read.execution.error is None
     assert media(read.case.conversation[0].user_content) == [("image", "image/png", sha(CHART))]
     assert read.case.input == ""
+
+
+# `referee serve`: spans exported live through the SDK's OTLP/HTTP exporter ---------------------
+
+async def test_referee_serve_keeps_a_traces_images_and_shows_them_to_the_judge(
+        tmp_path, judge_server):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
+    from otlp_receiver import exporting, receiver, shut_down
+
+    from referee.store import list_runs, load_run
+
+    judge = judge_server.judge_config(provider="openai", model="gpt-4.1")
+    criteria = [GEval(criteria="Is the chart right?", judge=judge)]
+    async with receiver(criteria, tmp_path) as (scorer, url):
+        with exporting(url, "protobuf") as provider:
+            genai_turn(provider.get_tracer("vision-agent"), "conv-live",
+                       [user("Which region sold most?", blob(CHART))],
+                       [assistant("North.", blob(ANSWER))])
+            await shut_down(provider)
+        await scorer.drain()
+
+    assert judge_server.requests
+    for request in judge_server.requests:
+        assert sent_images(request.body) == [sha(CHART), sha(ANSWER)]
+    (run,) = list_runs(tmp_path / "runs")
+    (case,) = load_run(run.path).cases
+    assert case.status.value == "PASSED", case
+    # The stored run keeps the parts by hash (their bytes once, under blobs/).
+    assert [p.sha256 for p in case.execution.outputs] == [sha(ANSWER)]
+    assert (run.path / "blobs" / sha(ANSWER)[:2] / sha(ANSWER)).is_file()
