@@ -126,6 +126,9 @@ class _Reader:
     def media(self, kind: str | None, data: dict[str, Any]) -> ImagePart | DocumentPart:
         data = {key: value for key, value in data.items() if value is not None}
         data.pop("type", None)
+        for alias in ("mime_type", "mimeType"):  # MCP's image content: {type, data, mimeType}
+            if alias in data:
+                data.setdefault("media_type", data.pop(alias))
         path = data.get("path")
         # A part that already holds its bytes, a URL or a stored hash keeps ``path`` as where
         # it came from; only a bare path is read.

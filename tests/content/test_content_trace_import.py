@@ -364,3 +364,37 @@ async def test_referee_serve_keeps_a_traces_images_and_shows_them_to_the_judge(
     # The stored run keeps the parts by hash (their bytes once, under blobs/).
     assert [p.sha256 for p in case.execution.outputs] == [sha(ANSWER)]
     assert (run.path / "blobs" / sha(ANSWER)[:2] / sha(ANSWER)).is_file()
+
+
+def test_pre_1_37_event_messages_and_a_tools_content_list_carry_images(tmp_path):
+    """The v1.28-1.36 events (a span event's ``gen_ai.event.content``, as Azure AI Inference
+    writes it) and a tool span whose result is an MCP-style content list."""
+    spans = tmp_path / "spans.jsonl"
+    with span_file(spans) as tracer:
+        with tracer.start_as_current_span("invoke_agent vision", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "vision"}):
+            with tracer.start_as_current_span("execute_tool screenshot", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "screenshot",
+                    "gen_ai.tool.call.id": "t1", "gen_ai.tool.call.arguments": "{}",
+                    "gen_ai.tool.call.result": json.dumps([
+                        {"type": "text", "text": "captured"},
+                        {"type": "image", "data": b64(SCREEN), "mimeType": "image/png"}])}):
+                pass
+            with tracer.start_as_current_span("chat gpt-4o", attributes={
+                    "gen_ai.operation.name": "chat"}) as chat:
+                chat.add_event("gen_ai.user.message", {"gen_ai.event.content": json.dumps({
+                    "role": "user", "content": [
+                        {"type": "text", "text": "What changed?"},
+                        {"type": "image_url", "image_url": {"url": data_url(CHART)}}]})})
+                chat.add_event("gen_ai.choice", {"gen_ai.event.content": json.dumps({
+                    "index": 0, "message": {"role": "assistant", "content": [
+                        {"type": "text", "text": "The legend."},
+                        {"type": "image_url", "image_url": {"url": data_url(ANSWER)}}]}})})
+    (run,) = read_traces(spans)
+
+    assert media(run.user_turns[0]) == [("image", "image/png", sha(CHART))]
+    assert run.execution.actual_response == "The legend."
+    assert media(run.execution.outputs) == [("image", "image/png", sha(ANSWER))]
+    (call,) = run.execution.tool_calls
+    assert call.result[0] == "captured" and media(call.result[1:]) == [
+        ("image", "image/png", sha(SCREEN))]
