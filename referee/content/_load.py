@@ -80,16 +80,18 @@ class _Reader:
 
     def part(self, data: dict[str, Any]) -> Part:
         kind = data.get("type")
+        if kind == "input_file":  # Responses: its own file_data key is no Gemini file_data
+            return self.media("document", {"url": data.get("file_data"),
+                                           "name": data.get("filename")})
         if kind in _TEXT_TYPES or (kind is None and set(data) == {"text"}):
             text = data.get("text")
             if not isinstance(text, str):
                 raise self.fail("a text part's 'text' is not a string")
             return TextPart(text=text)
-        # Gemini's parts carry no type; a Responses input_file has a file_data key of its own.
-        for key in _GEMINI_INLINE if kind is None else ():
+        for key in _GEMINI_INLINE:
             if key in data:
                 return self._gemini_inline(data[key])
-        for key in _GEMINI_FILE if kind is None else ():
+        for key in _GEMINI_FILE:
             if key in data:
                 return self._gemini_file(data[key])
         if "source" in data and kind in ("image", "document"):
@@ -104,8 +106,8 @@ class _Reader:
             return self.media("image", {"url": url})
         if kind == "input_image":  # Responses
             return self.media("image", {"url": data.get("image_url")})
-        if kind in ("file", "input_file"):
-            file = data.get("file") if kind == "file" else data
+        if kind == "file":  # Chat Completions
+            file = data.get("file")
             file = file if isinstance(file, Mapping) else {}
             return self.media("document", {"url": file.get("file_data"),
                                            "name": file.get("filename")})
