@@ -10,10 +10,11 @@ note naming the span and attribute, the rest of the trace still read.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from referee.content._load import is_part, load_part
+from referee.content._load import is_part, load_part, load_parts
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
 Part = TextPart | ImagePart | DocumentPart
@@ -80,3 +81,40 @@ def add_unique(found: list[MediaPart], parts: Sequence[MediaPart]) -> None:
         if part.content_key() not in seen:
             seen.add(part.content_key())
             found.append(part)
+
+
+def turn_parts(message: Any) -> list[Part] | None:
+    """A turn's message as parts when it holds an image or PDF (what AgentEvaluator sends such
+    a turn), else None: a text message goes to the framework as text."""
+    if isinstance(message, str):
+        return None
+    parts = load_parts(message)
+    return parts if media_of(parts) else None
+
+
+def langchain_blocks(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Parts as LangChain's standard content blocks, which each chat model integration turns
+    into its provider's request."""
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+            continue
+        block: dict[str, Any] = {"type": "image" if isinstance(part, ImagePart) else "file"}
+        if part.data is not None:
+            block.update(base64=base64.b64encode(part.data).decode("ascii"),
+                         mime_type=part.media_type)
+        else:
+            block["url"] = part.as_data_url()
+        if isinstance(part, DocumentPart):
+            block["extras"] = {"filename": part.filename}
+        blocks.append(block)
+    return blocks
+
+
+def responses_input(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """Parts as an OpenAI Responses user message's content (``input_text``/``input_image``/
+    ``input_file``): the Agents SDK's own input shape."""
+    from referee.content._wire import openai_responses_content
+
+    return openai_responses_content(parts)

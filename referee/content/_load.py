@@ -83,6 +83,8 @@ class _Reader:
         if kind == "input_file":  # Responses: its own file_data key is no Gemini file_data
             return self.media("document", {"url": data.get("file_data"),
                                            "name": data.get("filename")})
+        if kind in ("image", "file") and data.keys() & {"base64", "source_type", "file_id"}:
+            return self._langchain(kind, data)
         if kind in _TEXT_TYPES or (kind is None and set(data) == {"text"}):
             text = data.get("text")
             if not isinstance(text, str):
@@ -200,6 +202,24 @@ class _Reader:
             return self.media(kind, {"url": source.get("url")})
         raise self.fail(f"an Anthropic {kind} source of type {source.get('type')!r} holds no "
                         "bytes referee can read", expected="base64 or url")
+
+    def _langchain(self, kind: str, data: dict[str, Any]) -> ImagePart | DocumentPart:
+        """LangChain's standard content blocks: ``{type: image|file, base64|url, mime_type}``
+        (v1) or ``{..., source_type: base64|url, data|url}`` (v0)."""
+        media_type = data.get("mime_type") or ""
+        media = "document" if kind == "file" or media_type in DOCUMENT_TYPES else "image"
+        found = data.get("extras")
+        extras: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        fields: dict[str, Any] = {"media_type": media_type,
+                                  "data": data.get("base64", data.get("data")),
+                                  "url": data.get("url")}
+        if media == "document":
+            fields["name"] = data.get("filename") or extras.get("filename")
+        if fields["data"] is None and fields["url"] is None:
+            raise self.fail(f"a LangChain {kind} block of an uploaded file "
+                            f"({data.get('file_id') or data.get('id')!r}) holds no bytes or URL "
+                            "referee can read", expected="base64 or url")
+        return self.media(media, fields)
 
 
 _MAX_DEPTH = 32
