@@ -274,7 +274,7 @@ def read_record(messages: list[dict], where: str = "msgs.json") -> Any:
     return MessageListReader._read_one({"id": "r1", "messages": messages}, where)
 
 
-@pytest.mark.parametrize("shape", ["chat", "responses", "anthropic"])
+@pytest.mark.parametrize("shape", ["chat", "responses", "anthropic", "langchain"])
 def test_a_user_messages_images_and_pdfs_are_its_turns_parts(shape):
     image, document = {
         "chat": ({"type": "image_url", "image_url": {"url": data_url(CHART)}},
@@ -288,6 +288,9 @@ def test_a_user_messages_images_and_pdfs_are_its_turns_parts(shape):
                       {"type": "document", "source": {"type": "base64",
                                                       "media_type": "application/pdf",
                                                       "data": b64(FORM)}}),
+        "langchain": ({"type": "image", "base64": b64(CHART), "mime_type": "image/png"},
+                      {"type": "file", "base64": b64(FORM), "mime_type": "application/pdf",
+                       "extras": {"filename": "form.pdf"}}),
     }[shape]
     run = read_record([
         {"role": "user", "content": [{"type": "text", "text": "Is the form filled in?"},
