@@ -135,3 +135,45 @@ async def test_a_text_turn_is_sent_as_text():
     (request,) = server.requests
     assert request.body["input"] in ("Hi", [{"role": "user", "content": "Hi"}],
                                      [{"content": "Hi", "role": "user"}])
+
+
+async def test_a_langgraph_image_turn_recorded_by_openinference_imports_its_image(tmp_path):
+    """The same turn under the real OpenInference LangChain instrumentation: its spans, written
+    by the OTel SDK's OTLP/JSON file exporter, import the image the model was sent."""
+    pytest.importorskip("langgraph")
+    langchain_openai = pytest.importorskip("langchain_openai")
+    instrumentation = pytest.importorskip("openinference.instrumentation.langchain")
+    from langgraph.graph import START, MessagesState, StateGraph
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from referee.adapters import LangGraphAgent, read_traces
+
+    spans = tmp_path / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(spans))))
+    instrumentor = instrumentation.LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with ScriptedJudgeServer(reply="North sold most.") as server:
+            model = langchain_openai.ChatOpenAI(model="scripted", base_url=server.base_url(),
+                                                api_key=DUMMY_API_KEY, max_retries=0)
+
+            def agent(state: MessagesState) -> dict:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            graph = StateGraph(MessagesState)
+            graph.add_node("agent", agent)
+            graph.add_edge(START, "agent")
+            await LangGraphAgent(graph.compile())(TURN[:2], [])
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    (run,) = read_traces(spans)
+
+    said = run.user_turns[0]
+    assert said[0].text == "Which region sold most?"
+    assert [(p.media_type, p.sha256) for p in said[1:]] == [("image/png", sha(CHART))]
+    assert run.execution.actual_response == "North sold most."
+    assert not run.execution.metadata.get("trace_notes")

@@ -401,3 +401,43 @@ def test_pre_1_37_event_messages_and_a_tools_content_list_carry_images(tmp_path)
     (call,) = run.execution.tool_calls
     assert call.result[0] == "captured" and media(call.result[1:]) == [
         ("image", "image/png", sha(SCREEN))]
+
+
+def test_the_openai_v2_instrumentations_logged_image_is_read(tmp_path, monkeypatch):
+    """The real OpenAI SDK under opentelemetry-instrumentation-openai-v2 with content capture:
+    the user's image_url part goes to its ``gen_ai.user.message`` log record (the conventions
+    before 1.37, its default), read with the logs export as --traces-logs does."""
+    instrumentation = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+    from openai import OpenAI
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.exporter.otlp.json.file._log_exporter import FileLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from referee.testing import DUMMY_API_KEY
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    spans, logs = tmp_path / "spans.jsonl", tmp_path / "logs.jsonl"
+    tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(spans))))
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(FileLogExporter(str(logs))))
+    instrumentor = instrumentation.OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    try:
+        with ScriptedJudgeServer(reply="A bar chart.") as server:
+            OpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": [
+                    {"type": "text", "text": "What is it?"},
+                    {"type": "image_url", "image_url": {"url": data_url(CHART)}}]}])
+    finally:
+        instrumentor.uninstrument()
+        tracer_provider.shutdown()
+        logger_provider.shutdown()
+    (run,) = read_traces(spans, logs)
+
+    said = run.user_turns[0]
+    assert said[0].text == "What is it?"
+    assert media(said) == [("image", "image/png", sha(CHART))]
+    assert run.execution.actual_response == "A bar chart."
