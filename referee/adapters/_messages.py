@@ -3,6 +3,8 @@
 Each user message starts a turn; the last assistant text of a turn is its response;
 ``tool_calls[].function.{name, arguments}`` (or LangChain's ``{name, args}``) and ``id`` give
 the tool calls, and a ``role=tool`` message with the same ``tool_call_id`` gives the result.
+A user message's images and PDFs are its turn's parts, an assistant message's the run's
+``outputs``, a tool message's part of its result.
 """
 
 from __future__ import annotations

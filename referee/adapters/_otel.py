@@ -14,6 +14,10 @@ Tool arguments and results are opt-in attributes. When a tool span lacks them th
 from the model's own recorded tool call (same call id: ``gen_ai.output.messages`` tool_call
 parts, or the v1.28-1.36 ``gen_ai.choice`` events) if the trace has it; otherwise the run says
 so in its notes, and the arguments read as not recorded (``args`` None), never as none ({}).
+
+Images and PDFs (GenAI ``blob``/``uri`` parts, OpenInference image contents, provider parts in
+event bodies) are read through ``_media``: the user's into the turn's content, the model's into
+the run's ``outputs``, a tool's into its result; one that cannot be read is a note.
 """
 
 from __future__ import annotations
