@@ -61,24 +61,29 @@ def responses_media(body: dict[str, Any]) -> list[tuple[str, str]]:
 SENT = [("image/png", sha(CHART)), ("application/pdf", sha(FORM))]
 
 
-async def test_langgraph_gets_a_turns_images_as_langchain_content_blocks():
+def one_model_graph(server: ScriptedJudgeServer) -> Any:
+    """A compiled graph of one node that sends the messages to ChatOpenAI on ``server``."""
     pytest.importorskip("langgraph")
     langchain_openai = pytest.importorskip("langchain_openai")
     from langgraph.graph import START, MessagesState, StateGraph
 
+    model = langchain_openai.ChatOpenAI(model="scripted", base_url=server.base_url(),
+                                        api_key=DUMMY_API_KEY, max_retries=0)
+
+    def agent(state: MessagesState) -> dict:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    return graph.compile()
+
+
+async def test_langgraph_gets_a_turns_images_as_langchain_content_blocks():
     from referee.adapters import LangGraphAgent
 
     with ScriptedJudgeServer(reply="North sold most.") as server:
-        model = langchain_openai.ChatOpenAI(model="scripted", base_url=server.base_url(),
-                                            api_key=DUMMY_API_KEY, max_retries=0)
-
-        def agent(state: MessagesState) -> dict:
-            return {"messages": [model.invoke(state["messages"])]}
-
-        graph = StateGraph(MessagesState)
-        graph.add_node("agent", agent)
-        graph.add_edge(START, "agent")
-        adapter = LangGraphAgent(graph.compile())
+        adapter = LangGraphAgent(one_model_graph(server))
         first = await adapter(TURN, [])
         from referee.execution import TurnResult
 
@@ -140,10 +145,7 @@ async def test_a_text_turn_is_sent_as_text():
 async def test_a_langgraph_image_turn_recorded_by_openinference_imports_its_image(tmp_path):
     """The same turn under the real OpenInference LangChain instrumentation: its spans, written
     by the OTel SDK's OTLP/JSON file exporter, import the image the model was sent."""
-    pytest.importorskip("langgraph")
-    langchain_openai = pytest.importorskip("langchain_openai")
     instrumentation = pytest.importorskip("openinference.instrumentation.langchain")
-    from langgraph.graph import START, MessagesState, StateGraph
     from opentelemetry.exporter.otlp.json.file import FileSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -157,16 +159,7 @@ async def test_a_langgraph_image_turn_recorded_by_openinference_imports_its_imag
     instrumentor.instrument(tracer_provider=provider)
     try:
         with ScriptedJudgeServer(reply="North sold most.") as server:
-            model = langchain_openai.ChatOpenAI(model="scripted", base_url=server.base_url(),
-                                                api_key=DUMMY_API_KEY, max_retries=0)
-
-            def agent(state: MessagesState) -> dict:
-                return {"messages": [model.invoke(state["messages"])]}
-
-            graph = StateGraph(MessagesState)
-            graph.add_node("agent", agent)
-            graph.add_edge(START, "agent")
-            await LangGraphAgent(graph.compile())(TURN[:2], [])
+            await LangGraphAgent(one_model_graph(server))(TURN[:2], [])
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
