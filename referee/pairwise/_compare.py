@@ -361,8 +361,8 @@ def paired(a: EvalReport, b: EvalReport) -> list[CasePair]:
         assert present is not None
         key_text = present.eval_id if key[1] == 1 else f"{present.eval_id}#{key[1]}"
         media, media_error = _media_of(ca, cb, present.case)
-        pairs.append(CasePair(present.eval_id, present.label, present.case, out_a, out_b, missing,
-                           key_text, media, media_error, (a.run_dir, b.run_dir)))
+        pairs.append(CasePair(present.eval_id, present.label, present.case, out_a, out_b,
+                              missing, key_text, media, media_error, (a.run_dir, b.run_dir)))
     return pairs
 
 
@@ -380,10 +380,11 @@ async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
     common = _shown(pair)
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
+    if pair.media_error is not None:
+        return PairOutcome(**common, status="judge_error",
+                           reason=f"JUDGE_ERROR: {pair.media_error}")
     async with gate:
         try:
-            if pair.media_error is not None:
-                raise ContentError(pair.media_error)
             # The bytes are read only now, a pair at a time, and only for a pair the judge is
             # asked about: a stored run's images stay on disk until then.
             media = pair.media if not pair.asks_judge else await asyncio.to_thread(

@@ -39,8 +39,6 @@ def _media_holder(output: str | ExecutionResult | Any) -> ExecutionResult | None
     return None if isinstance(output, str) else ExecutionResult.coerce(output)
 
 
-
-
 async def _against_reference(owner: str, cfg: JudgeConfig, criterion: PairCriterion,
                              actual: ExecutionResult, expected: EvalCase, *,
                              both_orders: bool) -> tuple[float, dict[str, Any], PairVerdict]:

@@ -1,13 +1,13 @@
-"""The images and PDFs a pairwise judge is shown besides the text: the case's (its input,
-context and reference), then each response's, each group under a label naming the response as
-the judge sees it (RESPONSE 1 or RESPONSE 2). The labels follow the order shown, so when the
-pair is asked the other way round the images swap with their label.
+"""The images and PDFs a pairwise judge is shown besides the text: the case's (its input and
+context; its reference's too when two runs' outputs are compared, while judged against the
+reference they are that side's), then each response's, each group under a label naming the
+response as the judge sees it (RESPONSE 1 or RESPONSE 2). The labels follow the order shown,
+so when the pair is asked the other way round the images swap with their label.
 
 A pair is judged outside a case's ``judging_content`` scope (two outputs, often of stored
 runs), so its parts are found here and passed to the judge explicitly; a stored output keeps
 only its parts' hashes, read back from its run's ``blobs/``.
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
