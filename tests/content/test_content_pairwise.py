@@ -457,6 +457,17 @@ def test_the_viewers_compare_page_judges_image_runs_and_shows_each_pairs_images(
     a, b = made
     with start_viewer(None, runs) as handle, Browser(tmp_path) as page:
         page.goto(compare_url(handle, a, b))
+        # Before any judging, the regressions table shows both runs' images side by side.
+        sides = page.evaluate(
+            "Array.from(document.querySelectorAll('.media-pair')).map(p => Array.from("
+            "p.children).map(side => Array.from(side.querySelectorAll('a'))"
+            ".map(a => a.getAttribute('href'))))")
+        hashes = {name: ImagePart(data=data).sha256
+                  for name, data in (("case", CASE_IMAGE), ("a", IMAGE_A), ("b", IMAGE_B))}
+        assert sides == [[[f"/run/{a.name}/blob/{hashes['case']}",
+                           f"/run/{a.name}/blob/{hashes['a']}"],
+                          [f"/run/{b.name}/blob/{hashes['case']}",
+                           f"/run/{b.name}/blob/{hashes['b']}"]]] * 3
         page.evaluate("document.querySelector('#judge-form button').click()")
         settle(page, "document.querySelector('#pairwise .pair') !== null")
         assert_swapped_with_their_labels(server.requests, "openai", "chat", count=6)
