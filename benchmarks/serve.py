@@ -158,7 +158,7 @@ async def _drive(url: str, grpc_address: str | None, bodies: list[bytes], connec
 
 def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
         concurrency: int, receive_only: bool = False, transport: str = "http",
-        bodies: list[bytes] | None = None) -> dict[str, Any]:
+        bodies: list[bytes] | None = None, max_queue: int | None = None) -> dict[str, Any]:
     """One receiver process, fed over ``transport`` ("http" or "grpc")."""
     bodies = bodies or _requests(traces, spans_per_trace, per_request)
     with tempfile.TemporaryDirectory() as folder:
@@ -170,6 +170,7 @@ def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
              "--spool", "spool", "--out", "runs", "--quiet-period", "0.2",
              "--conversation-quiet", "0.2", "--concurrency", str(concurrency),
              *(["--sample-rate", "0"] if receive_only else []),
+             *(["--max-queue", str(max_queue)] if max_queue else []),
              *(["--grpc-port", "0"] if transport == "grpc" else [])],
             cwd=work, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")})
@@ -190,7 +191,7 @@ def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
     spans = traces * spans_per_trace
     return {"transport": transport, "traces": traces, "spans": spans,
             "requests": len(bodies), "connections": connections, "scoring_concurrency": concurrency,
-            "receive_only": receive_only,
+            "receive_only": receive_only, "max_queue": max_queue or "default",
             "spans_per_s_received": round(spans / numbers["received_s"]),
             "cases_per_s_scored": round(traces / numbers["scored_s"], 1), **{
                 k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()}}
@@ -198,7 +199,7 @@ def run(traces: int, spans_per_trace: int, per_request: int, connections: int,
 
 def side_by_side(traces: int, spans_per_trace: int, per_request: int, connections: int,
                  concurrency: int, receive_only: bool = False,
-                 rounds: int = 1) -> dict[str, Any]:
+                 rounds: int = 1, max_queue: int | None = None) -> dict[str, Any]:
     """HTTP and gRPC receivers fed the same bodies, alternating which goes first each round;
     the ratios are gRPC / HTTP per round and their median."""
     bodies = _requests(traces, spans_per_trace, per_request)
@@ -206,7 +207,8 @@ def side_by_side(traces: int, spans_per_trace: int, per_request: int, connection
     for number in range(rounds):
         order = ("http", "grpc") if number % 2 == 0 else ("grpc", "http")
         pair = {transport: run(traces, spans_per_trace, per_request, connections, concurrency,
-                               receive_only, transport, bodies) for transport in order}
+                               receive_only, transport, bodies, max_queue)
+                for transport in order}
         results.append({"round": number + 1, "first": order[0], **pair, "ratio": {
             key: round(pair["grpc"][key] / pair["http"][key], 2)
             for key in ("spans_per_s_received", "cases_per_s_scored")}})
@@ -228,12 +230,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="OTLP/HTTP, OTLP/gRPC, or both side by side (default http)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --transport both: pairs of runs, alternating the order")
+    parser.add_argument("--max-queue", type=int,
+                        help="the receiver's --max-queue (default: serve's own)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     shape = (args.traces, args.spans_per_trace, args.traces_per_request, args.connections,
              args.concurrency, args.receive_only)
-    result = (side_by_side(*shape, rounds=args.rounds) if args.transport == "both"
-              else run(*shape, transport=args.transport))
+    result = (side_by_side(*shape, rounds=args.rounds, max_queue=args.max_queue)
+              if args.transport == "both"
+              else run(*shape, transport=args.transport, max_queue=args.max_queue))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out is not None:
