@@ -30,6 +30,10 @@ _NON_TEXT_PART_KEYS = frozenset({"function_call", "functionCall", "function_resp
 
 
 _CHAT_MESSAGE_KEYS = frozenset({"role", "content", "metadata"})
+# The types of content parts that hold an image or a document (referee's own and the
+# providers' shapes): no part of a message's text.
+_MEDIA_PART_TYPES = frozenset({"image", "document", "image_url", "input_image", "file",
+                               "input_file"})
 
 
 def is_chat_message(value: dict[str, Any]) -> bool:
@@ -50,13 +54,16 @@ def content_text(value: Any) -> str:
             return content_text(value["parts"])
         if is_chat_message(value):
             return content_text(value["content"])
-        if _NON_TEXT_PART_KEYS & value.keys():
+        if _NON_TEXT_PART_KEYS & value.keys() or value.get("type") in _MEDIA_PART_TYPES:
             return ""  # a function call or an attachment is no part of the text
         return canonical_json(value)
     if isinstance(value, (list, tuple)):
         return "\n".join(t for t in (content_text(v) for v in value) if t)
     text = getattr(value, "text", None)
-    return text if isinstance(text, str) else str(value)
+    if isinstance(text, str):
+        return text
+    # An image or a document part (a model of its own) has no text.
+    return "" if getattr(value, "type", None) in _MEDIA_PART_TYPES else str(value)
 
 
 # How a report or a judge prompt shows a call's arguments that the recording did not carry.
