@@ -451,6 +451,13 @@ class EvalCase(StrictModel):
         return found
 
     @property
+    def text_context(self) -> str | list[str] | None:
+        """``context`` as given, less its images and PDFs (a list keeps its text items)."""
+        if isinstance(self.context, list):
+            return [chunk for chunk in self.context if isinstance(chunk, str)]
+        return self.context
+
+    @property
     def context_chunks(self) -> list[str]:
         """The context's text chunks (its images and PDFs are in ``media``)."""
         if self.context is None:

@@ -30,6 +30,7 @@ old path.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from referee._strict import move_alias, snake_case
@@ -297,6 +298,8 @@ def _write_turn(turn: Invocation) -> dict[str, Any]:
     content = turn.user_content
     if isinstance(content, MessageContent):
         content = text_content(content.get_text(), "user")
+    elif turn.user_parts is not None:
+        content = {"parts": [_part(part) for part in turn.user_parts], "role": "user"}
     elif not isinstance(content, dict):
         content = text_content(content_text(content), "user")
     out["user_content"] = content
@@ -327,6 +330,22 @@ def _write_turn(turn: Invocation) -> dict[str, Any]:
     if metadata:
         out["metadata"] = metadata
     return out
+
+
+def _part(part: Any) -> dict[str, Any]:
+    """A content part as a Gemini Part: text, ``inline_data`` (the bytes, in the URL-safe
+    base64 Gemini's own dumps write) or ``file_data`` (a URL)."""
+    from referee.content._parts import ContentError, TextPart
+
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    if part.data is not None:
+        data = base64.urlsafe_b64encode(part.data).decode("ascii")
+        return {"inline_data": {"data": data, "mime_type": part.media_type}}
+    if part.url is not None:
+        return {"file_data": {"file_uri": part.url, "mime_type": part.media_type}}
+    raise ContentError(f"{part.label()} has no bytes here to write into an ADK eval set",
+                       expected="a part read from a file or a data URL")
 
 
 def write_case(case: EvalCase) -> dict[str, Any]:

@@ -94,8 +94,11 @@ class _MediaPart(_Typed):
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         raw = data.get("data")
         if isinstance(raw, str):  # JSON holds bytes as base64 (what dumps write)
+            # Gemini's and ADK's dumps (pydantic's ``ser_json_bytes="base64"``) write the
+            # URL-safe alphabet.
+            altchars = b"-_" if "-" in raw or "_" in raw else None
             try:
-                data["data"] = base64.b64decode(raw, validate=True)
+                data["data"] = base64.b64decode(raw, altchars=altchars, validate=True)
             except (binascii.Error, ValueError):
                 raise ValueError(f"{cls._kind} 'data' is not base64 text") from None
         url = data.get("url")
