@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
-
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     ConfigDict,
@@ -313,8 +311,8 @@ class EvalCase(StrictModel):
                            expected_media=list(self.expected_media))
             ]
         elif self.input is None and self.conversation:
-            last = self.conversation[-1]
-            self.input = last.user_parts or last.user_text
+            final_turn = self.conversation[-1]
+            self.input = final_turn.user_parts or final_turn.user_text
         if self.expected_output is None and self.conversation:
             last = self.last_expected_response()
             self.expected_output = last

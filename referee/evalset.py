@@ -44,8 +44,8 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

@@ -166,3 +166,28 @@ def test_a_resumed_and_a_rescored_run_show_the_judge_the_stored_images(
     for request in judged:
         number = int(request.prompt.split("Which screen is this? (")[1].split(")")[0])
         assert sent_images(request.body) == [IMAGES[number % 4]]
+
+
+def test_an_oversized_pdf_in_a_case_file_errors_that_case_alone_in_one_line(
+        tmp_path, openai_judge_server):
+    from content_samples import pdf
+
+    server = openai_judge_server("Yes")
+    folder = tmp_path / "suite"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "manual.pdf").write_bytes(pdf(101))
+    (folder / "docs" / "form.pdf").write_bytes(pdf(2))
+    (folder / "cases.jsonl").write_text(
+        json.dumps({"input": ["Summarise", {"pdf": "docs/manual.pdf"}], "name": "manual"}) + "\n"
+        + json.dumps({"input": ["Summarise", {"pdf": "docs/form.pdf"}], "name": "form"}) + "\n")
+    suite = EvalSuite("docs").add_cases(EvalSet.load(folder / "cases.jsonl").cases)
+    suite.add_evaluators(CustomRubric([("Is it a summary?", True)],
+                                      judge=server.judge_config(provider="openai",
+                                                                model="gpt-4.1")))
+    report = suite.run(lambda parts: "A summary.", verbose=False, runs_dir=tmp_path / "runs")
+    by_name = {c.name: c for c in report.cases}
+    (result,) = by_name["manual"].criterion_results
+    assert by_name["manual"].status.is_error and "\n" not in str(result.error)
+    assert str(result.error).endswith(
+        "document docs/manual.pdf has 101 pages; OpenAI takes PDFs up to 100 pages")
+    assert by_name["form"].status == CaseStatus.PASSED
