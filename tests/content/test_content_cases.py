@@ -197,23 +197,35 @@ def test_an_adk_eval_set_with_inline_data_reads_as_parts_and_writes_back(case_di
         types.Part(text="What is shown?"), types.Part.from_bytes(data=CHART, mime_type="image/png"),
         types.Part.from_uri(file_uri="gs://bucket/q3.pdf", mime_type="application/pdf")])
     user_content = json.loads(content.model_dump_json(exclude_none=True))
+    final_response = json.loads(types.Content(role="model", parts=[
+        types.Part(text="A chart"), types.Part.from_bytes(data=OTHER, mime_type="image/png")
+    ]).model_dump_json(exclude_none=True))
     document = {"eval_set_id": "vision", "name": "vision", "description": "", "eval_cases": [{
         "eval_id": "chart", "conversation": [{
             "invocation_id": "i-1", "user_content": user_content,
-            "final_response": {"parts": [{"text": "A chart"}], "role": "model"}}],
+            "final_response": final_response}],
         "session_input": {"app_name": "app", "user_id": "u"}}]}
     path = case_dir / "vision.evalset.json"
     path.write_text(json.dumps(document, indent=2))
     (case,) = EvalSet.load(path)
     assert case.input_text == "What is shown?"
-    image, remote = case.media
+    image, remote, _ = case.media
     assert image.data == CHART and remote.url == "gs://bucket/q3.pdf"
+    assert case.expected_output == "A chart" and [p.data for p in case.expected_media] == [OTHER]
+    assert "adk" not in case.conversation[0].metadata  # nothing kept twice: the parts say it all
     written = EvalSet.load(path).to_adk()
     assert written == document
     # ADK's own model reads what referee writes.
     turn = written["eval_cases"][0]["conversation"][0]
     parsed = types.Content.model_validate(turn["user_content"])
     assert parsed.parts[1].inline_data.data == CHART
+    # Edited, the expected response is written from referee's fields.
+    edited = case.model_copy(update={"conversation": [case.conversation[0].model_copy(
+        update={"expected_final_response": "A bar chart"})]})
+    response = EvalSet(eval_cases=[edited]).to_adk()["eval_cases"][0]["conversation"][0][
+        "final_response"]
+    parsed = types.Content.model_validate(response)
+    assert parsed.parts[0].text == "A bar chart" and parsed.parts[1].inline_data.data == OTHER
 
 
 def _problem(path) -> str:
