@@ -8,7 +8,7 @@ ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by fiel
 | ``EvalCase.eval_id``                        | ``EvalCase.eval_id``                                |
 | ``session_input`` (app_name, user_id, ...)  | ``EvalCase.session_input``                          |
 | ``conversation[].invocation_id``            | ``Invocation.invocation_id``                        |
-| ``conversation[].user_content`` (Content)   | ``Invocation.user_content`` (its text is the input) |
+| ``conversation[].user_content`` (Content)   | ``Invocation.user_content`` (its text is the input; with ``inline_data`` / ``file_data``, its parts) |
 | ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text) and ``expected_media`` |
 | ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
 | ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
