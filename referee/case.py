@@ -14,6 +14,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticSerializationError
 
 from referee._strict import StrictModel, move_alias, with_positions
 from referee.content._load import is_part, load_part, load_parts, media_content
@@ -330,9 +331,12 @@ class EvalCase(StrictModel):
     def _identity(self) -> dict[str, Any]:
         try:
             data = self.model_dump(exclude={"eval_id"}, mode="json", context={IDENTITY: True})
-        except UnicodeEncodeError:
-            # A lone surrogate (a recorded turn may hold one) has no JSON form. No id was ever
-            # derived from such a case, so hashing the plain dump changes no existing id.
+        except (UnicodeEncodeError, PydanticSerializationError) as exc:
+            # A lone surrogate (a recorded turn may hold one) has no JSON form (raised as
+            # itself, or wrapped by a model's own serializer). No id was ever derived from
+            # such a case, so hashing the plain dump changes no existing id.
+            if "UnicodeEncodeError" not in f"{type(exc).__name__}: {exc}":
+                raise
             data = self.model_dump(exclude={"eval_id"}, context={IDENTITY: True})
         for key, default in _LATER_CASE_FIELDS.items():
             if data.get(key) == default:

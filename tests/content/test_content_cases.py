@@ -34,6 +34,7 @@ def test_text_only_cases_keep_the_ids_and_dumps_they_had():
                     tags=["t"])
     assert case.eval_id == "case-fed0e14d1019"
     assert EvalCase.multi_turn([("hi", "hello"), ("bye", "ciao")]).eval_id == "case-cd0bbec5d757"
+    assert EvalCase(input="a \udc80 b").eval_id == "case-929e557cc029"  # a lone surrogate
     assert "expected_media" not in case.model_dump()
     assert "expected_media" not in case.conversation[0].model_dump()
     # Text given as parts is the same case.
