@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 
@@ -39,3 +40,17 @@ def pdf(pages: int = 1) -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+@contextlib.contextmanager
+def report_in_chromium(html_path, profile_dir, anchor: str):
+    """A headless Chromium page showing the report at ``anchor``, once every thumbnail in it
+    has loaded, and how many did (decoded: an image the browser could not read has no width)."""
+    from chromium_cdp import Browser
+
+    with Browser(profile_dir) as page:
+        page.goto(html_path.as_uri() + anchor)
+        decoded = page.wait_for(
+            "Array.from(document.querySelectorAll('figure.media img'))"
+            ".filter(img => img.complete && img.naturalWidth > 0).length")
+        yield page, decoded

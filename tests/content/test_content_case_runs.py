@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from content_samples import picture
+from content_samples import picture, report_in_chromium
 
 from referee import EvalSet, EvalSuite
 from referee.content import _gallery, _prepare
@@ -98,7 +98,8 @@ def test_cases_jsonl_stays_small_and_each_image_is_stored_once(judged_run):
     lines = (run_dir / "cases.jsonl").read_bytes().splitlines()
     assert len(lines) == CASES
     assert max(len(line) for line in lines) < 2_000 < min(len(i) for i in IMAGES)
-    stored = json.loads(lines[7])["case"]["input"][1]
+    # Lines are written as cases finish: case 7's is found by its index.
+    stored = next(line for line in map(json.loads, lines) if line["index"] == 7)["case"]["input"][1]
     assert "data" not in stored and stored["path"] == "shots/screen-3.png"
     again = load_run(run_dir)
     case = next(c for c in again.cases if c.case_input == "Which screen is this? (7)").case
@@ -109,19 +110,13 @@ def test_cases_jsonl_stays_small_and_each_image_is_stored_once(judged_run):
 
 def test_the_report_of_the_run_has_a_thumbnail_per_case_within_its_budget(judged_run,
                                                                          tmp_path):
-    from chromium_cdp import Browser
-
     _, run_dir, _, _ = judged_run
     written = write_reports(load_run(run_dir), run_dir, "html", console=None)
     html = written["html"].read_text(encoding="utf-8")
     assert html.count('<img src="data:image/') == CASES
     assert len(html.encode()) < _gallery.THUMBNAIL_BUDGET + 1_000_000
     assert base64.b64encode(IMAGES[0]).decode()[:200] not in html  # thumbnails, not originals
-    with Browser(tmp_path) as page:
-        page.goto(written["html"].as_uri() + "#case-3")
-        decoded = page.wait_for(
-            "Array.from(document.querySelectorAll('figure.media img'))"
-            ".filter(img => img.complete && img.naturalWidth > 0).length")
+    with report_in_chromium(written["html"], tmp_path, "#case-3") as (_, decoded):
         assert decoded == CASES
 
 
