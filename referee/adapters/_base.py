@@ -32,7 +32,8 @@ class RecordedRun:
     where: str
     case: EvalCase | None = None
     notes: list[str] = field(default_factory=list)
-    user_turns: list[str] = field(default_factory=list)  # what the user said, turn by turn
+    # What the user said, turn by turn: text, or a list of parts where a turn holds images.
+    user_turns: list[Any] = field(default_factory=list)
 
 
 # A parsed record of a trace file and its line (None for a record inside one JSON document).

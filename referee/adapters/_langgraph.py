@@ -14,7 +14,9 @@ from typing import Any
 
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
+from referee.adapters._media import langchain_blocks, turn_parts
 from referee.adapters._messages import read_messages
+from referee.case import content_text
 from referee.execution import ExecutionResult, TurnResult
 
 EXTRA = "langgraph"
@@ -70,7 +72,8 @@ class LangGraphAgent:
     A graph compiled with a checkpointer (``MemorySaver``...) keeps its state per thread: each
     conversation, so each case and each repeated run of it, gets a fresh ``thread_id`` (any
     given in ``config`` is replaced), and a later turn sends only its new message to the
-    thread. Without one, a later turn sends the earlier messages again.
+    thread. Without one, a later turn sends the earlier messages again. A turn holding images
+    or PDFs is sent as LangChain's standard content blocks (text, image, file).
     """
 
     def __init__(self, graph: Any, *, config: Any = None,
@@ -84,9 +87,11 @@ class LangGraphAgent:
         # True/False/None mean "the parent's", "none" and "not set": no saver of its own.
         self._checkpointed = getattr(graph, "checkpointer", None) not in (None, False, True)
 
-    async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
+    async def __call__(self, message: Any, history: list[TurnResult]) -> ExecutionResult:
         previous, thread_id = self._history.recall(history) or ([], uuid.uuid4().hex)
-        user = {"role": "user", "content": message}
+        parts = turn_parts(message)
+        user = {"role": "user",
+                "content": langchain_blocks(parts) if parts else content_text(message)}
         if self._checkpointed:
             inputs, config = {self.messages_key: [user]}, _with_thread(self.config, thread_id)
         else:
@@ -100,7 +105,7 @@ class LangGraphAgent:
             else:
                 state = chunk
         execution = _execution(visits, state, len(previous), self.messages_key)
-        self._history.keep([*history, TurnResult(user_content=message,
+        self._history.keep([*history, TurnResult(user_content=content_text(message),
                                                  response=execution.actual_response)],
                            (list(state[self.messages_key]), thread_id))
         return execution

@@ -3,6 +3,8 @@
 Each user message starts a turn; the last assistant text of a turn is its response;
 ``tool_calls[].function.{name, arguments}`` (or LangChain's ``{name, args}``) and ``id`` give
 the tool calls, and a ``role=tool`` message with the same ``tool_call_id`` gives the result.
+A user message's images and PDFs are its turn's parts, an assistant message's the run's
+``outputs``, a tool message's part of its result.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.adapters._base import with_notes
+from referee.adapters._media import MediaPart, content_parts, media_of, said
 from referee.case import ToolCall, content_text
 from referee.content._load import find_parts
 from referee.content._parts import ContentError
@@ -40,6 +43,9 @@ class Conversation:
     turns: list[TurnResult] = field(default_factory=list)
     usage: TokenUsage | None = None
     notes: list[str] = field(default_factory=list)
+    # What the user said in each turn: its text, or its parts when it holds images or PDFs.
+    said: list[Any] = field(default_factory=list)
+    outputs: list[MediaPart] = field(default_factory=list)  # the assistant's images and PDFs
 
     def execution(self, unrecorded: dict[str, str] | None = None) -> ExecutionResult:
         calls = [call for turn in self.turns for call in turn.tool_calls]
@@ -47,7 +53,8 @@ class Conversation:
         result = ExecutionResult(
             actual_response=self.turns[-1].response if self.turns else "",
             tool_calls=calls, node_visits=visits,
-            turns=self.turns if len(self.turns) > 1 else [], token_usage=self.usage)
+            turns=self.turns if len(self.turns) > 1 else [], token_usage=self.usage,
+            outputs=self.outputs)
         return with_notes(result, self.notes, unrecorded)
 
 
@@ -186,16 +193,21 @@ def read_messages(messages: Sequence[Any], where: str) -> Conversation:
         text = message_text(message.get("content"))
         if role == "system":
             continue
+        parts = [] if role == "tool" else content_parts(message.get("content"), where,
+                                                         f"messages[{index}].content")
         if role == "user":
             current = TurnResult(user_content=text)
             conversation.turns.append(current)
+            conversation.said.append(said(text, parts))
             continue
         if current is None:  # an assistant or tool message before any user message
             current = TurnResult()
             conversation.turns.append(current)
+            conversation.said.append("")
         if role == "assistant":
             if text:
                 current.response = text
+            conversation.outputs.extend(media_of(parts))
             name = message.get("name")
             # A multi-agent graph names each agent's messages: the agents that spoke are the
             # node visits, one per stretch of messages from the same agent.

@@ -16,8 +16,9 @@ from typing import Any
 from referee.adapters._agent_tools import EXTRA, InnerRun, install, recording_agent_tools
 from referee.adapters._base import require_extra
 from referee.adapters._conversation import NativeHistory
+from referee.adapters._media import responses_input, turn_parts
 from referee.adapters._messages import parse_arguments, parse_result
-from referee.case import ToolCall
+from referee.case import ToolCall, content_text
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
 
@@ -107,13 +108,17 @@ class OpenAIAgentsAgent:
         self._history = NativeHistory()
         install(agent)
 
-    async def __call__(self, message: str, history: list[TurnResult]) -> ExecutionResult:
+    async def __call__(self, message: Any, history: list[TurnResult]) -> ExecutionResult:
         previous = self._history.recall(history)
         starting_agent = self.agent
-        run_input: Any = message
+        parts = turn_parts(message)
+        # A turn holding images or PDFs is one user message of input_text/input_image/
+        # input_file items, the SDK's own input shape.
+        content: Any = responses_input(parts) if parts else content_text(message)
+        run_input: Any = content if parts is None else [{"role": "user", "content": content}]
         if previous is not None:
             items, last_agent = previous
-            run_input = [*items, {"role": "user", "content": message}]
+            run_input = [*items, {"role": "user", "content": content}]
             if self.continue_with_last_agent:
                 starting_agent = last_agent
         options: dict[str, Any] = {"context": self.context, "run_config": self.run_config}
@@ -123,7 +128,7 @@ class OpenAIAgentsAgent:
         with recording_agent_tools(starting_agent) as agent_tool_runs:
             result = await self._runner.run(starting_agent, run_input, **options)
         execution = execution_from_run_result(result, agent_tool_runs)
-        self._history.keep([*history, TurnResult(user_content=message,
+        self._history.keep([*history, TurnResult(user_content=content_text(message),
                                                  response=execution.actual_response)],
                            (result.to_input_list(), result.last_agent))
         return execution

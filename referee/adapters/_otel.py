@@ -14,6 +14,10 @@ Tool arguments and results are opt-in attributes. When a tool span lacks them th
 from the model's own recorded tool call (same call id: ``gen_ai.output.messages`` tool_call
 parts, or the v1.28-1.36 ``gen_ai.choice`` events) if the trace has it; otherwise the run says
 so in its notes, and the arguments read as not recorded (``args`` None), never as none ({}).
+
+Images and PDFs (GenAI ``blob``/``uri`` parts, OpenInference image contents, provider parts in
+event bodies) are read through ``_media``: the user's into the turn's content, the model's into
+the run's ``outputs``, a tool's into its result; one that cannot be read is a note.
 """
 
 from __future__ import annotations
@@ -24,6 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.adapters._base import NumberedRecord, RecordedRun, record_location, with_notes
+from referee.adapters._media import (
+    MediaPart,
+    Part,
+    add_unique,
+    content_parts,
+    load_media,
+    media_of,
+    said,
+    with_media,
+)
 from referee.adapters._messages import (
     message_dict,
     message_text,
@@ -32,6 +46,9 @@ from referee.adapters._messages import (
     role_of,
 )
 from referee.case import ToolCall
+from referee.content._load import is_part
+from referee.content._media import DOCUMENT_TYPES
+from referee.content._parts import TextPart
 from referee.errors import InputError
 from referee.execution import ExecutionResult, TurnResult
 from referee.usage import TokenUsage
@@ -68,6 +85,8 @@ class _Message:
     text: str = ""
     calls: list[tuple[str | None, str, Any]] = field(default_factory=list)  # (id, name, args)
     tool_call_id: str | None = None  # a tool result's call
+    # Its text and media parts in order, when it holds an image or PDF (else empty).
+    parts: list[Part] = field(default_factory=list)
     # False when the instrumentation kept the message but left its content out (v1.28-1.36
     # events without opt-in capture: a bare tool message, tool calls without arguments).
     recorded: bool = True
@@ -251,18 +270,41 @@ def _json_list(value: Any, where: str, key: str) -> list[Any]:
     return value
 
 
-def _parts_message(raw: Any) -> _Message | None:
-    """A current-convention message: ``{"role", "parts": [{"type": "text"|"tool_call"|...}]}``."""
+@dataclass
+class _Source:
+    """Where a message was read (the span and attribute), and the notes of its trace."""
+
+    where: str
+    field: str
+    notes: list[str]
+
+    def at(self, suffix: str) -> _Source:
+        return _Source(self.where, f"{self.field}{suffix}", self.notes)
+
+    def left_out(self, what: str) -> None:
+        self.notes.append(f"{self.where}: field '{self.field}': {what}; the part is left out")
+
+
+def _parts_message(raw: Any, source: _Source) -> _Message | None:
+    """A current-convention message: ``{"role", "parts": [{"type": "text"|"tool_call"|...}]}``;
+    ``blob`` (inline base64), ``uri`` (a reference) and ``file`` (an uploaded file's id) parts
+    carry its media."""
     if not isinstance(raw, Mapping):
         return None
     message = _Message(role=str(raw.get("role", "")))
     texts = []
-    for part in raw.get("parts") or []:
+    ordered: list[Part] = []
+    for index, part in enumerate(raw.get("parts") or []):
         if not isinstance(part, Mapping):
             continue
         kind = part.get("type")
         if kind == "text":
             texts.append(str(part.get("content", "")))
+            ordered.append(TextPart(text=texts[-1]))
+        elif kind in ("blob", "uri", "file"):
+            media = _genai_media(part, source.at(f".parts[{index}]"))
+            if media is not None:
+                ordered.append(media)
         elif kind == "tool_call":
             message.calls.append((part.get("id"), str(part.get("name", "")),
                                   part.get("arguments")))
@@ -271,27 +313,87 @@ def _parts_message(raw: Any) -> _Message | None:
             message.tool_call_id = str(part.get("id")) if part.get("id") is not None else None
             texts.append(result if isinstance(result, str) else json.dumps(result))
     message.text = "\n".join(t for t in texts if t)
+    message.parts = ordered if media_of(ordered) else []
     return message
 
 
-def _flat_message(raw: Mapping[str, Any]) -> _Message:
+def _genai_media(part: Mapping[str, Any], source: _Source) -> Part | None:
+    """A GenAI ``blob``/``uri``/``file`` part as an image or PDF; None, with a note, for what
+    cannot be one: another modality, an uploaded file's bare id, content the instrumentation
+    left out, bytes that do not decode."""
+    kind, modality = part.get("type"), part.get("modality")
+    mime_type = part.get("mime_type") or part.get("mimeType") or ""
+    if modality != "image" and mime_type not in DOCUMENT_TYPES:
+        source.left_out(f"a {kind} part of modality {modality!r} "
+                        f"({mime_type or 'no mime_type'}); referee reads images and PDFs")
+        return None
+    if kind == "file":
+        source.left_out(f"an uploaded file named by its id {part.get('file_id')!r}, whose bytes "
+                        f"the trace does not hold")
+        return None
+    if kind == "blob" and part.get("content") in (None, "", REDACTED):
+        source.left_out(f"the {modality} blob's content was left out by the instrumentation "
+                        f"(redacted or not captured)")
+        return None
+    return load_media(dict(part), source.where, source.field, source.notes)
+
+
+def _flat_message(raw: Mapping[str, Any], source: _Source) -> _Message:
     """A flattened message: OpenInference's ``message.*`` or the older ``gen_ai.prompt.N.*``."""
-    inner = raw.get("message", raw) if isinstance(raw.get("message"), Mapping) else raw
+    nested = isinstance(raw.get("message"), Mapping)
+    inner = raw["message"] if nested else raw
+    source = source.at(".message") if nested else source
+    content = inner.get("content")
     message = _Message(role=str(inner.get("role", "")),
-                       text=message_text(inner.get("content")) if not isinstance(
-                           inner.get("content"), Mapping) else "",
+                       text=message_text(content) if not isinstance(content, Mapping) else "",
                        tool_call_id=inner.get("tool_call_id"))
+    if inner.get("contents") is not None:  # OpenInference's multi-part message
+        message.parts = _openinference_parts(_numbered(inner["contents"]),
+                                             source.at(".contents"))
+        message.text = message.text or "\n".join(
+            p.text for p in message.parts if isinstance(p, TextPart) and p.text)
+        message.parts = message.parts if media_of(message.parts) else []
+    else:
+        message.parts = content_parts(content, source.where, f"{source.field}.content",
+                                      source.notes)
     for item in _numbered(inner.get("tool_calls")):
         call: Mapping[str, Any] = item.get("tool_call", item) if isinstance(item, Mapping) else {}
         named = call.get("function")
         function: Mapping[str, Any] = named if isinstance(named, Mapping) else call
         message.calls.append((call.get("id"), str(function.get("name", "")),
                               function.get("arguments")))
-    message.recorded = "content" in inner or any(args is not None for *_, args in message.calls)
+    message.recorded = "content" in inner or "contents" in inner or any(
+        args is not None for *_, args in message.calls)
     return message
 
 
-def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Message]:
+def _openinference_parts(contents: list[Any], source: _Source) -> list[Part]:
+    """``message.contents.M.message_content.{type, text, image.image.url}``, in order."""
+    parts: list[Part] = []
+    for index, item in enumerate(contents):
+        found = item.get("message_content", item) if isinstance(item, Mapping) else None
+        content: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        here = source.at(f".{index}.message_content")
+        if content.get("type") == "text" and isinstance(content.get("text"), str):
+            parts.append(TextPart(text=content["text"]))
+        elif content.get("type") == "image":
+            image = content.get("image")
+            image = image.get("image", image) if isinstance(image, Mapping) else {}
+            url = image.get("url") if isinstance(image, Mapping) else None
+            here = here.at(".image.image.url")
+            if url in (None, "", REDACTED):
+                here.left_out("the image was left out by the instrumentation (redacted, or "
+                              "over its base64 length limit)")
+                continue
+            part = load_media({"type": "image_url", "image_url": {"url": url}}, here.where,
+                              here.field, here.notes)
+            if part is not None:
+                parts.append(part)
+    return parts
+
+
+def _event_messages(events: list[tuple[str, Any]], direction: str,
+                    source: _Source) -> list[_Message]:
     """Messages from v1.28-1.36 GenAI events: ``gen_ai.{system,user,assistant,tool}.message``
     are the model's input, ``gen_ai.choice`` (``{"message": {...}}``) its output. The body is
     the log record's, or a span event's attributes, or the JSON text some SDKs (Azure AI
@@ -309,36 +411,41 @@ def _event_messages(events: list[tuple[str, Any]], direction: str) -> list[_Mess
                    "tool_call_id": body.get("id") if name == "gen_ai.tool.message" else None}
             if "content" in body:  # absent, not empty, without the opt-in content capture
                 raw["content"] = body["content"]
-            messages.append(_flat_message(raw))
+            messages.append(_flat_message(raw, source.at(f"event {name}")))
         elif direction == "output" and name == _CHOICE_EVENT:
             found = body.get("message")
             inner: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             messages.append(_flat_message({"role": inner.get("role") or "assistant", **{
-                k: v for k, v in inner.items() if k != "role"}}))
+                k: v for k, v in inner.items() if k != "role"}}, source.at(f"event {name}")))
     return messages
 
 
-def _messages(span: _Span, direction: str) -> list[_Message]:
-    """The span's input or output messages, in whichever convention it was written."""
+def _messages(span: _Span, direction: str, notes: list[str]) -> list[_Message]:
+    """The span's input or output messages, in whichever convention it was written; what its
+    media parts leave unreadable is noted in ``notes``."""
     current = f"gen_ai.{direction}.messages"
     if span.attrs.get(current) is not None:
-        return [m for m in (_parts_message(raw) for raw in
-                            _json_list(span.attrs[current], span.where, current)) if m]
+        return [m for m in (_parts_message(raw, _Source(span.where, f"attributes.{current}[{i}]",
+                                                         notes))
+                            for i, raw in enumerate(_json_list(span.attrs[current], span.where,
+                                                               current))) if m]
     openinference = "llm.input_messages." if direction == "input" else "llm.output_messages."
     older = "gen_ai.prompt." if direction == "input" else "gen_ai.completion."
     for prefix in (openinference, older):
         flat = _indexed(span.attrs, prefix)
         if flat:
-            return [_flat_message(raw) for raw in flat]
+            return [_flat_message(raw, _Source(span.where, f"attributes.{prefix}{i}", notes))
+                    for i, raw in enumerate(flat)]
     # Older still: a span event carrying the JSON list (gen_ai.content.prompt/completion).
     event_key = "gen_ai.prompt" if direction == "input" else "gen_ai.completion"
     for _, attrs in span.events:
         if attrs.get(event_key) is not None:
-            return [_flat_message(raw) for raw in _json_list(attrs[event_key], span.where,
-                                                             event_key)
+            return [_flat_message(raw, _Source(span.where, f"event {event_key}[{i}]", notes))
+                    for i, raw in enumerate(_json_list(attrs[event_key], span.where, event_key))
                     if isinstance(raw, Mapping)]
     # v1.28-1.36: one event per message, as span events or (the default) OTLP log records.
-    return _event_messages([*span.events, *span.logged], direction)
+    return _event_messages([*span.events, *span.logged], direction,
+                           _Source(span.where, "", notes))
 
 
 # One turn: tool calls, node visits, texts and usage --------------------------------------------
@@ -475,7 +582,7 @@ class _ModelCall:
     taken: bool = False
 
 
-def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: dict[str, str],
+def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: dict[str, Any],
                     notes: list[str], unknown: set[str]) -> ToolCall:
     found_name = span.first(_TOOL_NAME_KEYS)
     name = str(found_name[1]) if found_name else span.name.removeprefix("execute_tool ").strip()
@@ -509,7 +616,8 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
     result: Any = None
     if raw_result is not None and not _redacted(raw_result, f"result of {name!r}", span.where,
                                                 notes):
-        result = parse_result(raw_result)
+        result = _result_parts(parse_result(raw_result), _Source(
+            span.where, f"attributes.{found_result[0] if found_result else ''}", notes))
     elif raw_result is None and call_id in model_results:
         result = parse_result(model_results[call_id])
     else:
@@ -518,6 +626,15 @@ def _tool_from_span(span: _Span, model_calls: list[_ModelCall], model_results: d
                          f"attribute); the result of {name!r} is unknown")
         unknown.add("tool_results")
     return ToolCall(name=name, args=args, result=result, call_id=call_id)
+
+
+def _result_parts(result: Any, source: _Source) -> Any:
+    """A tool result recorded as a list of content parts (text and images, as MCP tools and
+    the Responses API return them): its text and its media kept as parts."""
+    if not isinstance(result, list) or not any(is_part(item) for item in result):
+        return result
+    parts = content_parts(result, source.where, source.field, source.notes)
+    return [part.text if isinstance(part, TextPart) else part for part in parts]
 
 
 def _arguments(span: _Span, name: str, found_args: tuple[str, Any] | None,
@@ -557,7 +674,7 @@ def _arguments(span: _Span, name: str, found_args: tuple[str, Any] | None,
     return None
 
 
-def _model_call(call: _ModelCall, index: int, model_results: Mapping[str, str],
+def _model_call(call: _ModelCall, index: int, model_results: Mapping[str, Any],
                 unsent_results: set[str], where: str, notes: list[str],
                 unknown: set[str]) -> ToolCall:
     """A tool call as only the model's own record shows it (no tool span)."""
@@ -600,26 +717,33 @@ class _Turn:
     usage: TokenUsage | None
     visits_recorded: bool
     unknown: set[str]  # execution fields this turn's spans could not carry
+    said: Any = ""  # the user's message: its text, or its parts when it holds media
+    outputs: list[MediaPart] = field(default_factory=list)  # the images the model answered with
 
 
-def _user_messages(spans: list[_Span], inputs: Mapping[str, list[_Message]]) -> list[str]:
+def _user_messages(spans: list[_Span], inputs: Mapping[str, list[_Message]]) -> list[_Message]:
     """The user messages the first model call was sent (the conversation so far), or those of
     the first other span that shows any: an enclosing chain or agent span may show only the
     conversation's first message. The turn's own message is the last one."""
     by_kind = [s for s in spans if s.kind == "llm"] + [s for s in spans if s.kind != "llm"]
     for span in by_kind:
-        users = [m.text for m in inputs[span.span_id] if m.role == "user" and m.text]
+        users = [m for m in inputs[span.span_id] if m.role == "user" and (m.text or m.parts)]
         if users:
             return users
     return []
 
 
+def _said_key(messages: list[_Message]) -> list[tuple[str, list[str]]]:
+    """User messages as compared between turns: their text and their media's hashes."""
+    return [(m.text, [p.content_key() for p in media_of(m.parts)]) for m in messages]
+
+
 def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     spans = sorted(spans, key=lambda s: (s.start, s.order))
-    inputs = {s.span_id: _messages(s, "input") for s in spans}
-    outputs = {s.span_id: _messages(s, "output") for s in spans}
+    inputs = {s.span_id: _messages(s, "input", notes) for s in spans}
+    outputs = {s.span_id: _messages(s, "output", notes) for s in spans}
     model_calls: dict[str, _ModelCall] = {}  # by id (or position), in the order they were made
-    model_results: dict[str, str] = {}  # call id -> result sent back to the model
+    model_results: dict[str, Any] = {}  # call id -> result sent back to the model
     unsent_results: set[str] = set()  # call ids whose result was sent, its content not recorded
     for span in spans:
         for message in outputs[span.span_id]:
@@ -630,14 +754,15 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
         for message in inputs[span.span_id]:
             if message.role == "tool" and message.tool_call_id is not None:
                 if message.recorded:
-                    model_results[str(message.tool_call_id)] = message.text
+                    model_results[str(message.tool_call_id)] = with_media(
+                        parse_result(message.text), media_of(message.parts))
                 else:
                     unsent_results.add(str(message.tool_call_id))
     unknown: set[str] = set()
     turn = TurnResult()
     users = _user_messages(spans, inputs)
     if users:
-        turn.user_content = users[-1]
+        turn.user_content = users[-1].text
     else:
         root_input = next((s.attrs.get("input.value") for s in spans
                            if not s.parent_id and s.attrs.get("input.value")), None)
@@ -681,8 +806,14 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
     if _redacted(turn.response, "response", where, notes):
         turn.response = ""
         unknown.add("actual_response")
-    if _redacted(turn.user_content, "user message", where, notes):
+    redacted_user = _redacted(turn.user_content, "user message", where, notes)
+    if redacted_user:
         turn.user_content = ""
+    outputs_made: list[MediaPart] = []
+    for span in spans:
+        for message in outputs[span.span_id]:
+            if message.role in ("assistant", ""):
+                add_unique(outputs_made, media_of(message.parts))
     models = [s for s in spans if s.kind == "llm"]
     if models and not any(m.recorded for s in models
                           for m in [*inputs[s.span_id], *outputs[s.span_id]]):
@@ -694,7 +825,9 @@ def _turn(spans: list[_Span], tree: _Tree, notes: list[str]) -> _Turn:
             unknown.add("actual_response")
         if not tool_spans and not calls:
             unknown.add("tool_calls")
-    return _Turn(turn, _usage(spans, tree), visits is not None, unknown)
+    spoken = said(turn.user_content, users[-1].parts) if users and not redacted_user \
+        else turn.user_content
+    return _Turn(turn, _usage(spans, tree), visits is not None, unknown, spoken, outputs_made)
 
 
 def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
@@ -720,10 +853,12 @@ def _turn_spans(spans: list[_Span], tree: _Tree) -> list[list[_Span]]:
             if not span.parent_id and span.span_id in around_turns:
                 continue  # the conversation's own root span is no part of any one turn
         groups[owner.span_id].append(span)
-    turns: list[tuple[list[str], list[_Span]]] = []
+    turns: list[tuple[list[tuple[str, list[str]]], list[_Span]]] = []
     for start in outermost:
         group = groups[start.span_id]
-        users = _user_messages(group, {s.span_id: _messages(s, "input") for s in group})
+        # The notes of a group's messages are the turn's own, made again when it is read.
+        users = _said_key(_user_messages(group, {s.span_id: _messages(s, "input", [])
+                                                 for s in group}))
         if turns and users and users == turns[-1][0]:
             turns[-1][1].extend(group)
         else:
@@ -832,12 +967,15 @@ def _conversation(run_id: str, members: list[tuple[str, list[_Span]]], broken: d
     unknown = set().union(*(item.unknown for item in read))
     if not any(item.visits_recorded for item in read):
         unknown.add("node_visits")
+    outputs: list[MediaPart] = []
+    for item in read:
+        add_unique(outputs, item.outputs)
     execution = ExecutionResult(
         actual_response=turns[-1].response,
         tool_calls=[call for turn in turns for call in turn.tool_calls],
         node_visits=[node for turn in turns for node in turn.node_visits],
         turns=turns if len(turns) > 1 else [],
-        token_usage=TokenUsage.total([item.usage for item in read]))
+        token_usage=TokenUsage.total([item.usage for item in read]), outputs=outputs)
     execution.metadata["trace_ids"] = [trace_id for trace_id, _ in members]
     if "content" in unknown:
         unknown.discard("content")
@@ -849,7 +987,7 @@ def _conversation(run_id: str, members: list[tuple[str, list[_Span]]], broken: d
     unrecorded = _unrecorded(unknown, where)
     return RecordedRun(run_id, with_notes(execution, notes, unrecorded), where,
                        notes=notes,
-                       user_turns=[turn.user_content for turn in turns])
+                       user_turns=[item.said for item in read])
 
 
 class OtlpReader:

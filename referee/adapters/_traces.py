@@ -24,7 +24,7 @@ from referee.adapters._base import (
 )
 from referee.adapters._messages import read_messages, usage_from
 from referee.adapters._otel import OtlpReader, read_otlp
-from referee.case import EvalCase
+from referee.case import EvalCase, content_text
 from referee.errors import InputError, beyond_python_limits
 from referee.execution import ExecutionResult
 
@@ -79,25 +79,33 @@ def _run_id(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _case_from(fields: Mapping[str, Any], run_id: str | None, user_turns: list[str],
+def _case_from(fields: Mapping[str, Any], run_id: str | None, user_turns: list[Any],
                where: str) -> EvalCase:
-    """The record's own case: its user turns, plus case fields written next to the recording."""
+    """The record's own case: its user turns (text, or parts where a turn holds images), plus
+    case fields written next to the recording."""
     data = dict(fields)
+    with_parts: list[Any] = []  # a single turn's parts, set on its turn once the case is built
     if "conversation" not in data and "input" not in data:
         if len(user_turns) == 1:
-            data["input"] = user_turns[0]
+            data["input"] = content_text(user_turns[0])
+            if not isinstance(user_turns[0], str):
+                with_parts = list(user_turns[0])
         elif user_turns:
-            data["conversation"] = [{"user_content": text} for text in user_turns]
+            data["conversation"] = [{"user_content": said} for said in user_turns]
     if run_id is not None:
         data.setdefault("eval_id", run_id)
     data.setdefault("name", "" if run_id or user_turns else where)
     try:
-        return EvalCase.model_validate(data)
+        case = EvalCase.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise InputError(str(first["msg"]).removeprefix("Value error, "), source=where,
                          field=field) from None
+    if with_parts:
+        # ``input`` stays the turn's text view; the turn itself holds the parts it was sent.
+        case.conversation[0].user_content = with_parts
+    return case
 
 
 class MessageListReader:
@@ -133,7 +141,7 @@ class MessageListReader:
             execution = conversation.execution(unrecorded)
             if record.get("usage") is not None:
                 execution.token_usage = usage_from(record["usage"]) or execution.token_usage
-            users = [turn.user_content for turn in conversation.turns if turn.user_content]
+            users = [content for content in conversation.said if content]
             fields = {k: v for k, v in record.items()
                       if k not in _RECORDING_KEYS and k not in RUN_ID_KEYS[1:]}
             case = _case_from(fields, run_id, users, where)

@@ -107,6 +107,11 @@ class _Reader:
 
     def part(self, data: dict[str, Any]) -> Part:
         kind = data.get("type")
+        if kind == "input_file":  # Responses: its own file_data key is no Gemini file_data
+            return self.media("document", {"url": data.get("file_data"),
+                                           "name": data.get("filename")})
+        if kind in ("image", "file") and data.keys() & {"base64", "source_type", "file_id"}:
+            return self._langchain(kind, data)
         if kind in _TEXT_TYPES or (kind is None and set(data) == {"text"}):
             text = data.get("text")
             if not isinstance(text, str):
@@ -130,8 +135,8 @@ class _Reader:
             return self.media("image", {"url": url})
         if kind == "input_image":  # Responses
             return self.media("image", {"url": data.get("image_url")})
-        if kind in ("file", "input_file"):
-            file = data.get("file") if kind == "file" else data
+        if kind == "file":  # Chat Completions
+            file = data.get("file")
             file = file if isinstance(file, Mapping) else {}
             return self.media("document", {"url": file.get("file_data"),
                                            "name": file.get("filename")})
@@ -152,6 +157,9 @@ class _Reader:
     def media(self, kind: str | None, data: dict[str, Any]) -> ImagePart | DocumentPart:
         data = {key: value for key, value in data.items() if value is not None}
         data.pop("type", None)
+        for alias in ("mime_type", "mimeType"):  # MCP's image content: {type, data, mimeType}
+            if alias in data:
+                data.setdefault("media_type", data.pop(alias))
         path = data.get("path")
         # A part that already holds its bytes, a URL or a stored hash keeps ``path`` as where
         # it came from; only a bare path is read.
@@ -221,6 +229,24 @@ class _Reader:
             return self.media(kind, {"url": source.get("url")})
         raise self.fail(f"an Anthropic {kind} source of type {source.get('type')!r} holds no "
                         "bytes referee can read", expected="base64 or url")
+
+    def _langchain(self, kind: str, data: dict[str, Any]) -> ImagePart | DocumentPart:
+        """LangChain's standard content blocks: ``{type: image|file, base64|url, mime_type}``
+        (v1) or ``{..., source_type: base64|url, data|url}`` (v0)."""
+        media_type = data.get("mime_type") or ""
+        media = "document" if kind == "file" or media_type in DOCUMENT_TYPES else "image"
+        found = data.get("extras")
+        extras: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        fields: dict[str, Any] = {"media_type": media_type,
+                                  "data": data.get("base64", data.get("data")),
+                                  "url": data.get("url")}
+        if media == "document":
+            fields["name"] = data.get("filename") or extras.get("filename")
+        if fields["data"] is None and fields["url"] is None:
+            raise self.fail(f"a LangChain {kind} block of an uploaded file "
+                            f"({data.get('file_id') or data.get('id')!r}) holds no bytes or URL "
+                            "referee can read", expected="base64 or url")
+        return self.media(media, fields)
 
 
 _MAX_DEPTH = 32

@@ -9,7 +9,7 @@ refuses. A model served elsewhere (llama.cpp, vLLM) is declared with ``takes_ima
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
@@ -44,16 +44,24 @@ def require_vision(rules: ContentRules, model: str,
 
 
 def refuse_blind_judges(judges: Mapping[str, Any], cases: Iterable[Any],
-                        rules_of: Callable[[str], ContentRules | None]) -> None:
+                        rules_of: Callable[[str], ContentRules | None],
+                        grading_media: Collection[str] = ()) -> None:
     """Before a run: refuse it, in one line, when a judged criterion's judge takes text only
     and a case holds an image or PDF (``judges``: the run description's judge per criterion
-    label; ``rules_of``: a provider's content rules, None for one that has none). Images an
-    output will hold are refused when they reach such a judge."""
+    label; ``rules_of``: a provider's content rules, None for one that has none), or when the
+    criterion is one of ``grading_media`` (labels of criteria that grade images and PDFs
+    whatever the case holds, such as the vision evaluators). Images an output will hold are
+    refused when they reach such a judge."""
     blind = [(label, judge) for label, judge in _described_judges(judges)
              if (rules := rules_of(judge["provider"])) is None
              or not takes_images(rules, judge["model"])]
     if not blind:
         return
+    for label, judge in blind:
+        if label in grading_media:
+            raise ContentError(f"criterion '{label}': judge {judge['provider']}/"
+                               f"{judge['model']} takes text only, and the criterion grades "
+                               "images and PDFs", expected=_VISION_HINT)
     from referee.content._load import find_parts
 
     for case in cases:

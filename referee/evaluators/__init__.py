@@ -1,5 +1,6 @@
 """multivon's evaluator surface: QAG judge evaluators, GEval, CustomRubric, CheckEvaluator,
-and the deterministic evaluators of ``referee.evaluators.deterministic``.
+the vision evaluators (VQAFaithfulness, DocumentGrounding), and the deterministic evaluators
+of ``referee.evaluators.deterministic``.
 
 Every evaluator here is a criterion (``async evaluate(actual, expected) -> CriterionResult``)
 with a friendlier constructor; called by hand the multivon way, ``evaluate(case, output)``, it
@@ -25,6 +26,7 @@ from referee.evaluators.deterministic import *  # noqa: F401,F403 - re-exported 
 from referee.evaluators.evaluator import Evaluator
 from referee.evaluators.geval import GEval
 from referee.evaluators.grounding import Faithfulness, Hallucination, Summarization
+from referee.evaluators.multimodal import DocumentGrounding, VQAFaithfulness
 from referee.evaluators.qag import JudgeEvaluator, QAGEvaluator, Question
 from referee.evaluators.response import AnswerAccuracy, Coherence, Relevance
 from referee.evaluators.retrieval import ContextPrecision, ContextRecall
@@ -60,6 +62,9 @@ __all__ = [
     "TrajectoryEfficiency",
     "AgentMemoryEval",
     "StepFaithfulness",
+    # multivon's vision evaluators (images and PDF pages, through the judge layer)
+    "VQAFaithfulness",
+    "DocumentGrounding",
 ]
 
 # The deterministic evaluators (Contains, ExactMatch, ...) live in their own module; they are

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from referee.case import EvalCase
 from referee.content._vision import refuse_blind_judges
-from referee.criteria.base import Criterion
+from referee.criteria.base import Criterion, criterion_label
 from referee.judge.batch import batch_journal, batch_progress
 from referee.judge.providers import rules_for
 from referee.judge.served import ServedLog, collect_served
@@ -27,6 +27,7 @@ from referee.record import CaseResult, EvalReport, RunTally
 from referee.redact import redact
 from referee.report.console import render_console
 from referee.report.writers import write_reports
+from referee.result import unique_labels
 from referee.run.backends import CaseExecutor, resolve_backend
 from referee.run.describe import (  # noqa: F401  # importable here, their earlier home
     NO_PROVIDER,
@@ -114,8 +115,12 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
     """
     keys = case_keys(cases)
     description = describe_run(criteria)
-    # A text-only judge and a case that holds images: refused before anything runs.
-    refuse_blind_judges(description.judges, cases, lambda p: rules_for(p).content_rules)
+    # A text-only judge and a case that holds images, or a criterion that grades images
+    # whatever the case holds: refused before anything runs.
+    labels = unique_labels([criterion_label(c) for c in criteria])
+    refuse_blind_judges(description.judges, cases, lambda p: rules_for(p).content_rules,
+                        {label for label, c in zip(labels, criteria)
+                         if getattr(c, "grades_media", False)})
     named = {"run_id": options.run_id} if options.run_id is not None else {}
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
                         judge=description.judge, config_used=config_used or {},

@@ -1,7 +1,9 @@
-"""Images and PDFs made on the spot for the content tests (Pillow and pypdf, the test extra)."""
+"""Images and PDFs made on the spot for the content tests (Pillow and pypdf, the test extra),
+and read back out of a judge request in each provider's own format."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import io
@@ -40,6 +42,40 @@ def pdf(pages: int = 1) -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def sent_media(body: dict, provider: str, api_style: str) -> list[tuple[str, bytes]]:
+    """(media type, bytes) of each image or document in a request, read in the provider's own
+    format only."""
+    def from_url(url: str) -> tuple[str, bytes]:
+        head, _, payload = url.partition(",")
+        return head[5:].split(";")[0], base64.b64decode(payload)
+
+    found = []
+    if provider == "openai" and api_style == "chat":
+        for item in body["messages"][-1]["content"]:
+            if item["type"] == "image_url":
+                found.append(from_url(item["image_url"]["url"]))
+            elif item["type"] == "file":
+                found.append(from_url(item["file"]["file_data"]))
+    elif provider == "openai":
+        for item in body["input"][0]["content"]:
+            if item["type"] == "input_image":
+                found.append(from_url(item["image_url"]))
+            elif item["type"] == "input_file":
+                found.append(from_url(item["file_data"]))
+    elif provider == "anthropic":
+        for block in body["messages"][0]["content"]:
+            if block["type"] in ("image", "document"):
+                source = block["source"]
+                found.append((source["media_type"], base64.b64decode(source["data"])))
+    else:
+        for part in body["contents"][0]["parts"]:
+            blob = part.get("inlineData") or part.get("inline_data")
+            if blob:
+                found.append((blob.get("mimeType", blob.get("mime_type")),
+                              base64.urlsafe_b64decode(blob["data"])))
+    return found
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from content_samples import picture, report_in_chromium
+from content_samples import picture, report_in_chromium, sent_media
 
 from referee import EvalSet, EvalSuite
 from referee.content import _gallery, _prepare
@@ -25,14 +25,10 @@ IMAGES = [picture(480, 360, seed=seed) for seed in range(4)]
 
 
 def sent_images(body: dict) -> list[bytes]:
-    """The images of an OpenAI Chat Completions request, read in its own format only."""
-    found = []
-    for item in body["messages"][-1]["content"]:
-        if isinstance(item, dict) and item.get("type") == "image_url":
-            head, _, payload = item["image_url"]["url"].partition(",")
-            assert head == "data:image/png;base64"
-            found.append(base64.b64decode(payload))
-    return found
+    """The PNG images of an OpenAI Chat Completions request, read in its own format only."""
+    found = sent_media(body, "openai", "chat")
+    assert {media_type for media_type, _ in found} <= {"image/png"}
+    return [data for _, data in found]
 
 
 def write_case_file(folder, count: int = CASES):

@@ -5,10 +5,8 @@ line and the run loses nothing; the reply cache keys the parts by content, never
 
 from __future__ import annotations
 
-import base64
-
 import pytest
-from content_samples import pdf, picture
+from content_samples import pdf, picture, sent_media
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.config import CriterionConfig
@@ -26,60 +24,12 @@ JUDGES = [("openai", "chat", "gpt-4.1"), ("openai", "responses", "gpt-4.1"),
           ("anthropic", "chat", "claude-sonnet-4-5"), ("google", "chat", "gemini-2.5-flash")]
 
 
-@pytest.fixture
-def server(isolated_judge, monkeypatch):
-    with ScriptedJudgeServer(reply="Yes") as running:
-        key = f"scripted-{running.port}"  # keeps the judge layer's shared endpoints apart
-        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "ANTHROPIC_AUTH_TOKEN"):
-            monkeypatch.delenv(var, raising=False)
-        for provider, prefix in (("openai", "OPENAI"), ("anthropic", "ANTHROPIC")):
-            monkeypatch.setenv(f"{prefix}_BASE_URL", running.base_url(provider))
-            monkeypatch.setenv(f"{prefix}_API_KEY", key)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", running.base_url("google"))
-        monkeypatch.setenv("GOOGLE_API_KEY", key)
-        yield running
-
-
 def families(provider: str, api_style: str, model: str, server: ScriptedJudgeServer):
     judge = server.judge_config(provider=provider, model=model, api_style=api_style)
     found: list = [Faithfulness(judge=judge), GEval(criteria="Is the answer right?", judge=judge),
              CustomRubric([("Does the answer name the region?", True)], judge=judge)]
     if api_style != "responses":  # the AgentEvaluator-style criteria choose the judge by model
         found.append(LLMJudgeCriterion(CriterionConfig(judge_model=model, num_samples=1)))
-    return found
-
-
-def sent_media(body: dict, provider: str, api_style: str) -> list[tuple[str, bytes]]:
-    """(media type, bytes) of each image or document in a request, read in the provider's own
-    format only."""
-    def from_url(url: str) -> tuple[str, bytes]:
-        head, _, payload = url.partition(",")
-        return head[5:].split(";")[0], base64.b64decode(payload)
-
-    found = []
-    if provider == "openai" and api_style == "chat":
-        for item in body["messages"][-1]["content"]:
-            if item["type"] == "image_url":
-                found.append(from_url(item["image_url"]["url"]))
-            elif item["type"] == "file":
-                found.append(from_url(item["file"]["file_data"]))
-    elif provider == "openai":
-        for item in body["input"][0]["content"]:
-            if item["type"] == "input_image":
-                found.append(from_url(item["image_url"]))
-            elif item["type"] == "input_file":
-                found.append(from_url(item["file_data"]))
-    elif provider == "anthropic":
-        for block in body["messages"][0]["content"]:
-            if block["type"] in ("image", "document"):
-                source = block["source"]
-                found.append((source["media_type"], base64.b64decode(source["data"])))
-    else:
-        for part in body["contents"][0]["parts"]:
-            blob = part.get("inlineData") or part.get("inline_data")
-            if blob:
-                found.append((blob.get("mimeType", blob.get("mime_type")),
-                              base64.urlsafe_b64decode(blob["data"])))
     return found
 
 
