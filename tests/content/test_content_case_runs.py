@@ -182,3 +182,21 @@ def test_an_oversized_pdf_in_a_case_file_errors_that_case_alone_in_one_line(
     assert str(result.error).endswith(
         "document docs/manual.pdf has 101 pages; OpenAI takes PDFs up to 100 pages")
     assert by_name["form"].status == CaseStatus.PASSED
+
+
+def test_a_judge_without_vision_is_refused_before_a_case_files_image_cases_run(
+        tmp_path, openai_judge_server):
+    from referee.content import ContentError
+
+    server = openai_judge_server("Yes")
+    cases = EvalSet.load(write_case_file(tmp_path / "suite", count=3)).cases
+    suite = EvalSuite("blind").add_cases(cases).add_evaluators(CustomRubric(
+        [("Does the answer name the screen?", True)],
+        judge=server.judge_config(provider="openai", model="gpt-3.5-turbo")))
+    with pytest.raises(ContentError) as refused:
+        suite.run(answer, verbose=False, runs_dir=tmp_path / "runs")
+    assert "\n" not in str(refused.value)
+    assert str(refused.value).startswith(
+        "criterion 'custom_rubric': judge openai/gpt-3.5-turbo takes text only, and case "
+        "'Which screen is this? (0)' holds images")
+    assert server.request_count == 0 and not (tmp_path / "runs").exists()
