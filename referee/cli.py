@@ -830,7 +830,7 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
 
     from referee.judge.panel import judge_from_cli
     from referee.pairwise import compare_runs
-    from referee.pairwise._html import render_pairwise_html
+    from referee.pairwise._html import ComparedRuns, render_pairwise_html
 
     judge = _with_request_settings(
         judge_from_cli(args.judge, args.judge_aggregate, args.judge_quorum), args)
@@ -850,7 +850,9 @@ def _compare_pairwise(args: argparse.Namespace, run_a: Any, run_b: Any, comparis
     if args.html:
         html = Path(args.html)
         runs = comparison.render_text().splitlines()[:3]  # A, B and the regression counts
-        html.write_text(render_pairwise_html(pairwise, runs=runs), encoding="utf-8")
+        html.write_text(render_pairwise_html(pairwise, runs=runs,
+                                             compared=ComparedRuns(run_a, run_b)),
+                        encoding="utf-8")
         saved.append(pairwise.write_json(html.with_suffix(".json")))
     if args.save:
         saved.append(pairwise.write_json(args.save))

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from referee.content._parts import ContentError
+from referee.content._parts import ContentError, TextPart
 from referee.content._prepare import PreparedContent, prepare_content
 from referee.content._scope import case_parts
 from referee.errors import JudgeUnavailable
@@ -295,9 +295,12 @@ REPLY_TOKENS_RESERVED = 16
 
 def estimate_request_tokens(request: JudgeRequest) -> int:
     """The tokens a request is expected to bill, for the tpm budget before the call: its system
-    text and prompt by the one estimate (``estimate_tokens``, four characters a token), plus
-    a short answer."""
-    return (estimate_tokens(request.system or "") + estimate_tokens(request.prompt)
+    text and prompt by the one estimate (``estimate_tokens``, four characters a token), the
+    text between its media (a pairwise judge's labels) likewise, its media as each provider
+    counts them, plus a short answer."""
+    between = sum(estimate_tokens(part.text) for part in request.parts
+                  if isinstance(part, TextPart))
+    return (estimate_tokens(request.system or "") + estimate_tokens(request.prompt) + between
             + request.media_tokens + min(request.max_tokens, REPLY_TOKENS_RESERVED))
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from referee.case import EvalCase
+from referee.content._parts import ContentError
 from referee.errors import JudgeUnavailable
 from referee.evaluators.qag import case_cache_group
+from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig
 from referee.judge.binding import bind_in_layers
 from referee.judge.panel import (
@@ -27,12 +29,15 @@ from referee.judge.panel import (
     member_labels,
     panel_model_name,
 )
+from referee.messages import content_text
 from referee.pairwise._judging import (
     PairCriterion,
     PairVerdict,
+    identical,
     judge_pair,
     judge_pair_by_panel,
 )
+from referee.pairwise._media import PairMedia
 from referee.pairwise._stats import WinRate
 from referee.pairwise._store import (
     ComparisonFile,
@@ -65,6 +70,8 @@ class PairOutcome:
     verdict: PairVerdict | None = None
     # Unique within the comparison: the case id, and which occurrence of a repeated id.
     pair_key: str = ""
+    # The images and PDFs the judge was shown (by hash, never their bytes): "case", "a", "b".
+    media: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def position_inconsistent(self) -> bool:
@@ -74,6 +81,7 @@ class PairOutcome:
         return {"eval_id": self.eval_id, "name": self.name, "input": self.user_input,
                 "output_a": self.output_a, "output_b": self.output_b, "status": self.status,
                 "reason": self.reason, "pair_key": self.pair_key or self.eval_id,
+                **({"media": self.media} if self.media else {}),
                 "verdict": self.verdict.to_dict() if self.verdict is not None else None}
 
     @classmethod
@@ -84,7 +92,8 @@ class PairOutcome:
                    output_b=data.get("output_b"), status=data["status"],
                    reason=data.get("reason") or "",
                    verdict=pair_verdict_from(verdict) if isinstance(verdict, dict) else None,
-                   pair_key=data.get("pair_key") or data["eval_id"])
+                   pair_key=data.get("pair_key") or data["eval_id"],
+                   media=data.get("media") or {})
 
 
 @dataclass(frozen=True)
@@ -280,7 +289,7 @@ class PairwiseComparison:
 
 
 @dataclass(frozen=True)
-class _Pair:
+class CasePair:
     eval_id: str
     name: str
     case: EvalCase | None
@@ -288,16 +297,46 @@ class _Pair:
     output_b: str | None
     missing: str | None  # why the pair cannot be judged
     key: str
+    media: PairMedia = PairMedia()  # as the runs hold them: stored parts by hash alone
+    media_error: str | None = None  # a part of the pair that cannot be read
+    run_dirs: tuple[Path | None, Path | None] = (None, None)
+
+    @property
+    def asks_judge(self) -> bool:
+        """Whether the judge is asked: the pair has both outputs, and they differ (in their
+        text or their images)."""
+        return self.missing is None and not identical(self.output_a or "", self.output_b or "",
+                                                      self.media)
+
+    def hashed(self, side: Literal["a", "b"]) -> tuple[str | None, tuple[str, ...]]:
+        """What a stored verdict on this pair was judged over: the output's text and the
+        content hashes of its images."""
+        return (self.output_a if side == "a" else self.output_b), self.media.keys(side)
 
 
-def _output(case: CaseResult) -> str | None:
+def _execution(case: CaseResult) -> ExecutionResult | None:
     execution = case.execution
     if execution is None and case.run_results:
         execution = case.run_results[0].execution
+    return execution
+
+
+def _output(case: CaseResult) -> str | None:
+    execution = _execution(case)
     return execution.actual_response if execution is not None else None
 
 
-def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
+def _media_of(ca: CaseResult | None, cb: CaseResult | None,
+              case: EvalCase | None) -> tuple[PairMedia, str | None]:
+    try:
+        return PairMedia.of(case, _execution(ca) if ca is not None else None,
+                            _execution(cb) if cb is not None else None), None
+    except ContentError as exc:  # one pair's unreadable part: that pair's judge error
+        return PairMedia(), str(exc)
+
+
+def paired(a: EvalReport, b: EvalReport) -> list[CasePair]:
+    """The cases of two runs, paired by ``eval_id``, with their outputs and images."""
     def keyed(report: EvalReport) -> dict[tuple[str, int], CaseResult]:
         seen: dict[str, int] = {}
         out: dict[tuple[str, int], CaseResult] = {}
@@ -321,41 +360,72 @@ def _paired(a: EvalReport, b: EvalReport) -> list[_Pair]:
         present = ca if ca is not None else cb
         assert present is not None
         key_text = present.eval_id if key[1] == 1 else f"{present.eval_id}#{key[1]}"
-        pairs.append(_Pair(present.eval_id, present.label, present.case, out_a, out_b, missing,
-                           key_text))
+        media, media_error = _media_of(ca, cb, present.case)
+        pairs.append(CasePair(present.eval_id, present.label, present.case, out_a, out_b,
+                              missing, key_text, media, media_error, (a.run_dir, b.run_dir)))
     return pairs
 
 
-def _shown(pair: _Pair) -> dict[str, Any]:
+def _shown(pair: CasePair) -> dict[str, Any]:
     """What a PairOutcome says of its pair, whatever the judge made of it."""
     return {"eval_id": pair.eval_id, "name": pair.name, "pair_key": pair.key,
-            "user_input": pair.case.input if pair.case is not None else None,
-            "output_a": pair.output_a, "output_b": pair.output_b}
+            "user_input": content_text(pair.case.input) if pair.case is not None else None,
+            "output_a": pair.output_a, "output_b": pair.output_b, "media": pair.media.refs()}
 
 
-async def _judged(pair: _Pair, judge: JudgeConfig | JudgePanel,
+async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
                   criterion: PairCriterion, both_orders: bool,
                   gate: asyncio.Semaphore) -> PairOutcome:
     case = pair.case
-    user_input = case.input if case is not None else None
     common = _shown(pair)
     if pair.missing is not None:
         return PairOutcome(**common, status="not_compared", reason=pair.missing)
+    if pair.media_error is not None:
+        return PairOutcome(**common, status="judge_error",
+                           reason=f"JUDGE_ERROR: {pair.media_error}")
     async with gate:
+        try:
+            # The bytes are read only now, a pair at a time, and only for a pair the judge is
+            # asked about: a stored run's images stay on disk until then.
+            media = pair.media if not pair.asks_judge else await asyncio.to_thread(
+                pair.media.with_bytes, run_dirs=pair.run_dirs)
+        except ContentError as exc:
+            return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
         asked: dict[str, Any] = {
             "output_a": pair.output_a or "", "output_b": pair.output_b or "",
-            "user_input": user_input, "both_orders": both_orders,
-            "cache_group": case_cache_group(case) if case is not None else None}
+            "user_input": common["user_input"], "both_orders": both_orders,
+            "cache_group": case_cache_group(case) if case is not None else None,
+            "media": media}
         try:
             if isinstance(judge, JudgePanel):  # its members resolved already
                 verdict = await judge_pair_by_panel(judge, criterion, members=judge.members,
                                                     owner="compare", **asked)
             else:
                 verdict = await judge_pair(judge, criterion, **asked)
-        except JudgeUnavailable as exc:
+        except (JudgeUnavailable, ContentError) as exc:  # a judge without vision, too
             return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
     return PairOutcome(**common, status=verdict.preferred, reason=verdict.reason,
                        verdict=verdict)
+
+
+def refuse_blind_judges(judge: JudgeConfig | JudgePanel, pairs: Sequence[CasePair]) -> None:
+    """Before the first request: refuse, in one line, a judge (or panel member) that takes text
+    only when a pair to be judged holds images or PDFs (every such pair would fail)."""
+    from referee.content._vision import _VISION_HINT, takes_images
+    from referee.judge.providers import rules_for
+
+    held = next((p for p in pairs if p.asks_judge and p.media), None)
+    if held is None:
+        return
+    members = judge.members if isinstance(judge, JudgePanel) else [judge]
+    for member in members:
+        rules = rules_for(member.provider).content_rules
+        if rules is None or not takes_images(rules, member.model):
+            media = [*held.media.case, *held.media.a, *held.media.b]
+            kinds = " and ".join(sorted({f"{part.type}s" for part in media}))
+            raise ContentError(f"compare: judge {member.provider}/{member.model} takes text "
+                               f"only, and pair {held.name!r} holds {kinds}",
+                               expected=_VISION_HINT)
 
 
 async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None = None, *,
@@ -378,7 +448,8 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     spec = PairCriterion.of(criterion, rubric, questions, owner="compare")
     chosen = bind_in_layers(check_judge("compare", judge)).asked
     label_a, label_b = label_a or a.name or "A", label_b or b.name or "B"
-    pairs = _paired(a, b)
+    pairs = paired(a, b)
+    refuse_blind_judges(chosen, pairs)
     stored = None
     if store_in is not None:
         stored = ComparisonFile.open(store_in, {
@@ -389,8 +460,8 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
     gate = asyncio.Semaphore(PAIRS_IN_FLIGHT)
     resumed: set[str] = set()
 
-    async def one(position: int, pair: _Pair) -> PairOutcome:
-        earlier = stored.reusable(pair.key, pair.output_a, pair.output_b) if stored else None
+    async def one(position: int, pair: CasePair) -> PairOutcome:
+        earlier = stored.reusable(pair.key, pair.hashed("a"), pair.hashed("b")) if stored else None
         if earlier is not None:
             resumed.add(pair.key)
             outcome = PairOutcome(**_shown(pair), status=earlier.data["status"],
@@ -399,8 +470,8 @@ async def compare_runs_async(a: EvalReport, b: EvalReport, criterion: str | None
         else:
             outcome = await _judged(pair, chosen, spec, both_orders, gate)
             if stored is not None:
-                stored.record(outcome.to_dict(), position=position, output_a=pair.output_a,
-                              output_b=pair.output_b)
+                stored.record(outcome.to_dict(), position=position, output_a=pair.hashed("a"),
+                              output_b=pair.hashed("b"))
         if on_pair is not None:
             on_pair(outcome, len(pairs))
         return outcome

@@ -13,11 +13,14 @@ from typing import Any
 
 from referee.case import EvalCase
 from referee.config import CriterionConfig, Rubric
+from referee.content._scope import case_parts
 from referee.criteria.llm.caller import LLMCallerMixin
 from referee.evaluators.qag import JudgeEvaluator, case_cache_group, requires
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig
+from referee.messages import content_text
 from referee.pairwise._judging import PairCriterion, PairVerdict, judge_pair
+from referee.pairwise._media import PairMedia
 from referee.result import CriterionResult
 
 # The score of the model's output against the reference, by the side the judge preferred
@@ -31,13 +34,22 @@ def _text(output: str | ExecutionResult | Any) -> str:
     return ExecutionResult.coerce(output).actual_response or ""
 
 
+def _media_holder(output: str | ExecutionResult | Any) -> ExecutionResult | None:
+    """Where an output given to ``compare`` holds its images: none in a plain text."""
+    return None if isinstance(output, str) else ExecutionResult.coerce(output)
+
+
 async def _against_reference(owner: str, cfg: JudgeConfig, criterion: PairCriterion,
                              actual: ExecutionResult, expected: EvalCase, *,
                              both_orders: bool) -> tuple[float, dict[str, Any], PairVerdict]:
+    # The reference answer is side A: its images (expected_media) are A's, not the case's.
+    media = PairMedia.of(expected, None, actual,
+                         reference=getattr(expected, "expected_media", None)
+                         ).with_bytes(restored=case_parts())
     verdict = await judge_pair(cfg, criterion, output_a=expected.expected_output or "",
                                output_b=actual.actual_response or "",
-                               user_input=expected.input, both_orders=both_orders,
-                               cache_group=case_cache_group(expected), owner=owner)
+                               user_input=content_text(expected.input), both_orders=both_orders,
+                               cache_group=case_cache_group(expected), owner=owner, media=media)
     side = {"a": "the reference answer", "b": "the model output", "tie": "neither"}
     details = {
         **verdict.to_dict(),
@@ -77,9 +89,11 @@ class PairwiseJudge(JudgeEvaluator):
         """The verdict on two outputs for ``case``; JudgeUnavailable when there is none."""
         case = case if isinstance(case, EvalCase) else EvalCase(input=case)
         return await judge_pair(self.judge_config(), self.criterion, output_a=_text(output_a),
-                                output_b=_text(output_b), user_input=case.input,
+                                output_b=_text(output_b), user_input=content_text(case.input),
                                 both_orders=self.both_orders,
-                                cache_group=case_cache_group(case), owner=self.name)
+                                cache_group=case_cache_group(case), owner=self.name,
+                                media=PairMedia.of(case, _media_holder(output_a),
+                                                   _media_holder(output_b)))
 
     async def evaluate(self, actual: ExecutionResult, expected: EvalCase) -> CriterionResult:
         missing = requires(self.requirer, expected, "expected_output")

@@ -13,14 +13,16 @@ from typing import Any
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
+from referee.content._gallery import THUMBNAIL_BUDGET
 from referee.judge import JudgeConfig
 from referee.judge.panel import JudgePanel
-from referee.pairwise._compare import PairwiseComparison
+from referee.pairwise._compare import PairwiseComparison, paired
 from referee.pairwise._defaults import DEFAULT_PAIRWISE_CRITERION
 from referee.pairwise._ranking import rank
+from referee.record import EvalReport
 from referee.redact import redact
 from referee.report.compare import Comparison
-from referee.report.html import compare_page_context, content_security_policy
+from referee.report.html import compare_page_context, content_security_policy, run_gallery
 
 OUTCOME = {"b": "B better", "a": "A better", "tie": "tie", "judge_error": "JUDGE_ERROR",
            "not_compared": "not compared"}
@@ -71,10 +73,50 @@ def _bradley_terry(comparison: PairwiseComparison) -> str:
                   f"{by_name[name].ci_high:.0f})" for name in ("A", "B")))
 
 
-def pairwise_view(comparison: PairwiseComparison) -> dict[str, Any]:
-    """What pairwise_section.html.j2 shows of a comparison, secrets removed."""
+@dataclass(frozen=True)
+class ComparedRuns:
+    """The two runs a comparison judged, where the page finds their images (blobs/), and
+    the links to the runs' pages (the viewer's) that a blob link is made under."""
+
+    a: EvalReport
+    b: EvalReport
+    a_href: str | None = None
+    b_href: str | None = None
+
+
+_NO_MEDIA: dict[str, list[dict[str, Any]]] = {"case": [], "a": [], "b": []}
+
+
+def _pair_media(runs: ComparedRuns | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each pair's images as the judge was shown them (the case's, A's, B's), as thumbnails
+    within one report's image budget, split between the two runs; by pair key."""
+    if runs is None:
+        return {}
+    half = THUMBNAIL_BUDGET // 2
+    galleries = {"a": run_gallery(runs.a, runs.a_href, half),
+                 "b": run_gallery(runs.b, runs.b_href, half)}
+    shown: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for pair in paired(runs.a, runs.b):
+        media = pair.media
+        if not media:
+            continue
+        items = {"case": galleries["a"].of_case(list(media.case), None),
+                 "a": galleries["a"].of_case(None, list(media.a)),
+                 "b": galleries["b"].of_case(None, list(media.b))}
+        for side in ("a", "b"):
+            for item in items[side]:
+                item["where"] = side.upper()
+        shown[pair.key] = items
+    return shown
+
+
+def pairwise_view(comparison: PairwiseComparison,
+                  runs: ComparedRuns | None = None) -> dict[str, Any]:
+    """What pairwise_section.html.j2 shows of a comparison, secrets removed; with ``runs``,
+    each pair's images too."""
     rate = comparison.win_rate
     usage = comparison.token_usage
+    media = _pair_media(runs)
     pairs = []
     for pair in comparison.pairs:
         orders = [f"{o.judge + ': ' if o.judge else ''}"
@@ -88,7 +130,8 @@ def pairwise_view(comparison: PairwiseComparison) -> dict[str, Any]:
                       "input": redact(pair.user_input or ""),
                       "output_a": redact(pair.output_a or ""),
                       "output_b": redact(pair.output_b or ""),
-                      "orders": [redact(o) for o in orders]})
+                      "orders": [redact(o) for o in orders],
+                      "media": media.get(pair.pair_key or pair.eval_id, _NO_MEDIA)})
     return {
         "c": comparison, "judge": comparison.judge_label,
         "judges": [record.describe() for record in comparison.member_records()],
@@ -102,11 +145,14 @@ def pairwise_view(comparison: PairwiseComparison) -> dict[str, Any]:
         "notes": _notes(comparison), "pairs": pairs}
 
 
-def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] = ()) -> str:
-    """The standalone page; ``runs`` are lines about the two runs (summaries, regressions)."""
+def render_pairwise_html(comparison: PairwiseComparison, *, runs: Sequence[str] = (),
+                         compared: ComparedRuns | None = None) -> str:
+    """The standalone page; ``runs`` are lines about the two runs (summaries, regressions),
+    ``compared`` the two runs themselves, whose images each pair shows."""
     return _env().get_template("pairwise.html.j2").render(
         csp=content_security_policy(None), css=_asset("referee.report", "report.css"),
-        script=None, p=pairwise_view(comparison), runs=[redact(line) for line in runs])
+        script=None, p=pairwise_view(comparison, compared),
+        runs=[redact(line) for line in runs])
 
 
 def judge_text(judge: JudgeConfig | JudgePanel) -> str:
@@ -160,4 +206,6 @@ def render_judged_compare_html(comparison: Comparison, page: JudgedPage, *,
         csp=content_security_policy(script, connect=True),
         css=_asset("referee.report", "report.css"), script=script,
         **compare_page_context(comparison, a_href=a_href, b_href=b_href, index_href=index_href),
-        judged=page, p=pairwise_view(page.shown) if page.shown is not None else None)
+        judged=page, p=pairwise_view(page.shown, ComparedRuns(comparison.a, comparison.b, a_href,
+                                                              b_href))
+        if page.shown is not None else None)

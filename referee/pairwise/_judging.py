@@ -25,6 +25,7 @@ from referee.judge import (
     unreadable_replies,
 )
 from referee.judge.panel import PANEL, JudgePanel, ask_panel, judges_answered, panel_model_name
+from referee.pairwise._media import PairMedia
 from referee.usage import TokenUsage
 
 Preference = Literal["a", "b", "tie"]
@@ -225,16 +226,26 @@ def _combined(orders: Sequence[OrderedVerdict]) -> tuple[Preference, bool | None
     return "tie", False, f"position-inconsistent ({said}), counted as a tie"
 
 
+def identical(output_a: str, output_b: str, media: PairMedia | None) -> bool:
+    """Two outputs that say the same and hold the same images and PDFs (by content)."""
+    return output_a == output_b and (media is None or media.keys("a") == media.keys("b"))
+
+
 async def judge_pair(cfg: JudgeConfig, criterion: PairCriterion, *, output_a: str,
                      output_b: str, user_input: str | None = None,
                      reference: str | None = None, both_orders: bool = True,
-                     cache_group: str | None = None, owner: str = "pairwise") -> PairVerdict:
+                     cache_group: str | None = None, owner: str = "pairwise",
+                     media: PairMedia | None = None) -> PairVerdict:
     """Ask the judge which output better meets ``criterion``; raises JudgeUnavailable when the
-    judge cannot be reached or a reply names no winner (never a preference then)."""
-    if output_a == output_b:
+    judge cannot be reached or a reply names no winner (never a preference then).
+
+    ``media`` (the case's and each output's images and PDFs) is shown with each request, each
+    output's under the name it is shown as, so a swapped order swaps them too."""
+    if identical(output_a, output_b, media):
         # Identical outputs are a tie by construction; asking would only measure position bias.
         return PairVerdict("tie", True, "identical outputs", (), TokenUsage(),
                            cfg.provider, cfg.model)
+    media = media or PairMedia()
     judge = get_judge(cfg)
     shown: list[tuple[Literal["a", "b"], str, str]] = [("a", output_a, output_b)]
     if both_orders:
@@ -242,12 +253,15 @@ async def judge_pair(cfg: JudgeConfig, criterion: PairCriterion, *, output_a: st
     asked = [(question, task, index, order) for index, (question, task)
              in enumerate(criterion.tasks()) for order in shown]
     # Each ordered pair (and question) is its own request, so its own reply-cache entry.
+    # The parts are always named (none is an empty list), so a pair judged while a case is
+    # scored never gets the case's parts unlabelled from its judging scope.
     replies = await gather_all([
         judge.complete(task, system=JUDGE_SYSTEM, json_mode=True, sample_index=index,
                        prompt_prefix=material_prefix(_blocks(first, second, user_input,
                                                              reference)),
-                       cache_group=cache_group, accept=_names_winner)
-        for _, task, index, (_, first, second) in asked])
+                       cache_group=cache_group, accept=_names_winner,
+                       parts=media.parts(shown_first, (_FIRST, _SECOND)))
+        for _, task, index, (shown_first, first, second) in asked])
     usage = TokenUsage.total([r.usage for r in replies]) or TokenUsage()
     unreadable = [r for r in replies if not _names_winner(r.text)]
     if unreadable:
@@ -286,21 +300,22 @@ async def judge_pair_by_panel(panel: JudgePanel, criterion: PairCriterion, *, ou
                               output_b: str, user_input: str | None = None,
                               reference: str | None = None, both_orders: bool = True,
                               cache_group: str | None = None, owner: str = "pairwise",
-                              members: Sequence[JudgeConfig] | None = None) -> PairVerdict:
+                              members: Sequence[JudgeConfig] | None = None,
+                              media: PairMedia | None = None) -> PairVerdict:
     """Every member judges the pair as one judge would (both orders, its own swap rule); the
     pair's verdict is the members' (weighted) majority among A, B and tie, a tie when no
     verdict has the most votes. Position-inconsistent when any member's verdict flipped with
     the order. JudgeUnavailable when fewer members than the quorum gave a verdict."""
     members = list(members) if members is not None else list(panel.members)
     names = panel_model_name(members)
-    if output_a == output_b:
+    if identical(output_a, output_b, media):
         return PairVerdict("tie", True, "identical outputs", (), TokenUsage(), PANEL, names)
 
     async def ask(member: JudgeConfig) -> tuple[PairVerdict, TokenUsage]:
         verdict = await judge_pair(member, criterion, output_a=output_a, output_b=output_b,
                                    user_input=user_input, reference=reference,
                                    both_orders=both_orders, cache_group=cache_group,
-                                   owner=owner)
+                                   owner=owner, media=media)
         return verdict, verdict.token_usage
 
     answers = await ask_panel(owner, panel, ask, members=members)

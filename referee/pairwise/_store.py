@@ -38,8 +38,18 @@ FORMAT = "referee.pairwise/1"
 _DECIDED = ("a", "b", "tie")
 
 
-def output_hash(text: str | None) -> str | None:
-    return None if text is None else hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+# An output as a stored verdict was judged over: its text, and its images' content hashes.
+Judged = tuple[str | None, tuple[str, ...]]
+
+
+def output_hash(output: Judged) -> str | None:
+    """The hash of an output's text, and of its images' content hashes when it holds any (an
+    output without images hashes as its text alone, as comparisons stored before images)."""
+    text, media = output
+    if text is None:
+        return None
+    shown = text if not media else "\n".join([text, "\0media", *media])
+    return hashlib.sha256(shown.encode("utf-8", "replace")).hexdigest()
 
 
 def _judge_shape(judge: JudgeConfig) -> dict[str, Any]:
@@ -126,7 +136,7 @@ class StoredPair:
     def key(self) -> str:
         return str(self.data.get("pair_key") or self.data.get("eval_id"))
 
-    def decided_over(self, output_a: str | None, output_b: str | None) -> bool:
+    def decided_over(self, output_a: Judged, output_b: Judged) -> bool:
         return (self.data.get("status") in _DECIDED and self.data.get("verdict") is not None
                 and self.data.get("hash_a") == output_hash(output_a)
                 and self.data.get("hash_b") == output_hash(output_b))
@@ -197,8 +207,8 @@ class ComparisonFile:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)  # flushed on close: a killed process keeps every finished pair
 
-    def record(self, data: dict[str, Any], *, position: int, output_a: str | None,
-               output_b: str | None) -> None:
+    def record(self, data: dict[str, Any], *, position: int, output_a: Judged,
+               output_b: Judged) -> None:
         """Store one judged pair (``PairOutcome.to_dict()``; ``position``: its case's place in
         the runs, as pairs are stored in the order they finish) at once."""
         pair = StoredPair({**data, "position": position, "hash_a": output_hash(output_a),
@@ -209,7 +219,7 @@ class ComparisonFile:
     def in_case_order(self) -> list[StoredPair]:
         return sorted(self.pairs.values(), key=lambda p: p.data.get("position", 0))
 
-    def reusable(self, key: str, output_a: str | None, output_b: str | None) -> StoredPair | None:
+    def reusable(self, key: str, output_a: Judged, output_b: Judged) -> StoredPair | None:
         pair = self.pairs.get(key)
         return pair if pair is not None and pair.decided_over(output_a, output_b) else None
 

@@ -815,7 +815,7 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
     def case_href(run_href: str | None, index: int | None) -> str | None:
         return f"{run_href}#case-{index}" if run_href and index is not None else None
 
-    gallery_a, gallery_b = _run_gallery(comparison.a, a_href), _run_gallery(comparison.b, b_href)
+    gallery_a, gallery_b = run_gallery(comparison.a, a_href), run_gallery(comparison.b, b_href)
 
     by_id_a = {case.eval_id: case for case in comparison.a.cases}
     by_id_b = {case.eval_id: case for case in comparison.b.cases}
@@ -851,14 +851,15 @@ def compare_page_context(comparison: Comparison, *, a_href: str | None = None,
     )
 
 
-def _run_gallery(report: EvalReport, run_href: str | None) -> Gallery:
+def run_gallery(report: EvalReport, run_href: str | None, budget: int | None = None) -> Gallery:
     """A compared run's images: linked through the viewer when its page is the viewer's,
-    else to the files in its run directory."""
+    else to the files in its run directory (``budget``: its inline thumbnails' bytes)."""
     run_dir = report.metadata.get("run_dir")
     if run_href and run_href.startswith("/run/"):
         base = run_href.split("#", 1)[0]
-        return Gallery(run_dir, blob_href=lambda sha256: f"{base}/blob/{sha256}")
+        return Gallery(run_dir, budget, blob_href=lambda sha256: f"{base}/blob/{sha256}")
     if run_dir:
         blobs = Path(run_dir).resolve() / "blobs"
-        return Gallery(run_dir, blob_href=lambda sha256: (blobs / sha256[:2] / sha256).as_uri())
-    return Gallery(None)
+        return Gallery(run_dir, budget,
+                       blob_href=lambda sha256: (blobs / sha256[:2] / sha256).as_uri())
+    return Gallery(None, budget)
