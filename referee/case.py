@@ -238,6 +238,11 @@ class EvalCase(StrictModel):
     Peer spellings are accepted: 10xgraph's ``user_query``/``expected_response``/
     ``expected_tools``, multivon's ``case_id`` and ``expected_tool_calls`` (tool names). A
     case file's Google ADK fields are read where the file is read (:mod:`referee.evalset`).
+
+    Images and PDFs (content parts, :mod:`referee.content`): ``input`` holds the list of parts
+    when one is an image or a PDF (``input_text`` is its text), ``context`` text chunks and
+    parts, an expected output given as parts its text and ``expected_media``; ``media`` lists
+    every image and PDF the case holds. ``eval_id`` hashes each by its SHA-256 (docs/images.md).
     """
 
     _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
