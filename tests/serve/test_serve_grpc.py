@@ -299,3 +299,25 @@ def test_grpc_port_without_grpcio_is_one_line_naming_the_extra(tmp_path, monkeyp
     assert code == 2
     assert "--grpc-port" in err and "referee[serve]" in err
     assert not (tmp_path / "spool").exists()
+
+
+async def test_a_grpc_port_already_taken_is_an_error_naming_it_and_nothing_keeps_running(
+        tmp_path):
+    import socket
+
+    from referee.serve import OnlineScorer, ServeSettings, serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        scorer = OnlineScorer(CRITERIA, ServeSettings(spool=tmp_path / "spool",
+                                                      runs_dir=tmp_path / "runs"))
+        with pytest.raises(OSError, match=f"cannot listen for OTLP/gRPC on 127.0.0.1:{port}"):
+            await serve(scorer, host="127.0.0.1", port=0, grpc_port=port)
+    assert scorer._tasks == []  # the scorer was stopped with the HTTP receiver
+    from referee.serve._spool import Spool
+
+    again = Spool(tmp_path / "spool")
+    again.open()  # the spool's lock was released
+    again.close()
