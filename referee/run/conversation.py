@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from referee.case import EvalCase
+from referee.content._parts import DocumentPart, ImagePart
 from referee.execution import ExecutionResult, TurnResult
 from referee.run.engine import ModelCaller
 from referee.usage import TokenUsage
@@ -49,6 +50,9 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
     node_visits: list[str] = []
     usages: list[TokenUsage | None] = []
     metadata: dict[str, Any] = {}
+    # The images and PDFs every turn produced, each once: a chart shown again in a later turn
+    # is one output, and none is lost to the merge.
+    outputs: dict[str, ImagePart | DocumentPart] = {}
     for number, invocation in enumerate(case.conversation, start=1):
         message = invocation.user_text
         # An agent is sent the turn's parts when it holds an image or a PDF, else its text.
@@ -64,10 +68,12 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
         node_visits.extend(result.node_visits)
         usages.append(result.token_usage)
         metadata.update(result.metadata)
+        for part in result.outputs:
+            outputs.setdefault(part.content_key(), part)
     return ExecutionResult(
         actual_response=turns[-1].response if turns else "",
         tool_calls=tool_calls, node_visits=node_visits,
         turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
         token_usage=TokenUsage.total(usages),
-        metadata=metadata,
+        metadata=metadata, outputs=list(outputs.values()),
     )
