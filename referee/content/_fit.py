@@ -43,8 +43,9 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
         if part.url is None:
             raise ContentError(f"{part.label()} has no bytes here: a stored part, kept by "
                                "its hash (BlobStore(run_dir).restore reads it back)")
-        if isinstance(part, ImagePart) and limits.takes_image_urls:
-            return part
+        if limits.takes_image_urls if isinstance(part, ImagePart) \
+                else limits.takes_document_urls:
+            return part  # fetched by the provider: its size and pages are the provider's
         raise ContentError(f"{limits.label} takes {part.type}s as bytes; {part.label()} is "
                            "only a URL here (give the file or a data: URL)")
     if isinstance(part, DocumentPart):

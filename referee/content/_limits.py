@@ -27,6 +27,9 @@ class ProviderLimits:
     max_document_pages: int
     # Whether the API fetches a remote image URL itself (Gemini takes bytes or its own files).
     takes_image_urls: bool
+    # Whether it fetches a remote PDF itself: Anthropic's document blocks take a url source;
+    # OpenAI's Chat Completions file part takes bytes or an uploaded file's id only.
+    takes_document_urls: bool = False
 
 
 # OpenAI: PNG, JPEG, WEBP, non-animated GIF; at detail "high" the image is fitted within
@@ -44,7 +47,8 @@ ANTHROPIC_LIMITS = ProviderLimits(
     label="Anthropic", image_types=frozenset({"image/jpeg", "image/png", "image/gif",
                                                "image/webp"}),
     max_long_edge=1568, max_short_edge=None, max_pixels=1_150_000, max_image_bytes=5 * MB,
-    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True)
+    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True,
+    takes_document_urls=True)
 # Gemini: PNG, JPEG, WEBP, HEIC, HEIF; inline data up to 20 MB per request; PDFs up to
 # 1000 pages. Gemini bills 258 tokens per 768x768 tile, so referee keeps the long edge at
 # 3072 (4x4 tiles) rather than sending a camera's full resolution.
