@@ -12,13 +12,15 @@ Pillow and pypdf are the ``images`` extra, imported only here and only when a pa
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from referee.content._limits import ProviderLimits, fitted_size
-from referee.content._media import human_size
+from referee.content._media import human_size, sniff_media_type
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
 _EXTRA_HINT = "pip install 'referee[images]'"
+_BUFFER_NAME = re.compile(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 _JPEG_QUALITIES = (90, 80, 65, 50)
 _PACKAGES = {"PIL": "Pillow"}
 
@@ -53,20 +55,37 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
     return fit_image(part, limits)
 
 
-def image_size(data: bytes) -> tuple[int, int]:
+def open_image(data: bytes, label: str = "") -> Any:
+    """Pillow's image of ``data``, its first frame loaded; one line naming ``label`` when it
+    cannot be read (damaged bytes, a HEIC photo without Pillow's HEIF plugin)."""
     pil = require("PIL.Image")
-    with pil.open(io.BytesIO(data)) as image:
-        return int(image.width), int(image.height)
+    name = f"image {label}" if label else "image"
+    if sniff_media_type(data) in ("image/heic", "image/heif"):
+        try:  # Pillow reads HEIC/HEIF only through this plugin
+            from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
+        except ImportError:
+            raise ContentError(f"{name} is HEIC/HEIF, which Pillow reads only with the "
+                               "pillow-heif plugin: pip install pillow-heif") from None
+        register_heif_opener()
+    try:
+        image = pil.open(io.BytesIO(data))
+        image.load()
+    except Exception as exc:  # Pillow raises several unrelated types for damaged files
+        # Pillow's "cannot identify image file <_io.BytesIO object at 0x...>" names a buffer.
+        problem = _BUFFER_NAME.sub("", str(exc)) or type(exc).__name__
+        raise ContentError(f"{name} cannot be decoded: {problem}") from None
+    return image
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    image = open_image(data)
+    return int(image.width), int(image.height)
 
 
 def fit_image(part: ImagePart, limits: ProviderLimits) -> ImagePart:
     pil = require("PIL.Image")
     assert part.data is not None
-    try:
-        image = pil.open(io.BytesIO(part.data))
-        image.load()
-    except Exception as exc:  # Pillow raises several unrelated types for damaged files
-        raise ContentError(f"image {part.label()} cannot be decoded: {exc}") from None
+    image = open_image(part.data, part.label())
     width, height = image.size
     target = fitted_size(width, height, limits)
     animated = bool(getattr(image, "is_animated", False))

@@ -140,6 +140,28 @@ def test_a_broken_pdf_or_image_is_named():
         fit_part(ImagePart(data=picture()[:60], path="cut.png"), OPENAI_LIMITS)
 
 
+def test_an_unidentified_image_is_named_without_pillows_buffer_address():
+    # A PNG signature over bytes Pillow cannot identify: Pillow's message names its buffer
+    # ("<_io.BytesIO object at 0x...>"), which would differ run to run and tell nobody anything.
+    broken = ImagePart(data=b"\x89PNG\r\n\x1a\n" + bytes(64), path="shots/broken.png")
+    with pytest.raises(ContentError) as raised:
+        fit_part(broken, GEMINI_LIMITS)
+    assert str(raised.value) == "image shots/broken.png cannot be decoded: cannot identify " \
+                                "image file"
+
+
+def test_a_heic_photo_without_the_heif_plugin_says_which_plugin(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pillow_heif", None)  # not installed
+    photo = ImagePart(data=b"\x00\x00\x00\x18ftypheic" + bytes(64), path="photo.heic")
+    for limits in (OPENAI_LIMITS, GEMINI_LIMITS):  # re-encoded for one, measured for both
+        with pytest.raises(ContentError) as raised:
+            fit_part(photo, limits)
+        assert str(raised.value) == ("image photo.heic is HEIC/HEIF, which Pillow reads only "
+                                     "with the pillow-heif plugin: pip install pillow-heif")
+
+
 def test_a_url_only_image_goes_to_providers_that_fetch_and_is_refused_for_gemini():
     remote = ImagePart(url="https://example.com/a.png")
     assert fit_part(remote, OPENAI_LIMITS) is remote
