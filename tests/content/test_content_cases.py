@@ -7,6 +7,7 @@ the model and the agent under test are sent the parts."""
 from __future__ import annotations
 
 import base64
+import csv
 import json
 from pathlib import Path
 
@@ -296,3 +297,26 @@ def test_an_svg_named_by_its_path_alone_is_refused_by_its_media_type(case_dir):
     assert _problem(case_dir / "cases.yaml").startswith(
         f"{case_dir / 'cases.yaml'}:2: field 'eval_cases[0].input[1]': image part "
         "(shots/logo.svg): unsupported image media type image/svg+xml (expected image/bmp")
+
+
+def test_a_csv_saved_in_another_folder_keeps_every_image_pdf_and_expected_image(case_dir,
+                                                                                tmp_path):
+    # The paths the CSV was read with name nothing from another folder: the parts go as data
+    # URLs there (as paths beside the source); context parts and expected images are kept too.
+    (case_dir / "cases.yaml").write_text(
+        "eval_cases:\n"
+        "  - input: ['Which region?', {image: shots/chart.png}]\n"
+        "    context: [The report, {pdf: docs/q3.pdf}]\n"
+        "    expected_output: [North, {image: shots/other.png}]\n")
+    cases = EvalSet.load(case_dir / "cases.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for target in (elsewhere / "copy.csv", case_dir / "copy.csv"):
+        cases.save(target)
+        (again,) = EvalSet.load(target)
+        assert again.eval_id == cases.eval_cases[0].eval_id
+        assert [p.data for p in again.media] == [CHART, REPORT, OTHER]
+        assert [p.data for p in again.expected_media] == [OTHER]
+    images = [next(csv.DictReader(target.open()))["images"]
+              for target in (elsewhere / "copy.csv", case_dir / "copy.csv")]
+    assert images[0].startswith("data:image/png;base64,") and images[1] == "shots/chart.png"
