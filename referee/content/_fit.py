@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from typing import Any
 
 from referee.content._limits import ProviderLimits, fitted_size
@@ -68,8 +69,12 @@ def open_image(data: bytes, label: str = "") -> Any:
                                "pillow-heif plugin: pip install pillow-heif") from None
         register_heif_opener()
     try:
-        image = pil.open(io.BytesIO(data))
-        image.load()
+        with warnings.catch_warnings():
+            # A scan or a panorama past Pillow's decompression-bomb warning (89 MP) is still a
+            # picture the user gave; one over twice that is refused by Pillow below.
+            warnings.simplefilter("ignore", pil.DecompressionBombWarning)
+            image = pil.open(io.BytesIO(data))
+            image.load()
     except Exception as exc:  # Pillow raises several unrelated types for damaged files
         # Pillow's "cannot identify image file <_io.BytesIO object at 0x...>" names a buffer.
         problem = _BUFFER_NAME.sub("", str(exc)) or type(exc).__name__

@@ -284,3 +284,16 @@ def test_a_stored_part_without_its_bytes_says_where_they_are():
     with pytest.raises(ContentError, match=r"^shot.png has no bytes here: a stored part, kept "
                                            r"by its hash \(BlobStore\(run_dir\).restore"):
         fit_part(stored, ANTHROPIC_LIMITS)
+
+
+def test_a_very_large_picture_is_fitted_without_pillows_bomb_warning(monkeypatch, recwarn):
+    # Pillow warns past MAX_IMAGE_PIXELS (89 MP: a 12000x9000 scan) and refuses past twice
+    # that; the limit is lowered here so that a small picture stands in for a huge one.
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 300 * 200)
+    fitted = fit_part(ImagePart(data=picture(400, 300), path="scan.png"), OPENAI_LIMITS)
+    assert isinstance(fitted, ImagePart) and fitted.data is not None
+    assert not [w for w in recwarn if issubclass(w.category, Image.DecompressionBombWarning)]
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 400 * 300 // 3)
+    with pytest.raises(ContentError, match=r"image huge.png cannot be decoded: Image size "
+                                           r"\(120000 pixels\) exceeds limit"):
+        fit_part(ImagePart(data=picture(400, 300, seed=5), path="huge.png"), OPENAI_LIMITS)
