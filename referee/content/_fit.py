@@ -84,6 +84,13 @@ def fit_image(part: ImagePart, limits: ProviderLimits) -> ImagePart:
     if target != (width, height):
         image = image.resize(target, pil.Resampling.LANCZOS)
     data, media_type = _encode(image, part, limits)
+    if (limits.scales_larger_images and len(data) >= len(part.data) and not animated
+            and part.media_type in limits.image_types
+            and sent_size(len(part.data)) <= limits.max_image_bytes):
+        # A flat screenshot can grow when scaled (the resampled edges defeat PNG's
+        # compression); a provider that scales it itself sees the same pixels and bills the
+        # same tokens, so the smaller original goes.
+        return part.model_copy(update={"width": width, "height": height})
     if sent_size(len(data)) > limits.max_image_bytes:
         # Sizes as sent, in the measure the limit is held to.
         raise ContentError(f"image {part.label()} is {human_size(sent_size(len(data)))} even "
