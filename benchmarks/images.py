@@ -153,7 +153,7 @@ class Tally:
     image_tokens: int = 0          # of the requests answered (a refused one is not billed)
     text_tokens: int = 0
     output_tokens: int = 0
-    largest_image: str = ""        # WxH and bytes of the largest image sent
+    largest_image: str = ""        # WxH of the largest image sent, in pixels
     distinct_images: set[str] = field(default_factory=set)
 
     @property
@@ -201,8 +201,8 @@ class ImageMeter:
                     t.image_wire_bytes += size
                     t.image_tokens += billed * tokens
                     t.distinct_images.add(digest)
-                    if size > int(t.largest_image.rsplit(" ", 1)[-1] or 0):
-                        t.largest_image = f"{label} {size}"
+                    if _pixel_count(label) > _pixel_count(t.largest_image):
+                        t.largest_image = label
             _drop_image_text(request.body)
         except Exception as exc:  # a broken meter must show in the table, not hang a system
             self.failures.append(f"{type(exc).__name__}: {exc}")
@@ -225,6 +225,11 @@ class ImageMeter:
         rule = anthropic_image_tokens if request.provider == "anthropic" else openai_image_tokens
         tokens = rule(request.model, size[0], size[1], detail)
         return digest, len(data), tokens, f"{size[0]}x{size[1]}"
+
+
+def _pixel_count(size: str) -> int:
+    width, _, height = size.partition("x")
+    return int(width) * int(height) if height else 0
 
 
 def _media_and_text(body: dict[str, Any], provider: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -399,7 +404,7 @@ def table(rows: list[Row]) -> str:
         lines.append(
             f"| {r.provider} | {r.system} | {r.run_pass} | {r.per_case(r.requests):.2f} "
             f"| {r.per_case(r.request_bytes) / mb:.2f} | {r.per_case(r.image_parts):.2f} "
-            f"| {r.per_case(r.image_wire_bytes) / mb:.2f} | {r.largest_image.split(' ')[0] or '-'} "
+            f"| {r.per_case(r.image_wire_bytes) / mb:.2f} | {r.largest_image or '-'} "
             f"| {r.per_case(r.image_tokens):,.0f} | {r.per_case(r.prompt_tokens):,.0f} "
             f"| {r.per_case(r.cost_usd) * 1000:.2f} | {r.wall_s:.2f} | {r.cpu_s:.2f} "
             f"| {r.refused} | {r.errored_evaluations} | {r.passed_evaluations}/{r.evaluations} |")

@@ -92,7 +92,7 @@ def test_the_meter_counts_an_answered_image_request_by_anthropics_token_rule():
     assert isinstance(outcome, Reply) and outcome.text == "Yes"
     tally = meter.tally
     assert (tally.requests, tally.refused, tally.image_parts, tally.image_tokens) == (1, 0, 1, 100)
-    assert tally.largest_image.startswith("750x100 ")
+    assert tally.largest_image == "750x100"
     assert request.body["messages"][0]["content"][0]["source"]["data"] == "measured"  # memory freed
 
 
