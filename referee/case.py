@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticSerializationError
 
 from referee._strict import StrictModel, move_alias, with_positions
+from referee.content._load import is_part, load_part, load_parts, media_content
+from referee.content._parts import IDENTITY, ContentPart, DocumentPart, ImagePart, TextPart
 from referee.execution import as_steps, store_trace, stored_trace
 from referee.messages import MessageContent as MessageContent
 from referee.messages import ToolCall as ToolCall
@@ -48,6 +59,69 @@ class SessionInput(StrictModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
+# An image or a PDF in a case's field; a dump names its type, which tells the two apart.
+Media = Annotated[ImagePart | DocumentPart, Field(discriminator="type")]
+
+
+def _text_of(parts: list[Any]) -> str:
+    return "\n".join(part.text for part in parts if isinstance(part, TextPart))
+
+
+def _is_part_like(value: Any) -> bool:
+    """A list, or one part in any shape ``load_part`` reads: a field that takes parts reads it."""
+    return isinstance(value, (list, tuple, TextPart, ImagePart, DocumentPart)) or (
+        isinstance(value, Mapping) and (is_part(value) or set(value) == {"text"}
+                                        or value.get("type") == "text"))
+
+
+def _read_input(value: Any) -> Any:
+    """An input given as parts: the parts when they hold an image or a PDF, else their text as
+    one str (so a text-only case dumps, and hashes to its eval_id, as it always did)."""
+    if not _is_part_like(value):
+        return value
+    parts = load_parts(value, field="input")
+    return parts if any(not isinstance(p, TextPart) for p in parts) else _text_of(parts)
+
+
+def _read_context(value: Any) -> Any:
+    """Context chunks given as text or parts: text stays text, images and PDFs become parts."""
+    if isinstance(value, (ImagePart, DocumentPart)) or (isinstance(value, Mapping)
+                                                        and is_part(value)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        return value
+    chunks: list[Any] = []
+    for index, item in enumerate(value):
+        if _is_part_like(item) and not isinstance(item, (list, tuple)):
+            part = load_part(item, field=f"context[{index}]")
+            item = part.text if isinstance(part, TextPart) else part
+        chunks.append(item)
+    return chunks
+
+
+def _split_expected(data: dict[str, Any], key: str, field: str) -> None:
+    """An expected response given as parts: its text stays in ``key``, its images and PDFs
+    go to ``expected_media``."""
+    value = data[key]
+    parts = media_content(value, field=field) if not isinstance(value, str) else None
+    if parts is None and isinstance(value, (list, tuple)):
+        parts = load_parts(value, field=field)
+    if parts is None:
+        return
+    text = _text_of(parts)
+    data[key] = text if text or not parts else None
+    media = [part for part in parts if not isinstance(part, TextPart)]
+    if media:
+        data["expected_media"] = [*(data.get("expected_media") or []), *media]
+
+
+def _without_empty_media(data: Any) -> Any:
+    # Left out of dumps when empty, so a case without expected images dumps as it always did.
+    if isinstance(data, dict) and not data.get("expected_media", True):
+        data.pop("expected_media")
+    return data
+
+
 def _message_text(value: Any) -> Any:
     """An expected response given as a message (10xgraph's MessageContent, ADK's Content) is
     read as its text; anything else is left for the field to validate."""
@@ -65,8 +139,12 @@ class Invocation(StrictModel):
     these fields where the file is read (:mod:`referee.compat.adk`), not here.
     """
 
+    # A str, a message, or a list of parts (text, images, PDFs: what the agent is sent).
     user_content: Any = ""
     expected_final_response: str | None = None
+    # The images and PDFs of an expected response given as parts (its text is
+    # ``expected_final_response``). Left out of dumps when empty.
+    expected_media: list[Media] = Field(default_factory=list)
     expected_tool_trajectory: list[ToolCall] = Field(default_factory=list)
     expected_node_order: list[str] = Field(default_factory=list)
     invocation_id: str | None = None
@@ -77,11 +155,19 @@ class Invocation(StrictModel):
     @classmethod
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         content = data.get("user_content")
-        if isinstance(content, dict) and is_chat_message(content):
+        parts = media_content(content, field="user_content")
+        if parts is not None:
+            data["user_content"] = parts
+        elif isinstance(content, dict) and is_chat_message(content):
             data["user_content"] = MessageContent.model_validate(content)
         if "expected_final_response" in data:
+            _split_expected(data, "expected_final_response", "expected_final_response")
             data["expected_final_response"] = _message_text(data["expected_final_response"])
         return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_empty_media(handler(self))
 
     @field_validator("user_content", "expected_final_response", mode="after")
     @classmethod
@@ -99,7 +185,17 @@ class Invocation(StrictModel):
 
     @property
     def user_text(self) -> str:
+        """The text of the turn's message (an image or a PDF has none)."""
         return content_text(self.user_content)
+
+    @property
+    def user_parts(self) -> list[TextPart | ImagePart | DocumentPart] | None:
+        """The turn's message as parts when it holds an image or a PDF, else None."""
+        content = self.user_content
+        if isinstance(content, list) and any(isinstance(p, (ImagePart, DocumentPart))
+                                             for p in content):
+            return content
+        return None
 
 
 # The single-turn shorthand: what a case may say about its one turn without a conversation.
@@ -142,14 +238,20 @@ class EvalCase(StrictModel):
     Peer spellings are accepted: 10xgraph's ``user_query``/``expected_response``/
     ``expected_tools``, multivon's ``case_id`` and ``expected_tool_calls`` (tool names). A
     case file's Google ADK fields are read where the file is read (:mod:`referee.evalset`).
+
+    Images and PDFs (content parts, :mod:`referee.content`): ``input`` holds the list of parts
+    when one is an image or a PDF (``input_text`` is its text), ``context`` text chunks and
+    parts, an expected output given as parts its text and ``expected_media``; ``media`` lists
+    every image and PDF the case holds. ``eval_id`` hashes each by its SHA-256 (docs/images.md).
     """
 
     _input_aliases = (frozenset(_SHORTHAND_EXPECTATIONS) | frozenset(_CASE_KEYWORD_ALIASES)
                       | frozenset(_MULTIVON_METADATA_FIELDS) | {"agent_trace"})
 
-    input: str | None = None
+    # Text, or a list of parts when the case holds images or PDFs (``input_text`` is its text).
+    input: str | list[ContentPart] | None = None
     expected_output: str | None = None
-    context: str | list[str] | None = None
+    context: str | list[str | Media] | None = None
     conversation: list[Invocation] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
@@ -157,6 +259,9 @@ class EvalCase(StrictModel):
     name: str = ""
     description: str = ""
     session_input: SessionInput | None = None
+    # The images and PDFs of an expected output given as parts (its text is
+    # ``expected_output``). Left out of dumps, and of the eval_id, when empty.
+    expected_media: list[Media] = Field(default_factory=list)
 
     def __init__(self, *positional: Any, **fields: Any) -> None:
         # multivon's EvalCase is a dataclass: EvalCase("question", "answer", context).
@@ -178,6 +283,12 @@ class EvalCase(StrictModel):
                 data["metadata"] = {**(data.get("metadata") or {}), EXPECTS_NO_TOOLS: []}
         for alias, field in _CASE_KEYWORD_ALIASES.items():
             move_alias(data, alias, field)
+        if "input" in data:
+            data["input"] = _read_input(data["input"])
+        if "context" in data:
+            data["context"] = _read_context(data["context"])
+        if "expected_output" in data:
+            _split_expected(data, "expected_output", "expected_output")
         shorthand = {k: data.pop(k) for k in _SHORTHAND_EXPECTATIONS if k in data}
         shorthand = {k: v for k, v in shorthand.items() if v}
         if shorthand:
@@ -189,20 +300,31 @@ class EvalCase(StrictModel):
                 raise ValueError(f"{named} needs the turn it expects: give 'input' as well")
             data["conversation"] = [{"user_content": data["input"],
                                      "expected_final_response": data.get("expected_output"),
+                                     "expected_media": list(data.get("expected_media") or []),
                                      **shorthand}]
         return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_empty_media(handler(self))
 
     @model_validator(mode="after")
     def _fill_views(self) -> EvalCase:
         if not self.conversation and self.input is not None:
+            # The one turn is sent what the input holds: the same parts, images included.
             self.conversation = [
-                Invocation(user_content=self.input, expected_final_response=self.expected_output)
+                Invocation(user_content=self.input, expected_final_response=self.expected_output,
+                           expected_media=list(self.expected_media))
             ]
         elif self.input is None and self.conversation:
-            self.input = self.conversation[-1].user_text
+            final_turn = self.conversation[-1]
+            self.input = final_turn.user_parts or final_turn.user_text
         if self.expected_output is None and self.conversation:
             last = self.last_expected_response()
             self.expected_output = last
+        if not self.expected_media:
+            self.expected_media = next((list(turn.expected_media) for turn
+                                        in reversed(self.conversation) if turn.expected_media), [])
         if not self.eval_id:
             # Content-derived, so the same case keeps its id across processes (resume relies on it).
             # surrogatepass: a lone surrogate (a recorded turn may hold one) still hashes.
@@ -213,11 +335,14 @@ class EvalCase(StrictModel):
 
     def _identity(self) -> dict[str, Any]:
         try:
-            data = self.model_dump(exclude={"eval_id"}, mode="json")
-        except UnicodeEncodeError:
-            # A lone surrogate (a recorded turn may hold one) has no JSON form. No id was ever
-            # derived from such a case, so hashing the plain dump changes no existing id.
-            data = self.model_dump(exclude={"eval_id"})
+            data = self.model_dump(exclude={"eval_id"}, mode="json", context={IDENTITY: True})
+        except (UnicodeEncodeError, PydanticSerializationError) as exc:
+            # A lone surrogate (a recorded turn may hold one) has no JSON form (raised as
+            # itself, or wrapped by a model's own serializer). No id was ever derived from
+            # such a case, so hashing the plain dump changes no existing id.
+            if "UnicodeEncodeError" not in f"{type(exc).__name__}: {exc}":
+                raise
+            data = self.model_dump(exclude={"eval_id"}, context={IDENTITY: True})
         for key, default in _LATER_CASE_FIELDS.items():
             if data.get(key) == default:
                 data.pop(key, None)
@@ -310,12 +435,43 @@ class EvalCase(StrictModel):
         return [node for turn in self.conversation for node in turn.expected_node_order]
 
     @property
+    def input_text(self) -> str:
+        """The input's text: text parts joined by newlines ("" for no input)."""
+        if self.input is None or isinstance(self.input, str):
+            return self.input or ""
+        return _text_of(self.input)
+
+    @property
+    def media(self) -> list[ImagePart | DocumentPart]:
+        """Every image and PDF the case holds (input, context, expected output, every turn's
+        message and expected response), in that order, each once by content."""
+        seen: set[str] = set()
+        found: list[ImagePart | DocumentPart] = []
+        sources: list[Any] = [self.input, self.context, self.expected_media]
+        for turn in self.conversation:
+            sources += [turn.user_content, turn.expected_media]
+        for source in sources:
+            for item in source if isinstance(source, list) else ():
+                if isinstance(item, (ImagePart, DocumentPart)) and item.content_key() not in seen:
+                    seen.add(item.content_key())
+                    found.append(item)
+        return found
+
+    @property
+    def text_context(self) -> str | list[str] | None:
+        """``context`` as given, less its images and PDFs (a list keeps its text items)."""
+        if isinstance(self.context, list):
+            return [chunk for chunk in self.context if isinstance(chunk, str)]
+        return self.context
+
+    @property
     def context_chunks(self) -> list[str]:
+        """The context's text chunks (its images and PDFs are in ``media``)."""
         if self.context is None:
             return []
         if isinstance(self.context, str):
             return [self.context] if self.context else []
-        return [c for c in self.context if c]
+        return [c for c in self.context if isinstance(c, str) and c]
 
     @property
     def context_text(self) -> str:

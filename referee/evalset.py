@@ -10,7 +10,15 @@ Formats, chosen by file name:
   list of chunks), ``tags`` (comma-separated or a JSON list), ``name``, ``description``,
   ``eval_id``, ``expected_tool_trajectory`` / ``expected_node_order`` (JSON lists, or
   comma-separated names), ``conversation`` (JSON list of turns), ``metadata`` (JSON object) and
-  ``metadata.KEY`` (one metadata entry as text). Any other column is an error naming it.
+  ``metadata.KEY`` (one metadata entry as text), and ``image`` / ``images`` / ``document``:
+  images or PDFs added to the row's input after its text, each a path relative to the CSV
+  file's folder, a ``data:`` URL or a URL; several in one cell are separated by ``|`` (a data
+  URL holds ``;`` and ``,``, never ``|``). Any other column is an error naming it.
+
+In JSON, JSONL and YAML, ``input``, ``context``, ``expected_output`` and a turn's
+``user_content`` and ``expected_final_response`` may be lists of parts: text, ``{image:
+shots/chart.png}``, ``{pdf: docs/q3.pdf}`` (paths relative to the case file's folder), data
+URLs, URLs, or a provider's part shapes (see :mod:`referee.content`).
 
 Google ADK eval sets (``.evalset.json`` as ADK writes them: ``session_input``,
 ``conversation[].user_content.parts[].text``, ``final_response``, ``intermediate_data`` with
@@ -37,6 +45,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +55,19 @@ from pydantic import Field, ValidationError, model_validator
 from referee._strict import StrictModel, move_alias, nearest_name, snake_case, unknown_field
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.compat import adk
+from referee.content._load import holds_media, is_part, load_part
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 from referee.errors import InputError, beyond_python_limits
 from referee.formats import csv_rows, jsonl_values, parse_json, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
 
 _SUFFIXES = ".evalset.json, .json, .jsonl, .yaml, .yml or .csv"
 _CSV_COLUMNS = ("eval_id", "name", "description", "input", "expected_output", "context", "tags",
-                "expected_tool_trajectory", "expected_node_order", "conversation", "metadata")
+                "expected_tool_trajectory", "expected_node_order", "conversation", "metadata",
+                "images", "documents", "image", "document")
+# The columns whose cells name images or PDFs added to the row's input, and their kind.
+_CSV_MEDIA_COLUMNS = {"image": "image", "images": "image", "document": "pdf", "documents": "pdf"}
+_CSV_MEDIA_SEPARATOR = "|"
 _CSV_METADATA_PREFIX = "metadata."
 _FORMATS = ("referee", "adk")
 
@@ -417,8 +432,11 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
 
     case: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
+    media: list[ImagePart | DocumentPart] = []
     for column, value in cells.items():
-        if column in ("input", "expected_output", "name", "description", "eval_id"):
+        if column in _CSV_MEDIA_COLUMNS:
+            media += _csv_media(column, value, source, line)
+        elif column in ("input", "expected_output", "name", "description", "eval_id"):
             case[column] = value
         elif column == "context":
             case["context"] = value
@@ -442,7 +460,31 @@ def _csv_case(cells: dict[str, str], source: str, line: int) -> dict[str, Any]:
             metadata[column.removeprefix(_CSV_METADATA_PREFIX)] = value
     if metadata:
         case["metadata"] = metadata
+    if media:
+        text = case.get("input")
+        case["input"] = ([text] if text else []) + media
     return case
+
+
+def _csv_media(column: str, cell: str, source: str, line: int) -> list[ImagePart | DocumentPart]:
+    """The images or PDFs a media column's cell names, read relative to the CSV file."""
+    kind = _CSV_MEDIA_COLUMNS[column]
+    found = []
+    for name in (n.strip() for n in cell.split(_CSV_MEDIA_SEPARATOR)):
+        if not name:
+            continue
+        try:
+            part = load_part({kind: name}, base_dir=Path(source).parent)
+        except ContentError as exc:
+            raise ContentError(str(exc), source=source, line=line, field=column) from None
+        assert not isinstance(part, TextPart)  # a {image: ...} mapping reads as media
+        found.append(part)
+    return found
+
+
+def _csv_media_name(part: ImagePart | DocumentPart) -> str:
+    """How a CSV cell names a part: the path it was read from, else its URL or bytes."""
+    return part.path or part.as_data_url()
 
 
 def _require_dict(value: Any, source: str, line: int) -> dict[str, Any]:
@@ -455,8 +497,13 @@ def _require_dict(value: Any, source: str, line: int) -> dict[str, Any]:
 def _write_csv(cases: Sequence[EvalCase]) -> str:
     rows = []
     for case in cases:
-        row: dict[str, str] = {"eval_id": case.eval_id, "input": case.input or "",
+        row: dict[str, str] = {"eval_id": case.eval_id, "input": case.input_text,
                                "expected_output": case.expected_output or ""}
+        if isinstance(case.input, list):
+            for column, kind in (("images", ImagePart), ("documents", DocumentPart)):
+                names = [_csv_media_name(p) for p in case.input if isinstance(p, kind)]
+                if names:
+                    row[column] = _CSV_MEDIA_SEPARATOR.join(names)
         if case.name:
             row["name"] = case.name
         if case.description:
@@ -502,6 +549,8 @@ def _is_shorthand(case: EvalCase, allow_expectations: bool) -> bool:
         return False
     turn = case.conversation[0]
     if turn.user_content != (case.input or "") or turn.expected_final_response != case.expected_output:
+        return False
+    if turn.expected_media != case.expected_media:
         return False
     if turn.invocation_id is not None:
         return False
@@ -574,6 +623,8 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                              line=line or _line_of(text, (*prefix, *loc)),
                              field=_path((*prefix, *loc)),
                              expected="one of " + ", ".join(model.accepted_names()))
+    if isinstance(raw, dict):
+        raw = _read_media(raw, _Place(source, line, prefix, text))
     try:
         case = EvalCase.model_validate(raw)
     except ValidationError as exc:
@@ -586,6 +637,71 @@ def _validate_case(raw: Any, source: str, line: int | None, prefix: Loc,
                          line=line or _line_of(text, prefix), field=_path((*prefix, "input")),
                          expected="an 'input' or a 'conversation'")
     return case
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a case sits in its file: errors name it, and paths are read from its folder."""
+
+    source: str
+    line: int | None
+    prefix: Loc
+    text: str | None
+
+    def error(self, exc: ContentError, loc: Loc) -> ContentError:
+        where = (*self.prefix, *loc)
+        return ContentError(str(exc), source=self.source,
+                            line=self.line or _line_of(self.text, where), field=_path(where))
+
+
+def _read_parts(value: Any, loc: Loc, place: _Place) -> Any:
+    """A field given as parts, each read (an image path relative to the case file's folder);
+    one that holds none is left as it is."""
+    items = value if isinstance(value, list) else [value]
+    base_dir = Path(place.source).parent
+    parts = []
+    for index, item in enumerate(items):
+        if isinstance(item, str) or not (is_part(item) or isinstance(item, dict)):
+            parts.append(item)
+            continue
+        try:
+            parts.append(load_part(item, base_dir=base_dir))
+        except ContentError as exc:
+            raise place.error(exc, (*loc, index) if isinstance(value, list) else loc) from None
+    return parts if isinstance(value, list) else parts[0]
+
+
+def _read_media(raw: dict[str, Any], place: _Place) -> dict[str, Any]:
+    """The case with its images and PDFs read: in ``input``, ``context``,
+    ``expected_output`` and each turn's ``user_content`` and ``expected_final_response``
+    (a Gemini/ADK Content's or a chat message's parts too)."""
+    raw = dict(raw)
+    for key in ("input", "context", "expected_output"):
+        value = raw.get(key)
+        if isinstance(value, list) or (isinstance(value, dict) and is_part(value)):
+            raw[key] = _read_parts(value, (key,), place)
+    conversation = raw.get("conversation")
+    if isinstance(conversation, list):
+        turns = []
+        for number, turn in enumerate(conversation):
+            if isinstance(turn, dict):
+                turn = {key: _read_turn_media(value, ("conversation", number, key), place)
+                        if key in ("user_content", "expected_final_response") else value
+                        for key, value in turn.items()}
+            turns.append(turn)
+        raw["conversation"] = turns
+    return raw
+
+
+def _read_turn_media(value: Any, loc: Loc, place: _Place) -> Any:
+    if holds_media(value):
+        return _read_parts(value, loc, place)
+    if isinstance(value, dict):
+        key = "parts" if "parts" in value else "content" if "content" in value else None
+        inner = value.get(key) if key else None
+        if isinstance(inner, list) and holds_media(inner):
+            return _read_parts(inner, (*loc, key), place)
+    return value
 
 
 def _first_problem(exc: ValidationError) -> tuple[Loc, str]:

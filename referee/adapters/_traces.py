@@ -24,7 +24,7 @@ from referee.adapters._base import (
 )
 from referee.adapters._messages import read_messages, usage_from
 from referee.adapters._otel import OtlpReader, read_otlp
-from referee.case import EvalCase, content_text
+from referee.case import EvalCase
 from referee.errors import InputError, beyond_python_limits
 from referee.execution import ExecutionResult
 
@@ -84,12 +84,10 @@ def _case_from(fields: Mapping[str, Any], run_id: str | None, user_turns: list[A
     """The record's own case: its user turns (text, or parts where a turn holds images), plus
     case fields written next to the recording."""
     data = dict(fields)
-    with_parts: list[Any] = []  # a single turn's parts, set on its turn once the case is built
     if "conversation" not in data and "input" not in data:
         if len(user_turns) == 1:
-            data["input"] = content_text(user_turns[0])
-            if not isinstance(user_turns[0], str):
-                with_parts = list(user_turns[0])
+            # Text, or the parts the turn was sent: the case's identity covers its images.
+            data["input"] = user_turns[0]
         elif user_turns:
             data["conversation"] = [{"user_content": said} for said in user_turns]
     if run_id is not None:
@@ -102,9 +100,6 @@ def _case_from(fields: Mapping[str, Any], run_id: str | None, user_turns: list[A
         field = ".".join(str(p) for p in first["loc"])
         raise InputError(str(first["msg"]).removeprefix("Value error, "), source=where,
                          field=field) from None
-    if with_parts:
-        # ``input`` stays the turn's text view; the turn itself holds the parts it was sent.
-        case.conversation[0].user_content = with_parts
     return case
 
 

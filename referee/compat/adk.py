@@ -8,8 +8,8 @@ ADK's schema (``google.adk.evaluation.eval_case`` / ``eval_set``), field by fiel
 | ``EvalCase.eval_id``                        | ``EvalCase.eval_id``                                |
 | ``session_input`` (app_name, user_id, ...)  | ``EvalCase.session_input``                          |
 | ``conversation[].invocation_id``            | ``Invocation.invocation_id``                        |
-| ``conversation[].user_content`` (Content)   | ``Invocation.user_content`` (its text is the input) |
-| ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text)       |
+| ``conversation[].user_content`` (Content)   | ``Invocation.user_content`` (its text is the input; with ``inline_data`` / ``file_data``, its parts) |
+| ``conversation[].final_response``           | ``Invocation.expected_final_response`` (text) and ``expected_media`` |
 | ``intermediate_data.tool_uses`` / ``tool_responses`` | ``expected_tool_trajectory`` (name, args, id, result) |
 | ``intermediate_data.invocation_events`` (function-call and function-response parts) | the same |
 | ``invocation_events[].author`` (the agents) | ``Invocation.expected_node_order``                  |
@@ -30,9 +30,12 @@ old path.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from referee._strict import move_alias, snake_case
+from referee.content._load import media_content
+from referee.content._parts import ContentError, TextPart
 from referee.execution import add_visit
 from referee.messages import MessageContent, ToolCall, content_text, is_chat_message
 
@@ -161,7 +164,12 @@ def read_turn(data: dict[str, Any]) -> dict[str, Any]:
     if "final_response" in data:
         move_alias(data, "final_response", "expected_final_response")
         raw = data.pop("expected_final_response")
-        if raw is not None:
+        parts = media_content(raw)
+        if parts is not None:  # its text and its images: the turn's model splits them
+            data["expected_final_response"] = parts
+            if raw != content_of(parts, "model"):
+                kept["final_response"] = raw
+        elif raw is not None:
             text = content_text(raw)
             data["expected_final_response"] = text
             if raw != text_content(text, "model"):
@@ -297,12 +305,21 @@ def _write_turn(turn: Invocation) -> dict[str, Any]:
     content = turn.user_content
     if isinstance(content, MessageContent):
         content = text_content(content.get_text(), "user")
+    elif turn.user_parts is not None:
+        content = content_of(turn.user_parts, "user")
     elif not isinstance(content, dict):
         content = text_content(content_text(content), "user")
     out["user_content"] = content
     expected = turn.expected_final_response
     raw = kept.pop("final_response", None)
-    if expected is None:
+    if turn.expected_media:
+        parts = [TextPart(text=expected)] if expected else []
+        written = content_of([*parts, *turn.expected_media], "model")
+        # The file's own Content where it holds the same text and images (in its own order).
+        same = raw is not None and content_text(raw) == (expected or "") and _media_keys(
+            raw) == [p.content_key() for p in turn.expected_media]
+        out["final_response"] = raw if same else written
+    elif expected is None:
         if "final_response" in turn.metadata.get(ADK, {}):
             out["final_response"] = None
     elif raw is not None and content_text(raw) == expected:
@@ -327,6 +344,30 @@ def _write_turn(turn: Invocation) -> dict[str, Any]:
     if metadata:
         out["metadata"] = metadata
     return out
+
+
+def content_of(parts: list[Any], role: str) -> dict[str, Any]:
+    """Content parts as a Gemini/ADK Content."""
+    return {"parts": [_part(part) for part in parts], "role": role}
+
+
+def _media_keys(content: Any) -> list[str]:
+    parts = media_content(content) or []
+    return [part.content_key() for part in parts if not isinstance(part, TextPart)]
+
+
+def _part(part: Any) -> dict[str, Any]:
+    """A content part as a Gemini Part: text, ``inline_data`` (the bytes, in the URL-safe
+    base64 Gemini's own dumps write) or ``file_data`` (a URL)."""
+    if isinstance(part, TextPart):
+        return {"text": part.text}
+    if part.data is not None:
+        data = base64.urlsafe_b64encode(part.data).decode("ascii")
+        return {"inline_data": {"data": data, "mime_type": part.media_type}}
+    if part.url is not None:
+        return {"file_data": {"file_uri": part.url, "mime_type": part.media_type}}
+    raise ContentError(f"{part.label()} has no bytes here to write into an ADK eval set",
+                       expected="a part read from a file or a data URL")
 
 
 def write_case(case: EvalCase) -> dict[str, Any]:

@@ -37,7 +37,34 @@ def is_part(value: Any) -> bool:
         return True
     if kind in ("blob", "uri") and "modality" in value:
         return True
-    return any(key in value for key in (*_SHORTHANDS, *_GEMINI_INLINE, *_GEMINI_FILE))
+    # A null key is none: Gemini's dumps fill every part field, ``inline_data: null`` included.
+    return any(value.get(key) is not None
+               for key in (*_SHORTHANDS, *_GEMINI_INLINE, *_GEMINI_FILE))
+
+
+def holds_media(value: Any) -> bool:
+    """Whether ``value`` is an image or document part, or a list holding one (in any shape
+    ``load_part`` reads)."""
+    if isinstance(value, (list, tuple)):
+        return any(is_part(item) for item in value)
+    return is_part(value)
+
+
+def media_content(value: Any, *, base_dir: Path | str | None = None, source: str | None = None,
+                  field: str | None = None) -> list[Part] | None:
+    """The parts of a message's content that holds an image or a document, else None (the
+    value is then left as it is): a part, a list of parts, a Gemini/ADK Content
+    (``{parts: [...], role}``) or a chat message whose content is a list of parts."""
+    if holds_media(value):
+        return load_parts(value if isinstance(value, (list, tuple)) else [value],
+                          base_dir=base_dir, source=source, field=field)
+    if isinstance(value, Mapping):
+        key = "parts" if "parts" in value else "content" if "content" in value else None
+        inner = value.get(key) if key else None
+        if isinstance(inner, list) and holds_media(inner):
+            return load_parts(inner, base_dir=base_dir, source=source,
+                              field=f"{field}.{key}" if field else key)
+    return None
 
 
 def load_parts(value: Any, *, base_dir: Path | str | None = None, source: str | None = None,
@@ -91,10 +118,10 @@ class _Reader:
                 raise self.fail("a text part's 'text' is not a string")
             return TextPart(text=text)
         for key in _GEMINI_INLINE:
-            if key in data:
+            if data.get(key) is not None:
                 return self._gemini_inline(data[key])
         for key in _GEMINI_FILE:
-            if key in data:
+            if data.get(key) is not None:
                 return self._gemini_file(data[key])
         if "source" in data and kind in ("image", "document"):
             return self._anthropic(kind, data)

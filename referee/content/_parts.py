@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_serializer,
     model_serializer,
@@ -45,12 +46,21 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# A dump made with ``context={IDENTITY: True}`` shows each image or document as what tells it
+# apart (its type, media type and hash; a remote one's URL), never its bytes or the path it was
+# read from: a case's eval_id hashes that dump, so moving a case file keeps the id, and
+# hashing a case that holds a 5 MB image encodes no base64.
+IDENTITY = "referee_content_identity"
+
+
 class _Typed(StrictModel):
     """A part's dump always names its type, even where defaults are left out (the run store's
     lines): the type is how a stored value is known to be a part again."""
 
     @model_serializer(mode="wrap")
-    def _with_type(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _with_type(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        if info.context and info.context.get(IDENTITY) and isinstance(self, _MediaPart):
+            return self.identity()
         data = handler(self)
         if isinstance(data, dict):
             data["type"] = type(self).model_fields["type"].default
@@ -84,8 +94,11 @@ class _MediaPart(_Typed):
     def _normalise_input(cls, data: dict[str, Any]) -> dict[str, Any]:
         raw = data.get("data")
         if isinstance(raw, str):  # JSON holds bytes as base64 (what dumps write)
+            # Gemini's and ADK's dumps (pydantic's ``ser_json_bytes="base64"``) write the
+            # URL-safe alphabet.
+            altchars = b"-_" if "-" in raw or "_" in raw else None
             try:
-                data["data"] = base64.b64decode(raw, validate=True)
+                data["data"] = base64.b64decode(raw, altchars=altchars, validate=True)
             except (binascii.Error, ValueError):
                 raise ValueError(f"{cls._kind} 'data' is not base64 text") from None
         url = data.get("url")
@@ -151,6 +164,15 @@ class _MediaPart(_Typed):
     def content_key(self) -> str:
         """What tells two parts apart in a cache key: the bytes' hash, or the remote URL."""
         return f"sha256:{self.sha256}" if self.sha256 else f"url:{self.url}"
+
+    def identity(self) -> dict[str, Any]:
+        """What tells this part apart from another, as a case's eval_id hashes it."""
+        found: dict[str, Any] = {"type": self._kind, "media_type": self.media_type}
+        if self.sha256:
+            found["sha256"] = self.sha256
+        else:
+            found["url"] = self.url
+        return found
 
     def label(self) -> str:
         """How errors and the report name the part."""

@@ -839,7 +839,7 @@ def output_block(actual: ExecutionResult, label: str = "MODEL OUTPUT") -> DataBl
 
 
 def input_block(expected: EvalCase) -> DataBlock:
-    return DataBlock("USER INPUT", expected.input or "")
+    return DataBlock("USER INPUT", expected.input_text)
 
 
 def context_block(expected: EvalCase, label: str = "CONTEXT") -> DataBlock:
@@ -855,7 +855,7 @@ def requires(evaluator: str, expected: EvalCase, *fields: str) -> str | None:
     present = {
         "context": bool(expected.context_chunks),
         "expected_output": bool((expected.expected_output or "").strip()),
-        "input": bool((expected.input or "").strip()),
+        "input": bool(expected.input_text.strip()),
     }
     missing = [f for f in fields if not present[f]]
     if not missing:

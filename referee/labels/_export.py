@@ -34,9 +34,9 @@ def case_fields(result: CaseResult) -> dict[str, Any] | None:
     if case is None or case.input is None:
         return None
     output = result.execution.actual_response if result.execution is not None else ""
-    fields: dict[str, Any] = {"input": case.input, "output": output}
+    fields: dict[str, Any] = {"input": case.input_text, "output": output}
     if case.context is not None:
-        fields["context"] = case.context
+        fields["context"] = case.text_context
     if case.expected_output is not None:
         fields["expected_output"] = case.expected_output
     return fields

@@ -59,7 +59,7 @@ def queue_items(report: EvalReport, labels: dict[tuple[str, str], Label], *,
             result = by_id[item.case_id]
             case = result.case
             output = result.execution.actual_response if result.execution is not None else None
-            fields = [] if case is None else [("input", case.input), ("context", case.context),
+            fields = [] if case is None else [("input", case.input_text), ("context", case.text_context),
                                               ("expected output", case.expected_output)]
             entry["fields"] = [*fields, ("output", output)]
             if gallery is not None:

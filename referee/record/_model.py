@@ -228,7 +228,7 @@ class CaseResult(BaseModel):
 
     @property
     def case_input(self) -> str:
-        return (self.case.input or "") if self.case is not None else ""
+        return self.case.input_text if self.case is not None else ""
 
     @property
     def actual_output(self) -> str:

@@ -57,7 +57,8 @@ def _as_case(case_or_input: Any) -> EvalCase:
 
 
 def failure_message(result: CaseResult) -> str:
-    title = result.name or (result.case.input if result.case and result.case.input else result.eval_id)
+    title = result.name or (result.case.input_text if result.case and result.case.input_text
+                             else result.eval_id)
     lines = [f"referee: {title!r} {result.status.value}"]
     if result.status == CaseStatus.SKIPPED:
         lines[0] += " — no evaluator could score it"

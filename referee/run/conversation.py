@@ -51,7 +51,9 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
     metadata: dict[str, Any] = {}
     for number, invocation in enumerate(case.conversation, start=1):
         message = invocation.user_text
-        args = (message, list(turns)) if with_history else (message,)
+        # An agent is sent the turn's parts when it holds an image or a PDF, else its text.
+        sent = invocation.user_parts or message
+        args = (sent, list(turns)) if with_history else (sent,)
         result = ExecutionResult.coerce(await caller.call(agent, *args))
         if result.error:
             raise AgentError(f"turn {number}: {result.error}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.case import EvalCase, canonical_json
+from referee.content._parts import IDENTITY
 from referee.errors import InputError
 from referee.record import CaseResult, CaseStatus
 from referee.run.describe import RunDescription, criteria_difference, judge_difference, short_json
@@ -129,11 +130,15 @@ def _changed_field(stored: CaseResult, case: EvalCase) -> tuple[str, Any, Any] |
     if stored.case is None or stored.case == case or any(
             c.path.startswith("case") for c in stored.converted):
         return None  # an old record without its case, or stand-ins for unstorable values
+    # Images and PDFs compare by content: a stored case keeps their hash, not their bytes,
+    # nor need they be read from the same path.
+    identity = {IDENTITY: True}
     try:  # read back as the stored one was: reading fills in views (ADK metadata, turns)
-        now = EvalCase.model_validate_json(case.model_dump_json()).model_dump(mode="json")
+        now = EvalCase.model_validate_json(case.model_dump_json()).model_dump(
+            mode="json", context=identity)
     except ValueError:
         return None
-    before = stored.case.model_dump(mode="json")
+    before = stored.case.model_dump(mode="json", context=identity)
     return next(((name, before.get(name), now.get(name)) for name in type(case).model_fields
                  if canonical_json(before.get(name)) != canonical_json(now.get(name))), None)
 

@@ -231,6 +231,8 @@ class EvalSuite:
         model = model_fn
 
         async def execute(case: EvalCase, caller: ModelCaller) -> Any:
+            # The input as the case holds it: a str, or its parts (text, images, PDFs) when it
+            # holds an image or a PDF.
             return await caller.call(model, case.input or "")
 
         return RunRequest(name=self.name, model_id=self.model_id,

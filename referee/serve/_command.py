@@ -13,14 +13,15 @@ from typing import Any
 
 DESCRIPTION = """\
 Score production traces as they arrive. An OTLP/HTTP receiver (protobuf and JSON, at
-/v1/traces and /v1/logs) that any OpenTelemetry SDK or Collector exports to unchanged; the
-criteria of SUITE.py (its `suite`, an EvalSuite, or its `evaluator`, an AgentEvaluator) score
+/v1/traces and /v1/logs), and with --grpc-port an OTLP/gRPC one beside it, that any
+OpenTelemetry SDK or Collector exports to unchanged; the criteria of SUITE.py (its `suite`, an EvalSuite, or its `evaluator`, an AgentEvaluator) score
 each trace, as `referee run SUITE.py --traces FILE` would. A trace whose id (or conversation
 id) matches a case of the suite is paired with that case; any other is its own case.
 
 Every accepted request is written to the spool (and synced) before the 200 goes out; a restart
 replays the spool and scores each accepted trace exactly once. While the queue is full the
-receiver answers 503 with Retry-After, and exporters retry. A trace is scored once its root
+receiver answers 503 with Retry-After (gRPC: UNAVAILABLE with RetryInfo), and exporters
+retry. A trace is scored once its root
 span has ended and nothing more came for --quiet-period seconds; traces sharing
 gen_ai.conversation.id (or session.id) are one case, scored once none of them came for
 --conversation-quiet seconds.
@@ -33,6 +34,7 @@ written. Exit codes: 0 stopped, 1 stopped by --exit-on-alert, 2 bad input."""
 
 EXIT_ALERT = 1  # --exit-on-alert: a criterion's pass rate fell below its gate
 DEFAULT_PORT = 4318  # the OTLP/HTTP port exporters use by default
+DEFAULT_GRPC_PORT = 4317  # OTLP/gRPC's; the gRPC receiver listens only when asked
 DEFAULT_SPOOL = Path(".referee") / "spool"
 
 
@@ -49,7 +51,7 @@ def _usd(text: str) -> float:
 def add_parser(sub: Any, *, port: Callable[[str], int], positive_int: Callable[[str], int],
                seconds: Callable[[str], float], fraction: Callable[[str], float]
                ) -> argparse.ArgumentParser:
-    parser = sub.add_parser("serve", help="score production traces as they arrive (OTLP/HTTP)",
+    parser = sub.add_parser("serve", help="score production traces as they arrive (OTLP/HTTP, OTLP/gRPC)",
                             description=DESCRIPTION,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("suite", metavar="SUITE.py",
@@ -59,6 +61,10 @@ def add_parser(sub: Any, *, port: Callable[[str], int], positive_int: Callable[[
                         help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT}, OTLP/HTTP's; 0: a free one)")
+    parser.add_argument("--grpc-port", type=port, metavar="PORT",
+                        help=f"also receive OTLP/gRPC on this port, on --host (off by default; "
+                             f"{DEFAULT_GRPC_PORT} is OTLP/gRPC's; 0: a free one; needs the "
+                             f"serve extra)")
     parser.add_argument("--spool", metavar="DIR", type=Path, default=DEFAULT_SPOOL,
                         help=f"where accepted requests are kept until scored (default "
                              f"{DEFAULT_SPOOL}); one serve process per spool")
@@ -138,6 +144,12 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
     from referee.serve._sampling import Sampler, SamplingRule
     from referee.serve._scorer import OnlineScorer, ServeSettings
 
+    if args.grpc_port is not None:
+        from referee.serve._grpc import grpc_missing
+
+        missing = grpc_missing()
+        if missing is not None:
+            raise error(f"--grpc-port: {missing}")
     path = Path(args.suite)
     criteria, cases, name = _criteria_of(load_python_file(path), path, error)
     if not criteria:
@@ -162,12 +174,15 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
         raise error(f"--alert {unknown[0]}: no such criterion in {path} (its criteria: "
                     f"{', '.join(sorted(labels))})")
     alerted: list[Any] = []
+    grpc_addresses: list[str] = []
 
     def ready(url: str) -> None:
         if not args.quiet:
+            grpc_text = "".join(f"; OTLP/gRPC {address}" for address in grpc_addresses)
             print(f"referee serve: listening on {url} (OTLP/HTTP {url}/v1/traces, "
-                  f"{url}/v1/logs; Prometheus {url}/metrics); spool {settings.spool}; runs "
-                  f"under {settings.runs_dir}", file=sys.stderr, flush=True)
+                  f"{url}/v1/logs; Prometheus {url}/metrics){grpc_text}; spool "
+                  f"{settings.spool}; runs under {settings.runs_dir}", file=sys.stderr,
+                  flush=True)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -180,7 +195,8 @@ def run_serve(args: argparse.Namespace, *, load_python_file: Callable[[Path], Mo
                 stop.set()
 
             scorer.on_alert = stop_on
-        await serve(scorer, host=args.host, port=args.port, on_ready=ready, stop=stop)
+        await serve(scorer, host=args.host, port=args.port, on_ready=ready, stop=stop,
+                    grpc_port=args.grpc_port, on_grpc_ready=grpc_addresses.append)
 
     asyncio.run(main())
     if not args.quiet:

@@ -29,8 +29,9 @@ def _label(value: str) -> str:
 class ServeMetrics:
     spans_received: int = 0
     log_records_received: int = 0
-    requests: Counter[tuple[str, int]] = field(default_factory=Counter)  # (signal, status)
-    rejected: int = 0  # answered 429/503: the exporter keeps the data and retries
+    # (signal, answer): the HTTP status (200, 503...) or the gRPC status name (OK, UNAVAILABLE...)
+    requests: Counter[tuple[str, int | str]] = field(default_factory=Counter)
+    rejected: int = 0  # answered 503 / UNAVAILABLE: the exporter keeps the data and retries
     cases_scored: Counter[str] = field(default_factory=Counter)  # by case status
     sampled_out: Counter[str] = field(default_factory=Counter)  # by the rule that decided
     # By criterion label: passed, failed, skipped, skipped_for_budget, error.
@@ -70,10 +71,13 @@ class ServeMetrics:
                [("", self.spans_received)])
         metric("referee_serve_log_records_received_total", "counter",
                "Log records accepted (spooled).", [("", self.log_records_received)])
-        metric("referee_serve_requests_total", "counter", "OTLP requests by signal and answer.",
-               [(f'{{signal="{s}",code="{c}"}}', n) for (s, c), n in sorted(self.requests.items())])
+        metric("referee_serve_requests_total", "counter",
+               "OTLP requests by signal and answer (an HTTP status or a gRPC status name).",
+               [(f'{{signal="{s}",code="{c}"}}', n) for (s, c), n in sorted(
+                   self.requests.items(), key=lambda item: (item[0][0], str(item[0][1])))])
         metric("referee_serve_rejected_total", "counter",
-               "Requests refused with 429/503 and Retry-After (the exporter retries them).",
+               "Requests refused with 503 or UNAVAILABLE and a retry delay (the exporter "
+               "retries them).",
                [("", self.rejected)])
         metric("referee_serve_dropped_total", "counter",
                "Accepted spans never scored: always 0 (spooled before the answer).",

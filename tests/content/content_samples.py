@@ -4,6 +4,7 @@ and read back out of a judge request in each provider's own format."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import io
 
@@ -75,3 +76,17 @@ def sent_media(body: dict, provider: str, api_style: str) -> list[tuple[str, byt
                 found.append((blob.get("mimeType", blob.get("mime_type")),
                               base64.urlsafe_b64decode(blob["data"])))
     return found
+
+
+@contextlib.contextmanager
+def report_in_chromium(html_path, profile_dir, anchor: str):
+    """A headless Chromium page showing the report at ``anchor``, once every thumbnail in it
+    has loaded, and how many did (decoded: an image the browser could not read has no width)."""
+    from chromium_cdp import Browser
+
+    with Browser(profile_dir) as page:
+        page.goto(html_path.as_uri() + anchor)
+        decoded = page.wait_for(
+            "Array.from(document.querySelectorAll('figure.media img'))"
+            ".filter(img => img.complete && img.naturalWidth > 0).length")
+        yield page, decoded

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from content_samples import pdf, picture
+from content_samples import pdf, picture, report_in_chromium
 
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.content import DocumentPart, ImageCheck, ImagePart
@@ -72,14 +72,8 @@ def test_metadata_shows_a_part_by_hash_and_size_not_base64(tmp_path):
 
 
 def test_chromium_renders_the_thumbnails_of_the_200_case_report(image_run, tmp_path):
-    from chromium_cdp import Browser
-
     written = write_reports(load_run(image_run), image_run, "html", console=None)
-    with Browser(tmp_path) as page:
-        page.goto(written["html"].as_uri() + "#case-7")
-        decoded = page.wait_for(
-            "Array.from(document.querySelectorAll('figure.media img'))"
-            ".filter(img => img.complete && img.naturalWidth > 0).length")
+    with report_in_chromium(written["html"], tmp_path, "#case-7") as (page, decoded):
         assert decoded == CASES
         opened = page.evaluate("document.querySelector('#case-7').open && "
                                "document.querySelector('#case-7 figure.media img')"

@@ -20,7 +20,7 @@ from content_samples import pdf, picture
 
 from referee.adapters import TRACE_NOTES_KEY, read_traces, score_traces
 from referee.adapters._traces import MessageListReader
-from referee.content import DocumentPart, ImagePart, TextPart, find_parts
+from referee.content import DocumentPart, ImagePart, TextPart
 from referee.evaluators import GEval
 from referee.testing import ScriptedJudgeServer
 
@@ -142,7 +142,7 @@ def test_genai_blob_and_uri_parts_become_the_turns_content_outputs_and_tool_resu
     from referee.adapters import pair_runs
 
     ((paired, _),), _ = pair_runs([run])
-    assert paired.input == "Which region sold most?"  # the text view
+    assert paired.input_text == "Which region sold most?"  # the text view
     assert media(paired.conversation[0].user_content) == media(said)
 
 
@@ -303,11 +303,11 @@ def test_a_user_messages_images_and_pdfs_are_its_turns_parts(shape):
     turn = run.case.conversation[0].user_content
     assert media(turn) == [("image", "image/png", sha(CHART)),
                            ("document", "application/pdf", sha(FORM))]
-    assert run.case.input == "Is the form filled in?"
+    assert run.case.input_text == "Is the form filled in?"
     assert run.execution.actual_response == "Yes; I marked it up."
     assert media(run.execution.outputs) == [("image", "image/png", sha(ANSWER))]
-    # The judge scope finds the case's parts, then the output's.
-    assert [p.sha256 for p in find_parts(run.case)] == [sha(CHART), sha(FORM)]
+    # The judge scope finds the case's parts (each once), then the output's.
+    assert [p.sha256 for p in run.case.media] == [sha(CHART), sha(FORM)]
 
 
 def test_a_text_only_conversation_is_unchanged():
@@ -335,7 +335,7 @@ def test_a_corrupt_image_in_a_message_list_fails_that_record_only(tmp_path):
         "image/heif, image/jpeg, image/png, image/tiff, image/webp)")
     assert read.execution.error is None
     assert media(read.case.conversation[0].user_content) == [("image", "image/png", sha(CHART))]
-    assert read.case.input == ""
+    assert read.case.input_text == ""
 
 
 # `referee serve`: spans exported live through the SDK's OTLP/HTTP exporter ---------------------

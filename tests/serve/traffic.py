@@ -85,8 +85,10 @@ def server_env() -> dict[str, str]:
         [str(Path(referee.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
 
 
-def start_server(suite: Path, port: int, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
-    """`referee serve` in its own process; returns once it listens."""
+def start_server(suite: Path, port: int, tmp_path: Path, *extra: str,
+                 ready: list[str] | None = None) -> subprocess.Popen[str]:
+    """`referee serve` in its own process; returns once it listens (its ready line appended to
+    ``ready``)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "referee", "serve", str(suite), "--port", str(port),
          "--spool", str(tmp_path / "spool"), "--out", str(tmp_path / "runs"),
@@ -97,6 +99,8 @@ def start_server(suite: Path, port: int, tmp_path: Path, *extra: str) -> subproc
     if not re.search(r"listening on http://127\.0\.0\.1:\d+", line):
         process.kill()
         raise AssertionError(f"referee serve did not start: {line}{process.stderr.read()}")
+    if ready is not None:
+        ready.append(line)
     return process
 
 

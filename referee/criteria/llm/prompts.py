@@ -67,4 +67,4 @@ def user_request(case: EvalCase) -> str:
         text = turn.user_text
         if text.strip():
             return text
-    return case.input or ""
+    return case.input_text
