@@ -17,6 +17,7 @@ import json
 import os
 import tempfile
 import warnings
+from typing import Any
 
 from benchmarks.measure import RunnerResult, Stopwatch, peak_rss_kb
 
@@ -35,6 +36,16 @@ def _args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def same_suite(suite_class: Any, case_class: Any, evaluators: list[Any], cases: list[dict]
+               ) -> tuple[Any, dict[str, str]]:
+    """Either library's suite of ``cases`` with ``evaluators``, and each input's answer."""
+    suite = suite_class("bench-images")
+    suite.add_cases([case_class(input=c["input"], metadata={"image_path": c["image_path"]})
+                     for c in cases])
+    suite.add_evaluators(*evaluators)
+    return suite, {c["input"]: c["output"] for c in cases}
+
+
 def run_referee(args: argparse.Namespace, cases: list[dict], result: RunnerResult) -> list[list[tuple[str, bool, str]]]:
     os.environ["REFEREE_CACHE_DIR"] = args.cache_dir
     from referee import EvalCase, EvalSuite, JudgeConfig, configure
@@ -42,11 +53,8 @@ def run_referee(args: argparse.Namespace, cases: list[dict], result: RunnerResul
 
     configure(JudgeConfig(provider=args.provider, model=MODELS[args.provider],
                           base_url=args.base_url, api_key="sk-loopback", cache=True))
-    suite = EvalSuite("bench-images")
-    suite.add_cases([EvalCase(input=c["input"], metadata={"image_path": c["image_path"]})
-                     for c in cases])
-    suite.add_evaluators(VQAFaithfulness(), DocumentGrounding())
-    outputs = {c["input"]: c["output"] for c in cases}
+    suite, outputs = same_suite(EvalSuite, EvalCase, [VQAFaithfulness(), DocumentGrounding()],
+                                cases)
     result.settings = (f"EvalSuite.run defaults, judge cache on, {args.provider} judge "
                        f"{MODELS[args.provider]}")
     result.rss_baseline_kb = peak_rss_kb()
@@ -68,11 +76,8 @@ def run_multivon(args: argparse.Namespace, cases: list[dict], result: RunnerResu
     configure(JudgeConfig(provider=args.provider, model=MODELS[args.provider],
                           base_url=args.base_url if args.provider == "openai" else "",
                           cache=True))
-    suite = EvalSuite("bench-images")
-    suite.add_cases([EvalCase(input=c["input"], metadata={"image_path": c["image_path"]})
-                     for c in cases])
-    suite.add_evaluators(VQAFaithfulness(), DocumentGrounding())
-    outputs = {c["input"]: c["output"] for c in cases}
+    suite, outputs = same_suite(EvalSuite, EvalCase, [VQAFaithfulness(), DocumentGrounding()],
+                                cases)
     result.settings = (f"suite.run defaults (workers=min(8, cases)), SQLite judge cache on, "
                        f"{args.provider} judge {MODELS[args.provider]}")
     result.rss_baseline_kb = peak_rss_kb()
