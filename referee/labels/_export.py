@@ -88,16 +88,11 @@ def export_rows(run_dir: str | Path, *, criterion: str | None = None) -> list[di
     return rows
 
 
-def rows_text(rows: list[dict[str, Any]]) -> str:
-    """Labels rows as JSONL."""
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
 def write_export(run_dir: str | Path, out: str | Path | None = None, *,
                  criterion: str | None = None) -> tuple[str, int]:
     """The rows as JSONL, written to ``out`` (or returned as text when ``out`` is None)."""
     rows = export_rows(run_dir, criterion=criterion)
-    text = rows_text(rows)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     if out is not None:
         Path(out).write_text(text, encoding="utf-8")
     return text, len(rows)
