@@ -742,12 +742,27 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nothing_to_label(run_dir: str) -> bool:
+    """Say in one line that the stored run has nothing to label, when no judge scored it."""
+    from referee.labels._queue import nothing_to_label_in
+
+    why_not = nothing_to_label_in(run_dir)
+    if why_not is not None:
+        _say(f"referee: {run_dir}: nothing to label: {why_not}", sys.stderr)
+    return why_not is not None
+
+
 def cmd_labels_export(args: argparse.Namespace) -> int:
     from referee.labels._export import write_export
 
-    text, count = write_export(args.run_dir, args.output, criterion=args.criterion)
+    text, count = write_export(args.run_dir, criterion=args.criterion)
+    # No labels on a run no judge scored: that, not "0 labelled rows", is the news.
+    if not count and _nothing_to_label(args.run_dir):
+        return 0
     if args.output is None:
         sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
     _say(f"{count} labelled row(s)" + (f" written to {args.output}" if args.output else ""),
          sys.stderr)
     return 0
@@ -776,6 +791,10 @@ def cmd_labels_estimate(args: argparse.Namespace) -> int:
     from referee.labels._estimate import estimate_run
 
     estimates = estimate_run(args.run_dir, confidence=args.confidence)
+    if not estimates and _nothing_to_label(args.run_dir):
+        if args.json:
+            print("[]")
+        return 0
     if args.json:
         import json
 

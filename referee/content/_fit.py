@@ -56,6 +56,13 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
     return fit_image(part, limits)
 
 
+def sent_size(raw_bytes: int) -> int:
+    """An image's size as a request carries it: base64 text, 4 characters per 3 bytes.
+    Anthropic measures its 5 MB per image on that text (a 4 MB file is refused), and the
+    other providers' per-image limits hold inline data as base64 too."""
+    return 4 * -(-raw_bytes // 3)
+
+
 def open_image(data: bytes, label: str = "") -> Any:
     """Pillow's image of ``data``, its first frame loaded; one line naming ``label`` when it
     cannot be read (damaged bytes, a HEIC photo without Pillow's HEIF plugin)."""
@@ -95,16 +102,24 @@ def fit_image(part: ImagePart, limits: ProviderLimits) -> ImagePart:
     target = fitted_size(width, height, limits)
     animated = bool(getattr(image, "is_animated", False))
     if (target == (width, height) and part.media_type in limits.image_types and not animated
-            and len(part.data) <= limits.max_image_bytes):
+            and sent_size(len(part.data)) <= limits.max_image_bytes):
         return part.model_copy(update={"width": width, "height": height})
     if animated:
         image.seek(0)  # the first frame: no provider reads an animation
     if target != (width, height):
         image = image.resize(target, pil.Resampling.LANCZOS)
     data, media_type = _encode(image, part, limits)
-    if len(data) > limits.max_image_bytes:
-        raise ContentError(f"image {part.label()} is {human_size(len(data))} even as JPEG at "
-                           f"quality {_JPEG_QUALITIES[-1]}; {limits.label} takes at most "
+    if (limits.scales_larger_images and len(data) >= len(part.data) and not animated
+            and part.media_type in limits.image_types
+            and sent_size(len(part.data)) <= limits.max_image_bytes):
+        # A flat screenshot can grow when scaled (the resampled edges defeat PNG's
+        # compression); a provider that scales it itself sees the same pixels and bills the
+        # same tokens, so the smaller original goes.
+        return part.model_copy(update={"width": width, "height": height})
+    if sent_size(len(data)) > limits.max_image_bytes:
+        # Sizes as sent, in the measure the limit is held to.
+        raise ContentError(f"image {part.label()} is {human_size(sent_size(len(data)))} even "
+                           f"as JPEG at quality {_JPEG_QUALITIES[-1]}; {limits.label} takes at most "
                            f"{human_size(limits.max_image_bytes)}")
     return ImagePart(data=data, media_type=media_type, path=part.path, width=target[0],
                      height=target[1], original_sha256=part.sha256)
@@ -118,7 +133,7 @@ def _encode(image: Any, part: ImagePart, limits: ProviderLimits) -> tuple[bytes,
     if (keep_lossless or has_alpha) and "image/png" in limits.image_types:
         out = io.BytesIO()
         image.save(out, format="PNG", optimize=True)
-        if out.tell() <= limits.max_image_bytes:
+        if sent_size(out.tell()) <= limits.max_image_bytes:
             return out.getvalue(), "image/png"
     rgb = image.convert("RGB")
     data = b""
@@ -126,7 +141,7 @@ def _encode(image: Any, part: ImagePart, limits: ProviderLimits) -> tuple[bytes,
         out = io.BytesIO()
         rgb.save(out, format="JPEG", quality=quality)
         data = out.getvalue()
-        if len(data) <= limits.max_image_bytes:
+        if sent_size(len(data)) <= limits.max_image_bytes:
             break
     return data, "image/jpeg"
 

@@ -30,6 +30,10 @@ class ProviderLimits:
     # Whether it fetches a remote PDF itself: Anthropic's document blocks take a url source;
     # OpenAI's Chat Completions file part takes bytes or an uploaded file's id only.
     takes_document_urls: bool = False
+    # Whether the provider scales a larger image down itself and bills the tokens of the size
+    # it scaled to (OpenAI, Anthropic), so a larger original costs bytes but no tokens; Gemini
+    # bills the tiles of the size it receives.
+    scales_larger_images: bool = False
 
 
 # OpenAI: PNG, JPEG, WEBP, non-animated GIF; at detail "high" the image is fitted within
@@ -39,7 +43,8 @@ OPENAI_LIMITS = ProviderLimits(
     label="OpenAI", image_types=frozenset({"image/png", "image/jpeg", "image/webp",
                                             "image/gif"}),
     max_long_edge=2048, max_short_edge=768, max_pixels=None, max_image_bytes=20 * MB,
-    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True)
+    max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True,
+    scales_larger_images=True)
 # Anthropic: JPEG, PNG, GIF, WEBP; an image past 1568 px on its long edge or about 1.15
 # megapixels is scaled down before the model sees it; 5 MB per image through the API; PDF
 # documents up to 100 pages in a 32 MB request.
@@ -48,7 +53,7 @@ ANTHROPIC_LIMITS = ProviderLimits(
                                                "image/webp"}),
     max_long_edge=1568, max_short_edge=None, max_pixels=1_150_000, max_image_bytes=5 * MB,
     max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True,
-    takes_document_urls=True)
+    takes_document_urls=True, scales_larger_images=True)
 # Gemini: PNG, JPEG, WEBP, HEIC, HEIF; inline data up to 20 MB per request; PDFs up to
 # 1000 pages. Gemini bills 258 tokens per 768x768 tile, so referee keeps the long edge at
 # 3072 (4x4 tiles) rather than sending a camera's full resolution.

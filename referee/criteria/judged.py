@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from referee.case import canonical_json
+from referee.criteria.base import JudgedCriterion
 from referee.judge.binding import JudgeBinding
 from referee.judge.cascade import Calibration, audited, run_cascade, stage_labels
 from referee.judge.config import DEFAULT_JUDGES, EVAL_SUITE, DefaultJudge, JudgeConfig
@@ -168,6 +169,14 @@ def _stage_calibration(criterion: Any, stage: JudgeBinding,
     if entry is None or entry.tpr is None or entry.tnr is None:
         return None, True
     return (entry.tpr, entry.tnr), True
+
+
+def is_judged(criterion: Any) -> bool:
+    """Whether a judge scores ``criterion``: a judged criterion (one judge, a panel or a
+    cascade), a criterion of the user's own that says which judge it calls (the
+    ``JudgedCriterion`` protocol), or a composite holding one of them."""
+    return isinstance(criterion, JudgedCriterion) or next(judged_criteria([criterion]),
+                                                          None) is not None
 
 
 def judged_criteria(criteria: Iterable[Any]) -> Iterator[JudgedCriterionBase]:

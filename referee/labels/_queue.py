@@ -1,5 +1,11 @@
 """The review queue: a run's judged criterion results, those most worth a person's look first.
 
+Only the results of criteria a judge scored are queued: labels measure a judge's errors, and
+a deterministic check (ExactMatch, ContainsKeywords, a trajectory match) has none to measure.
+The report says which criteria those are (``EvalReport.judged_criteria``, from the run's
+record); a report that does not say (built in code, or stored before referee recorded it)
+queues every scored result, as before.
+
 First the results the judge could not settle (a judge or evaluator error, UNKNOWN verdicts,
 a case that errored), most doubtful first; then scores near their threshold, nearest first;
 then the rest in case order.
@@ -9,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from referee.labels._export import run_root
 from referee.record import CaseResult, CaseStatus, EvalReport
+from referee.store import load_run
 
 NEAR_THRESHOLD = 0.15  # how far from its threshold a score still counts as a close call
 _JUDGE_TROUBLE = (CaseStatus.JUDGE_ERROR, CaseStatus.EVALUATOR_ERROR)
@@ -41,14 +50,35 @@ def _unknown_count(details: dict) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def nothing_to_label(report: EvalReport) -> str | None:
+    """Why ``report`` has nothing to label, in words that follow "nothing to label: ", when its
+    run records that no judge scored any of its criteria; None otherwise."""
+    if report.judged_criteria is None or report.judged_criteria:
+        return None
+    return ("no judge scored this run, and labels measure a judge's errors "
+            "(its criteria are all deterministic checks)")
+
+
+def nothing_to_label_in(run_dir: str | Path) -> str | None:
+    """``nothing_to_label`` of the stored run in ``run_dir``."""
+    return nothing_to_label(load_run(run_root(run_dir)))
+
+
+def is_labelled_criterion(report: EvalReport, criterion: str) -> bool:
+    """Whether people label ``criterion``'s results in ``report``: a judge scored it, or the
+    report does not say which criteria a judge scored."""
+    return report.judged_criteria is None or criterion in report.judged_criteria
+
+
 def review_queue(report: EvalReport, cases: Iterable[CaseResult] | None = None
                  ) -> list[QueueItem]:
-    """Every criterion result that a person could label (skips have no verdict), in review
-    order; ``cases``: only these of the report's cases (a large report's page shows a sample)."""
+    """Every judged criterion result that a person could label (skips have no verdict), in
+    review order; ``cases``: only these of the report's cases (a large report's page shows a
+    sample)."""
     items: list[tuple[tuple[int, float, int, int], QueueItem]] = []
     for case in report.cases if cases is None else cases:
         for position, result in enumerate(case.criterion_results):
-            if result.skipped:
+            if result.skipped or not is_labelled_criterion(report, result.criterion):
                 continue
             unknown = _unknown_count(result.details)
             distance = abs(result.score - result.threshold)

@@ -772,6 +772,11 @@ class EvalReport(ReportAnalysis, BaseModel):
     finished_at: float | None = None
     cases: list[CaseResult] = Field(default_factory=list)
     judge: dict[str, Any] = Field(default_factory=dict)  # judge config, secrets removed
+    # The labels of the criteria a judge scored (a panel or a cascade is a judge; a composite
+    # holding a judged criterion counts): the labelling queue holds their results alone, since
+    # labels measure a judge's errors. None: the report records nothing about its criteria
+    # (built in code, or stored before referee kept this), and every scored result is queued.
+    judged_criteria: list[str] | None = None
     config_used: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     # How many times the run asked for each case to run (EvalSuite.run(runs=N)).
@@ -1075,6 +1080,17 @@ class EvalReport(ReportAnalysis, BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> EvalReport:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def judged_labels(criteria: Any) -> list[str] | None:
+    """The labels of the judged criteria among meta.json's criterion descriptions (``name``
+    and ``judged`` of each, in order; namesakes labelled as the results are); None when the
+    descriptions do not say, as in a run stored before they did."""
+    if not isinstance(criteria, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("judged"), bool) for c in criteria):
+        return None
+    labels = unique_labels([str(c.get("name")) for c in criteria])
+    return [label for label, c in zip(labels, criteria) if c["judged"]]
 
 
 def nothing_evaluated_reason(report: EvalReport) -> str:

@@ -698,8 +698,14 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
     for view, case in zip(cases, shown):
         view["media"] = media.of_case(case.case, case.execution)
     chunks = _compressed_bodies(cases) if len(cases) > COMPRESS_CASES_OVER else []
+    from referee.labels._queue import nothing_to_label
+
+    # A run no judge scored says so where the queue would be, and links to no labelling page.
+    why_not = nothing_to_label(report)
+    if why_not is not None:
+        label_href = None
     labelling = None
-    if label_href is None:  # a file on its own: the page labels into the browser's storage
+    if label_href is None and why_not is None:  # a file on its own: it labels into the browser
         from referee.labels._review import report_labelling
 
         labelling = report_labelling(report, shown, max_field_chars=MAX_FIELD_CHARS)
@@ -712,6 +718,7 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
         cases=cases, chunks=chunks, sample_note=sample_note,
         page_rows=PAGE_ROWS if chunks else 0, index_href=index_href, label_href=label_href,
         labelling=labelling if labelling and labelling["queue"] else None,
+        nothing_to_label=why_not,
     )
 
 
@@ -744,16 +751,19 @@ def _packed(text: str) -> str:
 
 
 def render_labelling_html(*, run_name: str, scoring: int, labeller: str, token: str,
-                          post_href: str, run_href: str, items: list[dict[str, Any]]) -> str:
+                          post_href: str, run_href: str, items: list[dict[str, Any]],
+                          nothing_to_label: str | None = None) -> str:
     """The viewer's labelling page: the review queue (labels.js builds a section per
-    criterion result), with the per-session token its script sends back with every label."""
+    criterion result), with the per-session token its script sends back with every label;
+    ``nothing_to_label``: why a run no judge scored has no queue, said in its place."""
     for item in items:
         item["fields"] = [(name, clipped.text) for name, value in item.get("fields", [])
                           if (clipped := _clip(value)) is not None]
     return _page("labels.html.j2", script=_asset("labels.js"), connect=True, run_name=run_name,
                  scoring=scoring, labeller=labeller, token=token, post_href=post_href,
                  run_href=run_href, count=len(items), data=_page_data({"queue": items}),
-                 labelled=sum(1 for item in items if item.get("label")))
+                 labelled=sum(1 for item in items if item.get("label")),
+                 nothing_to_label=nothing_to_label)
 
 
 def render_index_html(runs: list[RunInfo], *, runs_dir: str, keys: list[str],

@@ -348,6 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _labelling_page(self, key: str) -> None:
         from referee.content._gallery import Gallery
+        from referee.labels._queue import nothing_to_label
         from referee.labels._review import queue_items
         from referee.labels._store import LabelStore
 
@@ -358,7 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_page(render_labelling_html(
             run_name=report.name or key, scoring=scoring, labeller=self.labeller,
             token=self.token, post_href=f"/run/{quote(key)}/labels",
-            run_href=f"/run/{quote(key)}", items=items))
+            run_href=f"/run/{quote(key)}", items=items,
+            nothing_to_label=nothing_to_label(report)))
 
     def _blob(self, key: str, sha256: str) -> None:
         """An image or PDF of the run, from blobs/ beside it, as the type its bytes are."""

@@ -18,10 +18,11 @@ from typing import IO, Any
 
 from referee.case import canonical_json
 from referee.criteria.base import Criterion, JudgedCriterion, criterion_label
-from referee.criteria.judged import JudgedCriterionBase, judged_criteria
+from referee.criteria.judged import JudgedCriterionBase, is_judged, judged_criteria
 from referee.judge.binding import JudgeBinding
 from referee.judge.config import DEFAULT_JUDGES, EFFECTIVE_RELIABILITY_SAMPLE, EVAL_SUITE
 from referee.judge.providers import rules_for
+from referee.record import judged_labels
 from referee.redact import mask_url, mask_url_passwords, redact, redact_secrets
 from referee.result import unique_labels
 from referee.terminal import terminal_safe
@@ -44,6 +45,11 @@ class RunDescription:
     # By criterion label: the threshold a judged criterion takes from the built-in table for
     # its judge model, when none was given (it differs from judge to judge).
     judge_thresholds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def judged_criteria(self) -> list[str]:
+        """The labels of the criteria a judge scores (``EvalReport.judged_criteria``)."""
+        return judged_labels(self.criteria) or []
 
     @property
     def judge(self) -> dict[str, Any]:
@@ -313,12 +319,15 @@ def describe_criteria(criteria: Sequence[Criterion],
     """What each criterion is and how it is set up, for meta.json: resume compares it.
 
     A criterion's public attributes (its config, substrings, rubric questions, judge...) are
-    its settings; private ones are state it builds (generated questions, locks).
+    its settings; private ones are state it builds (generated questions, locks). ``judged``
+    says whether a judge scores it: only such results are people's to label (labels measure a
+    judge's errors), and a resume compares it no more than the class.
     """
     if resolved is None:
         resolved = [_resolved_judge(c) for c in criteria]
     return [{"name": criterion_label(c),
              "class": f"{type(c).__module__}.{type(c).__qualname__}",
+             "judged": is_judged(c),
              "settings": _settings(c, judge=judge)} for c, judge in zip(criteria, resolved)]
 
 

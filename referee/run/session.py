@@ -123,8 +123,9 @@ def _open(*, name: str, model_id: str, cases: Sequence[EvalCase], criteria: Sequ
                          if getattr(c, "grades_media", False)})
     named = {"run_id": options.run_id} if options.run_id is not None else {}
     report = EvalReport(name=name, eval_set_id=name, model_id=model_id,
-                        judge=description.judge, config_used=config_used or {},
-                        metadata=metadata, runs=options.runs, **named)
+                        judge=description.judge, judged_criteria=description.judged_criteria,
+                        config_used=config_used or {}, metadata=metadata, runs=options.runs,
+                        **named)
     run_meta: dict[str, Any] = {"criteria": description.criteria}
     if options.runs > 1:
         run_meta["runs"] = options.runs

@@ -56,7 +56,7 @@ from pydantic import ValidationError
 from referee import __version__
 from referee.content._blobs import externalise_json_line
 from referee.errors import InputError, RefereeError
-from referee.record import CaseResult, EvalReport, RunTally
+from referee.record import CaseResult, EvalReport, RunTally, judged_labels
 from referee.redact import redact_secrets
 from referee.store._case_file import StoredCases, scan_offsets
 from referee.store._case_line import case_line, read_case_line
@@ -572,12 +572,22 @@ class RunStore:
     def load(self) -> EvalReport:
         if self.report_path.is_file():
             try:
-                return read_report_file(self.report_path)
+                return self._with_judged_criteria(read_report_file(self.report_path))
             except InputError as exc:
                 if not self.meta_path.is_file():
                     raise
                 self.damage.append(f"{REPORT_FILE} unreadable ({exc}); shown from {CASES_FILE}")
         return self.rebuild()
+
+    def _with_judged_criteria(self, report: EvalReport) -> EvalReport:
+        """``report``, told which criteria a judge scored from meta.json's descriptions where
+        its report.json does not say (`referee serve`'s windows write none)."""
+        if report.judged_criteria is None and self.meta_path.is_file():
+            try:
+                report.judged_criteria = judged_labels(self.read_meta().get("criteria"))
+            except InputError:
+                pass  # an unreadable meta.json records nothing: every result stays queued
+        return report
 
     def rebuild(self) -> EvalReport:
         """The report of an interrupted run: what meta.json and cases.jsonl hold."""
@@ -602,6 +612,7 @@ class RunStore:
             finished_at=None,
             cases=cases,
             judge=meta.get("judge") or {},
+            judged_criteria=judged_labels(meta.get("criteria")),
             config_used=meta.get("config_used") or {},
             metadata=metadata,
         )
