@@ -12,7 +12,10 @@ Pillow and pypdf are the ``images`` extra, imported only here and only when a pa
 from __future__ import annotations
 
 import io
+import logging
 import re
+import sys
+import threading
 import warnings
 from typing import Any
 
@@ -146,12 +149,33 @@ def _encode(image: Any, part: ImagePart, limits: ProviderLimits) -> tuple[bytes,
     return data, "image/jpeg"
 
 
+class _QuietWhileCounting(logging.Filter):
+    """Drops pypdf's log records ("EOF marker not found") made while this thread counts a
+    PDF's pages: a damaged file is one ContentError naming it, not a stray unnamed line."""
+
+    counting = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.counting, "active", False)
+
+
+_QUIET = _QuietWhileCounting()
+
+
 def count_pages(data: bytes, label: str) -> int:
     pypdf = require("pypdf")
+    # pypdf logs each warning on its module's own logger, where a parent's filter never runs.
+    for name in [name for name in sys.modules if name.partition(".")[0] == "pypdf"]:
+        module_log = logging.getLogger(name)
+        if _QUIET not in module_log.filters:
+            module_log.addFilter(_QUIET)
+    _QUIET.counting.active = True
     try:
         return len(pypdf.PdfReader(io.BytesIO(data)).pages)
     except Exception as exc:  # pypdf's errors for a damaged file vary by version
         raise ContentError(f"document {label} is not a readable PDF: {exc}") from None
+    finally:
+        _QUIET.counting.active = False
 
 
 def check_document(part: DocumentPart, limits: ProviderLimits) -> DocumentPart:

@@ -297,3 +297,16 @@ def test_a_very_large_picture_is_fitted_without_pillows_bomb_warning(monkeypatch
     with pytest.raises(ContentError, match=r"image huge.png cannot be decoded: Image size "
                                            r"\(120000 pixels\) exceeds limit"):
         fit_part(ImagePart(data=picture(400, 300, seed=5), path="huge.png"), OPENAI_LIMITS)
+
+
+def test_a_damaged_pdf_is_one_error_without_pypdfs_stray_log_lines(caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(ContentError, match="document cut.pdf is not a readable PDF"):
+        fit_part(DocumentPart(data=pdf(3)[:300], path="cut.pdf"), ANTHROPIC_LIMITS)
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+    # Outside a page count, pypdf's own warnings still reach the user's logging.
+    logging.getLogger("pypdf._reader").warning("a warning of the user's own pypdf use")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == [
+        "a warning of the user's own pypdf use"]
