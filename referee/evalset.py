@@ -56,7 +56,7 @@ from referee._strict import StrictModel, move_alias, nearest_name, snake_case, u
 from referee.case import EvalCase, Invocation, ToolCall
 from referee.compat import adk
 from referee.content._load import holds_media, is_part, load_part
-from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart, sha256_hex
 from referee.errors import InputError, beyond_python_limits
 from referee.formats import csv_rows, jsonl_values, parse_json, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
@@ -223,7 +223,7 @@ class EvalSet(StrictModel):
             text = "".join(json.dumps(_case_dict(c), ensure_ascii=False) + "\n"
                            for c in self.eval_cases)
         elif kind == "csv":
-            text = _write_csv(self.eval_cases)
+            text = _write_csv(self.eval_cases, path.parent)
         else:
             document: dict[str, Any] = {"eval_set_id": self.eval_set_id, "name": self.name,
                         "description": self.description,
@@ -482,9 +482,21 @@ def _csv_media(column: str, cell: str, source: str, line: int) -> list[ImagePart
     return found
 
 
-def _csv_media_name(part: ImagePart | DocumentPart) -> str:
-    """How a CSV cell names a part: the path it was read from, else its URL or bytes."""
-    return part.path or part.as_data_url()
+def _csv_media_name(part: ImagePart | DocumentPart, folder: Path) -> str:
+    """How a CSV cell in ``folder`` names a part: the path it was read from when that path,
+    read from ``folder``, is the same file (a set saved elsewhere would name files that are
+    not there), else its bytes as a data: URL, or its URL."""
+    if part.data is None or (part.path and _names_same_file(part, folder)):
+        return part.path or part.as_data_url()
+    return part.as_data_url()
+
+
+def _names_same_file(part: ImagePart | DocumentPart, folder: Path) -> bool:
+    target = Path(part.path or "").expanduser()
+    try:
+        return sha256_hex((folder / target).read_bytes()) == part.sha256
+    except OSError:
+        return False
 
 
 def _require_dict(value: Any, source: str, line: int) -> dict[str, Any]:
@@ -494,14 +506,14 @@ def _require_dict(value: Any, source: str, line: int) -> dict[str, Any]:
     return value
 
 
-def _write_csv(cases: Sequence[EvalCase]) -> str:
+def _write_csv(cases: Sequence[EvalCase], folder: Path) -> str:
     rows = []
     for case in cases:
         row: dict[str, str] = {"eval_id": case.eval_id, "input": case.input_text,
                                "expected_output": case.expected_output or ""}
         if isinstance(case.input, list):
             for column, kind in (("images", ImagePart), ("documents", DocumentPart)):
-                names = [_csv_media_name(p) for p in case.input if isinstance(p, kind)]
+                names = [_csv_media_name(p, folder) for p in case.input if isinstance(p, kind)]
                 if names:
                     row[column] = _CSV_MEDIA_SEPARATOR.join(names)
         if case.name:
@@ -509,7 +521,8 @@ def _write_csv(cases: Sequence[EvalCase]) -> str:
         if case.description:
             row["description"] = case.description
         if isinstance(case.context, list):
-            row["context"] = json.dumps(case.context, ensure_ascii=False)
+            row["context"] = json.dumps(case.context, ensure_ascii=False,
+                                        default=lambda part: part.model_dump(mode="json"))
         elif case.context:
             row["context"] = case.context
         if case.tags:
@@ -517,8 +530,9 @@ def _write_csv(cases: Sequence[EvalCase]) -> str:
             row["tags"] = ", ".join(case.tags) if plain else json.dumps(case.tags, ensure_ascii=False)
         if case.metadata:
             row["metadata"] = json.dumps(case.metadata, ensure_ascii=False)
-        if not _is_shorthand(case, allow_expectations=False):
-            if _is_shorthand(case, allow_expectations=True):
+        # The expected images have no column of their own: the turns (JSON) hold them.
+        if case.expected_media or not _is_shorthand(case, allow_expectations=False):
+            if not case.expected_media and _is_shorthand(case, allow_expectations=True):
                 turn = case.conversation[0]
                 if turn.expected_tool_trajectory:
                     row["expected_tool_trajectory"] = json.dumps(

@@ -10,10 +10,9 @@ package would add NumPy, SciPy and PyWavelets for the same 64 bits.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable
 
-from referee.content._fit import require
+from referee.content._fit import open_image, require
 from referee.content._parts import ContentError, DocumentPart, ImagePart
 
 HASH_BITS = 64
@@ -26,14 +25,7 @@ def perceptual_hash(image: ImagePart | bytes) -> int:
     """The 64-bit difference hash of an image."""
     pil = require("PIL.Image")
     data = image if isinstance(image, bytes) else _bytes_of(image)
-    try:
-        with pil.open(io.BytesIO(data)) as opened:
-            opened.seek(0)
-            small = opened.convert("L").resize((9, 8), pil.Resampling.LANCZOS)
-    except ContentError:
-        raise
-    except Exception as exc:  # Pillow raises several unrelated types for damaged files
-        raise ContentError(f"image cannot be decoded: {exc}") from None
+    small = open_image(data).convert("L").resize((9, 8), pil.Resampling.LANCZOS)
     pixels = small.tobytes()  # mode L: one byte per pixel, row by row
     bits = 0
     for row in range(8):

@@ -12,13 +12,19 @@ Pillow and pypdf are the ``images`` extra, imported only here and only when a pa
 from __future__ import annotations
 
 import io
+import logging
+import re
+import sys
+import threading
+import warnings
 from typing import Any
 
 from referee.content._limits import ProviderLimits, fitted_size
-from referee.content._media import human_size
+from referee.content._media import human_size, sniff_media_type
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
 _EXTRA_HINT = "pip install 'referee[images]'"
+_BUFFER_NAME = re.compile(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 _JPEG_QUALITIES = (90, 80, 65, 50)
 _PACKAGES = {"PIL": "Pillow"}
 
@@ -43,8 +49,9 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
         if part.url is None:
             raise ContentError(f"{part.label()} has no bytes here: a stored part, kept by "
                                "its hash (BlobStore(run_dir).restore reads it back)")
-        if isinstance(part, ImagePart) and limits.takes_image_urls:
-            return part
+        if limits.takes_image_urls if isinstance(part, ImagePart) \
+                else limits.takes_document_urls:
+            return part  # fetched by the provider: its size and pages are the provider's
         raise ContentError(f"{limits.label} takes {part.type}s as bytes; {part.label()} is "
                            "only a URL here (give the file or a data: URL)")
     if isinstance(part, DocumentPart):
@@ -59,20 +66,41 @@ def sent_size(raw_bytes: int) -> int:
     return 4 * -(-raw_bytes // 3)
 
 
-def image_size(data: bytes) -> tuple[int, int]:
+def open_image(data: bytes, label: str = "") -> Any:
+    """Pillow's image of ``data``, its first frame loaded; one line naming ``label`` when it
+    cannot be read (damaged bytes, a HEIC photo without Pillow's HEIF plugin)."""
     pil = require("PIL.Image")
-    with pil.open(io.BytesIO(data)) as image:
-        return int(image.width), int(image.height)
+    name = f"image {label}" if label else "image"
+    if sniff_media_type(data) in ("image/heic", "image/heif"):
+        try:  # Pillow reads HEIC/HEIF only through this plugin
+            from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
+        except ImportError:
+            raise ContentError(f"{name} is HEIC/HEIF, which Pillow reads only with the "
+                               "pillow-heif plugin: pip install pillow-heif") from None
+        register_heif_opener()
+    try:
+        with warnings.catch_warnings():
+            # A scan or a panorama past Pillow's decompression-bomb warning (89 MP) is still a
+            # picture the user gave; one over twice that is refused by Pillow below.
+            warnings.simplefilter("ignore", pil.DecompressionBombWarning)
+            image = pil.open(io.BytesIO(data))
+            image.load()
+    except Exception as exc:  # Pillow raises several unrelated types for damaged files
+        # Pillow's "cannot identify image file <_io.BytesIO object at 0x...>" names a buffer.
+        problem = _BUFFER_NAME.sub("", str(exc)) or type(exc).__name__
+        raise ContentError(f"{name} cannot be decoded: {problem}") from None
+    return image
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    image = open_image(data)
+    return int(image.width), int(image.height)
 
 
 def fit_image(part: ImagePart, limits: ProviderLimits) -> ImagePart:
     pil = require("PIL.Image")
     assert part.data is not None
-    try:
-        image = pil.open(io.BytesIO(part.data))
-        image.load()
-    except Exception as exc:  # Pillow raises several unrelated types for damaged files
-        raise ContentError(f"image {part.label()} cannot be decoded: {exc}") from None
+    image = open_image(part.data, part.label())
     width, height = image.size
     target = fitted_size(width, height, limits)
     animated = bool(getattr(image, "is_animated", False))
@@ -121,12 +149,33 @@ def _encode(image: Any, part: ImagePart, limits: ProviderLimits) -> tuple[bytes,
     return data, "image/jpeg"
 
 
+class _QuietWhileCounting(logging.Filter):
+    """Drops pypdf's log records ("EOF marker not found") made while this thread counts a
+    PDF's pages: a damaged file is one ContentError naming it, not a stray unnamed line."""
+
+    counting = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.counting, "active", False)
+
+
+_QUIET = _QuietWhileCounting()
+
+
 def count_pages(data: bytes, label: str) -> int:
     pypdf = require("pypdf")
+    # pypdf logs each warning on its module's own logger, where a parent's filter never runs.
+    for name in [name for name in sys.modules if name.partition(".")[0] == "pypdf"]:
+        module_log = logging.getLogger(name)
+        if _QUIET not in module_log.filters:
+            module_log.addFilter(_QUIET)
+    _QUIET.counting.active = True
     try:
         return len(pypdf.PdfReader(io.BytesIO(data)).pages)
     except Exception as exc:  # pypdf's errors for a damaged file vary by version
         raise ContentError(f"document {label} is not a readable PDF: {exc}") from None
+    finally:
+        _QUIET.counting.active = False
 
 
 def check_document(part: DocumentPart, limits: ProviderLimits) -> DocumentPart:

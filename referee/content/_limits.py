@@ -27,6 +27,9 @@ class ProviderLimits:
     max_document_pages: int
     # Whether the API fetches a remote image URL itself (Gemini takes bytes or its own files).
     takes_image_urls: bool
+    # Whether it fetches a remote PDF itself: Anthropic's document blocks take a url source;
+    # OpenAI's Chat Completions file part takes bytes or an uploaded file's id only.
+    takes_document_urls: bool = False
     # Whether the provider scales a larger image down itself and bills the tokens of the size
     # it scaled to (OpenAI, Anthropic), so a larger original costs bytes but no tokens; Gemini
     # bills the tiles of the size it receives.
@@ -50,7 +53,7 @@ ANTHROPIC_LIMITS = ProviderLimits(
                                                "image/webp"}),
     max_long_edge=1568, max_short_edge=None, max_pixels=1_150_000, max_image_bytes=5 * MB,
     max_document_bytes=32 * MB, max_document_pages=100, takes_image_urls=True,
-    scales_larger_images=True)
+    takes_document_urls=True, scales_larger_images=True)
 # Gemini: PNG, JPEG, WEBP, HEIC, HEIF; inline data up to 20 MB per request; PDFs up to
 # 1000 pages. Gemini bills 258 tokens per 768x768 tile, so referee keeps the long edge at
 # 3072 (4x4 tiles) rather than sending a camera's full resolution.

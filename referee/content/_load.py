@@ -8,13 +8,14 @@ line naming the file, the field and what was expected.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from referee.content._media import DOCUMENT_TYPES, sniff_media_type
+from referee.content._media import DOCUMENT_TYPES, media_type_of_name, sniff_media_type
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
 
 Part = TextPart | ImagePart | DocumentPart
@@ -165,6 +166,10 @@ class _Reader:
         # it came from; only a bare path is read.
         if path is not None and not data.keys() & {"data", "url", "sha256"}:
             data["data"] = self._read(str(path), kind or "content")
+            named = media_type_of_name(str(path))
+            if named and not data.get("media_type") and sniff_media_type(data["data"]) is None:
+                # Bytes in no format referee reads: the file's name says what it is (an SVG).
+                data["media_type"] = named
         if kind is None:  # {path: ...} alone: the bytes say which
             sniffed = sniff_media_type(data.get("data") or b"")
             kind = "document" if sniffed in DOCUMENT_TYPES else "image"
@@ -189,7 +194,8 @@ class _Reader:
             return target.read_bytes()
         except FileNotFoundError:
             raise self.fail(f"{kind} file not found: {path}"
-                            + (f" (looked in {target.parent})" if self.base_dir else "")) from None
+                            + (f" (looked in {os.path.abspath(target.parent)})"
+                               if self.base_dir else "")) from None
         except OSError as exc:
             raise self.fail(f"cannot read {kind} file {path}: {exc.strerror or exc}") from None
 

@@ -29,7 +29,9 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
 _EXTENSIONS = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp",
                ".tif": "image/tiff", ".tiff": "image/tiff", ".heic": "image/heic",
-               ".heif": "image/heif", ".pdf": "application/pdf"}
+               ".heif": "image/heif", ".pdf": "application/pdf",
+               # Named so that a file of a type referee refuses is refused by its name.
+               ".svg": "image/svg+xml", ".svgz": "image/svg+xml"}
 
 _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[^,;]*)*),", re.ASCII)
 

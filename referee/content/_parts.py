@@ -42,6 +42,12 @@ class ContentError(InputError):
     media type, an oversized document, a judge without vision. One line, naming the part."""
 
 
+# Names recorders write for a type referee knows by another (a declared type is all a remote
+# part has to go by).
+_MEDIA_TYPE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg",
+                       "image/x-png": "image/png"}
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -118,6 +124,12 @@ class _MediaPart(_Typed):
                 from referee.content._media import media_type_of_name
 
                 self.media_type = media_type_of_name(self.url.split("?", 1)[0]) or ""
+            self.media_type = _MEDIA_TYPE_ALIASES.get(self.media_type, self.media_type)
+            if self.url is not None and self.media_type and \
+                    self.media_type not in self._accepted:
+                # A remote SVG: no provider takes it, and no judge should be sent it.
+                raise ContentError(f"unsupported {self._kind} media type {self.media_type}",
+                                   expected=", ".join(sorted(self._accepted)))
             return
         # The bytes decide: providers reject a declared type that does not match the data, and
         # every type referee accepts has a signature it reads.

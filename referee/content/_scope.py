@@ -68,3 +68,10 @@ def case_parts() -> tuple[ImagePart | DocumentPart, ...]:
     """The images and PDFs of the case being scored; none outside a case."""
     content = _CASE_CONTENT.get()
     return () if content is None else content.parts()
+
+
+def with_stored_bytes(part: ImagePart | DocumentPart) -> ImagePart | DocumentPart:
+    """``part`` with its bytes: one stored by hash alone (a re-scored run's) is read back from
+    the blobs/ of the run whose case is being scored; any other part as it is."""
+    content = _CASE_CONTENT.get()
+    return part if content is None else content._with_bytes(part)

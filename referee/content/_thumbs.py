@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from referee.content._fit import require
+from referee.content._fit import open_image, require
 from referee.content._media import human_size, is_data_url
 from referee.content._parts import ContentError, DocumentPart, ImagePart
 
@@ -28,20 +28,17 @@ def thumbnail_data_url(part: ImagePart, edge: int = THUMBNAIL_EDGE) -> str:
     pil = require("PIL.Image")
     from referee.content._media import data_url
 
+    image = open_image(part.data, part.label())
     try:
-        with pil.open(io.BytesIO(part.data)) as image:
-            image.seek(0)
-            image.thumbnail((edge, edge), pil.Resampling.LANCZOS)
-            has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
-            out = io.BytesIO()
-            if has_alpha or image.mode == "P":
-                image.save(out, format="PNG", optimize=True)
-                url = data_url("image/png", out.getvalue())
-            else:
-                image.convert("RGB").save(out, format="JPEG", quality=70)
-                url = data_url("image/jpeg", out.getvalue())
-    except ContentError:
-        raise
+        image.thumbnail((edge, edge), pil.Resampling.LANCZOS)
+        has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+        out = io.BytesIO()
+        if has_alpha or image.mode == "P":
+            image.save(out, format="PNG", optimize=True)
+            url = data_url("image/png", out.getvalue())
+        else:
+            image.convert("RGB").save(out, format="JPEG", quality=70)
+            url = data_url("image/jpeg", out.getvalue())
     except Exception as exc:  # Pillow raises several unrelated types for damaged files
         raise ContentError(f"image {part.label()} cannot be decoded: {exc}") from None
     if len(_THUMBNAILS) > 4096:

@@ -11,10 +11,11 @@ The agent under test is any callable, sync or async::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from referee.case import EvalCase
+from referee.content._parts import DocumentPart, ImagePart
 from referee.execution import ExecutionResult, TurnResult
 from referee.run.engine import ModelCaller
 from referee.usage import TokenUsage
@@ -37,6 +38,15 @@ def takes_history(agent: AgentFn) -> bool:
     return positional >= 2
 
 
+def each_once(outputs: Iterable[ImagePart | DocumentPart]) -> list[ImagePart | DocumentPart]:
+    """The images and PDFs all turns produced, each once (a chart shown again in a later turn
+    is one output), so that merging the turns into one result loses none."""
+    found: dict[str, ImagePart | DocumentPart] = {}
+    for part in outputs:
+        found.setdefault(part.content_key(), part)
+    return list(found.values())
+
+
 class AgentError(RuntimeError):
     """The agent reported a failure on one turn (ExecutionResult.error)."""
 
@@ -49,6 +59,7 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
     node_visits: list[str] = []
     usages: list[TokenUsage | None] = []
     metadata: dict[str, Any] = {}
+    outputs: list[ImagePart | DocumentPart] = []
     for number, invocation in enumerate(case.conversation, start=1):
         message = invocation.user_text
         # An agent is sent the turn's parts when it holds an image or a PDF, else its text.
@@ -64,10 +75,11 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
         node_visits.extend(result.node_visits)
         usages.append(result.token_usage)
         metadata.update(result.metadata)
+        outputs.extend(result.outputs)
     return ExecutionResult(
         actual_response=turns[-1].response if turns else "",
         tool_calls=tool_calls, node_visits=node_visits,
         turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
         token_usage=TokenUsage.total(usages),
-        metadata=metadata,
+        metadata=metadata, outputs=each_once(outputs),
     )

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from referee.case import EvalCase, ToolCall
 from referee.config import CriterionConfig, UserSimulatorConfig
+from referee.content._parts import DocumentPart, ImagePart
 from referee.criteria.judged import judged_criteria
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
@@ -25,7 +26,7 @@ from referee.judge.client import get_judge
 from referee.judge.config import judge_config_for_model
 from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
-from referee.run.conversation import AgentError, AgentFn, takes_history
+from referee.run.conversation import AgentError, AgentFn, each_once, takes_history
 from referee.run.engine import Engine, ModelCaller
 from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.options import RunOptions
@@ -248,6 +249,7 @@ class UserSimulator:
         turns: list[TurnResult] = []
         tool_calls: list[ToolCall] = []
         node_visits: list[str] = []
+        outputs: list[ImagePart | DocumentPart] = []
         usage = TokenUsage()
         max_turns = min(scenario.max_turns, self.max_turns)
         message: str | None = scenario.starting_prompt.strip() or None
@@ -268,12 +270,13 @@ class UserSimulator:
                                     node_visits=list(result.node_visits)))
             tool_calls.extend(result.tool_calls)
             node_visits.extend(result.node_visits)
+            outputs.extend(result.outputs)
             if turn < max_turns:
                 message, spent = await self._next_user_message(judge, scenario, conversation, turn)
                 usage = usage + spent
         return ExecutionResult(
             actual_response=transcript_text(conversation), tool_calls=tool_calls,
-            node_visits=node_visits, turns=turns, token_usage=usage,
+            node_visits=node_visits, turns=turns, token_usage=usage, outputs=each_once(outputs),
             metadata={"conversation": conversation,
                       "simulator_token_usage": usage.model_dump(mode="json")},
         )

@@ -7,7 +7,9 @@ the model and the agent under test are sent the parts."""
 from __future__ import annotations
 
 import base64
+import csv
 import json
+from pathlib import Path
 
 import pytest
 from content_samples import pdf, picture
@@ -275,3 +277,46 @@ def test_a_case_built_in_code_with_a_missing_image_names_the_field(tmp_path):
     with pytest.raises(ValueError, match=r"field 'input\[1\]': image file not found: "
                                          r".*nowhere\.png"):
         EvalCase(input=["Look", {"image": str(tmp_path / "nowhere.png")}])
+
+
+def test_a_case_file_given_by_a_relative_path_names_the_folder_it_looked_in(case_dir,
+                                                                          monkeypatch):
+    # Run from the case file's parent: the message names the folder in full, not "shots".
+    (case_dir / "cases.jsonl").write_text(
+        json.dumps({"input": ["Look", {"image": "shots/missing.png"}]}) + "\n")
+    monkeypatch.chdir(case_dir.parent)
+    assert _problem(Path(case_dir.name) / "cases.jsonl") == (
+        f"{case_dir.name}/cases.jsonl:1: field 'input[1]': image file not found: "
+        f"shots/missing.png (looked in {case_dir / 'shots'})")
+
+
+def test_an_svg_named_by_its_path_alone_is_refused_by_its_media_type(case_dir):
+    (case_dir / "shots" / "logo.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (case_dir / "cases.yaml").write_text(
+        "eval_cases:\n  - input: [Look, {image: shots/logo.svg}]\n")
+    assert _problem(case_dir / "cases.yaml").startswith(
+        f"{case_dir / 'cases.yaml'}:2: field 'eval_cases[0].input[1]': image part "
+        "(shots/logo.svg): unsupported image media type image/svg+xml (expected image/bmp")
+
+
+def test_a_csv_saved_in_another_folder_keeps_every_image_pdf_and_expected_image(case_dir,
+                                                                                tmp_path):
+    # The paths the CSV was read with name nothing from another folder: the parts go as data
+    # URLs there (as paths beside the source); context parts and expected images are kept too.
+    (case_dir / "cases.yaml").write_text(
+        "eval_cases:\n"
+        "  - input: ['Which region?', {image: shots/chart.png}]\n"
+        "    context: [The report, {pdf: docs/q3.pdf}]\n"
+        "    expected_output: [North, {image: shots/other.png}]\n")
+    cases = EvalSet.load(case_dir / "cases.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for target in (elsewhere / "copy.csv", case_dir / "copy.csv"):
+        cases.save(target)
+        (again,) = EvalSet.load(target)
+        assert again.eval_id == cases.eval_cases[0].eval_id
+        assert [p.data for p in again.media] == [CHART, REPORT, OTHER]
+        assert [p.data for p in again.expected_media] == [OTHER]
+    images = [next(csv.DictReader(target.open()))["images"]
+              for target in (elsewhere / "copy.csv", case_dir / "copy.csv")]
+    assert images[0].startswith("data:image/png;base64,") and images[1] == "shots/chart.png"

@@ -98,3 +98,38 @@ def test_the_image_criteria_score_a_suite_run(tmp_path):
     report = suite.run(draw, verbose=False, runs_dir=tmp_path / "runs")
     statuses = {case.case_input: case.status.value for case in report.cases}
     assert statuses == {"good": "PASSED", "bad": "FAILED"}
+
+
+def test_image_matches_without_a_reference_compares_each_cases_expected_image(tmp_path):
+    chart, other = picture(seed=41), picture(seed=42)
+    suite = EvalSuite("expected").add_cases([
+        EvalCase(input="chart", expected_output=["the chart", {"image": data_url(chart)}]),
+        EvalCase(input="other", expected_output=["the other", {"image": data_url(other)}]),
+        EvalCase(input="none")])
+    suite.add_evaluators(ImageMatches())
+    report = suite.run(lambda prompt: {"response": "here", "outputs": [
+        data_url(shrunk_jpeg(chart), "image/jpeg")]}, verbose=False, runs_dir=tmp_path)
+    results = {case.case_input: case.criterion_results[0] for case in report.cases}
+    assert results["chart"].passed and results["chart"].details["reference_sha256"] == \
+        ImagePart(data=chart).sha256
+    assert not results["other"].passed
+    assert results["none"].skipped
+
+
+def test_a_rescored_run_reads_its_stored_images_back_for_the_image_criteria(tmp_path):
+    # The stored run keeps each image by hash alone: re-scored, the criteria see the bytes
+    # from blobs/, never "the output holds no image".
+    chart = picture(seed=43)
+    suite = EvalSuite("rescored").add_case(
+        EvalCase(input="chart", expected_output=["the chart", {"image": data_url(chart)}]))
+    suite.add_evaluators(ImageMatches(), ImageCheck(media_types=["image/png"]))
+
+    def model(prompt: str) -> dict:
+        return {"response": "here", "outputs": [data_url(chart)]}
+
+    first = suite.run(model, verbose=False, runs_dir=tmp_path)
+    again = suite.run(model, verbose=False, runs_dir=tmp_path,
+                      resume=tmp_path / first.run_id, rescore=True)
+    for report in (first, again):
+        assert [(r.criterion, r.passed) for r in report.cases[0].criterion_results] == [
+            ("image_matches", True), ("image_check", True)]

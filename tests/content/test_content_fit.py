@@ -140,6 +140,28 @@ def test_a_broken_pdf_or_image_is_named():
         fit_part(ImagePart(data=picture()[:60], path="cut.png"), OPENAI_LIMITS)
 
 
+def test_an_unidentified_image_is_named_without_pillows_buffer_address():
+    # A PNG signature over bytes Pillow cannot identify: Pillow's message names its buffer
+    # ("<_io.BytesIO object at 0x...>"), which would differ run to run and tell nobody anything.
+    broken = ImagePart(data=b"\x89PNG\r\n\x1a\n" + bytes(64), path="shots/broken.png")
+    with pytest.raises(ContentError) as raised:
+        fit_part(broken, GEMINI_LIMITS)
+    assert str(raised.value) == "image shots/broken.png cannot be decoded: cannot identify " \
+                                "image file"
+
+
+def test_a_heic_photo_without_the_heif_plugin_says_which_plugin(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pillow_heif", None)  # not installed
+    photo = ImagePart(data=b"\x00\x00\x00\x18ftypheic" + bytes(64), path="photo.heic")
+    for limits in (OPENAI_LIMITS, GEMINI_LIMITS):  # re-encoded for one, measured for both
+        with pytest.raises(ContentError) as raised:
+            fit_part(photo, limits)
+        assert str(raised.value) == ("image photo.heic is HEIC/HEIF, which Pillow reads only "
+                                     "with the pillow-heif plugin: pip install pillow-heif")
+
+
 def test_a_url_only_image_goes_to_providers_that_fetch_and_is_refused_for_gemini():
     remote = ImagePart(url="https://example.com/a.png")
     assert fit_part(remote, OPENAI_LIMITS) is remote
@@ -262,3 +284,29 @@ def test_a_stored_part_without_its_bytes_says_where_they_are():
     with pytest.raises(ContentError, match=r"^shot.png has no bytes here: a stored part, kept "
                                            r"by its hash \(BlobStore\(run_dir\).restore"):
         fit_part(stored, ANTHROPIC_LIMITS)
+
+
+def test_a_very_large_picture_is_fitted_without_pillows_bomb_warning(monkeypatch, recwarn):
+    # Pillow warns past MAX_IMAGE_PIXELS (89 MP: a 12000x9000 scan) and refuses past twice
+    # that; the limit is lowered here so that a small picture stands in for a huge one.
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 300 * 200)
+    fitted = fit_part(ImagePart(data=picture(400, 300), path="scan.png"), OPENAI_LIMITS)
+    assert isinstance(fitted, ImagePart) and fitted.data is not None
+    assert not [w for w in recwarn if issubclass(w.category, Image.DecompressionBombWarning)]
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 400 * 300 // 3)
+    with pytest.raises(ContentError, match=r"image huge.png cannot be decoded: Image size "
+                                           r"\(120000 pixels\) exceeds limit"):
+        fit_part(ImagePart(data=picture(400, 300, seed=5), path="huge.png"), OPENAI_LIMITS)
+
+
+def test_a_damaged_pdf_is_one_error_without_pypdfs_stray_log_lines(caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(ContentError, match="document cut.pdf is not a readable PDF"):
+        fit_part(DocumentPart(data=pdf(3)[:300], path="cut.pdf"), ANTHROPIC_LIMITS)
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+    # Outside a page count, pypdf's own warnings still reach the user's logging.
+    logging.getLogger("pypdf._reader").warning("a warning of the user's own pypdf use")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == [
+        "a warning of the user's own pypdf use"]

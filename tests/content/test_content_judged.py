@@ -158,3 +158,44 @@ def test_a_batch_api_run_sends_the_cases_images_in_each_batch_item(
         (request,) = service.requests
         assert sent_media(request.body, provider, api_style) == [
             ("application/pdf", REPORT), ("image/png", CHART)]
+
+
+def test_a_remote_pdf_goes_to_anthropic_as_a_url_source_and_openai_refuses_it_in_one_line(
+        server, tmp_path):
+    # Anthropic's document blocks take a url source (the API fetches the PDF); OpenAI's Chat
+    # Completions file part takes bytes only: that criterion errors on that case, in one line.
+    remote = EvalCase(input=["Summarise it.", {"pdf": "https://example.com/q3.pdf"}])
+    for provider, model in (("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-4.1")):
+        suite = EvalSuite("remote").add_case(remote).add_evaluators(CustomRubric(
+            [("Is the summary right?", True)],
+            judge=server.judge_config(provider=provider, model=model)))
+        report = suite.run(lambda prompt: "A summary.", verbose=False,
+                           runs_dir=tmp_path / provider)
+        (result,) = report.cases[0].criterion_results
+        if provider == "anthropic":
+            assert result.error is None and result.passed
+            (request,) = server.requests
+            (block,) = [b for b in request.body["messages"][0]["content"]
+                        if b["type"] == "document"]
+            assert block["source"] == {"type": "url", "url": "https://example.com/q3.pdf"}
+        else:
+            assert server.request_count == 1  # nothing sent to OpenAI
+            assert "OpenAI takes documents as bytes; https://example.com/q3.pdf is only a " \
+                   "URL here" in str(result.error)
+
+
+def test_an_agentevaluator_criterion_names_the_pdf_a_provider_refuses(server, tmp_path):
+    # Every sample fails on the case's own PDF (101 pages for Anthropic): the criterion's
+    # error names the file and the limit, not only "All LLM samples failed".
+    manual = EvalCase(input=["Summarise it.", DocumentPart(data=pdf(101), path="manual.pdf")],
+                      expected_output="A manual.")
+    criterion = LLMJudgeCriterion(CriterionConfig(judge_model="claude-sonnet-4-5",
+                                                  num_samples=2))
+    suite = EvalSuite("manual").add_cases([manual, image_case()]).add_evaluators(criterion)
+    report = suite.run(charting, verbose=False, runs_dir=tmp_path)
+    by_input = {case.case_input.partition(" (")[0]: case for case in report.cases}
+    (refused,) = by_input["Summarise it."].criterion_results
+    assert refused.error == ("ContentError: document manual.pdf has 101 pages; Anthropic "
+                             "takes PDFs up to 100 pages")
+    assert refused.error_kind == "evaluator"
+    assert server.request_count == 2  # the other case's two samples; nothing for the PDF

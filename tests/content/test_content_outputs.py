@@ -8,10 +8,19 @@ import json
 
 from content_samples import picture
 
-from referee import EvalCase, EvalSuite, ExecutionResult
+from referee import (
+    AgentEvaluator,
+    ConversationScenario,
+    EvalCase,
+    EvalSet,
+    EvalSuite,
+    ExecutionResult,
+    UserSimulator,
+)
 from referee.content import ImageCheck, ImagePart
 from referee.evaluators import GEval
 from referee.report.html import render_html
+from referee.testing.fake import FakeJudge
 
 CHART = picture(320, 240, seed=21)
 CHART_URL = "data:image/png;base64," + base64.b64encode(CHART).decode("ascii")
@@ -60,3 +69,37 @@ def test_an_unreadable_output_is_that_cases_model_error_in_one_line(tmp_path):
     broken = by_input["b"]
     assert broken.status.value == "MODEL_ERROR"
     assert "outputs[0]" in broken.error and "content file not found: gone.png" in broken.error
+
+
+def test_each_turns_outputs_of_an_agent_conversation_are_kept_each_once(tmp_path):
+    # A conversation case merges its turns into one result: the images each turn returned
+    # are that result's outputs (a chart returned twice is one), stored beside the run.
+    other = picture(200, 100, seed=22)
+    other_url = "data:image/png;base64," + base64.b64encode(other).decode("ascii")
+    replies = iter([{"response": "first", "outputs": [CHART_URL]},
+                    {"response": "second", "outputs": [other_url, CHART_URL]}])
+    report = AgentEvaluator(agent=lambda message: next(replies)).evaluate_sync(
+        EvalSet(eval_cases=[EvalCase(conversation=[{"user_content": "Plot it"},
+                                                   {"user_content": "And the detail?"}])]),
+        output_dir=tmp_path)
+    (case,) = report.cases
+    hashes = [ImagePart(data=CHART).sha256, ImagePart(data=other).sha256]
+    assert [part.sha256 for part in case.execution.outputs] == hashes
+    run_dir = tmp_path / report.run_id
+    (line,) = (run_dir / "cases.jsonl").read_text().splitlines()
+    assert [part["sha256"] for part in json.loads(line)["execution"]["outputs"]] == hashes
+    assert sorted(p.read_bytes() for p in (run_dir / "blobs").rglob("*") if p.is_file()) \
+        == sorted([CHART, other])
+
+
+async def test_a_simulated_conversation_keeps_the_images_the_agent_returned(tmp_path):
+    fake = FakeJudge("Show me the detail too.")
+    simulator = UserSimulator(judge=fake.judge_config(), criteria=[ImageCheck()], max_turns=2)
+    scenario = ConversationScenario(scenario_id="charts", description="wants a chart",
+                                    starting_prompt="Plot sales", max_turns=2)
+    report = await simulator.evaluate(
+        lambda message: {"response": "Here.", "outputs": [CHART_URL]}, [scenario],
+        runs_dir=tmp_path)
+    (case,) = report.cases
+    assert [part.sha256 for part in case.execution.outputs] == [ImagePart(data=CHART).sha256]
+    assert case.criterion_results[0].passed  # ImageCheck found the chart

@@ -177,3 +177,15 @@ def test_trace_shapes_read_into_parts():
     with pytest.raises(ContentError, match="audio parts are not images or PDFs"):
         load_part({"type": "blob", "modality": "audio", "mime_type": "audio/wav",
                    "content": "AAAA"})
+
+
+def test_a_remote_part_of_a_type_no_provider_takes_is_refused_by_its_name_or_declared_type():
+    with pytest.raises(ContentError, match=r"field 'input\[1\]': image part: unsupported "
+                                           r"image media type image/svg\+xml"):
+        load_part({"image": "https://example.com/logo.svg"}, field="input[1]")
+    with pytest.raises(ContentError, match="unsupported document media type image/png"):
+        load_part({"pdf": "https://example.com/chart.png"})
+    # A recorder's alias of an accepted type is that type; a URL that names none is kept.
+    declared = load_part({"type": "image", "url": "https://example.com/p", "mime_type": "image/jpg"})
+    assert declared.media_type == "image/jpeg"
+    assert load_part({"image": "https://example.com/p?id=3"}).media_type == ""

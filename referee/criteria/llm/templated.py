@@ -18,7 +18,7 @@ from referee.criteria.llm.caller import (
     sample_index_scope,
 )
 from referee.criteria.llm.replies import reply_text
-from referee.errors import JudgeUnavailable
+from referee.errors import InputError, JudgeUnavailable
 from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig, reply_evidence
 from referee.judge.cascade import JudgeCascade, check_judge_or_cascade
@@ -291,5 +291,9 @@ class TemplatedLLMCriterion(LLMCallerMixin, BaseCriterion):
             details["raw_replies"] = raw
         if samples:
             details["sample_replies"] = samples
+        if all(isinstance(f, InputError) for f in failures) and messages:
+            # The case's own content is at fault (an image that cannot be decoded, a PDF past
+            # the provider's page limit): the error says which, as the other families' do.
+            return self._error(messages[0], "evaluator", details=details, token_usage=usage)
         return self._error(ALL_SAMPLES_FAILED, "judge" if judge_down else "evaluator",
                            details=details, token_usage=usage)
