@@ -10,30 +10,16 @@ Anthropic does and leaves every other request to ``responder``.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from referee.testing.script import Fault, Outcome, RecordedRequest, Responder
-
-ANTHROPIC_MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+from referee.testing.wire import ANTHROPIC_MAX_IMAGE_BASE64, for_request
 
 
 def oversized_image_refusal(request: RecordedRequest) -> Fault | None:
-    """Anthropic's 400 for the first base64 image in ``request`` over 5 MB, else None."""
-    if request.provider != "anthropic":
-        return None
-    messages = request.body.get("messages")
-    for i, message in enumerate(messages if isinstance(messages, list) else []):
-        content = message.get("content") if isinstance(message, dict) else None
-        for j, block in enumerate(content if isinstance(content, list) else []):
-            size = _base64_image_length(block)
-            if size > ANTHROPIC_MAX_IMAGE_BASE64:
-                return Fault("status", status=400, body=json.dumps({
-                    "type": "error",
-                    "error": {"type": "invalid_request_error",
-                              "message": f"messages.{i}.content.{j}.image.source.base64: "
-                                         f"image exceeds 5 MB maximum: {size} bytes > "
-                                         f"{ANTHROPIC_MAX_IMAGE_BASE64} bytes"}}))
-    return None
+    """The provider's 400 for the first image in ``request`` over its per-image limit (the
+    scripted wire format of each API knows its own; Anthropic's is emulated), else None."""
+    refusal = for_request(request).oversized_image(request.body)
+    return None if refusal is None else Fault("status", status=400, body=json.dumps(refusal))
 
 
 def refusing_oversized_images(responder: Responder | Outcome) -> Responder:
@@ -46,16 +32,6 @@ def refusing_oversized_images(responder: Responder | Outcome) -> Responder:
             return responder(request)
         return responder
     return respond
-
-
-def _base64_image_length(block: Any) -> int:
-    if not isinstance(block, dict) or block.get("type") != "image":
-        return 0
-    source = block.get("source")
-    if not isinstance(source, dict) or source.get("type") != "base64":
-        return 0
-    data = source.get("data")
-    return len(data) if isinstance(data, str) else 0
 
 
 __all__ = ["ANTHROPIC_MAX_IMAGE_BASE64", "oversized_image_refusal", "refusing_oversized_images"]

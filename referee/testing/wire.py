@@ -134,6 +134,11 @@ class WireFormat:
     def limit_headers(self, state: RateLimitState) -> dict[str, str]:
         return {}
 
+    def oversized_image(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The API's 400 body for a request carrying an image over its documented per-image
+        limit; None when it holds none (or the API's limit is not emulated)."""
+        return None
+
     def retry_headers(self, seconds: float) -> dict[str, str]:
         return {"retry-after": str(max(math.ceil(seconds), 1))}
 
@@ -270,6 +275,21 @@ def _instant(seconds: float) -> str:
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# Anthropic takes at most 5 MB per image, measured on the base64 text the request carries (its
+# 400 names ``...image.source.base64`` and counts that text's length).
+ANTHROPIC_MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+
+
+def _base64_image_length(block: Any) -> int:
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return 0
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return 0
+    data = source.get("data")
+    return len(data) if isinstance(data, str) else 0
+
+
 class _AnthropicMessages(WireFormat):
     provider = "anthropic"
     api_style = "messages"
@@ -303,6 +323,22 @@ class _AnthropicMessages(WireFormat):
                       "cache_read_input_tokens": answer.cached,
                       "cache_creation_input_tokens": answer.written},
         }
+
+    max_image_base64: ClassVar[int] = ANTHROPIC_MAX_IMAGE_BASE64
+
+    def oversized_image(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        messages = body.get("messages")
+        for i, message in enumerate(messages if isinstance(messages, list) else []):
+            content = message.get("content") if isinstance(message, dict) else None
+            for j, block in enumerate(content if isinstance(content, list) else []):
+                size = _base64_image_length(block)
+                if size > self.max_image_base64:
+                    return {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"messages.{i}.content.{j}.image.source.base64: image "
+                                   f"exceeds 5 MB maximum: {size} bytes > "
+                                   f"{self.max_image_base64} bytes"}}
+        return None
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = "rate_limit_error" if status == 429 else (
