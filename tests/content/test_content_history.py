@@ -9,14 +9,20 @@ import json
 
 import pytest
 from content_samples import picture
-from test_content_frameworks import chat_media, one_model_graph, responses_media, sha
+from test_content_frameworks import (
+    analyst_agent,
+    chat_media,
+    one_model_graph,
+    responses_media,
+    sha,
+)
 
 from referee import AgentEvaluator, EvalCase, EvalSet
 from referee.content import ImagePart, TextPart
 from referee.execution import TurnResult
 from referee.report.html import render_html
 from referee.store import load_run
-from referee.testing import DUMMY_API_KEY, ScriptedJudgeServer
+from referee.testing import ScriptedJudgeServer
 
 FIRST = picture(300, 200, seed=41)
 SECOND = picture(240, 160, seed=42)
@@ -101,19 +107,9 @@ def test_langgraph_is_sent_both_turns_images_on_the_second_turn():
 
 @pytest.mark.parametrize("api", ["responses", "chat_completions"])
 def test_the_agents_sdk_is_sent_both_turns_images_on_the_second_turn(api):
-    agents = pytest.importorskip("agents")
-    from openai import AsyncOpenAI
-
-    from referee.adapters import OpenAIAgentsAgent
-
     with ScriptedJudgeServer(reply="North sold most.") as server:
-        client = AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY)
-        model = (agents.OpenAIResponsesModel("scripted", client) if api == "responses"
-                 else agents.OpenAIChatCompletionsModel("scripted", client))
-        agent = OpenAIAgentsAgent(agents.Agent(name="analyst", instructions="Read charts.",
-                                               model=model),
-                                  run_config=agents.RunConfig(tracing_disabled=True))
-        report = AgentEvaluator(agent=agent, save=False).evaluate_sync(CONVERSATION)
+        report = AgentEvaluator(agent=analyst_agent(server, api),
+                                save=False).evaluate_sync(CONVERSATION)
 
     (case,) = report.cases
     assert case.error is None and len(case.execution.turns) == 2
