@@ -14,9 +14,9 @@ from pydantic import (
 )
 
 from referee._strict import StrictModel, checked_again, validated, with_positions
-from referee.content._load import load_part
-from referee.content._parts import ContentError, DocumentPart, ImagePart
-from referee.messages import ToolCall
+from referee.content._load import holds_media, load_part, load_parts
+from referee.content._parts import ContentError, ContentPart, DocumentPart, ImagePart, TextPart
+from referee.messages import ToolCall, content_text
 from referee.redact import RedactedText
 from referee.usage import TokenUsage
 
@@ -86,10 +86,32 @@ class AgentStep(StrictModel):
 class TurnResult(StrictModel):
     """One turn of a multi-turn run."""
 
-    user_content: str = ""
+    # What the agent was sent: the turn's parts when it held an image or a PDF (so an agent
+    # that rebuilds the conversation from its history sees the earlier turns' images), else
+    # its text, stored as before.
+    user_content: str | list[ContentPart] = ""
     response: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     node_visits: list[str] = Field(default_factory=list)
+
+    @field_validator("user_content", mode="before")
+    @classmethod
+    def _text_unless_media(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if holds_media(value):
+            return load_parts(value, field="user_content")
+        return content_text(value)
+
+    @property
+    def user_text(self) -> str:
+        """The text of what the user said (an image or a PDF has none)."""
+        return content_text(self.user_content)
+
+    @property
+    def user_parts(self) -> list[TextPart | ImagePart | DocumentPart] | None:
+        """What the user sent as parts when it held an image or a PDF, else None."""
+        return None if isinstance(self.user_content, str) else list(self.user_content)
 
 
 class NodeDetail(StrictModel):

@@ -361,3 +361,49 @@ def test_a_torn_last_pair_is_judged_again_and_a_garbled_file_is_a_one_line_error
     code, _, err = compare(capsys, *argv)
     assert code == 2
     assert f"{stored}:3: not a JSON line" in err and len(err.strip().splitlines()) == 1
+
+
+def test_replies_that_name_no_winner_are_counted_in_the_judge_spend(tmp_path, capsys, server):
+    """Every request a pair made is spend, whether or not its reply named a winner: the
+    printed line, the saved JSON (its total and each pair's) and the pairwise page."""
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+    server.set_reply("I cannot decide between these, sorry.")
+    saved, page = tmp_path / "pairwise.json", tmp_path / "pairwise.html"
+
+    code, out, _ = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini",
+                           "--save", str(saved), "--html", str(page))
+
+    assert code == 3 and "4 JUDGE_ERROR" in out
+    assert server.request_count == 8  # 4 differing pairs x 2 orders, none named a winner
+    spend = re.search(r"judge spend: (\d+) request\(s\), (\d+) input and (\d+) output", out)
+    assert spend is not None and int(spend.group(1)) == 8 and int(spend.group(2)) > 0
+    data = json.loads(saved.read_text())
+    assert data["token_usage"]["requests"] == 8
+    assert data["token_usage"]["input_tokens"] == int(spend.group(2))
+    errored = [p for p in data["pairs"] if p["status"] == "judge_error"]
+    assert [p["token_usage"]["requests"] for p in errored] == [2, 2, 2, 2]
+    assert "8 judge request(s)" in page.read_text()
+    # Read back, a stored pair without a verdict keeps what it spent.
+    (stored,) = stored_comparisons(b)
+    comparison = PairwiseComparison.from_stored(stored)
+    assert comparison.token_usage.requests == 8
+
+
+def test_a_failed_request_counts_the_replies_its_pair_did_get(tmp_path, capsys, server):
+    """One order's request fails outright: the pair is a judge error, and the other order's
+    answered request is still in the spend."""
+    a, b = stored_run(tmp_path, "wrong", wrong), stored_run(tmp_path, "right", right)
+
+    def one_order_fails(request):
+        # RESPONSE 1 holds B's (right) answer in the swapped order: that order fails.
+        if shown(request.prompt, "RESPONSE 1") == right(shown(request.prompt, "USER INPUT")):
+            return Fault.http(400)
+        return checking_judge(request)
+
+    server.set_reply(one_order_fails)
+    code, out, _ = compare(capsys, str(a), str(b), "--judge", "openai/gpt-4o-mini", "--json")
+
+    assert code == 3
+    data = json.loads(out)["pairwise"]
+    assert data["summary"]["judge_errors"] == 4
+    assert data["token_usage"]["requests"] == 4  # the answered order of each pair

@@ -73,7 +73,8 @@ class LangGraphAgent:
     conversation, so each case and each repeated run of it, gets a fresh ``thread_id`` (any
     given in ``config`` is replaced), and a later turn sends only its new message to the
     thread. Without one, a later turn sends the earlier messages again. A turn holding images
-    or PDFs is sent as LangChain's standard content blocks (text, image, file).
+    or PDFs is sent as LangChain's standard content blocks (text, image, file), and a later
+    turn's earlier messages (resent, or the thread's) hold them as they were sent.
     """
 
     def __init__(self, graph: Any, *, config: Any = None,
@@ -89,9 +90,7 @@ class LangGraphAgent:
 
     async def __call__(self, message: Any, history: list[TurnResult]) -> ExecutionResult:
         previous, thread_id = self._history.recall(history) or ([], uuid.uuid4().hex)
-        parts = turn_parts(message)
-        user = {"role": "user",
-                "content": langchain_blocks(parts) if parts else content_text(message)}
+        user = {"role": "user", "content": _user_content(message)}
         if self._checkpointed:
             inputs, config = {self.messages_key: [user]}, _with_thread(self.config, thread_id)
         else:
@@ -105,7 +104,14 @@ class LangGraphAgent:
             else:
                 state = chunk
         execution = _execution(visits, state, len(previous), self.messages_key)
-        self._history.keep([*history, TurnResult(user_content=content_text(message),
+        self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
                            (list(state[self.messages_key]), thread_id))
         return execution
+
+
+def _user_content(message: Any) -> Any:
+    """A user turn as LangGraph is sent it: LangChain's standard content blocks (text, image,
+    file) when it holds images or PDFs, else its text."""
+    parts = turn_parts(message)
+    return langchain_blocks(parts) if parts else content_text(message)

@@ -90,6 +90,7 @@ class OpenAIAgentsAgent:
     starts from the previous turn's ``to_input_list()`` plus the new user message, with
     ``agent``; ``continue_with_last_agent=True`` starts it with the agent that ended the previous
     turn (``result.last_agent``), as a chat loop that stays with the agent it was handed to.
+    ``to_input_list()`` holds the earlier turns' images and PDFs as each turn sent them.
 
     Agents used as tools (``Agent.as_tool``) are recorded under their call, to any depth: the
     adapter wraps each agent tool's invoker and adds pass-through ``hooks`` to the agents that
@@ -111,11 +112,9 @@ class OpenAIAgentsAgent:
     async def __call__(self, message: Any, history: list[TurnResult]) -> ExecutionResult:
         previous = self._history.recall(history)
         starting_agent = self.agent
-        parts = turn_parts(message)
-        # A turn holding images or PDFs is one user message of input_text/input_image/
-        # input_file items, the SDK's own input shape.
-        content: Any = responses_input(parts) if parts else content_text(message)
-        run_input: Any = content if parts is None else [{"role": "user", "content": content}]
+        content = _user_content(message)
+        run_input: Any = content if isinstance(content, str) else [
+            {"role": "user", "content": content}]
         if previous is not None:
             items, last_agent = previous
             run_input = [*items, {"role": "user", "content": content}]
@@ -128,7 +127,14 @@ class OpenAIAgentsAgent:
         with recording_agent_tools(starting_agent) as agent_tool_runs:
             result = await self._runner.run(starting_agent, run_input, **options)
         execution = execution_from_run_result(result, agent_tool_runs)
-        self._history.keep([*history, TurnResult(user_content=content_text(message),
+        self._history.keep([*history, TurnResult(user_content=message,
                                                  response=execution.actual_response)],
                            (result.to_input_list(), result.last_agent))
         return execution
+
+
+def _user_content(message: Any) -> Any:
+    """A user turn as the SDK is sent it: its text, or, when it holds images or PDFs, one user
+    message's ``input_text``/``input_image``/``input_file`` items (the SDK's own input shape)."""
+    parts = turn_parts(message)
+    return responses_input(parts) if parts else content_text(message)

@@ -72,16 +72,27 @@ class PairOutcome:
     pair_key: str = ""
     # The images and PDFs the judge was shown (by hash, never their bytes): "case", "a", "b".
     media: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What the requests of a pair that got no verdict spent (replies that named no winner,
+    # and the siblings of a request that failed): they were made and paid for. A judged
+    # pair's spend is its verdict's.
+    error_usage: TokenUsage | None = None
 
     @property
     def position_inconsistent(self) -> bool:
         return self.verdict is not None and self.verdict.position_consistent is False
+
+    @property
+    def token_usage(self) -> TokenUsage | None:
+        """What the judge requests made for this pair spent, with a verdict or without."""
+        return self.verdict.token_usage if self.verdict is not None else self.error_usage
 
     def to_dict(self) -> dict[str, Any]:
         return {"eval_id": self.eval_id, "name": self.name, "input": self.user_input,
                 "output_a": self.output_a, "output_b": self.output_b, "status": self.status,
                 "reason": self.reason, "pair_key": self.pair_key or self.eval_id,
                 **({"media": self.media} if self.media else {}),
+                **({"token_usage": self.error_usage.model_dump()}
+                   if self.error_usage is not None else {}),
                 "verdict": self.verdict.to_dict() if self.verdict is not None else None}
 
     @classmethod
@@ -93,7 +104,9 @@ class PairOutcome:
                    reason=data.get("reason") or "",
                    verdict=pair_verdict_from(verdict) if isinstance(verdict, dict) else None,
                    pair_key=data.get("pair_key") or data["eval_id"],
-                   media=data.get("media") or {})
+                   media=data.get("media") or {},
+                   error_usage=(TokenUsage.model_validate(data["token_usage"])
+                                if data.get("token_usage") else None))
 
 
 @dataclass(frozen=True)
@@ -167,9 +180,8 @@ class PairwiseComparison:
 
     @property
     def token_usage(self) -> TokenUsage:
-        return TokenUsage.total([p.verdict.token_usage for p in self.pairs
-                                 if p.verdict is not None and p.pair_key not in self.resumed]
-                                ) or TokenUsage()
+        return TokenUsage.total([p.token_usage for p in self.pairs
+                                 if p.pair_key not in self.resumed]) or TokenUsage()
 
     @property
     def complete(self) -> bool:
@@ -403,7 +415,9 @@ async def _judged(pair: CasePair, judge: JudgeConfig | JudgePanel,
             else:
                 verdict = await judge_pair(judge, criterion, **asked)
         except (JudgeUnavailable, ContentError) as exc:  # a judge without vision, too
-            return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}")
+            spent = getattr(exc, "token_usage", None)
+            return PairOutcome(**common, status="judge_error", reason=f"JUDGE_ERROR: {exc}",
+                               error_usage=spent if isinstance(spent, TokenUsage) else None)
     return PairOutcome(**common, status=verdict.preferred, reason=verdict.reason,
                        verdict=verdict)
 

@@ -6,6 +6,10 @@ The agent under test is any callable, sync or async::
 
     def agent(user_message: str, history: list[TurnResult]) -> ExecutionResult | str | dict
     def agent(user_message: str) -> ...          # a one-argument agent keeps its own state
+
+A turn holding an image or a PDF is sent as its parts, and its ``TurnResult.user_content`` in
+the later turns' history holds the same parts, so an agent that rebuilds the conversation from
+its history sends the model the earlier turns' images too.
 """
 
 from __future__ import annotations
@@ -61,14 +65,13 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
     metadata: dict[str, Any] = {}
     outputs: list[ImagePart | DocumentPart] = []
     for number, invocation in enumerate(case.conversation, start=1):
-        message = invocation.user_text
         # An agent is sent the turn's parts when it holds an image or a PDF, else its text.
-        sent = invocation.user_parts or message
+        sent = invocation.user_parts or invocation.user_text
         args = (sent, list(turns)) if with_history else (sent,)
         result = ExecutionResult.coerce(await caller.call(agent, *args))
         if result.error:
             raise AgentError(f"turn {number}: {result.error}")
-        turns.append(TurnResult(user_content=message, response=result.actual_response,
+        turns.append(TurnResult(user_content=sent, response=result.actual_response,
                                 tool_calls=list(result.tool_calls),
                                 node_visits=list(result.node_visits)))
         tool_calls.extend(result.tool_calls)

@@ -79,6 +79,22 @@ def one_model_graph(server: ScriptedJudgeServer) -> Any:
     return graph.compile()
 
 
+def analyst_agent(server: ScriptedJudgeServer, api: str) -> Any:
+    """An Agents SDK agent on ``server`` through its Responses or Chat Completions model, as
+    AgentEvaluator's agent under test."""
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    from referee.adapters import OpenAIAgentsAgent
+
+    client = AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY)
+    model = (agents.OpenAIResponsesModel("scripted", client) if api == "responses"
+             else agents.OpenAIChatCompletionsModel("scripted", client))
+    return OpenAIAgentsAgent(agents.Agent(name="analyst", instructions="You read charts.",
+                                          model=model),
+                             run_config=agents.RunConfig(tracing_disabled=True))
+
+
 async def test_langgraph_gets_a_turns_images_as_langchain_content_blocks():
     from referee.adapters import LangGraphAgent
 
@@ -101,19 +117,10 @@ async def test_langgraph_gets_a_turns_images_as_langchain_content_blocks():
 
 @pytest.mark.parametrize("api", ["responses", "chat_completions"])
 async def test_the_agents_sdk_gets_a_turns_images_as_input_items(api):
-    agents = pytest.importorskip("agents")
-    from openai import AsyncOpenAI
-
-    from referee.adapters import OpenAIAgentsAgent
     from referee.execution import TurnResult
 
     with ScriptedJudgeServer(reply="North sold most.") as server:
-        client = AsyncOpenAI(base_url=server.base_url(), api_key=DUMMY_API_KEY)
-        model = (agents.OpenAIResponsesModel("scripted", client) if api == "responses"
-                 else agents.OpenAIChatCompletionsModel("scripted", client))
-        adapter = OpenAIAgentsAgent(agents.Agent(name="analyst", instructions="You read charts.",
-                                                 model=model),
-                                    run_config=agents.RunConfig(tracing_disabled=True))
+        adapter = analyst_agent(server, api)
         first = await adapter(TURN, [])
         second = await adapter("And the least?", [TurnResult(
             user_content="Which region sold most?", response=first.actual_response)])
