@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ MEDIA_FIELDS = ("media", "output_media")
 _EXPECTED_REFERENCE = ('a list of {"type": "image" or "document", "media_type", "sha256"}, as '
                        "`referee labels export` writes")
 Media = ImagePart | DocumentPart
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 SUFFIXES = (".jsonl", ".csv", ".yaml", ".yml")
 
 
@@ -358,6 +360,10 @@ def _referenced_part(reference: Any, source: str, line: int, field: str) -> Medi
     if kind not in ("image", "document"):
         raise InputError("is not an image or PDF reference", source=source, line=line,
                          field=field, expected=_EXPECTED_REFERENCE)
+    digest = reference.get("sha256")
+    if digest is not None and not _SHA256.fullmatch(str(digest)):
+        raise InputError(f"sha256 {digest!r} is not a SHA-256", source=source, line=line,
+                         field=field, expected="64 lowercase hex digits")
     try:
         return (ImagePart if kind == "image" else DocumentPart).model_validate(reference)
     except (ValidationError, ContentError) as exc:

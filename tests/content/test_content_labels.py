@@ -16,8 +16,10 @@ import pytest
 from content_samples import pdf, picture, sent_media
 
 from referee import EvalCase, EvalSuite, ExecutionResult
+from referee.calibrate import load_labels
 from referee.cli import main
 from referee.content import DocumentPart, ImagePart, TextPart, _prepare
+from referee.errors import InputError
 from referee.evaluators import Faithfulness
 from referee.labels import Label, LabelStore
 
@@ -165,6 +167,63 @@ def test_the_image_export_imports_into_its_run_again(exported, capsys):
     err = capsys.readouterr().err
     assert "0 label(s) added" in err and "3 already there" in err
     assert len(LabelStore(run_dir).all()) == 3
+
+
+def test_calibrating_from_the_run_itself_shows_the_judge_its_parts(
+        exported, server, tmp_path, capsys):
+    run_dir, _, sent_by_run = exported
+    _prepare._PREPARED.clear()
+    code = main(["calibrate", "--from-run", str(run_dir), "--evaluator", "faithfulness",
+                 "--judge", JUDGE, "--resamples", "50", "--no-write", "--json",
+                 "--out", str(tmp_path / "cal")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["scored"] == 3
+    assert _sent(server) == sent_by_run
+
+
+def test_an_export_printed_to_stdout_points_at_the_runs_own_blobs(exported, tmp_path, capsys):
+    run_dir, _, _ = exported
+    assert main(["labels", "export", str(run_dir)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {row["blobs"] for row in rows} == {str(run_dir / "blobs")}
+    saved = tmp_path / "elsewhere.jsonl"
+    saved.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    [labelled] = [row for row in load_labels(saved) if row.case.eval_id == "shot0"]
+    assert [part.data for part in labelled.media] == [SHOTS[0], REPORT]
+    assert [part.data for part in labelled.outputs] == [CHART]
+    assert labelled.missing is None
+
+
+@pytest.mark.parametrize(("media", "message"), [
+    ("not a list", "field 'media': is a str (expected a list of"),
+    (["chart.png"], "field 'media[0]': is not an image or PDF reference"),
+    ([{"type": "image", "sha256": "ab"}],
+     "field 'media[0]': sha256 'ab' is not a SHA-256 (expected 64 lowercase hex digits)"),
+    ([{"type": "image", "sha256": "a" * 64, "colour": "red"}],
+     "field 'media[0]': unknown ImagePart field 'colour'"),
+])
+def test_a_bad_media_reference_is_one_line_naming_the_file_line_and_field(
+        tmp_path, media, message):
+    labels = tmp_path / "labels.jsonl"
+    row = {"input": "Which region?", "output": "North", "label": "pass", "media": media}
+    labels.write_text(json.dumps({"input": "Hi", "output": "Hello", "label": "pass"}) + "\n"
+                      + json.dumps(row) + "\n")
+    with pytest.raises(InputError) as bad:
+        load_labels(labels)
+    assert str(bad.value).startswith(f"{labels}:2: {message}")
+    assert "\n" not in str(bad.value)
+
+
+def test_a_reference_without_a_blobs_folder_leaves_its_row_out(tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    digest = _sha(CHART)
+    labels.write_text(json.dumps({"input": "Which region?", "output": "North", "label": "pass",
+                                  "output_media": [{"type": "image", "sha256": digest,
+                                                    "media_type": "image/png"}]}) + "\n")
+    [row] = load_labels(labels)
+    assert row.missing == (f"{labels}:1: field 'output_media[0]': image {digest} has no "
+                           "blobs folder to be read from")
 
 
 def test_a_text_only_export_keeps_its_keys_and_writes_no_blobs_folder(
