@@ -18,7 +18,14 @@ from pydantic_core import PydanticSerializationError
 
 from referee._strict import StrictModel, move_alias, with_positions
 from referee.content._load import is_part, load_part, load_parts, media_content
-from referee.content._parts import IDENTITY, ContentPart, DocumentPart, ImagePart, TextPart
+from referee.content._parts import (
+    IDENTITY,
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    TextPart,
+    distinct_parts,
+)
 from referee.execution import as_steps, store_trace, stored_trace
 from referee.messages import MessageContent as MessageContent
 from referee.messages import ToolCall as ToolCall
@@ -445,17 +452,12 @@ class EvalCase(StrictModel):
     def media(self) -> list[ImagePart | DocumentPart]:
         """Every image and PDF the case holds (input, context, expected output, every turn's
         message and expected response), in that order, each once by content."""
-        seen: set[str] = set()
-        found: list[ImagePart | DocumentPart] = []
         sources: list[Any] = [self.input, self.context, self.expected_media]
         for turn in self.conversation:
             sources += [turn.user_content, turn.expected_media]
-        for source in sources:
-            for item in source if isinstance(source, list) else ():
-                if isinstance(item, (ImagePart, DocumentPart)) and item.content_key() not in seen:
-                    seen.add(item.content_key())
-                    found.append(item)
-        return found
+        return distinct_parts(item for source in sources
+                              for item in (source if isinstance(source, list) else ())
+                              if isinstance(item, (ImagePart, DocumentPart)))
 
     @property
     def text_context(self) -> str | list[str] | None:

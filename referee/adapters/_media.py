@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.content._load import is_part, load_part, load_parts
-from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart, distinct_parts
 
 Part = TextPart | ImagePart | DocumentPart
 MediaPart = ImagePart | DocumentPart
@@ -76,11 +76,7 @@ def with_media(result: Any, media: Sequence[MediaPart]) -> Any:
 
 def add_unique(found: list[MediaPart], parts: Sequence[MediaPart]) -> None:
     """Append the parts ``found`` does not hold yet (an agent span repeats its model's output)."""
-    seen = {part.content_key() for part in found}
-    for part in parts:
-        if part.content_key() not in seen:
-            seen.add(part.content_key())
-            found.append(part)
+    found[:] = distinct_parts([*found, *parts])
 
 
 def turn_parts(message: Any) -> list[Part] | None:

@@ -24,7 +24,7 @@ from referee.compat.multivon_media import (
     resolved_media,
 )
 from referee.content._load import find_parts, load_part
-from referee.content._parts import ContentError, DocumentPart, ImagePart
+from referee.content._parts import ContentError, DocumentPart, ImagePart, distinct_parts
 from referee.content._vision import _VISION_HINT, takes_images
 from referee.errors import JudgeUnavailable
 from referee.judge import JudgeConfig, get_judge
@@ -124,7 +124,7 @@ def graded_media(case: EvalCase, resolver: MediaResolver | None
                 "that the same image was graded: bind them with with_media() and give the "
                 "evaluator media_resolver=", DeprecationWarning, stacklevel=3)
         return parts, False
-    return find_parts(case), False
+    return distinct_parts(find_parts(case)), False
 
 
 def _bound_part(media_type: str, content: bytes) -> ImagePart | DocumentPart:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Collection, Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -220,6 +221,19 @@ class DocumentPart(_MediaPart):
 
 ContentPart = Annotated[TextPart | ImagePart | DocumentPart, Field(discriminator="type")]
 MediaPart = ImagePart | DocumentPart
+
+
+def distinct_parts(parts: Iterable[MediaPart],
+                   leaving_out: Collection[str] = ()) -> list[MediaPart]:
+    """``parts`` each once by content (the same image held by a case's input and its first
+    turn, or shown again in a later turn, is one image), in order of first appearance, less
+    those whose ``content_key()`` is in ``leaving_out``."""
+    found: dict[str, MediaPart] = {}
+    for part in parts:
+        key = part.content_key()
+        if key not in leaving_out:
+            found.setdefault(key, part)
+    return list(found.values())
 
 
 def parts_key(parts: list[TextPart | ImagePart | DocumentPart]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from referee.content._blobs import BlobStore
 from referee.content._load import find_parts
-from referee.content._parts import DocumentPart, ImagePart
+from referee.content._parts import DocumentPart, ImagePart, distinct_parts
 
 
 class _CaseContent:
@@ -29,14 +29,9 @@ class _CaseContent:
 
     def parts(self) -> tuple[ImagePart | DocumentPart, ...]:
         if self._parts is None:
-            seen: set[str] = set()
-            found = []
-            for source in self._sources:
-                for part in find_parts(source):
-                    if part.content_key() not in seen:
-                        seen.add(part.content_key())
-                        found.append(self._with_bytes(part))
-            self._parts = tuple(found)
+            found = distinct_parts(part for source in self._sources
+                                   for part in find_parts(source))
+            self._parts = tuple(self._with_bytes(part) for part in found)
         return self._parts
 
     def _with_bytes(self, part: ImagePart | DocumentPart) -> ImagePart | DocumentPart:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from referee.content._blobs import BlobStore
 from referee.content._load import find_parts
-from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart, distinct_parts
 
 Media = ImagePart | DocumentPart
 Part = TextPart | ImagePart | DocumentPart
@@ -47,13 +47,13 @@ class PairMedia:
         tool results, turns, metadata; side A's with ``reference``, a reference answer's
         media), as they are held (a stored part by its hash alone). An output's part the case
         holds too (its input echoed in a turn) counts as the case's."""
-        referenced = _distinct(find_parts(reference), set())
+        referenced = distinct_parts(find_parts(reference))
         # The case holds its reference's media too (and a turn's copy of them): theirs are A's.
-        shown = _distinct(find_parts(case), {p.content_key() for p in referenced})
+        shown = distinct_parts(find_parts(case), {p.content_key() for p in referenced})
         case_keys = {p.content_key() for p in shown}
         return cls(case=tuple(shown),
-                   a=tuple(_distinct([*referenced, *find_parts(output_a)], set(case_keys))),
-                   b=tuple(_distinct(find_parts(output_b), set(case_keys))))
+                   a=tuple(distinct_parts([*referenced, *find_parts(output_a)], case_keys)),
+                   b=tuple(distinct_parts(find_parts(output_b), case_keys)))
 
     def with_bytes(self, *, run_dirs: Sequence[Path | str | None] = (),
                    restored: Iterable[Media] = ()) -> PairMedia:
@@ -94,16 +94,6 @@ class PairMedia:
                 shown += ([TextPart(text=_side_label(name)), *media] if media
                           else [TextPart(text=_side_without(name))])
         return shown
-
-
-def _distinct(parts: Iterable[Media], seen: set[str]) -> list[Media]:
-    kept = []
-    for part in parts:
-        key = part.content_key()
-        if key not in seen:
-            seen.add(key)
-            kept.append(part)
-    return kept
 
 
 class _Bytes:

@@ -24,7 +24,7 @@ from referee import (
     media_sources,
     with_media,
 )
-from referee.content import ContentError, DocumentPart
+from referee.content import ContentError, DocumentPart, ImagePart
 from referee.evaluators.multimodal import read_claims, read_question_answers, read_yes_no
 from referee.testing import RecordedRequest
 
@@ -171,6 +171,19 @@ def test_referees_own_case_parts_are_graded_when_nothing_multivon_names_an_image
     assert result.details["media_bound"] is False and result.score == pytest.approx(2 / 3)
     (request,) = server.requests
     assert sent_media(request.body, "openai", "chat") == [("application/pdf", CONTRACT)]
+
+
+def test_a_typed_input_image_is_shown_once_though_the_input_and_its_turn_hold_it(
+        server, tmp_path):
+    server.set_reply(vision_judge)
+    judge = server.judge_config(provider="openai", model="gpt-4.1")
+    question = "What does the chart show?"
+    case = EvalCase(input=[question, ImagePart(data=CHART)])
+    assert case.conversation[0].user_content == case.input  # the same image, twice over
+    suite = EvalSuite("typed").add_case(case).add_evaluators(DocumentGrounding(judge=judge))
+    run(suite, tmp_path)
+    (request,) = server.requests
+    assert sent_media(request.body, "openai", "chat") == [("image/png", CHART)]
 
 
 def test_a_case_without_an_image_is_skipped_and_asks_no_judge(server, tmp_path):
