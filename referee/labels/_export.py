@@ -20,7 +20,7 @@ from typing import Any
 
 from referee.content._blobs import BLOBS_DIR, BlobStore
 from referee.content._load import find_parts
-from referee.content._parts import DocumentPart, ImagePart
+from referee.content._parts import DocumentPart, ImagePart, distinct_parts
 from referee.errors import InputError
 from referee.labels._store import Label, LabelStore
 from referee.record import CaseResult
@@ -68,16 +68,13 @@ def media_fields(result: CaseResult) -> dict[str, list[dict[str, Any]]]:
     """The images and PDFs the run's judge was shown with this case, as the engine's
     ``judging_content`` finds them: the case's, then those of the output not already among
     them (``media``, ``output_media``; a key only where it has some)."""
-    seen: set[str] = set()
+    case_parts = distinct_parts(find_parts(result.case))
+    output_parts = distinct_parts(find_parts(result.execution),
+                                  leaving_out={part.content_key() for part in case_parts})
     fields: dict[str, list[dict[str, Any]]] = {}
-    for key, source in (("media", result.case), ("output_media", result.execution)):
-        references = []
-        for part in find_parts(source) if source is not None else ():
-            if part.content_key() not in seen:
-                seen.add(part.content_key())
-                references.append(part_reference(part))
-        if references:
-            fields[key] = references
+    for key, parts in (("media", case_parts), ("output_media", output_parts)):
+        if parts:
+            fields[key] = [part_reference(part) for part in parts]
     return fields
 
 
