@@ -293,7 +293,7 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
                          field="metadata", expected="an object")
     if metadata.get("cut_fields"):
         raise _cut_row(metadata["cut_fields"], source, line)
-    media, outputs, missing = _row_media(raw, source, line)
+    media, outputs, missing = row_media(raw, source, line)
     conversation = raw.get("conversation")
     try:
         if conversation is not None:
@@ -316,7 +316,7 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
                          line=line, field=where) from None
 
 
-def _row_media(raw: dict[str, Any], source: str, line: int
+def row_media(raw: dict[str, Any], source: str, line: int | None
                ) -> tuple[list[Media], list[Media], str | None]:
     """The row's images and PDFs (the case's, the output's) with their bytes read from its
     ``blobs`` folder, and the first blob not found there (the row is then left out, in one
@@ -353,7 +353,7 @@ def _row_media(raw: dict[str, Any], source: str, line: int
     return found[0], found[1], missing
 
 
-def _referenced_part(reference: Any, source: str, line: int, field: str) -> Media:
+def _referenced_part(reference: Any, source: str, line: int | None, field: str) -> Media:
     """A part as a row names it, never read from its ``path`` (where the case file had it,
     kept for people): its bytes are the blob its hash names."""
     kind = reference.get("type") if isinstance(reference, dict) else None

@@ -16,7 +16,8 @@ import pytest
 from content_samples import pdf, picture, sent_media
 
 from referee import EvalCase, EvalSuite, ExecutionResult
-from referee.calibrate import load_labels
+from referee.calibrate import calibrate, load_labels
+from referee.calibrate._recheck import recheck
 from referee.cli import main
 from referee.content import DocumentPart, ImagePart, TextPart, _prepare
 from referee.errors import InputError
@@ -224,6 +225,28 @@ def test_a_reference_without_a_blobs_folder_leaves_its_row_out(tmp_path):
     [row] = load_labels(labels)
     assert row.missing == (f"{labels}:1: field 'output_media[0]': image {digest} has no "
                            "blobs folder to be read from")
+
+
+def test_a_recheck_of_an_image_calibration_shows_the_judge_its_canarys_parts(
+        exported, server, tmp_path):
+    _, out, sent_by_run = exported
+    judge = server.judge_config(provider="anthropic", model="claude-sonnet-4-5")
+    rows = load_labels(out)
+    report = calibrate(Faithfulness(), rows, judge, resamples=50, runs_dir=tmp_path / "cal")
+    entry = report.calibration_entry()
+    assert [row.model_extra["output_media"][0]["sha256"] for row in entry.canary] == \
+        [_sha(CHART)] * 3
+    server.reset_record()
+    _prepare._PREPARED.clear()
+    checked = recheck(Faithfulness(), entry, runs_dir=tmp_path / "rechecks")
+    assert len(checked.answered) == 3
+    assert _sent(server) == sent_by_run
+    # The calibration run's blobs gone: each row is left out, saying which blob, not judged blind.
+    shutil.rmtree(Path(report.run_dir) / "blobs")
+    server.reset_record()
+    checked = recheck(Faithfulness(), entry, runs_dir=tmp_path / "rechecks")
+    assert checked.answered == [] and server.request_count == 0
+    assert all("is missing from" in row.error for row in checked.rows)
 
 
 def test_a_text_only_export_keeps_its_keys_and_writes_no_blobs_folder(
