@@ -753,16 +753,16 @@ def _nothing_to_label(run_dir: str) -> bool:
 
 
 def cmd_labels_export(args: argparse.Namespace) -> int:
-    from referee.labels._export import write_export
+    from referee.labels._export import export_rows, write_rows
 
-    text, count = write_export(args.run_dir, criterion=args.criterion)
+    rows = export_rows(args.run_dir, criterion=args.criterion)
+    count = len(rows)
     # No labels on a run no judge scored: that, not "0 labelled rows", is the news.
     if not count and _nothing_to_label(args.run_dir):
         return 0
+    text = write_rows(rows, args.run_dir, args.output)
     if args.output is None:
         sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text, encoding="utf-8")
     _say(f"{count} labelled row(s)" + (f" written to {args.output}" if args.output else ""),
          sys.stderr)
     return 0

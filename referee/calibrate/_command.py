@@ -169,6 +169,9 @@ def run_command(args: argparse.Namespace,
     else:
         loader, default_evaluator = PUBLIC_SETS[args.dataset]
         rows = loader(args.labels)
+    for row in rows:
+        if row.missing:  # the other rows still replay
+            print(f"referee: {row.missing}: the row is left out", file=sys.stderr)
     if args.limit is not None and args.limit < len(rows):
         rows = random.Random(args.seed).sample(rows, args.limit)
     spec = args.evaluator or default_evaluator

@@ -5,6 +5,11 @@ verdict: ``label`` pass/fail, or ``human_score`` in [0, 1] with a ``cutoff`` (de
 score at or above it is a pass). Files are JSONL (one object per line), CSV (a header row; a
 ``context`` or ``conversation`` cell may hold a JSON list) or YAML (a list of mappings, or a
 mapping with ``cases``). A bad row is a one-line error naming the file, the line and the field.
+
+A row exported from a run whose judge saw images or PDFs names them by hash in ``media`` (the
+case's) and ``output_media`` (the output's), their bytes in the ``blobs`` folder (relative to
+the labels file); the replay shows the judge the same parts. A blob that is not there leaves
+that row out with one line naming the file, the line and the hash; the other rows replay.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.case import EvalCase, Invocation, canonical_json
+from referee.content._blobs import BlobStore
+from referee.content._parts import ContentError, DocumentPart, ImagePart
 from referee.errors import InputError, beyond_python_limits
 from referee.formats import csv_rows, jsonl_values, parse_yaml, read_text
 from referee.storable import SURROGATE_EXPECTED, LoneSurrogate, surrogate_pairs_joined
@@ -29,7 +37,12 @@ PASS_WORDS = {"pass", "passed", "true", "yes", "1", "good", "correct", "consiste
 FAIL_WORDS = {"fail", "failed", "false", "no", "0", "bad", "incorrect", "inconsistent"}
 LABEL_KEY = "calibration"  # where a labelled case keeps its label in EvalCase.metadata
 ROW_FIELDS = ("id", "input", "output", "context", "expected_output", "conversation", "label",
-              "human_score", "cutoff", "metadata")
+              "human_score", "cutoff", "metadata", "media", "output_media", "blobs")
+MEDIA_FIELDS = ("media", "output_media")
+_EXPECTED_REFERENCE = ('a list of {"type": "image" or "document", "media_type", "sha256"}, as '
+                       "`referee labels export` writes")
+Media = ImagePart | DocumentPart
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 SUFFIXES = (".jsonl", ".csv", ".yaml", ".yml")
 
 
@@ -44,13 +57,20 @@ class LabelledCase(BaseModel):
     human_score: float | None = Field(default=None, ge=0.0, le=1.0)
     cutoff: float | None = Field(default=None, ge=0.0, le=1.0)
     source: str = ""  # "file:line", for messages that point back at the row
+    # The images and PDFs the labelled judge was shown: the case's, then the output's.
+    media: list[Media] = Field(default_factory=list)
+    outputs: list[Media] = Field(default_factory=list)
+    # Why the row cannot be replayed as it was judged (a blob not found): it is left out.
+    missing: str | None = None
 
     @classmethod
     def make(cls, *, output: str, passed: bool | None = None, human_score: float | None = None,
              cutoff: float | None = None, input: str | None = None,
              context: str | list[str] | None = None, expected_output: str | None = None,
              conversation: list[Any] | None = None, id: str | None = None,
-             metadata: dict[str, Any] | None = None, source: str = "") -> LabelledCase:
+             metadata: dict[str, Any] | None = None, source: str = "",
+             media: list[Media] | None = None, outputs: list[Media] | None = None,
+             missing: str | None = None) -> LabelledCase:
         """A labelled case from its parts; give ``passed`` or ``human_score`` (with ``cutoff``)."""
         if passed is None:
             if human_score is None:
@@ -70,10 +90,11 @@ class LabelledCase(BaseModel):
             # each row keeps its own stored result across a resume.
             digest = hashlib.sha1(canonical_json({
                 "case": case.model_dump(mode="json", exclude={"eval_id"}),
-                "output": output}).encode()).hexdigest()[:12]
+                "output": output, **_media_identity(media, outputs)}).encode()).hexdigest()[:12]
             case = case.model_copy(update={"eval_id": f"row-{digest}"})
         return cls(case=case, output=output, passed=passed, human_score=human_score,
-                   cutoff=cutoff, source=source)
+                   cutoff=cutoff, source=source, media=list(media or ()),
+                   outputs=list(outputs or ()), missing=missing)
 
     def labelled_case(self) -> EvalCase:
         """The case as the run stores it: the output and label ride along in its metadata, so a
@@ -82,7 +103,20 @@ class LabelledCase(BaseModel):
         meta[LABEL_KEY] = {"output": self.output, "passed": self.passed,
                            "human_score": self.human_score, "cutoff": self.cutoff,
                            "source": self.source}
+        # The parts ride in the case, so the run refuses a judge without vision before the
+        # first replay, and the judge of each row is shown them (the case's, then the output's).
+        for key, value in (("media", self.media), ("outputs", self.outputs),
+                           ("missing", self.missing)):
+            if value:
+                meta[LABEL_KEY][key] = value
         return self.case.model_copy(update={"metadata": meta})
+
+
+def _media_identity(*groups: list[Media] | None) -> dict[str, Any]:
+    """What tells the rows' images and PDFs apart, for a digest; nothing for a text-only row,
+    so its digest is what it was before rows held images."""
+    identities = [part.identity() for group in groups for part in group or ()]
+    return {"media": identities} if identities else {}
 
 
 def data_fingerprint(rows: Iterable[LabelledCase]) -> str:
@@ -91,7 +125,8 @@ def data_fingerprint(rows: Iterable[LabelledCase]) -> str:
     for row in rows:
         digest.update(canonical_json({
             "case": row.case.model_dump(mode="json", exclude={"metadata"}),
-            "output": row.output, "passed": row.passed}).encode())
+            "output": row.output, "passed": row.passed,
+            **_media_identity(row.media, row.outputs)}).encode())
         digest.update(b"\n")
     return digest.hexdigest()[:16]
 
@@ -146,7 +181,7 @@ def _csv_rows(text: str, source: str) -> list[tuple[Any, int]]:
         for column, cell in cells.items():
             if column.startswith("metadata."):
                 raw.setdefault("metadata", {})[column.removeprefix("metadata.")] = cell
-            elif column in ("conversation", "metadata") or (
+            elif column in ("conversation", "metadata", *MEDIA_FIELDS) or (
                     column == "context" and cell.lstrip().startswith("[")):
                 raw[column] = _json_cell(cell, source, line, column)
             else:
@@ -258,6 +293,7 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
                          field="metadata", expected="an object")
     if metadata.get("cut_fields"):
         raise _cut_row(metadata["cut_fields"], source, line)
+    media, outputs, missing = row_media(raw, source, line)
     conversation = raw.get("conversation")
     try:
         if conversation is not None:
@@ -271,12 +307,69 @@ def row_from_mapping(raw: Any, source: str, line: int, *,
             context=raw.get("context"),
             expected_output=_text(raw.get("expected_output"), source, line, "expected_output"),
             conversation=conversation, id=None if raw.get("id") is None else str(raw["id"]),
-            metadata=metadata, source=f"{source}:{line}")
+            metadata=metadata, source=f"{source}:{line}", media=media, outputs=outputs,
+            missing=missing)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or None
         raise InputError(str(first["msg"]).removeprefix("Value error, "), source=source,
                          line=line, field=where) from None
+
+
+def row_media(raw: dict[str, Any], source: str, line: int | None
+               ) -> tuple[list[Media], list[Media], str | None]:
+    """The row's images and PDFs (the case's, the output's) with their bytes read from its
+    ``blobs`` folder, and the first blob not found there (the row is then left out, in one
+    line naming the file, the line and the hash)."""
+    folder = raw.get("blobs")
+    if folder is not None and not isinstance(folder, str):
+        raise InputError(f"is a {type(folder).__name__}", source=source, line=line,
+                         field="blobs", expected="the folder holding the row's images and PDFs")
+    # Relative to the labels file, so the file and its blobs folder can move together.
+    store = BlobStore.in_folder(Path(source).parent / folder) if folder else None
+    missing: str | None = None
+    found: list[list[Media]] = []
+    for key in MEDIA_FIELDS:
+        references = raw.get(key) or []
+        if not isinstance(references, list):
+            raise InputError(f"is a {type(references).__name__}", source=source, line=line,
+                             field=key, expected=_EXPECTED_REFERENCE)
+        parts = []
+        for index, reference in enumerate(references):
+            field = f"{key}[{index}]"
+            part = _referenced_part(reference, source, line, field)
+            if part.data is None and part.url is None:
+                try:
+                    if store is None:
+                        raise ContentError(f"{part.type} {part.sha256} has no blobs folder "
+                                           "to be read from")
+                    part = type(part).model_validate({**reference, "data": store.get(
+                        str(part.sha256))})
+                except ContentError as exc:
+                    missing = missing or str(ContentError(str(exc), source=source, line=line,
+                                                          field=field))
+            parts.append(part)
+        found.append(parts)
+    return found[0], found[1], missing
+
+
+def _referenced_part(reference: Any, source: str, line: int | None, field: str) -> Media:
+    """A part as a row names it, never read from its ``path`` (where the case file had it,
+    kept for people): its bytes are the blob its hash names."""
+    kind = reference.get("type") if isinstance(reference, dict) else None
+    if kind not in ("image", "document"):
+        raise InputError("is not an image or PDF reference", source=source, line=line,
+                         field=field, expected=_EXPECTED_REFERENCE)
+    digest = reference.get("sha256")
+    if digest is not None and not _SHA256.fullmatch(str(digest)):
+        raise InputError(f"sha256 {digest!r} is not a SHA-256", source=source, line=line,
+                         field=field, expected="64 lowercase hex digits")
+    try:
+        return (ImagePart if kind == "image" else DocumentPart).model_validate(reference)
+    except (ValidationError, ContentError) as exc:
+        message = (exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc))
+        raise InputError(str(message).removeprefix("Value error, "), source=source,
+                         line=line, field=field, expected=_EXPECTED_REFERENCE) from None
 
 
 def _cut_row(cut_fields: Any, source: str, line: int) -> InputError:

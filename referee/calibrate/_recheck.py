@@ -16,11 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from referee.calibrate._labels import LabelledCase
+from referee.calibrate._labels import LabelledCase, row_media
 from referee.calibrate._report import compared_score, criterion_result, exclusion
 from referee.calibrate._run import _question_set, criterion_name, score_labelled
 from referee.case import EvalCase
-from referee.evaluators.calibration import CalibrationEntry
+from referee.content._blobs import BLOBS_DIR
+from referee.evaluators.calibration import CalibrationEntry, CanaryRow
 from referee.judge import JudgeConfig
 from referee.judge.served import collect_served
 from referee.run.engine import DEFAULT_CONCURRENCY
@@ -164,6 +165,21 @@ def recheck_judge(evaluator: Any, entry: CalibrationEntry) -> JudgeConfig:
     return current.model_copy(update={"cache": False})
 
 
+def _canary_case(row: CanaryRow, index: int, entry: CalibrationEntry) -> LabelledCase:
+    """A canary row as it was judged: with its images and PDFs, read from the calibration
+    run's blobs/ (a row whose blob is gone is left out, in one line)."""
+    source = row.source or f"canary row {index + 1}"
+    extra = row.model_extra or {}
+    media: tuple[list[Any], list[Any], str | None] = ([], [], None)
+    if extra.get("media") or extra.get("output_media"):
+        run_dir = (entry.model_extra or {}).get("run_dir")
+        media = row_media({**extra, "blobs": str(Path(run_dir) / BLOBS_DIR) if run_dir
+                           else None}, source, None)
+    return LabelledCase(case=EvalCase.model_validate(row.case), output=row.output,
+                        passed=row.passed, source=source, media=media[0], outputs=media[1],
+                        missing=media[2])
+
+
 async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
                         tolerance: float = DEFAULT_TOLERANCE,
                         runs_dir: str | Path | None = None,
@@ -178,9 +194,7 @@ async def recheck_async(evaluator: Any, entry: CalibrationEntry, *,
                          "kept them): calibrate again to recheck it later")
     if not 0.0 <= tolerance <= 1.0:
         raise ValueError(f"tolerance must be within [0, 1], got {tolerance}")
-    rows = [LabelledCase(case=EvalCase.model_validate(row.case), output=row.output,
-                         passed=row.passed, source=row.source or f"canary row {i + 1}")
-            for i, row in enumerate(entry.canary)]
+    rows = [_canary_case(row, i, entry) for i, row in enumerate(entry.canary)]
     run, evaluator, provider, model = await score_labelled(
         evaluator, rows, recheck_judge(evaluator, entry), runs_dir=runs_dir,
         concurrency=concurrency, judge_timeout=judge_timeout,

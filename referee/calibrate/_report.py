@@ -358,7 +358,21 @@ def _canary_row(case: CaseResult, label: dict[str, Any], score: float) -> Canary
         fields["metadata"] = metadata
     return CanaryRow(case=fields, output=str(label.get("output") or ""),
                      passed=bool(label["passed"]), score=score,
-                     source=str(label.get("source") or ""))
+                     source=str(label.get("source") or ""), **_canary_media(label))
+
+
+def _canary_media(label: dict[str, Any]) -> dict[str, Any]:
+    """A row's images and PDFs as its canary keeps them: references by hash (the bytes stay in
+    the calibration run's blobs/, where ``--recheck`` reads them); nothing for a text row."""
+    from referee.content._load import find_parts
+    from referee.labels._export import part_reference
+
+    kept = {}
+    for key, field in (("media", "media"), ("outputs", "output_media")):
+        references = [part_reference(part) for part in find_parts(label.get(key) or [])]
+        if references:
+            kept[field] = references
+    return kept
 
 
 def canary_rows(rows: list[CanaryRow], *, seed: int, size: int = CANARY_ROWS) -> list[CanaryRow]:

@@ -13,7 +13,9 @@ from referee.calibrate._labels import LABEL_KEY, LabelledCase, data_fingerprint
 from referee.calibrate._report import CalibrationReport, build_report
 from referee.calibrate._stats import DEFAULT_RESAMPLES, FIT_METRICS
 from referee.case import EvalCase
+from referee.content._parts import ContentError
 from referee.evaluators.calibration import NO_QUESTION_SET
+from referee.execution import ExecutionResult
 from referee.judge import JudgeConfig
 from referee.judge.panel import PANEL, JudgePanel, check_judge, panel_model_name
 from referee.record import EvalReport
@@ -197,7 +199,12 @@ async def score_labelled(evaluator: Any, rows: Sequence[LabelledCase],
     cases: list[EvalCase] = [row.labelled_case() for row in rows]
 
     async def replay(case: EvalCase, caller: ModelCaller) -> Any:
-        return case.metadata[LABEL_KEY]["output"]  # the output the people judged
+        label = case.metadata[LABEL_KEY]
+        if label.get("missing"):  # judged without its images, it would measure another judge
+            raise ContentError(label["missing"])
+        if label.get("outputs"):
+            return ExecutionResult(actual_response=label["output"], outputs=label["outputs"])
+        return label["output"]  # the output the people judged
 
     run = await run_evaluation(RunRequest(
         name=f"calibrate {name}", model_id="human-labelled outputs", cases=cases,

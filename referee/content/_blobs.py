@@ -30,6 +30,14 @@ class BlobStore:
     def __init__(self, run_dir: Path | str) -> None:
         self.root = Path(run_dir) / BLOBS_DIR
 
+    @classmethod
+    def in_folder(cls, root: Path | str) -> BlobStore:
+        """A store whose blobs lie under ``root`` itself (an exported labels file's
+        ``<file>.blobs/``), in the same layout as a run's blobs/."""
+        store = cls.__new__(cls)
+        store.root = Path(root)
+        return store
+
     def path_of(self, sha256: str) -> Path:
         if len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
             raise ContentError(f"not a sha256 blob name: {sha256!r}")
