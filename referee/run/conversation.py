@@ -15,11 +15,11 @@ its history sends the model the earlier turns' images too.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from referee.case import EvalCase
-from referee.content._parts import DocumentPart, ImagePart
+from referee.content._parts import DocumentPart, ImagePart, distinct_parts
 from referee.execution import ExecutionResult, TurnResult
 from referee.run.engine import ModelCaller
 from referee.usage import TokenUsage
@@ -40,15 +40,6 @@ def takes_history(agent: AgentFn) -> bool:
         if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
             positional += 1
     return positional >= 2
-
-
-def each_once(outputs: Iterable[ImagePart | DocumentPart]) -> list[ImagePart | DocumentPart]:
-    """The images and PDFs all turns produced, each once (a chart shown again in a later turn
-    is one output), so that merging the turns into one result loses none."""
-    found: dict[str, ImagePart | DocumentPart] = {}
-    for part in outputs:
-        found.setdefault(part.content_key(), part)
-    return list(found.values())
 
 
 class AgentError(RuntimeError):
@@ -84,5 +75,5 @@ async def run_conversation(agent: AgentFn, case: EvalCase, caller: ModelCaller) 
         tool_calls=tool_calls, node_visits=node_visits,
         turns=turns if len(turns) > 1 else [],  # a single turn is the result itself
         token_usage=TokenUsage.total(usages),
-        metadata=metadata, outputs=each_once(outputs),
+        metadata=metadata, outputs=distinct_parts(outputs),
     )

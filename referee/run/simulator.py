@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from referee.case import EvalCase, ToolCall
 from referee.config import CriterionConfig, UserSimulatorConfig
-from referee.content._parts import DocumentPart, ImagePart
+from referee.content._parts import DocumentPart, ImagePart, distinct_parts
 from referee.criteria.judged import judged_criteria
 from referee.errors import JudgeUnavailable
 from referee.execution import ExecutionResult, TurnResult
@@ -26,7 +26,7 @@ from referee.judge.client import get_judge
 from referee.judge.config import judge_config_for_model
 from referee.record import CaseResult, EvalReport
 from referee.result import CriterionResult
-from referee.run.conversation import AgentError, AgentFn, each_once, takes_history
+from referee.run.conversation import AgentError, AgentFn, takes_history
 from referee.run.engine import Engine, ModelCaller
 from referee.run.evaluation import RunRequest, run_evaluation
 from referee.run.options import RunOptions
@@ -276,7 +276,7 @@ class UserSimulator:
                 usage = usage + spent
         return ExecutionResult(
             actual_response=transcript_text(conversation), tool_calls=tool_calls,
-            node_visits=node_visits, turns=turns, token_usage=usage, outputs=each_once(outputs),
+            node_visits=node_visits, turns=turns, token_usage=usage, outputs=distinct_parts(outputs),
             metadata={"conversation": conversation,
                       "simulator_token_usage": usage.model_dump(mode="json")},
         )
