@@ -118,8 +118,9 @@ def report_labelling(report: EvalReport, cases: list[CaseResult], *,
                 cut_fields[name] = left_out
         if cut_fields:
             row["cut_fields"] = cut_fields
-        # References only (hashes, media types, the case file's paths): no bytes reach the page.
-        row.update(media_fields(case))
+        # References only (hashes, media types, the case file's paths, a remote part's URL,
+        # masked like any text of the page): no bytes reach the page.
+        row.update(redact_secrets(media_fields(case)))
         rows[case.eval_id] = row
     run_dir = report.run_dir
     labelling = {"run_id": report.run_id, "scoring": version_number(report.metadata),

@@ -25,6 +25,7 @@ from test_content_labels import (
 from referee import EvalCase, EvalSuite, ExecutionResult
 from referee.calibrate import load_labels
 from referee.cli import main
+from referee.content import ImagePart, TextPart
 from referee.evaluators import Faithfulness
 from referee.labels._review import report_labelling
 from referee.record import EvalReport
@@ -173,3 +174,16 @@ def test_a_text_only_reports_rows_and_panel_are_as_they_were(tmp_path):
     assert all(set(row) <= {"input", "output", "context", "expected_output"}
                for row in labelling["rows"].values())
     assert "label-media-note" not in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_remote_parts_url_reaches_the_page_with_its_password_masked(downloaded):
+    run_dir, _, _ = downloaded
+    stored = load_run(run_dir)
+    shot = next(case for case in stored.cases if case.eval_id == "shot0")
+    url = "https://ana:sk-abcdefghijklmnop@images.example/chart.png"
+    remote = shot.model_copy(update={"case": shot.case.model_copy(update={"input": [
+        TextPart(text="What is shown?"), ImagePart(url=url, media_type="image/png")]})})
+    labelling = report_labelling(stored, [remote], max_field_chars=10_000)
+    reference = labelling["rows"]["shot0"]["media"][0]  # then the case metadata's PDF
+    assert reference["type"] == "image" and "images.example/chart.png" in reference["url"]
+    assert "sk-abcdefghijklmnop" not in json.dumps(labelling)
