@@ -111,7 +111,7 @@ def test_downloaded_rows_name_the_images_as_the_export_does(downloaded, capsys):
     for row in (*rows.values(), *exported.values()):
         row.pop("metadata")  # who labelled: the page's and the store's own words
     assert exported == rows
-    assert [ref["sha256"] for ref in rows["shot1"]["media"]][0] == _sha(SHOTS[1])
+    assert rows["shot1"]["media"][0]["sha256"] == _sha(SHOTS[1])
     assert len(out.read_text()) < 4000  # references only: never the bytes
 
 
