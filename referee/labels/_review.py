@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from referee.content._blobs import BLOBS_DIR
 from referee.content._gallery import Gallery
-from referee.labels._export import case_fields
+from referee.labels._export import case_fields, media_fields
 from referee.labels._queue import review_queue
 from referee.labels._store import Label, now
 from referee.record import CaseResult, EvalReport
@@ -87,7 +89,14 @@ def report_labelling(report: EvalReport, cases: list[CaseResult], *,
     A text field longer than ``max_field_chars`` is cut as the rest of the page cuts it, and
     the row's ``cut_fields`` says how many characters of which field were left out: a runaway
     output must not make the page bigger than it, and the mark rides along into the
-    downloaded rows (metadata.cut_fields), which calibrate refuses and import accepts."""
+    downloaded rows (metadata.cut_fields), which calibrate refuses and import accepts.
+
+    A case whose judge was shown images or PDFs carries them by hash (``media``,
+    ``output_media``, as the export names them), and ``blobs`` is the run's blobs folder as an
+    absolute path (the page may be opened from anywhere; the download lands elsewhere), so
+    calibrating the downloaded file shows the judge the same parts while the run is there,
+    and leaves those rows out, one line each, once it is gone. ``blobs`` is absent when the
+    report does not know its run's directory."""
     rows = {}
     for case in cases:
         fields = case_fields(case)
@@ -109,13 +118,20 @@ def report_labelling(report: EvalReport, cases: list[CaseResult], *,
                 cut_fields[name] = left_out
         if cut_fields:
             row["cut_fields"] = cut_fields
+        # References only (hashes, media types, the case file's paths, a remote part's URL,
+        # masked like any text of the page): no bytes reach the page.
+        row.update(redact_secrets(media_fields(case)))
         rows[case.eval_id] = row
     run_dir = report.run_dir
-    return {"run_id": report.run_id, "scoring": version_number(report.metadata),
-            "run": str(run_dir) if run_dir else "",
-            "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows,
-            "cut": any("cut_fields" in row for row in rows.values()),
-            "max_field_chars": max_field_chars}
+    labelling = {"run_id": report.run_id, "scoring": version_number(report.metadata),
+                 "run": str(run_dir) if run_dir else "",
+                 "queue": queue_items(report, {}, cases=cases, with_fields=False), "rows": rows,
+                 "cut": any("cut_fields" in row for row in rows.values()),
+                 "media": any("media" in row or "output_media" in row for row in rows.values()),
+                 "max_field_chars": max_field_chars}
+    if run_dir:
+        labelling["blobs"] = str(Path(run_dir).resolve() / BLOBS_DIR)
+    return labelling
 
 
 class RefusedLabel(ValueError):

@@ -710,8 +710,8 @@ def render_html(report: EvalReport, *, index_href: str | None = None,
 
         labelling = report_labelling(report, shown, max_field_chars=MAX_FIELD_CHARS)
         # Packed as the case details are: the queue names every judged result of the run.
-        labelling["data"] = _page_data({"queue": labelling["queue"], "rows": labelling["rows"]},
-                                       packed=bool(chunks))
+        page_data = {key: labelling[key] for key in ("queue", "rows", "blobs") if key in labelling}
+        labelling["data"] = _page_data(page_data, packed=bool(chunks))
         labelling["packed"] = bool(chunks)
     return _page(
         "report.html.j2", script=_asset("report.js") + "\n" + _asset("labels.js"), r=summary,

@@ -3,7 +3,8 @@
   // Labelling verdicts by keyboard, on two pages: the viewer's labelling page, which stores each
   // label through the viewer (data-post, with its per-session token), and the self-contained
   // report's panel (data-store="local"), which keeps labels in the browser's local storage under
-  // the run id and downloads them as the rows `referee labels export` writes. Both pages carry
+  // the run id and downloads them as the rows `referee labels export` writes (a case's images
+  // and PDFs by hash, their bytes left in the run's blobs folder). Both pages carry
   // the queue (labels/_review.queue_items, in review order) as JSON; this script builds its
   // sections, text only.
   var root = document.getElementById("labelling");
@@ -17,6 +18,7 @@
   var current = 0;
   var loading = null;   // Promise of the page's queue, read once
   var rows = {};        // case id -> the case part of a labels row (labels/_export.case_fields)
+  var blobs = "";       // the run's blobs folder, where the rows' images and PDFs are kept
 
   function loadQueue() {
     if (!loading) {
@@ -205,6 +207,13 @@
                  label: humanPassed(label) ? "pass" : "fail", metadata: metadata};
       if ("context" in fields) { row.context = fields.context; }
       if ("expected_output" in fields) { row.expected_output = fields.expected_output; }
+      // The images and PDFs the run's judge saw, by hash, and where their bytes are (the
+      // run's blobs/): without them calibrate would replay another, text-only judge task.
+      var media = false;
+      ["media", "output_media"].forEach(function (key) {
+        if (fields[key]) { row[key] = fields[key]; media = true; }
+      });
+      if (media && blobs) { row.blobs = blobs; }
       return JSON.stringify(row) + "\n";
     }).join("");
   }
@@ -295,6 +304,7 @@
   function start(data) {
     if (items.length || !data.queue.length) { return; }
     rows = data.rows || {};
+    blobs = data.blobs || "";
     var sections = document.createDocumentFragment();
     items = data.queue.map(function (it, i) {
       var item = build(it, i);
