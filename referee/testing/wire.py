@@ -14,6 +14,7 @@ import json
 import math
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -88,7 +89,7 @@ def _limits(state: RateLimitState) -> Iterator[tuple[str, float, float, float]]:
             yield kind, limit, remaining, reset
 
 
-class WireFormat:
+class WireFormat(ABC):
     """One provider API. Its defaults: OpenAI-shaped error bodies, no limit headers (only
     ``retry-after`` on a 429), no prompt-cache breakpoints, the served model in ``model``,
     nothing after the base URL."""
@@ -100,14 +101,17 @@ class WireFormat:
     # The reply field that names the model that served it.
     served_model_field: ClassVar[str] = "model"
 
+    @abstractmethod
     def handles(self, route: str) -> bool:
-        raise NotImplementedError
+        """Whether a request to ``route`` is one of this API's."""
 
+    @abstractmethod
     def parse(self, route: str, body: dict[str, Any]) -> ParsedRequest:
-        raise NotImplementedError
+        """What the scripted judge needs of a request body."""
 
+    @abstractmethod
     def success_body(self, request: RecordedRequest, answer: Answer) -> dict[str, Any]:
-        raise NotImplementedError
+        """The API's reply body for ``answer``."""
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "scripted_error", "param": None,
@@ -458,6 +462,15 @@ class _Unemulated(WireFormat):
     """A provider the server has no API of: the base format's errors and headers."""
 
     provider = api_style = ""
+
+    def handles(self, route: str) -> bool:
+        return False
+
+    def parse(self, route: str, body: dict[str, Any]) -> ParsedRequest:
+        raise LookupError("the scripted judge emulates no API of this provider")
+
+    def success_body(self, request: RecordedRequest, answer: Answer) -> dict[str, Any]:
+        raise LookupError("the scripted judge emulates no API of this provider")
 
 
 _UNEMULATED = _Unemulated()
