@@ -11,7 +11,10 @@ Pillow and pypdf are the ``images`` extra, imported only here and only when a pa
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
+import json
 import logging
 import re
 import sys
@@ -22,6 +25,11 @@ from typing import Any
 from referee.content._limits import ProviderLimits, fitted_size
 from referee.content._media import human_size, sniff_media_type
 from referee.content._parts import ContentError, DocumentPart, ImagePart, TextPart
+
+# Bump whenever fitting can give other bytes for the same part and limits (another size rule,
+# encoder, quality step): the reply cache keys a request's parts by the originals and this
+# signature, so replies judged on the old fitting stop matching.
+FIT_VERSION = 1
 
 _EXTRA_HINT = "pip install 'referee[images]'"
 _BUFFER_NAME = re.compile(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
@@ -57,6 +65,19 @@ def fit_part(part: TextPart | ImagePart | DocumentPart, limits: ProviderLimits
     if isinstance(part, DocumentPart):
         return check_document(part, limits)
     return fit_image(part, limits)
+
+
+def fit_signature(limits: ProviderLimits) -> str:
+    """What decides how ``fit_part`` fits a part for these ``limits``, as text: the reply cache
+    keys a request's original parts with it, so a cached reply is found without fitting."""
+    return _signature(limits, FIT_VERSION)
+
+
+@functools.lru_cache(maxsize=16)
+def _signature(limits: ProviderLimits, version: int) -> str:
+    fields = {name: sorted(value) if isinstance(value, frozenset) else value
+              for name, value in dataclasses.asdict(limits).items()}
+    return f"fit {version} " + json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
 
 def sent_size(raw_bytes: int) -> int:

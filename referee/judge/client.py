@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from referee.content._parts import ContentError, TextPart
-from referee.content._prepare import PreparedContent, prepare_content
+from referee.content._prepare import PreparedContent, prepare_content, reply_cache_parts
+from referee.content._rules import ContentRules
 from referee.content._scope import case_parts
+from referee.content._vision import require_vision
 from referee.errors import JudgeUnavailable
 from referee.judge import retry as _retry
 from referee.judge.config import JudgeConfig, is_provider_endpoint
@@ -408,17 +410,9 @@ class Judge:
         if json_schema is not None and not sends_reply_schema(cfg, self._endpoint.base_url):
             json_schema = None
         media = tuple(case_parts() if parts is None else parts)
-        prepared = await self._prepared(media) if media else None
-        request = JudgeRequest(
-            parts=prepared.parts if prepared else (),
-            media_tokens=prepared.media_tokens if prepared else 0,
-            model=cfg.model, prompt=prompt_prefix + prompt, system=system, json_mode=json_mode,
-            json_schema=json_schema,
-            temperature=cfg.effective_temperature if temperature is None else temperature,
-            max_tokens=cfg.effective_max_tokens if max_tokens is None else max_tokens,
-            timeout=cfg.effective_timeout, api_style=cfg.api_style,
-            prompt_prefix=prompt_prefix, cache_breakpoint=cacheable,
-            cache_key=cache_group if cacheable else None)
+        content_rules = self._content_rules(media) if media else None
+        temperature = cfg.effective_temperature if temperature is None else temperature
+        max_tokens = cfg.effective_max_tokens if max_tokens is None else max_tokens
         if self._reply_cache is False:
             self._reply_cache = get_cache(cfg.cache_path) if self._cache_enabled() else None
         cache = (self._reply_cache if isinstance(self._reply_cache, JudgeCache)
@@ -429,10 +423,12 @@ class Judge:
         if cache is not None or batch:
             key = cache_key(provider=cfg.provider, model=cfg.model, base_url=self._endpoint.base_url,
                             api_style=cfg.api_style, prompt=prompt_prefix + prompt, system=system,
-                            json_mode=json_mode, temperature=request.temperature,
-                            max_tokens=request.max_tokens, sample_index=sample_index,
+                            json_mode=json_mode, temperature=temperature,
+                            max_tokens=max_tokens, sample_index=sample_index,
                             **({"trial": trial} if (trial := _TRIAL.get()) else {}),
-                            **({"parts": list(prepared.cache_key)} if prepared else {}),
+                            # The original parts and how they will be fitted: a hit fits nothing.
+                            **({"parts": list(reply_cache_parts(content_rules, media))}
+                               if content_rules else {}),
                             **({"json_schema": schema_text(json_schema)}
                                if json_schema is not None else {}))
         if cache is not None:
@@ -446,6 +442,16 @@ class Judge:
                     return self._cached_reply(shared)
         flight = _start_flight(flights, key) if cache is not None else None
         try:
+            # Fitted only now that no cached reply answers it (batch items are always sent).
+            prepared = await self._prepared(content_rules, media) if content_rules else None
+            request = JudgeRequest(
+                parts=prepared.parts if prepared else (),
+                media_tokens=prepared.media_tokens if prepared else 0,
+                model=cfg.model, prompt=prompt_prefix + prompt, system=system,
+                json_mode=json_mode, json_schema=json_schema, temperature=temperature,
+                max_tokens=max_tokens, timeout=cfg.effective_timeout, api_style=cfg.api_style,
+                prompt_prefix=prompt_prefix, cache_breakpoint=cacheable,
+                cache_key=cache_group if cacheable else None)
             if batch:  # batch seam: referee/judge/batch sends it in a provider batch
                 raw, attempts, latency, batch = await self._call_by_batch(request, key)
             elif cacheable:
@@ -468,7 +474,7 @@ class Judge:
                                batch_provider=cfg.provider if batch else None),
                            cached=False, provider=cfg.provider, model=cfg.model,
                            latency_s=latency, attempts=attempts,
-                           truncated_at=request.max_tokens if raw.truncated else None,
+                           truncated_at=max_tokens if raw.truncated else None,
                            served_model=raw.model or None,
                            system_fingerprint=raw.system_fingerprint)
         note_served(f"{cfg.provider}/{cfg.model}", reply.served_model, reply.system_fingerprint)
@@ -485,15 +491,22 @@ class Judge:
             raise reply.unreadable(raw.content_error)
         return reply
 
-    async def _prepared(self, media: tuple[Any, ...]) -> PreparedContent:
-        """The images and PDFs as this judge's provider takes them; fitting decodes and
-        re-encodes images, so it runs off the event loop (kept per content: a case's later
-        requests find it done)."""
+    def _content_rules(self, media: tuple[Any, ...]) -> ContentRules:
+        """This judge's provider's rules for ``media``; ContentError (one line) when the
+        provider names none or the model takes text only, before any cache is looked up."""
         cfg = self.config
         rules = rules_for(cfg.provider).content_rules
         if rules is None:
             raise ContentError(f"judge {cfg.provider}/{cfg.model} cannot be sent images or "
                                "PDFs: its provider adapter names no content rules")
+        require_vision(rules, cfg.model, media)
+        return rules
+
+    async def _prepared(self, rules: ContentRules, media: tuple[Any, ...]) -> PreparedContent:
+        """The images and PDFs as this judge's provider takes them; fitting decodes and
+        re-encodes images, so it runs off the event loop (kept per content: a case's later
+        requests find it done)."""
+        cfg = self.config
         return await asyncio.to_thread(prepare_content, rules, cfg.api_style, cfg.model, media)
 
     def _cached_reply(self, text: str) -> JudgeReply:
